@@ -1,0 +1,19 @@
+// Several dependencies (music-metadata and its tokenizer stack, a fastify helper) ship as
+// ESM only. Node >= 20.19 can require() them natively, but jest's CommonJS module system
+// cannot, so jest compiles exactly those packages to CommonJS with ts-jest.
+const esmOnly = [
+  'music-metadata', 'strtok3', 'token-types', '@tokenizer', 'file-type', 'uint8array-extras',
+  'win-guid', '@borewit', 'media-typer', 'cookie',
+];
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: {
+    '^.+\\.[tj]s$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.test.json', diagnostics: { ignoreCodes: [151002] } }],
+  },
+  transformIgnorePatterns: [`/node_modules/(?!(${esmOnly.join('|')})/)`],
+  // ESM-only packages publish no 'require' condition; 'module-sync' points at their ESM entry.
+  testEnvironmentOptions: { customExportConditions: ['node', 'node-addons', 'module-sync'] },
+  testTimeout: 30000,
+};

@@ -1,0 +1,62 @@
+/**
+ * Typed hub errors with stable codes. Every front end (REST, MQTT, cloud, Node-RED) maps a
+ * failure to `{ Result: "false", ErrorCode, ErrorMessage }`; the code is the contract, the
+ * message is for humans and may change.
+ *
+ * `status` is the HTTP status the REST server uses. Operation failures answer 200 so that
+ * existing clients, which only look at `Result`, keep working; malformed requests get 4xx.
+ */
+export const ERROR_CODES = {
+  InvalidParameter: { status: 400, description: 'A parameter is missing or malformed; the message names it.' },
+  UnsupportedScheme: { status: 400, description: 'MediaUrl uses a scheme other than http, https, rtsp, rstp or mms.' },
+  TextTooLong: { status: 400, description: 'Text is longer than the configured maximum (tts.maxTextLength).' },
+  UnknownOperation: { status: 404, description: 'No operation of that name exists.' },
+  Unauthorized: { status: 401, description: 'The bearer token is missing or wrong.' },
+  SessionNotFound: { status: 200, description: 'The SessionToken is unknown, closed or expired.' },
+  DeviceNotFound: { status: 200, description: 'No speaker has that DeviceID.' },
+  DeviceUnavailable: { status: 200, description: 'The speaker exists but is not reachable now (Active false).' },
+  MediaNotFound: { status: 200, description: 'No media item has that PersistentID.' },
+  NoSpeakerSelected: { status: 200, description: 'A session-target play was asked for but no speaker is in the playback session.' },
+  NoSpeakerAvailable: { status: 200, description: 'None of the target speakers is available.' },
+  PriorityTooLow: { status: 200, description: 'A playback with a higher Priority is playing.' },
+  NotPlaying: { status: 200, description: 'pause_play was asked for but nothing is playing.' },
+  NotResumable: { status: 200, description: 'Nothing paused to resume, the paused playback is not hub media, or it is another PersistentID.' },
+  PlaybackFailed: { status: 200, description: 'No target speaker could start the media (unreachable URL, speaker error).' },
+  TtsFailed: { status: 200, description: 'The text-to-speech provider could not synthesize the text (not configured, refused, unreachable).' },
+  InternalError: { status: 500, description: 'An unexpected fault; it is logged with details.' },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class HubError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** Name of the offending parameter, for InvalidParameter and friends. */
+  readonly parameter?: string;
+
+  constructor(code: ErrorCode, message: string, options?: { parameter?: string; cause?: unknown }) {
+    super(message, options?.cause !== undefined ? { cause: options.cause } : undefined);
+    this.name = 'HubError';
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.parameter = options?.parameter;
+  }
+}
+
+export function isHubError(e: unknown): e is HubError {
+  return e instanceof HubError;
+}
+
+/** The wire shape of a failure, shared by every front end. */
+export interface ErrorBody {
+  Result: 'false';
+  ErrorCode: ErrorCode;
+  ErrorMessage: string;
+  Parameter?: string;
+}
+
+export function errorBody(e: HubError): ErrorBody {
+  const body: ErrorBody = { Result: 'false', ErrorCode: e.code, ErrorMessage: e.message };
+  if (e.parameter) body.Parameter = e.parameter;
+  return body;
+}

@@ -1,0 +1,30 @@
+/** One playable item of the hub's media library (hub media). */
+export interface MediaItem {
+  /** Stable digit string, same file → same ID across restarts. */
+  persistentId: string;
+  title: string;
+  artist: string;
+  album: string;
+  /** Whole seconds, rounded. */
+  duration: number;
+  /** Absolute path of the file on the hub. */
+  file: string;
+  /** MIME type served to speakers, e.g. audio/mpeg. */
+  contentType: string;
+}
+
+/** The read side the core uses; the scanner lives in library.ts. */
+export interface MediaCatalog {
+  list(): MediaItem[];
+  get(persistentId: string): MediaItem | undefined;
+}
+
+/**
+ * Serves local files (hub media, TTS audio) to speakers over HTTP. The URLs it hands out
+ * carry an unguessable capability id, so nothing but a URL the hub gave a speaker reaches
+ * a file. The core sees only this interface; the HTTP server lives in media-server.ts.
+ */
+export interface MediaHost {
+  /** Returns the URL a speaker fetches the file at. Same file → same URL for this run. */
+  publish(file: string, contentType: string): string;
+}

@@ -1,0 +1,17 @@
+/** A text-to-speech engine. Providers only synthesize; caching and limits are TtsService's. */
+export interface TtsProvider {
+  /** Short stable name, part of the cache key: 'espeak', 'voicerss'. */
+  readonly name: string;
+  /** File extension and MIME type of what synthesize() writes. */
+  readonly format: { ext: string; contentType: string };
+  /** Writes the spoken text to outFile. Rejects with an Error whose message says why. */
+  synthesize(text: string, voice: string, outFile: string): Promise<void>;
+}
+
+/** What TtsService.speak() gives the playback engine. */
+export interface TtsAudio {
+  file: string;
+  contentType: string;
+  /** Seconds (fractional), when known. */
+  duration?: number;
+}
