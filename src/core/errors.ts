@@ -22,6 +22,7 @@ export const ERROR_CODES = {
   NotPlaying: { status: 200, description: 'pause_play was asked for but nothing is playing.' },
   NotResumable: { status: 200, description: 'Nothing paused to resume, the paused playback is not hub media, or it is another PersistentID.' },
   PlaybackFailed: { status: 200, description: 'No target speaker could start the media (unreachable URL, speaker error).' },
+  SpeakerError: { status: 200, description: 'A speaker did not carry out the command (it answered with an error or timed out).' },
   TtsFailed: { status: 200, description: 'The text-to-speech provider could not synthesize the text (not configured, refused, unreachable).' },
   InternalError: { status: 500, description: 'An unexpected fault; it is logged with details.' },
 } as const;

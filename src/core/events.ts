@@ -1,0 +1,61 @@
+import { EventEmitter } from 'node:events';
+
+/** Wire-shaped device record (compatibility.md: numbers and booleans keep their JSON types). */
+export interface DeviceRecord {
+  DeviceID: string;
+  DeviceName: string;
+  GroupName: string;
+  GroupID: string;
+  ModelName: string;
+  Version: string;
+  Role: number;
+  MacAddress: string;
+  IPAddress: string;
+  Port: number;
+  Active: boolean;
+  IsPlaying: boolean;
+  Volume: number;
+  WifiSignalStrength: number;
+}
+
+export type PlaybackState = 'PlayerStatePlaying' | 'PlayerStatePaused' | 'PlayerStateStopped';
+export type MediaKind = 'hub' | 'web' | 'tts';
+
+/** Reasons of the original hub's DeviceStateUpdated event (compatibility.md). */
+export type DeviceReason =
+  | 'DeviceAvailable'
+  | 'DeviceUnavailable'
+  | 'DeviceError'
+  | 'SpeakerInfoUpdated'
+  | 'WiFiSignalChanged';
+
+export interface PlaybackSnapshot {
+  state: PlaybackState;
+  /** Whole seconds; -1 when stopped. */
+  timeElapsed: number;
+  kind?: MediaKind;
+  persistentId?: string;
+  url?: string;
+  title?: string;
+  priority?: number;
+  deviceIds: string[];
+  /** Why the playback stopped: 'ended', 'stopped', 'interrupted', 'error'. */
+  reason?: string;
+}
+
+/** What the core tells front ends; MQTT, SSE, HomeKit and the cloud publish these. */
+export interface HubEvents {
+  playbackState: [PlaybackSnapshot];
+  playbackTime: [{ timeElapsed: number; deviceIds: string[] }];
+  device: [{ reason: DeviceReason; device: DeviceRecord; detail?: string }];
+  volume: [{ deviceId: string; volume: number }];
+  selection: [{ deviceIds: string[] }];
+}
+
+export class HubEventBus extends EventEmitter<HubEvents> {
+  constructor() {
+    super();
+    // Every SSE client, MQTT bridge and HomeKit accessory listens; that is not a leak.
+    this.setMaxListeners(0);
+  }
+}

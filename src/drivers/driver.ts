@@ -1,0 +1,90 @@
+import { createHash } from 'node:crypto';
+import type { EventEmitter } from 'node:events';
+
+/**
+ * The one interface every speaker protocol sits behind (virtual, UPnP/DLNA, Snapcast).
+ * The core never sees a protocol: it asks a speaker to play a URL the hub serves, and
+ * listens to what the speaker reports.
+ */
+
+/** Descriptive fields of a speaker; the hub adds DeviceID, Active, IsPlaying and Volume. */
+export interface SpeakerInfo {
+  name: string;
+  groupName: string;
+  /** Digit string. */
+  groupId: string;
+  modelName: string;
+  /** Firmware version. */
+  version: string;
+  /** Spec gap: no values are defined. Drivers report 21 (stand-alone speaker) unless the protocol says otherwise. */
+  role: number;
+  /** May be ''. */
+  macAddress: string;
+  ipAddress: string;
+  port: number;
+  /** dBm, negative; 0 when the protocol cannot tell. */
+  wifiSignalStrength: number;
+}
+
+export interface MediaRequest {
+  /** URL the speaker fetches: the hub's media server for hub media and TTS, the web URL otherwise. */
+  url: string;
+  contentType?: string;
+  title?: string;
+  /** Seconds, when the hub knows it (hub media, TTS). */
+  duration?: number;
+  /** Seconds to start into the media (resume on a speaker that was not paused). */
+  startAt?: number;
+}
+
+export type SpeakerPlayState = 'playing' | 'paused' | 'stopped';
+/** Why a speaker stopped: 'ended' at the end of the media, 'error' on a fault, 'stopped' when told to. */
+export type StopReason = 'ended' | 'error' | 'stopped';
+
+export interface SpeakerEvents {
+  state: [state: SpeakerPlayState, reason?: StopReason, detail?: string];
+  availability: [available: boolean];
+  info: [changed: Partial<SpeakerInfo>];
+  volume: [volume: number];
+}
+
+export interface Speaker extends EventEmitter<SpeakerEvents> {
+  /** Stable digit string, unique across drivers (drivers derive it from a protocol id). */
+  readonly id: string;
+  readonly driver: string;
+  readonly available: boolean;
+  readonly state: SpeakerPlayState;
+  /** 0–50. */
+  readonly volume: number;
+  info(): SpeakerInfo;
+  /** Resolves once the speaker has the media and is playing; rejects if it cannot. */
+  play(media: MediaRequest): Promise<void>;
+  pause(): Promise<void>;
+  resume(): Promise<void>;
+  stop(): Promise<void>;
+  /** Position in seconds as the speaker reports it, or undefined when it cannot tell. */
+  position(): number | undefined;
+  /** 0–50; the driver maps to its protocol's range and clamps. */
+  setVolume(volume: number): Promise<void>;
+}
+
+export interface DriverEvents {
+  speakerAdded: [speaker: Speaker];
+  speakerRemoved: [speaker: Speaker];
+}
+
+export interface SpeakerDriver extends EventEmitter<DriverEvents> {
+  readonly name: string;
+  /** Starts discovery; speakers found are announced with speakerAdded. */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  speakers(): Speaker[];
+}
+
+/** Derives a stable digit-string id (up to 14 digits, like the original hub's) from a protocol id. */
+export function digitId(seed: string, digits = 14): string {
+  const h = createHash('sha256').update(seed).digest();
+  const n = h.readBigUInt64BE(0) % 10n ** BigInt(digits - 1);
+  // A leading 1–9 keeps the length fixed so ids never lose digits when parsed as numbers.
+  return String(BigInt(1 + (h[8] % 9)) * 10n ** BigInt(digits - 1) + n);
+}

@@ -1,0 +1,72 @@
+import { EventEmitter } from 'node:events';
+import { createHash } from 'node:crypto';
+import type { Clock } from '../../core/clock';
+import { digitId, type DriverEvents, type SpeakerDriver } from '../driver';
+import { VirtualSpeaker } from './virtual-speaker';
+
+export interface VirtualDriverOptions {
+  count: number;
+  /** Optional names, by index; the rest are "Virtual Speaker N". */
+  names?: string[];
+  /** Initial volume 0–50. */
+  volume?: number;
+  clock: Clock;
+  /** Reported as the speakers' firmware version. */
+  version: string;
+}
+
+/** The embedded default: N speakers with realistic, stable device records. */
+export class VirtualDriver extends EventEmitter<DriverEvents> implements SpeakerDriver {
+  readonly name = 'virtual';
+  private readonly list: VirtualSpeaker[];
+
+  constructor(options: VirtualDriverOptions) {
+    super();
+    const groupId = digitId('virtual-group', 10);
+    this.list = Array.from({ length: options.count }, (_, i) => {
+      const seed = `virtual:${i + 1}`;
+      return new VirtualSpeaker(
+        digitId(seed),
+        {
+          name: options.names?.[i] ?? `Virtual Speaker ${i + 1}`,
+          groupName: 'Virtual Speakers',
+          groupId,
+          modelName: 'SpeakerHub Virtual Speaker',
+          version: options.version,
+          role: 21,
+          macAddress: localMac(seed),
+          ipAddress: '127.0.0.1',
+          port: 0,
+          wifiSignalStrength: -40 - ((i * 7) % 30),
+        },
+        options.volume ?? 20,
+        options.clock,
+      );
+    });
+  }
+
+  async start(): Promise<void> {
+    for (const s of this.list) this.emit('speakerAdded', s);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.list.map((s) => s.stop()));
+  }
+
+  speakers(): VirtualSpeaker[] {
+    return [...this.list];
+  }
+
+  speaker(index: number): VirtualSpeaker {
+    const s = this.list[index];
+    if (!s) throw new RangeError(`no virtual speaker #${index}`);
+    return s;
+  }
+}
+
+/** A locally administered unicast MAC (first octet x2), stable per speaker. */
+function localMac(seed: string): string {
+  const b = createHash('sha256').update(`mac:${seed}`).digest().subarray(0, 6);
+  b[0] = (b[0] & 0xfc) | 0x02;
+  return [...b].map((x) => x.toString(16).padStart(2, '0')).join(':').toUpperCase();
+}

@@ -1,0 +1,178 @@
+import { EventEmitter } from 'node:events';
+import type { Clock, TimerHandle } from '../../core/clock';
+import type { MediaRequest, Speaker, SpeakerEvents, SpeakerInfo, SpeakerPlayState, StopReason } from '../driver';
+import { probeMedia, type ProbeResult } from './media-probe';
+
+export interface FetchRecord extends ProbeResult {
+  url: string;
+}
+
+/**
+ * A speaker that exists only in the hub but behaves like a networked one: it fetches the
+ * audio over HTTP, keeps time with the hub's clock, ends at the end of the media, and can
+ * be told to fail or vanish so fault handling is testable end to end.
+ */
+export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speaker {
+  readonly driver = 'virtual';
+  private _available = true;
+  private _state: SpeakerPlayState = 'stopped';
+  private _volume: number;
+  private _info: SpeakerInfo;
+  private failures: string[] = [];
+  private abort?: AbortController;
+  private endTimer?: TimerHandle;
+  private offset = 0;
+  private startedAt = 0;
+  private duration?: number;
+  /** The last downloads, newest last: tests read these to prove the audio arrived. */
+  readonly fetches: FetchRecord[] = [];
+
+  constructor(
+    readonly id: string,
+    info: SpeakerInfo,
+    volume: number,
+    private readonly clock: Clock,
+  ) {
+    super();
+    this._info = info;
+    this._volume = volume;
+  }
+
+  get available(): boolean {
+    return this._available;
+  }
+  get state(): SpeakerPlayState {
+    return this._state;
+  }
+  get volume(): number {
+    return this._volume;
+  }
+  info(): SpeakerInfo {
+    return { ...this._info };
+  }
+
+  async play(media: MediaRequest): Promise<void> {
+    this.assertAvailable();
+    this.cancelPlayback();
+    if (this._state !== 'stopped') this.setState('stopped', 'stopped');
+    const abort = new AbortController();
+    this.abort = abort;
+    const injected = this.failures.shift();
+    if (injected) {
+      this.abort = undefined;
+      throw new Error(injected);
+    }
+    let probe: ProbeResult;
+    try {
+      probe = await probeMedia(media.url, abort.signal);
+    } catch (e) {
+      if (this.abort === abort) this.abort = undefined;
+      if (abort.signal.aborted) throw new Error('playback was replaced before it started');
+      throw new Error(`could not fetch media: ${(e as Error).message}`);
+    }
+    if (abort.signal.aborted || !this._available) throw new Error('playback was replaced before it started');
+    this.fetches.push({ url: media.url, ...probe });
+    if (this.fetches.length > 20) this.fetches.shift();
+    this.duration = media.duration ?? probe.duration;
+    this.offset = Math.max(0, media.startAt ?? 0);
+    this.startRunning();
+  }
+
+  async pause(): Promise<void> {
+    this.assertAvailable();
+    if (this._state !== 'playing') return;
+    this.offset = this.position() ?? 0;
+    this.endTimer?.cancel();
+    this.setState('paused');
+  }
+
+  async resume(): Promise<void> {
+    this.assertAvailable();
+    if (this._state !== 'paused') return;
+    this.startRunning();
+  }
+
+  async stop(): Promise<void> {
+    this.cancelPlayback();
+    if (this._state !== 'stopped') this.setState('stopped', 'stopped');
+  }
+
+  position(): number | undefined {
+    if (this._state === 'stopped') return undefined;
+    const elapsed = this._state === 'playing' ? (this.clock.now() - this.startedAt) / 1000 : 0;
+    const pos = this.offset + elapsed;
+    return this.duration !== undefined ? Math.min(pos, this.duration) : pos;
+  }
+
+  async setVolume(volume: number): Promise<void> {
+    this.assertAvailable();
+    const v = Math.max(0, Math.min(50, Math.round(volume)));
+    if (v === this._volume) return;
+    this._volume = v;
+    this.emit('volume', v);
+  }
+
+  // ---- fault injection -------------------------------------------------------------
+
+  /** The next play() call rejects with this message (one queued failure per call). */
+  failNextPlay(message = 'injected speaker fault'): void {
+    this.failures.push(message);
+  }
+
+  /** The speaker drops off the network: whatever it played stops with an error. */
+  vanish(): void {
+    if (!this._available) return;
+    this._available = false;
+    const wasActive = this._state !== 'stopped';
+    this.cancelPlayback();
+    if (wasActive) this.setState('stopped', 'error', 'speaker vanished');
+    this.emit('availability', false);
+  }
+
+  reappear(): void {
+    if (this._available) return;
+    this._available = true;
+    this.emit('availability', true);
+  }
+
+  /** Changes descriptive fields, as a speaker renamed in its own app would. */
+  update(changed: Partial<SpeakerInfo>): void {
+    this._info = { ...this._info, ...changed };
+    this.emit('info', changed);
+  }
+
+  // ---- internals ----------------------------------------------------------------------
+
+  private startRunning(): void {
+    this.startedAt = this.clock.now();
+    this.endTimer?.cancel();
+    this.endTimer = undefined;
+    if (this.duration !== undefined) {
+      const remainingMs = Math.max(0, (this.duration - this.offset) * 1000);
+      this.endTimer = this.clock.setTimer(() => this.ended(), remainingMs);
+    }
+    this.setState('playing');
+  }
+
+  private ended(): void {
+    this.endTimer = undefined;
+    this.abort = undefined;
+    this.setState('stopped', 'ended');
+  }
+
+  private cancelPlayback(): void {
+    this.abort?.abort();
+    this.abort = undefined;
+    this.endTimer?.cancel();
+    this.endTimer = undefined;
+  }
+
+  private setState(state: SpeakerPlayState, reason?: StopReason, detail?: string): void {
+    this._state = state;
+    this.emit('state', state, reason, detail);
+  }
+
+  private assertAvailable(): void {
+    if (!this._available) throw new Error('speaker is not reachable');
+  }
+}

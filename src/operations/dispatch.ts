@@ -1,0 +1,49 @@
+import type { z } from 'zod';
+import { HubError, isHubError, type ErrorCode } from '../core/errors';
+import type { HubCore } from '../core/hub-core';
+import { OPERATIONS_BY_NAME, type Operation } from './table';
+
+export type DispatchResult = { ok: true; op: Operation; body: Record<string, unknown> } | { ok: false; op?: Operation; error: HubError };
+
+/**
+ * Names under which clients send the session token: the current one, the first API
+ * version's SessionID, and the original documentation's misspelling.
+ */
+export const SESSION_PARAM_ALIASES = ['SessionToken', 'SessionID', 'SesssionToken'] as const;
+
+/**
+ * The one way any front end runs an operation: look it up, check and renew the session,
+ * validate parameters, run the handler, and turn every failure into a typed HubError.
+ * It never throws.
+ */
+export async function dispatch(hub: HubCore, name: string, raw: Record<string, unknown>): Promise<DispatchResult> {
+  const op = OPERATIONS_BY_NAME.get(name);
+  if (!op) return { ok: false, error: new HubError('UnknownOperation', `There is no operation named ${JSON.stringify(name).slice(0, 80)}.`) };
+  try {
+    let sessionToken: string | undefined;
+    if (op.needsSession) {
+      const given = SESSION_PARAM_ALIASES.map((k) => raw[k]).find((v) => v !== undefined && v !== null && v !== '');
+      if (given === undefined) throw new HubError('InvalidParameter', 'SessionToken is required; call init_session for one.', { parameter: 'SessionToken' });
+      if (typeof given !== 'string' && typeof given !== 'number') throw new HubError('InvalidParameter', 'SessionToken must be a string.', { parameter: 'SessionToken' });
+      sessionToken = String(given).trim().replace(/^"(.*)"$/, '$1');
+      hub.sessions.touch(sessionToken);
+    }
+    const parsed = op.params.safeParse(raw);
+    if (!parsed.success) throw issueToError(parsed.error);
+    const body = (await op.handler(hub, parsed.data, { sessionToken })) as Record<string, unknown>;
+    return { ok: true, op, body };
+  } catch (e) {
+    if (isHubError(e)) return { ok: false, op, error: e };
+    hub.logger.error({ op: op.name, err: e instanceof Error ? { message: e.message, stack: e.stack } : String(e) }, 'operation failed unexpectedly');
+    return { ok: false, op, error: new HubError('InternalError', 'The hub hit an unexpected fault; it has been logged.') };
+  }
+}
+
+function issueToError(error: z.ZodError): HubError {
+  const issue = error.issues[0];
+  const parameter = String(issue.path[0] ?? '');
+  const code = ((issue as { params?: { errorCode?: ErrorCode } }).params?.errorCode ?? 'InvalidParameter') as ErrorCode;
+  const missing = issue.code === 'invalid_type' && (issue as { input?: unknown }).input === undefined;
+  const message = missing ? `${parameter} is required.` : `${parameter}: ${issue.message}`;
+  return new HubError(code, message, { parameter });
+}

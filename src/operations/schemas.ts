@@ -1,0 +1,125 @@
+import { z } from 'zod';
+
+/**
+ * Parameter and response schemas shared by the operations. Parameters arrive as strings
+ * (query strings) or as JSON values (MQTT, Node-RED), so each accepts both and yields the
+ * typed value; responses are the exact wire types of compatibility.md.
+ */
+
+/** Accepts a string, or a number/boolean that a JSON front end sent, as text. */
+const text = () => z.preprocess((v) => (typeof v === 'number' || typeof v === 'boolean' ? String(v) : v), z.string());
+
+/** Older clients wrap values in double quotes; the quotes are not part of the value. */
+function unquote(v: string): string {
+  const t = v.trim();
+  return t.length >= 2 && t.startsWith('"') && t.endsWith('"') ? t.slice(1, -1).trim() : t;
+}
+
+export const digitString = (name: string, max = 40) =>
+  text().pipe(
+    z
+      .string()
+      .transform(unquote)
+      .pipe(z.string().regex(new RegExp(`^\\d{1,${max}}$`), `${name} must be a string of 1 to ${max} digits`)),
+  );
+
+export const SessionTokenParam = text().pipe(z.string().transform(unquote).pipe(z.string().min(1, 'SessionToken is empty').max(256)));
+export const DeviceIDParam = digitString('DeviceID', 32);
+export const PersistentIDParam = digitString('PersistentID', 40);
+
+export const DeviceIDListParam = text().pipe(
+  z
+    .string()
+    .transform((v) =>
+      unquote(v)
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z
+        .array(z.string().regex(/^\d{1,32}$/, 'each DeviceIDList entry must be a DeviceID (digits)'))
+        .min(1, 'DeviceIDList names no DeviceID')
+        .max(1000, 'DeviceIDList names more than 1000 speakers')
+        .transform((ids) => [...new Set(ids)]),
+    ),
+);
+
+export const ALLOWED_SCHEMES = ['http:', 'https:', 'rtsp:', 'rstp:', 'mms:'] as const;
+
+export const MediaUrlParam = text().pipe(
+  z
+    .string()
+    .transform(unquote)
+    .pipe(z.string().min(1, 'MediaUrl is empty').max(4096, 'MediaUrl is longer than 4096 characters'))
+    .superRefine((v, ctx) => {
+      let url: URL;
+      try {
+        url = new URL(v);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'MediaUrl is not an absolute URL' });
+        return;
+      }
+      if (!(ALLOWED_SCHEMES as readonly string[]).includes(url.protocol)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `MediaUrl scheme ${url.protocol} is not supported; use http, https, rtsp (or rstp) or mms`,
+          params: { errorCode: 'UnsupportedScheme' },
+        });
+      }
+    }),
+);
+
+/** The hard cap keeps requests bounded; the configured limit (tts.maxTextLength) is checked by TTS. */
+export const TextParam = text().pipe(z.string().transform(unquote).pipe(z.string().min(1, 'Text is empty').max(100_000, 'Text is far too long')));
+
+export const VolumeParam = text().pipe(
+  z
+    .string()
+    .trim()
+    .regex(/^\d{1,2}$/, 'Volume must be an integer from 0 to 50')
+    .transform(Number)
+    .pipe(z.number().int().min(0).max(50, 'Volume must be an integer from 0 to 50')),
+);
+
+export const PriorityParam = text()
+  .pipe(
+    z
+      .string()
+      .trim()
+      .regex(/^-?\d{1,9}$/, 'Priority must be an integer')
+      .transform(Number),
+  )
+  .optional();
+
+// ---- responses ---------------------------------------------------------------------------
+
+export const Bool = z.enum(['true', 'false']);
+export const ResultResponse = z.object({ Result: Bool });
+
+export const DeviceSchema = z.object({
+  DeviceID: z.string().regex(/^\d+$/),
+  DeviceName: z.string(),
+  GroupName: z.string(),
+  GroupID: z.string().regex(/^\d*$/),
+  ModelName: z.string(),
+  Version: z.string(),
+  Role: z.number().int(),
+  MacAddress: z.string(),
+  IPAddress: z.string(),
+  Port: z.number().int(),
+  Active: z.boolean(),
+  IsPlaying: z.boolean(),
+  Volume: z.number().int().min(0).max(50),
+  WifiSignalStrength: z.number().int(),
+});
+
+export const MediaItemSchema = z.object({
+  PersistentID: z.string().regex(/^\d+$/),
+  Title: z.string(),
+  Artist: z.string(),
+  AlbumTitle: z.string(),
+  Duration: z.number().int().min(0),
+});
+
+export const PlaybackStateSchema = z.enum(['PlayerStatePlaying', 'PlayerStatePaused', 'PlayerStateStopped']);

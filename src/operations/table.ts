@@ -1,0 +1,384 @@
+import { z } from 'zod';
+import { HubError } from '../core/errors';
+import type { HubCore } from '../core/hub-core';
+import { DEFAULT_PRIORITY, type PlayableMedia, type Target } from '../core/playback-engine';
+import {
+  Bool,
+  DeviceIDListParam,
+  DeviceIDParam,
+  DeviceSchema,
+  MediaItemSchema,
+  MediaUrlParam,
+  PersistentIDParam,
+  PlaybackStateSchema,
+  PriorityParam,
+  ResultResponse,
+  TextParam,
+  VolumeParam,
+} from './schemas';
+
+/**
+ * THE operation table: every operation of the Speaker Control Service, defined once. REST
+ * routes, OpenAPI, the client, and the other front ends are generated from it by a loop.
+ */
+
+export type OperationGroup = 'session' | 'device' | 'playback' | 'volume';
+
+export interface OperationContext {
+  /** The caller's SessionToken (already checked and renewed), for session operations. */
+  sessionToken?: string;
+}
+
+export interface Operation<P extends z.ZodObject = z.ZodObject, R extends z.ZodType = z.ZodType> {
+  name: string;
+  group: OperationGroup;
+  summary: string;
+  /** False only for init_session. */
+  needsSession: boolean;
+  /** Cloud mode adds ResponseOf to these responses (spec, Conventions). */
+  cloudResponseOf: boolean;
+  /** Parameters other than SessionToken. */
+  params: P;
+  response: R;
+  /** An example request's parameters, for the docs. */
+  example: Record<string, string>;
+  handler(hub: HubCore, params: z.output<P>, ctx: OperationContext): Promise<z.input<R>> | z.input<R>;
+}
+
+function define<P extends z.ZodObject, R extends z.ZodType>(op: Operation<P, R>): Operation {
+  return op as unknown as Operation;
+}
+
+const ok = { Result: 'true' } as const;
+const bool = (b: boolean): 'true' | 'false' => (b ? 'true' : 'false');
+const NoParams = z.object({});
+
+/** Operations whose responses carry ResponseOf in cloud mode (spec, Conventions). */
+const RESPONSE_OF = new Set([
+  'init_session', 'set_party_mode', 'device_list', 'add_device_to_session', 'play_hub_media',
+  'play_hub_media_selected_speakers', 'play_web_media_party_mode', 'stop_play', 'set_volume',
+]);
+
+// ---- session and devices ------------------------------------------------------------------
+
+const sessionAndDevices: Operation[] = [
+  define({
+    name: 'init_session',
+    group: 'session',
+    summary: 'Starts a session and returns its SessionToken (and the hub UUID, HKWHubUUID).',
+    needsSession: false,
+    cloudResponseOf: true,
+    params: NoParams,
+    response: z.object({ SessionToken: z.string(), HKWHubUUID: z.string() }),
+    example: {},
+    handler: (hub) => ({ SessionToken: hub.sessions.create(), HKWHubUUID: hub.uuid }),
+  }),
+  define({
+    name: 'close_session',
+    group: 'session',
+    summary: 'Closes the session; its token is removed from the session table.',
+    needsSession: true,
+    cloudResponseOf: false,
+    params: NoParams,
+    response: ResultResponse,
+    example: {},
+    handler: (hub, _p, ctx) => {
+      hub.sessions.close(ctx.sessionToken!);
+      return ok;
+    },
+  }),
+  define({
+    name: 'device_count',
+    group: 'device',
+    summary: 'Number of speakers the hub knows (the length of device_list, available or not).',
+    needsSession: true,
+    cloudResponseOf: false,
+    params: NoParams,
+    response: z.object({ DeviceCount: z.string().regex(/^\d+$/) }),
+    example: {},
+    handler: (hub) => ({ DeviceCount: String(hub.speakers.size) }),
+  }),
+  define({
+    name: 'device_list',
+    group: 'device',
+    summary: 'Every speaker with all device fields.',
+    needsSession: true,
+    cloudResponseOf: true,
+    params: NoParams,
+    response: z.object({ DeviceList: z.array(DeviceSchema) }),
+    example: {},
+    handler: (hub) => ({ DeviceList: hub.speakers.all().map((s) => hub.speakers.record(s)) }),
+  }),
+  define({
+    name: 'device_info',
+    group: 'device',
+    summary: 'One speaker, as a bare device object.',
+    needsSession: true,
+    cloudResponseOf: false,
+    params: z.object({ DeviceID: DeviceIDParam }),
+    response: DeviceSchema,
+    example: { DeviceID: '34317244381360' },
+    handler: (hub, p) => hub.speakers.record(hub.speakers.get(p.DeviceID)),
+  }),
+  define({
+    name: 'add_device_to_session',
+    group: 'device',
+    summary: 'Adds a speaker to the playback session; if something is playing, it joins in.',
+    needsSession: true,
+    cloudResponseOf: true,
+    params: z.object({ DeviceID: DeviceIDParam }),
+    response: ResultResponse,
+    example: { DeviceID: '34317244381360' },
+    handler: async (hub, p) => {
+      hub.selection.add(p.DeviceID);
+      await hub.playback.join([p.DeviceID]);
+      return ok;
+    },
+  }),
+  define({
+    name: 'remove_device_from_session',
+    group: 'device',
+    summary: 'Removes a speaker from the playback session; it stops playing, the others play on.',
+    needsSession: true,
+    cloudResponseOf: false,
+    params: z.object({ DeviceID: DeviceIDParam }),
+    response: ResultResponse,
+    example: { DeviceID: '34317244381360' },
+    handler: async (hub, p) => {
+      hub.selection.remove(p.DeviceID);
+      await hub.playback.leave(p.DeviceID);
+      return ok;
+    },
+  }),
+  define({
+    name: 'set_party_mode',
+    group: 'device',
+    summary: 'Adds every available speaker to the playback session; if something is playing, they all join in.',
+    needsSession: true,
+    cloudResponseOf: true,
+    params: NoParams,
+    response: ResultResponse,
+    example: {},
+    handler: async (hub) => {
+      const added = hub.selection.addAll();
+      if (!hub.selection.list().length) throw new HubError('NoSpeakerAvailable', 'No speaker is available to add.');
+      await hub.playback.join(added);
+      return ok;
+    },
+  }),
+  define({
+    name: 'media_list',
+    group: 'playback',
+    summary: 'The hub media library.',
+    needsSession: true,
+    cloudResponseOf: false,
+    params: NoParams,
+    response: z.object({ MediaList: z.array(MediaItemSchema) }),
+    example: {},
+    handler: (hub) => ({
+      MediaList: hub.catalog.list().map((m) => ({
+        PersistentID: m.persistentId,
+        Title: m.title,
+        Artist: m.artist,
+        AlbumTitle: m.album,
+        Duration: m.duration,
+      })),
+    }),
+  }),
+];
+
+// ---- play_* and resume_*: one definition per media kind × target --------------------------
+
+const TARGETS = [
+  { suffix: '', kind: 'session', label: 'on the speakers of the playback session (fails if none is selected)' },
+  { suffix: '_party_mode', kind: 'party', label: 'on every available speaker, whatever the session holds' },
+  { suffix: '_selected_speakers', kind: 'selected', label: 'on the speakers in DeviceIDList' },
+] as const;
+
+const EXAMPLE_IDS = '34317244381360,34317244381361';
+
+function targetOf(kind: (typeof TARGETS)[number]['kind'], p: { DeviceIDList?: string[] }): Target {
+  return kind === 'selected' ? { kind, deviceIds: p.DeviceIDList! } : { kind };
+}
+
+function withTarget<S extends z.ZodRawShape>(kind: (typeof TARGETS)[number]['kind'], shape: S) {
+  return kind === 'selected' ? z.object({ ...shape, DeviceIDList: DeviceIDListParam }) : z.object(shape);
+}
+
+const MEDIA_KINDS = [
+  {
+    name: 'play_hub_media',
+    what: 'Plays a hub media item',
+    shape: { PersistentID: PersistentIDParam, Priority: PriorityParam },
+    example: { PersistentID: '7387446959931482519' },
+    load: (hub: HubCore, p: { PersistentID?: string }) => async (): Promise<PlayableMedia> => hub.hubMedia(p.PersistentID!),
+  },
+  {
+    name: 'play_web_media',
+    what: 'Plays web media (http, https, rtsp/rstp or mms URL)',
+    shape: { MediaUrl: MediaUrlParam, Priority: PriorityParam },
+    example: { MediaUrl: 'http://radio.example/stream.mp3' },
+    load: (hub: HubCore, p: { MediaUrl?: string }) => async (): Promise<PlayableMedia> => hub.webMedia(p.MediaUrl!),
+  },
+  {
+    name: 'play_tts',
+    what: 'Speaks a text (text-to-speech)',
+    shape: { Text: TextParam, Priority: PriorityParam },
+    example: { Text: 'Dinner is ready' },
+    load: (hub: HubCore, p: { Text?: string }) => () => hub.ttsMedia(p.Text!),
+  },
+] as const;
+
+const plays: Operation[] = MEDIA_KINDS.flatMap((media) =>
+  TARGETS.map((t) =>
+    define({
+      name: `${media.name}${t.suffix}`,
+      group: 'playback',
+      summary: `${media.what} ${t.label}. Optional Priority (default ${DEFAULT_PRIORITY}): a play with at least the current playback's priority interrupts it, a lower one is refused.`,
+      needsSession: true,
+      cloudResponseOf: RESPONSE_OF.has(`${media.name}${t.suffix}`),
+      params: withTarget(t.kind, media.shape),
+      response: ResultResponse,
+      example: t.kind === 'selected' ? { ...media.example, DeviceIDList: EXAMPLE_IDS } : media.example,
+      handler: async (hub, p: Record<string, unknown>) => {
+        const priority = (p.Priority as number | undefined) ?? DEFAULT_PRIORITY;
+        await hub.playback.play(targetOf(t.kind, p), priority, media.load(hub, p));
+        return ok;
+      },
+    }),
+  ),
+);
+
+const resumes: Operation[] = TARGETS.map((t) =>
+  define({
+    name: `resume_hub_media${t.suffix}`,
+    group: 'playback',
+    summary: `Resumes the paused hub media item ${t.label}. Only hub media can be resumed.`,
+    needsSession: true,
+    cloudResponseOf: false,
+    params: withTarget(t.kind, { PersistentID: PersistentIDParam }),
+    response: ResultResponse,
+    example: t.kind === 'selected' ? { PersistentID: '7387446959931482519', DeviceIDList: EXAMPLE_IDS } : { PersistentID: '7387446959931482519' },
+    handler: async (hub, p: { PersistentID: string; DeviceIDList?: string[] }) => {
+      await hub.playback.resume(p.PersistentID, targetOf(t.kind, p));
+      return ok;
+    },
+  }),
+);
+
+// ---- transport, status and volume ---------------------------------------------------------
+
+const transportAndVolume: Operation[] = [
+  define({
+    name: 'pause_play',
+    group: 'playback',
+    summary: 'Pauses hub media; web media and TTS stop instead and cannot be resumed.',
+    needsSession: true,
+    cloudResponseOf: false,
+    params: NoParams,
+    response: ResultResponse,
+    example: {},
+    handler: async (hub) => {
+      await hub.playback.pause();
+      return ok;
+    },
+  }),
+  define({
+    name: 'stop_play',
+    group: 'playback',
+    summary: 'Stops the playback; it cannot be resumed. Succeeds when nothing plays, too.',
+    needsSession: true,
+    cloudResponseOf: true,
+    params: NoParams,
+    response: ResultResponse,
+    example: {},
+    handler: async (hub) => {
+      await hub.playback.stop();
+      return ok;
+    },
+  }),
+  define({
+    name: 'playback_status',
+    group: 'playback',
+    summary: 'PlaybackState and TimeElapsed (whole seconds; "-1" when stopped).',
+    needsSession: true,
+    cloudResponseOf: false,
+    params: NoParams,
+    response: z.object({ PlaybackState: PlaybackStateSchema, TimeElapsed: z.string().regex(/^-?\d+$/) }),
+    example: {},
+    handler: (hub) => {
+      const s = hub.playback.status();
+      return { PlaybackState: s.state, TimeElapsed: String(s.timeElapsed) };
+    },
+  }),
+  define({
+    name: 'is_playing',
+    group: 'playback',
+    summary: 'Whether a playback is playing now (a paused one is not).',
+    needsSession: true,
+    cloudResponseOf: false,
+    params: NoParams,
+    response: z.object({ IsPlaying: Bool }),
+    example: {},
+    handler: (hub) => ({ IsPlaying: bool(hub.playback.isPlaying()) }),
+  }),
+  define({
+    name: 'get_volume',
+    group: 'volume',
+    summary: 'The average volume of the available speakers, rounded half up.',
+    needsSession: true,
+    cloudResponseOf: false,
+    params: NoParams,
+    response: z.object({ Volume: z.string().regex(/^\d+$/) }),
+    example: {},
+    handler: (hub) => ({ Volume: String(hub.volume.average()) }),
+  }),
+  define({
+    name: 'get_volume_device',
+    group: 'volume',
+    summary: "One speaker's volume.",
+    needsSession: true,
+    cloudResponseOf: false,
+    params: z.object({ DeviceID: DeviceIDParam }),
+    response: z.object({ Volume: z.string().regex(/^\d+$/) }),
+    example: { DeviceID: '34317244381360' },
+    handler: (hub, p) => ({ Volume: String(hub.volume.of(p.DeviceID)) }),
+  }),
+  define({
+    name: 'set_volume',
+    group: 'volume',
+    summary: 'Sets every available speaker to Volume (0–50).',
+    needsSession: true,
+    cloudResponseOf: true,
+    params: z.object({ Volume: VolumeParam }),
+    response: ResultResponse,
+    example: { Volume: '25' },
+    handler: async (hub, p) => {
+      await hub.volume.setAll(p.Volume);
+      return ok;
+    },
+  }),
+  define({
+    name: 'set_volume_device',
+    group: 'volume',
+    summary: 'Sets one speaker to Volume (0–50).',
+    needsSession: true,
+    cloudResponseOf: false,
+    params: z.object({ DeviceID: DeviceIDParam, Volume: VolumeParam }),
+    response: ResultResponse,
+    example: { DeviceID: '34317244381360', Volume: '25' },
+    handler: async (hub, p) => {
+      await hub.volume.set(p.DeviceID, p.Volume);
+      return ok;
+    },
+  }),
+];
+
+export const OPERATIONS: readonly Operation[] = Object.freeze([...sessionAndDevices, ...plays, ...resumes, ...transportAndVolume]);
+
+export const OPERATIONS_BY_NAME: ReadonlyMap<string, Operation> = new Map(OPERATIONS.map((o) => [o.name, o]));
+
+/** Names of an operation's parameters as they appear on the wire, SessionToken first. */
+export function parameterNames(op: Operation): string[] {
+  return [...(op.needsSession ? ['SessionToken'] : []), ...Object.keys(op.params.shape)];
+}
