@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { systemClock, type Clock } from './core/clock';
+import { HubCore } from './core/hub-core';
+import { parseConfig, type HubConfig, type HubConfigInput } from './config/schema';
+import { VirtualDriver } from './drivers/virtual/virtual-driver';
+import type { SpeakerDriver } from './drivers/driver';
+import { createLogger, type Logger } from './logger';
+import { MediaLibrary } from './media/library';
+import { MediaServer } from './media/media-server';
+import { ensureSampleMedia } from './media/samples';
+import { loadOrCreateToken } from './server/auth';
+import { RestServer } from './server/rest-server';
+import { createTtsProvider, TtsService } from './tts/service';
+import { VERSION } from './version';
+
+export interface HubOptions {
+  /** Time source; tests inject a ManualClock. */
+  clock?: Clock;
+  logger?: Logger;
+  /** Extra drivers (beyond the configured ones), e.g. for embedding. */
+  drivers?: SpeakerDriver[];
+}
+
+/**
+ * A whole SpeakerHub: the core plus the pieces that feed it (media library, media server,
+ * TTS, drivers) and, unless disabled, the local REST server. Embedders (Node-RED,
+ * Homebridge) create one with createHub() and start/stop it with their own lifecycle.
+ */
+export class SpeakerHub {
+  readonly config: HubConfig;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly library: MediaLibrary;
+  readonly mediaServer: MediaServer;
+  readonly tts: TtsService;
+  readonly virtual?: VirtualDriver;
+  private _core?: HubCore;
+  private rest?: RestServer;
+  private _token: string | null = null;
+  private _tokenGenerated = false;
+  private readonly extraDrivers: SpeakerDriver[];
+
+  constructor(config: HubConfig, options: HubOptions = {}) {
+    this.config = config;
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? createLogger({ level: config.log.level });
+    this.extraDrivers = options.drivers ?? [];
+    const folders = [...config.media.folders];
+    if (config.media.samples) folders.push(this.samplesDir);
+    this.library = new MediaLibrary({ folders, logger: this.logger.child({ component: 'media' }) });
+    this.mediaServer = new MediaServer({
+      host: config.mediaServer.host,
+      port: config.mediaServer.port,
+      advertiseHost: config.mediaServer.advertiseHost,
+      logger: this.logger.child({ component: 'media-server' }),
+    });
+    this.tts = new TtsService({
+      provider: createTtsProvider(config.tts),
+      cacheDir: join(config.dataDir, 'tts-cache'),
+      voice: config.tts.voice,
+      maxTextLength: config.tts.maxTextLength,
+      maxCacheEntries: config.tts.maxCacheEntries,
+      logger: this.logger.child({ component: 'tts' }),
+    });
+    if (config.speakers.virtual.count > 0) {
+      this.virtual = new VirtualDriver({
+        count: config.speakers.virtual.count,
+        names: config.speakers.virtual.names,
+        volume: config.speakers.virtual.volume,
+        clock: this.clock,
+        version: VERSION,
+      });
+    }
+  }
+
+  get core(): HubCore {
+    if (!this._core) throw new Error('the hub is not started');
+    return this._core;
+  }
+
+  /** The REST API token, or null when authentication is off. */
+  get token(): string | null {
+    return this._token;
+  }
+
+  /** True when this start generated (and saved) a new token. */
+  get tokenGenerated(): boolean {
+    return this._tokenGenerated;
+  }
+
+  /** Base URL of the local REST server, when it runs. */
+  get url(): string | undefined {
+    return this.rest?.url;
+  }
+
+  private get samplesDir(): string {
+    return join(this.config.dataDir, 'samples');
+  }
+
+  async start(): Promise<void> {
+    const { config } = this;
+    await mkdir(config.dataDir, { recursive: true });
+    if (config.media.samples) await ensureSampleMedia(this.samplesDir);
+    await this.library.scan();
+    await this.mediaServer.start();
+    const core = new HubCore({
+      uuid: await this.hubUuid(),
+      clock: this.clock,
+      logger: this.logger,
+      catalog: this.library,
+      mediaHost: this.mediaServer,
+      tts: this.tts,
+      sessions: { idleMs: config.sessions.idleMinutes * 60_000, maxSessions: config.sessions.maxSessions },
+    });
+    this._core = core;
+    for (const driver of [...(this.virtual ? [this.virtual] : []), ...this.extraDrivers]) await core.addDriver(driver);
+    if (config.server.enabled) {
+      if (config.server.auth) {
+        const t = await loadOrCreateToken(config.dataDir, config.server.token);
+        this._token = t.token;
+        this._tokenGenerated = t.generated;
+      }
+      this.rest = new RestServer(core, {
+        host: config.server.host,
+        port: config.server.port,
+        token: this._token,
+        corsOrigin: config.server.corsOrigin,
+        logger: this.logger,
+        version: VERSION,
+      });
+      await this.rest.start();
+    }
+    this.logger.info(
+      { speakers: core.speakers.size, media: this.library.list().length, url: this.rest?.url, auth: !!this._token },
+      'hub started',
+    );
+  }
+
+  async stop(): Promise<void> {
+    await this.rest?.stop();
+    this.rest = undefined;
+    await this._core?.stop();
+    await this.mediaServer.stop();
+    this.logger.info('hub stopped');
+  }
+
+  /** The hub's UUID (HKWHubUUID on the wire), made once and kept in the data folder. */
+  private async hubUuid(): Promise<string> {
+    const file = join(this.config.dataDir, 'hub-uuid');
+    try {
+      const saved = (await readFile(file, 'utf8')).trim();
+      if (/^[0-9a-f-]{36}$/i.test(saved)) return saved;
+    } catch {
+      /* first start */
+    }
+    const uuid = randomUUID();
+    await writeFile(file, `${uuid}\n`);
+    return uuid;
+  }
+}
+
+/** Validates the configuration and builds a hub; call start() to run it. */
+export function createHub(config: HubConfigInput = {}, options: HubOptions = {}): SpeakerHub {
+  return new SpeakerHub(parseConfig(config), options);
+}

@@ -1,0 +1,15 @@
+/** SpeakerHub as a library: embed a hub (createHub) or reuse its parts. */
+export { createHub, SpeakerHub, type HubOptions } from './hub';
+export { parseConfig, ConfigSchema, ConfigError, type HubConfig, type HubConfigInput } from './config/schema';
+export { loadConfig } from './config/load';
+export { HubCore } from './core/hub-core';
+export { HubError, ERROR_CODES, errorBody, type ErrorCode, type ErrorBody } from './core/errors';
+export { ManualClock, systemClock, type Clock } from './core/clock';
+export type { HubEvents, DeviceRecord, PlaybackSnapshot, PlaybackState, DeviceReason } from './core/events';
+export { OPERATIONS, OPERATIONS_BY_NAME, parameterNames, type Operation } from './operations/table';
+export { dispatch, type DispatchResult } from './operations/dispatch';
+export type { Speaker, SpeakerDriver, SpeakerInfo, MediaRequest } from './drivers/driver';
+export { VirtualDriver } from './drivers/virtual/virtual-driver';
+export { VirtualSpeaker } from './drivers/virtual/virtual-speaker';
+export { SpeakerHubClient } from './client/client';
+export { VERSION } from './version';

@@ -1,0 +1,48 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** Bearer-token check in constant time: both sides are hashed to equal length first. */
+export class BearerAuth {
+  private readonly digest: Buffer;
+
+  constructor(token: string) {
+    this.digest = sha256(token);
+  }
+
+  /** True when the Authorization header (or, for EventSource clients, a query token) matches. */
+  check(authorization: string | undefined, queryToken?: string): boolean {
+    const m = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
+    const given = m?.[1] ?? queryToken;
+    if (!given) return false;
+    return timingSafeEqual(sha256(given), this.digest);
+  }
+}
+
+function sha256(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+/** 256 random bits, URL-safe. */
+export function generateToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/**
+ * The local server's API token: the configured one, else the one generated on first start
+ * and kept (mode 0600) in the data folder so clients keep working across restarts.
+ */
+export async function loadOrCreateToken(dataDir: string, configured?: string): Promise<{ token: string; generated: boolean }> {
+  if (configured) return { token: configured, generated: false };
+  const file = join(dataDir, 'api-token');
+  try {
+    const saved = (await readFile(file, 'utf8')).trim();
+    if (saved.length >= 22) return { token: saved, generated: false };
+  } catch {
+    /* first start */
+  }
+  const token = generateToken();
+  await mkdir(dataDir, { recursive: true });
+  await writeFile(file, `${token}\n`, { mode: 0o600 });
+  return { token, generated: true };
+}

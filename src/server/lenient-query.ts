@@ -1,0 +1,39 @@
+/**
+ * Query-string parsing that copes with the clients in the wild (compatibility.md): values
+ * sent unencoded, so a MediaUrl can itself contain `?` and `&`, and Text can hold spaces
+ * and quotes. A `&` only starts a new parameter when what follows is `Name=` for a name
+ * the operation knows; otherwise it belongs to the free-text value before it.
+ */
+
+/** Parameters whose values may legitimately contain unencoded `&` and `=`. */
+const FREE_TEXT = new Set(['MediaUrl', 'Text']);
+
+export function parseLenientQuery(rawUrl: string, known: ReadonlySet<string>): Record<string, string> {
+  const q = rawUrl.indexOf('?');
+  const out: Record<string, string> = {};
+  if (q < 0) return out;
+  let current: string | undefined;
+  for (const piece of rawUrl.slice(q + 1).split('&')) {
+    const eq = piece.indexOf('=');
+    const name = eq >= 0 ? decode(piece.slice(0, eq), true) : undefined;
+    if (name !== undefined && (known.has(name) || !(current && FREE_TEXT.has(current)))) {
+      current = name;
+      if (!(name in out)) out[name] = piece.slice(eq + 1);
+      else current = undefined; // a repeated parameter: the first one counts
+      continue;
+    }
+    if (current && FREE_TEXT.has(current)) out[current] += `&${piece}`;
+  }
+  for (const [k, v] of Object.entries(out)) out[k] = decode(v, k !== 'MediaUrl');
+  return out;
+}
+
+/** Form decoding; `+` is a space except in MediaUrl, where an unencoded URL means a literal plus. */
+function decode(s: string, plusIsSpace: boolean): string {
+  const t = plusIsSpace ? s.replace(/\+/g, ' ') : s;
+  try {
+    return decodeURIComponent(t);
+  } catch {
+    return t;
+  }
+}

@@ -1,0 +1,161 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, readdir, rename, stat, unlink, utimes } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseFile } from 'music-metadata';
+import { HubError } from '../core/errors';
+import type { Logger } from '../logger';
+import { EspeakProvider, type EspeakMode } from './espeak';
+import type { TtsAudio, TtsProvider } from './provider';
+import { VoiceRssProvider } from './voicerss';
+
+export interface TtsServiceOptions {
+  provider: TtsProvider;
+  cacheDir: string;
+  /** Voice used when speak() gets none. Default 'en'. */
+  voice?: string;
+  maxTextLength?: number;
+  maxCacheEntries?: number;
+  logger: Logger;
+}
+
+// Finished cache entries only; temp files start with '.' and never match.
+const CACHE_FILE = /^[0-9a-f]{64}\.[A-Za-z0-9]+$/;
+
+/** Text-to-speech with limits and a file cache in front of a provider. */
+export class TtsService {
+  private readonly provider: TtsProvider;
+  private readonly cacheDir: string;
+  private readonly voice: string;
+  private readonly maxTextLength: number;
+  private readonly maxCacheEntries: number;
+  private readonly log: Logger;
+  private readonly inFlight = new Map<string, Promise<TtsAudio>>();
+  private evicting?: Promise<void>;
+  private evictAgain = false;
+
+  constructor(options: TtsServiceOptions) {
+    this.provider = options.provider;
+    this.cacheDir = options.cacheDir;
+    this.voice = options.voice?.trim() || 'en';
+    this.maxTextLength = options.maxTextLength ?? 1000;
+    this.maxCacheEntries = Math.max(1, options.maxCacheEntries ?? 500);
+    this.log = options.logger;
+  }
+
+  async speak(text: string, voice?: string): Promise<TtsAudio> {
+    const spoken = text.trim();
+    if (!spoken) throw new HubError('InvalidParameter', 'Text is empty', { parameter: 'Text' });
+    if (spoken.length > this.maxTextLength) {
+      throw new HubError('TextTooLong', `Text is ${spoken.length} characters; the maximum is ${this.maxTextLength}`);
+    }
+    const useVoice = voice?.trim() || this.voice;
+    const hash = createHash('sha256').update(`${this.provider.name}\0${useVoice}\0${spoken}`).digest('hex');
+
+    const pending = this.inFlight.get(hash);
+    if (pending) return pending;
+    const job = this.produce(hash, spoken, useVoice).finally(() => this.inFlight.delete(hash));
+    this.inFlight.set(hash, job);
+    return job;
+  }
+
+  private async produce(hash: string, text: string, voice: string): Promise<TtsAudio> {
+    const { ext, contentType } = this.provider.format;
+    const file = join(this.cacheDir, `${hash}.${ext}`);
+    if (await isNonEmptyFile(file)) {
+      // Touching a hit makes eviction drop the least recently used entries, not the oldest made.
+      const now = new Date();
+      await utimes(file, now, now).catch(() => undefined);
+      return { file, contentType, duration: await this.duration(file) };
+    }
+
+    await mkdir(this.cacheDir, { recursive: true });
+    const temp = join(this.cacheDir, `.${hash}.${randomBytes(4).toString('hex')}.tmp`);
+    const started = Date.now();
+    try {
+      await this.provider.synthesize(text, voice, temp);
+      if (!(await isNonEmptyFile(temp))) throw new Error('no audio was written');
+      // Readers never see a half-written file: it appears under its cache name complete.
+      await rename(temp, file);
+    } catch (e) {
+      await unlink(temp).catch(() => undefined);
+      const reason = e instanceof Error ? e.message : String(e);
+      this.log.warn({ provider: this.provider.name, voice, reason }, 'text-to-speech failed');
+      throw new HubError('TtsFailed', `Text-to-speech (${this.provider.name}) failed: ${reason}`, { cause: e });
+    }
+    const duration = await this.duration(file);
+    this.log.debug({ provider: this.provider.name, voice, chars: text.length, ms: Date.now() - started, duration }, 'text synthesized');
+    this.scheduleEviction();
+    return { file, contentType, duration };
+  }
+
+  private async duration(file: string): Promise<number | undefined> {
+    try {
+      return (await parseFile(file)).format.duration;
+    } catch (e) {
+      // Unknown length only costs the playback engine its end-of-media estimate.
+      this.log.warn({ file, err: e instanceof Error ? e.message : String(e) }, 'could not read TTS audio duration');
+      return undefined;
+    }
+  }
+
+  /** Runs one eviction at a time; requests arriving meanwhile fold into one more pass. */
+  private scheduleEviction(): void {
+    if (this.evicting) {
+      this.evictAgain = true;
+      return;
+    }
+    this.evicting = this.evict()
+      .catch((e: unknown) => this.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'TTS cache eviction failed'))
+      .finally(() => {
+        this.evicting = undefined;
+        if (this.evictAgain) {
+          this.evictAgain = false;
+          this.scheduleEviction();
+        }
+      });
+  }
+
+  /** Resolves when no eviction is running (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.evicting) await this.evicting;
+  }
+
+  private async evict(): Promise<void> {
+    const names = (await readdir(this.cacheDir)).filter((n) => CACHE_FILE.test(n));
+    if (names.length <= this.maxCacheEntries) return;
+    const entries = await Promise.all(
+      names.map(async (name) => ({ name, mtime: (await stat(join(this.cacheDir, name)).catch(() => undefined))?.mtimeMs ?? 0 })),
+    );
+    entries.sort((a, b) => b.mtime - a.mtime);
+    for (const { name } of entries.slice(this.maxCacheEntries)) {
+      await unlink(join(this.cacheDir, name)).catch(() => undefined);
+    }
+    this.log.debug({ removed: entries.length - this.maxCacheEntries }, 'TTS cache trimmed');
+  }
+}
+
+async function isNonEmptyFile(file: string): Promise<boolean> {
+  const info = await stat(file).catch(() => undefined);
+  return !!info && info.isFile() && info.size > 0;
+}
+
+export interface TtsConfig {
+  provider: 'espeak' | 'voicerss';
+  /** The service's default voice; the factory does not need it. */
+  voice?: string;
+  espeak?: { mode?: EspeakMode; binaryPath?: string };
+  voicerss?: { key?: string; baseUrl?: string };
+}
+
+/** The provider named by the hub's tts config. */
+export function createTtsProvider(config: TtsConfig): TtsProvider {
+  switch (config.provider) {
+    case 'espeak':
+      return new EspeakProvider({ mode: config.espeak?.mode, binaryPath: config.espeak?.binaryPath });
+    case 'voicerss':
+      // Built even without a key: the hub starts and each TTS request fails with TtsFailed saying why.
+      return new VoiceRssProvider({ key: config.voicerss?.key, baseUrl: config.voicerss?.baseUrl });
+    default:
+      throw new Error(`unknown TTS provider "${(config as { provider: unknown }).provider}"`);
+  }
+}
