@@ -44,6 +44,6 @@ function issueToError(error: z.ZodError): HubError {
   const parameter = String(issue.path[0] ?? '');
   const code = ((issue as { params?: { errorCode?: ErrorCode } }).params?.errorCode ?? 'InvalidParameter') as ErrorCode;
   const missing = issue.code === 'invalid_type' && (issue as { input?: unknown }).input === undefined;
-  const message = missing ? `${parameter} is required.` : `${parameter}: ${issue.message}`;
+  const message = missing ? `${parameter} is required.` : issue.message.startsWith(parameter) ? issue.message : `${parameter}: ${issue.message}`;
   return new HubError(code, message, { parameter });
 }

@@ -57,6 +57,12 @@ export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speak
     if (this._state !== 'stopped') this.setState('stopped', 'stopped');
     const abort = new AbortController();
     this.abort = abort;
+    const scheme = media.url.slice(0, media.url.indexOf(':') + 1).toLowerCase();
+    if (scheme !== 'http:' && scheme !== 'https:') {
+      this.abort = undefined;
+      // A virtual speaker only speaks HTTP; pretending to play rtsp/mms would hide a failure.
+      throw new Error(`virtual speakers cannot fetch ${scheme} URLs (only http and https)`);
+    }
     const injected = this.failures.shift();
     if (injected) {
       this.abort = undefined;

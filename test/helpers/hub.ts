@@ -1,0 +1,91 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { createHub, type SpeakerHub } from '../../src/hub';
+import type { HubConfigInput } from '../../src/config/schema';
+import type { Clock } from '../../src/core/clock';
+import { createLogger } from '../../src/logger';
+import { ensureSampleMedia } from '../../src/media/samples';
+
+/** Sample tracks rendered once per machine and shared by every test hub (rendering takes ~1 s). */
+export const SHARED_SAMPLES = join(tmpdir(), 'speakerhub-test-samples-v1');
+
+export const TEST_TOKEN = 'test-token-0123456789abcdefghij';
+
+export interface TestHub {
+  hub: SpeakerHub;
+  /** http://127.0.0.1:port */
+  base: string;
+  /** Every log line the hub wrote, raw JSON text. */
+  logs: string[];
+  /** GET a path (raw: nothing is encoded for you) with the bearer token; returns status and JSON body. */
+  get(path: string, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  /** Runs an operation with encoded params; SessionToken is added unless given. */
+  op(name: string, params?: Record<string, string>): Promise<any>;
+  session: string;
+  close(): Promise<void>;
+}
+
+/** Starts a real hub on 127.0.0.1 with a temp data folder; close() removes everything. */
+export async function startHub(config: HubConfigInput = {}, options: { clock?: Clock } = {}): Promise<TestHub> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'speakerhub-test-'));
+  const logs: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      logs.push(String(chunk));
+      cb();
+    },
+  });
+  await ensureSampleMedia(SHARED_SAMPLES);
+  const hub = createHub(
+    {
+      dataDir,
+      media: { samples: false, folders: [SHARED_SAMPLES] },
+      ...config,
+      server: { host: '127.0.0.1', port: 0, token: TEST_TOKEN, ...config.server },
+      log: { level: 'debug' },
+    },
+    { clock: options.clock, logger: createLogger({ level: 'debug', stream }) },
+  );
+  await hub.start();
+  const base = hub.url!;
+  const get = async (path: string, headers: Record<string, string> = { Authorization: `Bearer ${TEST_TOKEN}` }) => {
+    const res = await fetch(base + path, { headers });
+    const text = await res.text();
+    let body: any = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, body, headers: res.headers };
+  };
+  const init = await get('/api/v1/init_session');
+  const t: TestHub = {
+    hub,
+    base,
+    logs,
+    get,
+    session: init.body.SessionToken,
+    async op(name, params = {}) {
+      const qs = new URLSearchParams({ SessionToken: t.session, ...params });
+      return (await get(`/api/v1/${name}?${qs}`)).body;
+    },
+    async close() {
+      await hub.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+  return t;
+}
+
+/** Waits until check() is true (polling), or fails after timeoutMs. */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000, what = 'condition'): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
