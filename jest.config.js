@@ -15,5 +15,6 @@ module.exports = {
   transformIgnorePatterns: [`/node_modules/(?!(${esmOnly.join('|')})/)`],
   // ESM-only packages publish no 'require' condition; 'module-sync' points at their ESM entry.
   testEnvironmentOptions: { customExportConditions: ['node', 'node-addons', 'module-sync'] },
+  moduleNameMapper: { '^content-type$': '<rootDir>/test/helpers/content-type-interop.js' },
   testTimeout: 30000,
 };

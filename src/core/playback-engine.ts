@@ -359,7 +359,8 @@ export class PlaybackEngine {
       if (this.current !== p || p.state !== 'PlayerStatePlaying') return;
       this.events.emit('playbackTime', { timeElapsed: Math.floor(this.elapsed(p)), deviceIds: [...p.speakers.keys()] });
       this.scheduleTick(p);
-    }, 1000 - ms);
+      // A few ms past the boundary: timers may fire a hair early and floor() would repeat a second.
+    }, 1000 - ms + 5);
   }
 
   private changed(reason?: string): void {
