@@ -78,7 +78,7 @@ export class TtsService {
       await rename(temp, file);
     } catch (e) {
       await unlink(temp).catch(() => undefined);
-      const reason = e instanceof Error ? e.message : String(e);
+      const reason = messageOf(e);
       this.log.warn({ provider: this.provider.name, voice, reason }, 'text-to-speech failed');
       throw new HubError('TtsFailed', `Text-to-speech (${this.provider.name}) failed: ${reason}`, { cause: e });
     }
@@ -93,7 +93,7 @@ export class TtsService {
       return (await parseFile(file)).format.duration;
     } catch (e) {
       // Unknown length only costs the playback engine its end-of-media estimate.
-      this.log.warn({ file, err: e instanceof Error ? e.message : String(e) }, 'could not read TTS audio duration');
+      this.log.warn({ file, err: messageOf(e) }, 'could not read TTS audio duration');
       return undefined;
     }
   }
@@ -105,7 +105,7 @@ export class TtsService {
       return;
     }
     this.evicting = this.evict()
-      .catch((e: unknown) => this.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'TTS cache eviction failed'))
+      .catch((e: unknown) => this.log.warn({ err: messageOf(e) }, 'TTS cache eviction failed'))
       .finally(() => {
         this.evicting = undefined;
         if (this.evictAgain) {
@@ -132,6 +132,12 @@ export class TtsService {
     }
     this.log.debug({ removed: entries.length - this.maxCacheEntries }, 'TTS cache trimmed');
   }
+}
+
+function messageOf(e: unknown): string {
+  // Duck-typed: an error from another realm (a vm, jest) is no instanceof this realm's Error.
+  const message = (e as { message?: unknown } | undefined)?.message;
+  return typeof message === 'string' ? message : String(e);
 }
 
 async function isNonEmptyFile(file: string): Promise<boolean> {

@@ -1,5 +1,4 @@
 import { writeFile } from 'node:fs/promises';
-import axios from 'axios';
 import type { TtsProvider } from './provider';
 
 export type VoiceRssCodec = 'MP3' | 'WAV' | 'AAC' | 'OGG' | 'CAF';
@@ -26,7 +25,9 @@ export interface VoiceRssOptions {
   timeoutMs?: number;
 }
 
-/** The reason VoiceRSS gives when synthesize() has no key to send. */
+const MAX_AUDIO_BYTES = 50 * 1024 * 1024;
+
+/** Why synthesize() fails when no key is configured. */
 export const VOICERSS_NO_KEY = 'VoiceRSS needs an application key (tts.voicerss.key)';
 
 /**
@@ -63,25 +64,25 @@ export class VoiceRssProvider implements TtsProvider {
     if (v) form.set('v', v);
 
     // POST keeps the key and the text out of URLs, and so out of proxy and server logs.
-    const response = await axios
-      .post<ArrayBuffer>(this.baseUrl, form.toString(), {
-        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-        responseType: 'arraybuffer',
-        timeout: this.timeoutMs,
-        maxContentLength: 50 * 1024 * 1024,
-        validateStatus: () => true,
-      })
-      .catch((e: unknown) => {
-        // Only the message: axios errors carry the request config, and with it the key.
-        throw new Error(`VoiceRSS unreachable: ${e instanceof Error ? e.message : String(e)}`);
-      });
+    const response = await fetch(this.baseUrl, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+      signal: AbortSignal.timeout(this.timeoutMs),
+    }).catch((e: unknown) => {
+      throw new Error(`VoiceRSS unreachable: ${describeFetchError(e)}`);
+    });
 
-    const body = Buffer.from(response.data);
-    if (response.status < 200 || response.status >= 300) {
-      throw new Error(`VoiceRSS answered HTTP ${response.status}${textSnippet(body)}`);
-    }
+    const declared = Number(response.headers.get('content-length') ?? 0);
+    if (declared > MAX_AUDIO_BYTES) throw new Error(`VoiceRSS announced ${declared} bytes; refusing more than ${MAX_AUDIO_BYTES}`);
+    const body = Buffer.from(
+      await response.arrayBuffer().catch((e: unknown) => {
+        throw new Error(`VoiceRSS answer broke off: ${describeFetchError(e)}`);
+      }),
+    );
+    if (!response.ok) throw new Error(`VoiceRSS answered HTTP ${response.status}${textSnippet(body)}`);
     // VoiceRSS reports every failure as HTTP 200 with a text body 'ERROR: …'.
-    const contentType = String(response.headers['content-type'] ?? '');
+    const contentType = response.headers.get('content-type') ?? '';
     const head = body.subarray(0, 6).toString('latin1');
     if (contentType.startsWith('text/') || head.toUpperCase() === 'ERROR:') {
       throw new Error(body.subarray(0, 500).toString('utf8').trim() || 'VoiceRSS answered text instead of audio');
@@ -96,6 +97,16 @@ export class VoiceRssProvider implements TtsProvider {
     const hl = !lang || lang.toLowerCase() === 'en' ? this.language : lang.toLowerCase();
     return name ? { hl, v: name } : { hl };
   }
+}
+
+/** fetch() says only 'fetch failed'; the reason (ECONNREFUSED, certificate, DNS) is in its cause. */
+function describeFetchError(e: unknown): string {
+  // Duck-typed: errors from undici can come from another realm (jest), failing instanceof Error.
+  const err = e as { name?: string; message?: string; cause?: { code?: string; message?: string } } | undefined;
+  if (err?.name === 'TimeoutError') return 'no answer in time';
+  const message = err?.message ?? String(e);
+  const cause = err?.cause?.code ?? err?.cause?.message;
+  return cause ? `${message} (${cause})` : message;
 }
 
 function textSnippet(body: Buffer): string {
