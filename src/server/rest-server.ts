@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import cors from '@fastify/cors';
+import { createServer } from 'node:http';
 import { HubError, errorBody } from '../core/errors';
 import type { HubCore } from '../core/hub-core';
 import { dispatch, SESSION_PARAM_ALIASES } from '../operations/dispatch';
@@ -8,6 +9,7 @@ import { redactUrl, type Logger } from '../logger';
 import { BearerAuth } from './auth';
 import { streamEvents } from './event-stream';
 import { parseLenientQuery } from './lenient-query';
+import { installRequestLineRepair } from './request-line-repair';
 import { buildOpenApi } from './openapi';
 
 export interface RestServerOptions {
@@ -45,9 +47,17 @@ export class RestServer {
       // Requests are not logged one by one (speed, and URLs carry session tokens); faults are.
       logger: false,
       routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true, maxParamLength: 500 },
-      // Old clients send raw spaces and quotes in the query; the lenient HTTP parser lets
-      // such a request line through instead of answering 400 before we see it.
-      http: { insecureHTTPParser: true },
+      serverFactory: (handler) => {
+        const server = createServer(handler);
+        installRequestLineRepair(server);
+        return server;
+      },
+      // A request Node cannot parse at all still gets the API's error shape.
+      clientErrorHandler: (err, socket) => {
+        if (!socket.writable) return socket.destroy();
+        const body = JSON.stringify(errorBody(new HubError('InvalidParameter', `Malformed HTTP request (${(err as NodeJS.ErrnoException).code ?? err.message}).`)));
+        socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      },
     });
     this.routes();
   }
