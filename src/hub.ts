@@ -14,6 +14,7 @@ import { loadOrCreateToken } from './server/auth';
 import { RestServer } from './server/rest-server';
 import { createTtsProvider, TtsService } from './tts/service';
 import { VERSION } from './version';
+import { interfaceAddress } from './net/interface-address';
 
 export interface HubOptions {
   /** Time source; tests inject a ManualClock. */
@@ -41,6 +42,8 @@ export class SpeakerHub {
   private _token: string | null = null;
   private _tokenGenerated = false;
   private readonly extraDrivers: SpeakerDriver[];
+  /** IPv4 address of network.interface, when one is configured. */
+  readonly networkAddress?: string;
 
   constructor(config: HubConfig, options: HubOptions = {}) {
     this.config = config;
@@ -50,8 +53,10 @@ export class SpeakerHub {
     const folders = [...config.media.folders];
     if (config.media.samples) folders.push(this.samplesDir);
     this.library = new MediaLibrary({ folders, logger: this.logger.child({ component: 'media' }) });
+    // Real speakers fetch media from the hub: on a configured interface, serve there.
+    this.networkAddress = config.network.interface ? interfaceAddress(config.network.interface) : undefined;
     this.mediaServer = new MediaServer({
-      host: config.mediaServer.host,
+      host: config.mediaServer.host ?? this.networkAddress ?? '127.0.0.1',
       port: config.mediaServer.port,
       advertiseHost: config.mediaServer.advertiseHost,
       logger: this.logger.child({ component: 'media-server' }),
@@ -64,7 +69,7 @@ export class SpeakerHub {
       maxCacheEntries: config.tts.maxCacheEntries,
       logger: this.logger.child({ component: 'tts' }),
     });
-    if (config.speakers.virtual.count > 0) {
+    if (config.drivers.includes('virtual') && config.speakers.virtual.count > 0) {
       this.virtual = new VirtualDriver({
         count: config.speakers.virtual.count,
         names: config.speakers.virtual.names,

@@ -1,6 +1,8 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { SnapcastConfigSchema } from '../drivers/snapcast/config';
+import { UpnpConfigSchema } from '../drivers/upnp/config';
 
 /** The whole configuration, with the embedded defaults `npm start` runs on. */
 export const ConfigSchema = z
@@ -22,8 +24,8 @@ export const ConfigSchema = z
       .prefault({}),
     mediaServer: z
       .object({
-        /** Address the media server binds; speakers must reach it. */
-        host: z.string().min(1).default('127.0.0.1'),
+        /** Address the media server binds; speakers must reach it. Default: network.interface's address, else 127.0.0.1. */
+        host: z.string().min(1).optional(),
         port: z.number().int().min(0).max(65535).default(0),
         /** Host or IP put in media URLs, when the bind address is not what speakers reach. */
         advertiseHost: z.string().min(1).optional(),
@@ -38,6 +40,21 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    /** Speaker drivers to run; one hub can mix them (DeviceIDs never collide). */
+    drivers: z
+      .array(z.enum(['virtual', 'upnp', 'snapcast']))
+      .min(1)
+      .default(['virtual'])
+      .transform((d) => [...new Set(d)]),
+    network: z
+      .object({
+        /** Interface for SSDP and for media serving (its IPv4 address goes into media URLs). */
+        interface: z.string().min(1).optional(),
+      })
+      .strict()
+      .prefault({}),
+    upnp: UpnpConfigSchema.prefault({}),
+    snapcast: SnapcastConfigSchema.prefault({}),
     speakers: z
       .object({
         virtual: z

@@ -3,7 +3,7 @@ import type { Clock, TimerHandle } from './clock';
 import type { HubEventBus, MediaKind, PlaybackSnapshot, PlaybackState } from './events';
 import type { Selection } from './selection';
 import type { SpeakerRegistry } from './speaker-registry';
-import type { Speaker, SpeakerPlayState, StopReason } from '../drivers/driver';
+import type { MediaRequest, Speaker, SpeakerDriver, SpeakerPlayState, StopReason } from '../drivers/driver';
 import type { Logger } from '../logger';
 
 /** Where a play goes: the playback session, every speaker, or a DeviceIDList. */
@@ -276,11 +276,8 @@ export class PlaybackEngine {
   private async startOn(speakers: Speaker[], media: PlayableMedia, startAt: number, lenient = false): Promise<Speaker[]> {
     const starting = { speakers, cancelled: false };
     this.starting = starting;
-    const results = await Promise.allSettled(
-      speakers.map((s) =>
-        s.play({ url: media.url, contentType: media.contentType, title: media.title, duration: media.duration, startAt }),
-      ),
-    );
+    const request = { url: media.url, contentType: media.contentType, title: media.title, duration: media.duration, startAt };
+    const results = await this.playAll(speakers, request);
     this.starting = undefined;
     const started = speakers.filter((_, i) => results[i].status === 'fulfilled');
     const failures = this.logFailures('play', speakers.map((s) => s.id), results);
@@ -292,6 +289,24 @@ export class PlaybackEngine {
       throw new HubError('PlaybackFailed', `No target speaker could play the media: ${failures.join('; ')}`);
     }
     return started;
+  }
+
+  /** Plays on every speaker at once; drivers that can start a group together do so. */
+  private async playAll(speakers: Speaker[], request: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+    const byDriver = new Map<SpeakerDriver | undefined, Speaker[]>();
+    for (const s of speakers) {
+      const d = this.registry.driverOf(s);
+      const group = d?.playGroup ? d : undefined;
+      byDriver.set(group, [...(byDriver.get(group) ?? []), s]);
+    }
+    const settled = new Map<Speaker, PromiseSettledResult<void>>();
+    await Promise.all(
+      [...byDriver].map(async ([driver, group]) => {
+        const results = driver ? await driver.playGroup!(group, request) : await Promise.allSettled(group.map((s) => s.play(request)));
+        group.forEach((s, i) => settled.set(s, results[i]));
+      }),
+    );
+    return speakers.map((s) => settled.get(s)!);
   }
 
   private watch(p: Playback, speaker: Speaker): void {

@@ -10,6 +10,7 @@ import type { Logger } from '../logger';
 export class SpeakerRegistry {
   private readonly speakers = new Map<string, Speaker>();
   private readonly detach = new Map<string, () => void>();
+  private readonly drivers = new Map<string, SpeakerDriver>();
 
   constructor(
     private readonly events: HubEventBus,
@@ -17,6 +18,7 @@ export class SpeakerRegistry {
   ) {}
 
   attachDriver(driver: SpeakerDriver): void {
+    this.drivers.set(driver.name, driver);
     driver.on('speakerAdded', (s) => this.add(s));
     driver.on('speakerRemoved', (s) => this.remove(s.id));
     for (const s of driver.speakers()) this.add(s);
@@ -73,6 +75,10 @@ export class SpeakerRegistry {
 
   available(): Speaker[] {
     return this.all().filter((s) => s.available);
+  }
+
+  driverOf(speaker: Speaker): SpeakerDriver | undefined {
+    return this.drivers.get(speaker.driver);
   }
 
   find(id: string): Speaker | undefined {

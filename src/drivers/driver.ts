@@ -79,6 +79,13 @@ export interface SpeakerDriver extends EventEmitter<DriverEvents> {
   start(): Promise<void>;
   stop(): Promise<void>;
   speakers(): Speaker[];
+  /**
+   * Optional: starts the same media on several of this driver's speakers as one act, for
+   * protocols that play in sync (Snapcast: one stream, one group) or can start faster
+   * together. Results are in the order of `speakers`. Without it, the core calls play() on
+   * each speaker in parallel.
+   */
+  playGroup?(speakers: Speaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]>;
 }
 
 /** Derives a stable digit-string id (up to 14 digits, like the original hub's) from a protocol id. */
