@@ -28,7 +28,9 @@ function compareItems(a: MediaItem, b: MediaItem): number {
 }
 
 function reason(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
+  // Duck-typed: errors from another realm (vm contexts, jest) fail instanceof Error.
+  const message = (e as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : String(e);
 }
 
 /**
@@ -71,6 +73,7 @@ export class MediaLibrary implements MediaCatalog {
   private async scanAll(): Promise<void> {
     const started = Date.now();
     const byId = new Map<string, MediaItem>();
+    const files = new Set<string>();
     let refused = 0;
     let skipped = 0;
     for (const folder of this.folders) {
@@ -80,6 +83,8 @@ export class MediaLibrary implements MediaCatalog {
       // One file at a time: every step awaits I/O, so a large library never holds the event
       // loop for long, and the disk is not flooded with parallel reads.
       for await (const file of walkFiles(folder, onProblem)) {
+        if (files.has(file)) continue; // configured folders may nest; the first one claims the file
+        files.add(file);
         const outcome = await this.readFile(folder, file);
         if (outcome === 'refused') refused++;
         else if (outcome === 'skipped') skipped++;

@@ -103,6 +103,7 @@ export class MediaServer implements MediaHost {
   }
 
   publish(file: string, contentType: string): string {
+    const base = this.baseUrl; // throws before start(), before anything is registered
     if (/[^\t\x20-\x7e]/.test(contentType)) throw new TypeError(`invalid content type: ${JSON.stringify(contentType)}`);
     const absolute = path.resolve(file);
     let id = this.idByFile.get(absolute);
@@ -111,14 +112,13 @@ export class MediaServer implements MediaHost {
       this.idByFile.set(absolute, id);
     }
     this.byId.set(id, { file: absolute, contentType });
-    return `${this.baseUrl}/media/${id}/${encodeURIComponent(path.basename(absolute))}`;
+    return `${base}/media/${id}/${encodeURIComponent(path.basename(absolute))}`;
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const pathname = (req.url ?? '/').split('?', 1)[0];
-    const match = MEDIA_PATH.exec(pathname);
-    const id = match?.[1];
-    const logged = { method: req.method, path: id ? `/media/${maskToken(id)}/…` : pathname.slice(0, 100), range: req.headers.range };
+    const id = MEDIA_PATH.exec(pathname)?.[1];
+    const logged = { method: req.method, path: loggablePath(pathname), range: req.headers.range };
 
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       this.log.debug({ ...logged, status: 405 }, 'media request');
@@ -198,6 +198,13 @@ export class MediaServer implements MediaHost {
       res.destroy();
     }
   }
+}
+
+/** The request path with anything that may be a capability id masked. */
+function loggablePath(pathname: string): string {
+  const [, first, second] = pathname.split('/', 3);
+  if (first !== 'media' || second === undefined) return pathname.slice(0, 100);
+  return `/media/${maskToken(second)}/…`;
 }
 
 function plain(res: ServerResponse, status: number, text: string, headers: OutgoingHttpHeaders = {}): void {
