@@ -9,7 +9,8 @@ import type { SpeakerDriver } from './drivers/driver';
 import { createLogger, type Logger } from './logger';
 import { MediaLibrary } from './media/library';
 import { MediaServer } from './media/media-server';
-import { ensureSampleMedia } from './media/samples';
+import { metadataReader } from './media/metadata-reader';
+import { sampleMediaDir } from './media/sample-location';
 import { loadOrCreateToken } from './server/auth';
 import { RestServer } from './server/rest-server';
 import { createTtsProvider, TtsService } from './tts/service';
@@ -33,7 +34,7 @@ export class SpeakerHub {
   readonly config: HubConfig;
   readonly logger: Logger;
   readonly clock: Clock;
-  readonly library: MediaLibrary;
+  private _library?: MediaLibrary;
   readonly mediaServer: MediaServer;
   readonly tts: TtsService;
   readonly virtual?: VirtualDriver;
@@ -50,9 +51,6 @@ export class SpeakerHub {
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? createLogger({ level: config.log.level });
     this.extraDrivers = options.drivers ?? [];
-    const folders = [...config.media.folders];
-    if (config.media.samples) folders.push(this.samplesDir);
-    this.library = new MediaLibrary({ folders, logger: this.logger.child({ component: 'media' }) });
     // Real speakers fetch media from the hub: on a configured interface, serve there.
     this.networkAddress = config.network.interface ? interfaceAddress(config.network.interface) : undefined;
     this.mediaServer = new MediaServer({
@@ -80,6 +78,11 @@ export class SpeakerHub {
     }
   }
 
+  get library(): MediaLibrary {
+    if (!this._library) throw new Error('the hub is not started');
+    return this._library;
+  }
+
   get core(): HubCore {
     if (!this._core) throw new Error('the hub is not started');
     return this._core;
@@ -100,21 +103,19 @@ export class SpeakerHub {
     return this.rest?.url;
   }
 
-  private get samplesDir(): string {
-    return join(this.config.dataDir, 'samples');
-  }
-
   async start(): Promise<void> {
     const { config } = this;
     await mkdir(config.dataDir, { recursive: true });
-    if (config.media.samples) await ensureSampleMedia(this.samplesDir);
-    await this.library.scan();
+    const folders = [...config.media.folders];
+    if (config.media.samples) folders.push(await sampleMediaDir(config.dataDir));
+    this._library = new MediaLibrary({ folders, logger: this.logger.child({ component: 'media' }) });
+    await this._library.scan();
     await this.mediaServer.start();
     const core = new HubCore({
       uuid: await this.hubUuid(),
       clock: this.clock,
       logger: this.logger,
-      catalog: this.library,
+      catalog: this._library,
       mediaHost: this.mediaServer,
       tts: this.tts,
       sessions: { idleMs: config.sessions.idleMinutes * 60_000, maxSessions: config.sessions.maxSessions },
@@ -148,6 +149,7 @@ export class SpeakerHub {
     this.rest = undefined;
     await this._core?.stop();
     await this.mediaServer.stop();
+    metadataReader.close();
     this.logger.info('hub stopped');
   }
 

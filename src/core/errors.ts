@@ -11,6 +11,7 @@ export const ERROR_CODES = {
   UnsupportedScheme: { status: 400, description: 'MediaUrl uses a scheme other than http, https, rtsp, rstp or mms.' },
   TextTooLong: { status: 400, description: 'Text is longer than the configured maximum (tts.maxTextLength).' },
   UnknownOperation: { status: 404, description: 'No operation of that name exists.' },
+  MethodNotAllowed: { status: 405, description: 'Operations are GET only (HEAD would run them without showing the result).' },
   Unauthorized: { status: 401, description: 'The bearer token is missing or wrong.' },
   SessionNotFound: { status: 200, description: 'The SessionToken is unknown, closed or expired.' },
   DeviceNotFound: { status: 200, description: 'No speaker has that DeviceID.' },

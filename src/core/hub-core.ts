@@ -13,6 +13,8 @@ import type { Logger } from '../logger';
 
 /** What the core needs of text-to-speech: the TTS layer's speak(), errors already typed. */
 export interface TextToSpeech {
+  /** Throws InvalidParameter/TextTooLong for text that can never be spoken. */
+  validate(text: string): void;
   speak(text: string): Promise<TtsAudio>;
 }
 
@@ -88,6 +90,11 @@ export class HubCore {
 
   webMedia(url: string): PlayableMedia {
     return { kind: 'web', url, title: url };
+  }
+
+  /** Checks a Text parameter against the configured limits, before any target is looked at. */
+  validateText(text: string): void {
+    this.tts.validate(text);
   }
 
   async ttsMedia(text: string): Promise<PlayableMedia> {

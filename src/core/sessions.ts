@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash as cryptoHash, randomBytes } from 'node:crypto';
 import { HubError } from './errors';
 import type { Clock } from './clock';
 
@@ -69,5 +69,5 @@ export class SessionStore {
 }
 
 function hash(token: string): string {
-  return createHash('sha256').update(token).digest('base64url');
+  return cryptoHash('sha256', token, 'base64url');
 }

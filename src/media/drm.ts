@@ -1,6 +1,5 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import type { IFormat } from 'music-metadata';
 
 /**
  * DRM detection. A speaker cannot decrypt protected audio, so serving it only produces
@@ -67,9 +66,9 @@ export async function findDrmProtection(file: string): Promise<string | undefine
 }
 
 /** The same verdict from music-metadata's parse result: an encrypted MP4 sample entry. */
-export function protectedCodec(format: IFormat): string | undefined {
-  for (const track of format.trackInfo) {
-    const entry = /^<(.{4})>$/.exec(track.codecName ?? '')?.[1];
+export function protectedCodec(codecNames: readonly string[]): string | undefined {
+  for (const codecName of codecNames) {
+    const entry = /^<(.{4})>$/.exec(codecName)?.[1];
     if (entry && entry in PROTECTED_SAMPLE_ENTRIES) return sampleEntryReason(entry);
   }
   return undefined;

@@ -1,8 +1,8 @@
 import path from 'node:path';
-import { parseFile } from 'music-metadata';
 import type { Logger } from '../logger';
 import { audioContentType } from './audio-types';
 import { findDrmProtection, protectedCodec } from './drm';
+import { metadataReader } from './metadata-reader';
 import { persistentIdFor } from './persistent-id';
 import type { MediaCatalog, MediaItem } from './types';
 import { walkFiles } from './walk';
@@ -114,10 +114,10 @@ export class MediaLibrary implements MediaCatalog {
     try {
       const drm = await findDrmProtection(file);
       if (drm) return this.refuse(file, drm);
-      const meta = await parseFile(file, { skipCovers: true });
-      const drmCodec = protectedCodec(meta.format);
+      const meta = await metadataReader.read(file);
+      const drmCodec = protectedCodec(meta.codecNames);
       if (drmCodec) return this.refuse(file, drmCodec);
-      const seconds = meta.format.duration;
+      const seconds = meta.duration;
       // music-metadata "parses" random bytes named .mp3 without an error; finding no
       // duration is what tells junk from audio. (It also drops VBR MP3s that lack a
       // Xing/VBRI header: measuring those needs a full read, which reports bogus durations
@@ -125,7 +125,7 @@ export class MediaLibrary implements MediaCatalog {
       if (seconds === undefined || !Number.isFinite(seconds) || seconds <= 0) {
         return this.skip(file, 'no playable audio found (duration unknown)');
       }
-      const { title, artist, albumartist, album } = meta.common;
+      const { title, artist, albumartist, album } = meta;
       const item: MediaItem = {
         persistentId: persistentIdFor(folder, path.relative(folder, file)),
         title: title?.trim() || path.basename(file, path.extname(file)),

@@ -104,6 +104,11 @@ async function exists(file: string): Promise<boolean> {
  * under a temporary name and renamed, so an interrupted run never leaves a truncated track
  * that a later run would take as present.
  */
+/** File names of the sample tracks. */
+export function sampleFileNames(): string[] {
+  return SAMPLE_TRACKS.map((t) => t.file);
+}
+
 export async function ensureSampleMedia(dir: string): Promise<string[]> {
   await mkdir(dir, { recursive: true });
   const files: string[] = [];

@@ -225,7 +225,10 @@ const MEDIA_KINDS = [
     what: 'Speaks a text (text-to-speech)',
     shape: { Text: TextParam, Priority: PriorityParam },
     example: { Text: 'Dinner is ready' },
-    load: (hub: HubCore, p: { Text?: string }) => () => hub.ttsMedia(p.Text!),
+    load: (hub: HubCore, p: { Text?: string }) => {
+      hub.validateText(p.Text!);
+      return () => hub.ttsMedia(p.Text!);
+    },
   },
 ] as const;
 
@@ -242,7 +245,8 @@ const plays: Operation[] = MEDIA_KINDS.flatMap((media) =>
       example: t.kind === 'selected' ? { ...media.example, DeviceIDList: EXAMPLE_IDS } : media.example,
       handler: async (hub, p: Record<string, unknown>) => {
         const priority = (p.Priority as number | undefined) ?? DEFAULT_PRIORITY;
-        await hub.playback.play(targetOf(t.kind, p), priority, media.load(hub, p));
+        const load = media.load(hub, p); // validates the media parameters first
+        await hub.playback.play(targetOf(t.kind, p), priority, load);
         return ok;
       },
     }),

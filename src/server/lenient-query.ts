@@ -5,6 +5,8 @@
  * the operation knows; otherwise it belongs to the free-text value before it.
  */
 
+const UNENCODED_URL = /^"?[A-Za-z][A-Za-z0-9+.-]*:\/\//;
+
 /** Parameters whose values may legitimately contain unencoded `&` and `=`. */
 const FREE_TEXT = new Set(['MediaUrl', 'Text']);
 
@@ -24,7 +26,11 @@ export function parseLenientQuery(rawUrl: string, known: ReadonlySet<string>): R
     }
     if (current && FREE_TEXT.has(current)) out[current] += `&${piece}`;
   }
-  for (const [k, v] of Object.entries(out)) out[k] = decode(v, k !== 'MediaUrl');
+  for (const [k, v] of Object.entries(out)) {
+    // A MediaUrl sent unencoded ("http://…") is taken verbatim: decoding it would turn its
+    // own %26 into a separator. An encoded one ("http%3A%2F%2F…") is decoded once.
+    out[k] = k === 'MediaUrl' && UNENCODED_URL.test(v) ? v : decode(v, k !== 'MediaUrl');
+  }
   return out;
 }
 

@@ -21,6 +21,8 @@ export function repairRequestLine(chunk: Buffer): Buffer {
 }
 
 const FIRST_BYTES_TIMEOUT_MS = 10_000;
+/** Beyond this the line is handed to the HTTP parser as it is (which refuses an over-long one). */
+const MAX_REQUEST_LINE_BYTES = 64 * 1024;
 
 export function installRequestLineRepair(server: Server): void {
   const handlers = server.listeners('connection') as ((socket: Socket) => void)[];
@@ -36,10 +38,16 @@ export function installRequestLineRepair(server: Server): void {
     const onError = () => clearTimeout(timer);
     socket.on('error', onError);
     socket.once('close', () => clearTimeout(timer));
-    socket.once('readable', () => {
-      const chunk = socket.read() as Buffer | null;
-      if (chunk) socket.unshift(repairRequestLine(chunk));
+    // The request line can arrive in several TCP segments: wait for its end (or a cap).
+    let pending = Buffer.alloc(0);
+    const onReadable = () => {
+      let chunk: Buffer | null;
+      while ((chunk = socket.read() as Buffer | null) !== null) pending = Buffer.concat([pending, chunk]);
+      if (pending.length && pending.indexOf('\r\n') < 0 && pending.length < MAX_REQUEST_LINE_BYTES && !socket.readableEnded) return;
+      socket.off('readable', onReadable);
+      if (pending.length) socket.unshift(repairRequestLine(pending));
       handOver();
-    });
+    };
+    socket.on('readable', onReadable);
   });
 }

@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import cors from '@fastify/cors';
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HubError, errorBody } from '../core/errors';
 import type { HubCore } from '../core/hub-core';
 import { dispatch, SESSION_PARAM_ALIASES } from '../operations/dispatch';
@@ -34,9 +34,18 @@ const ALWAYS_KNOWN = ['Priority', 'access_token', '_', ...SESSION_PARAM_ALIASES]
 
 const PUBLIC_PATHS = new Set(['/api/v1/openapi.json', '/openapi.json']);
 
+interface OperationRoute {
+  op: Operation;
+  /** Parameter names that end a free-text value in the lenient query parser. */
+  known: ReadonlySet<string>;
+}
+
 export class RestServer {
   readonly app: FastifyInstance;
   private readonly auth: BearerAuth | null;
+  private readonly operationRoutes = new Map<string, OperationRoute>(
+    OPERATIONS.map((op) => [op.name, { op, known: new Set([...parameterNames(op), ...ALWAYS_KNOWN]) }]),
+  );
 
   constructor(
     private readonly hub: HubCore,
@@ -46,9 +55,13 @@ export class RestServer {
     this.app = Fastify({
       // Requests are not logged one by one (speed, and URLs carry session tokens); faults are.
       logger: false,
+      // HEAD of an operation would run it (a play!) and drop the answer: GET only.
+      exposeHeadRoutes: false,
       routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true, maxParamLength: 500 },
       serverFactory: (handler) => {
-        const server = createServer(handler);
+        const server = createServer((req, res) => {
+          if (!this.fastPath(req, res)) handler(req, res);
+        });
         installRequestLineRepair(server);
         return server;
       },
@@ -57,6 +70,11 @@ export class RestServer {
         if (!socket.writable) return socket.destroy();
         const body = JSON.stringify(errorBody(new HubError('InvalidParameter', `Malformed HTTP request (${(err as NodeJS.ErrnoException).code ?? err.message}).`)));
         socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      },
+      // A path the router cannot decode (a malformed %-sequence) too; no hook runs for it.
+      frameworkErrors: (err, _req, reply) => {
+        const e = (err.statusCode ?? 500) < 500 ? new HubError('InvalidParameter', `Malformed request path (${err.code}).`) : new HubError('InternalError', 'The hub hit an unexpected fault; it has been logged.');
+        return (reply as FastifyReply).code(e.status).header('Access-Control-Allow-Origin', options.corsOrigin).send(errorBody(e));
       },
     });
     this.routes();
@@ -91,7 +109,8 @@ export class RestServer {
       if (!this.auth || req.method === 'OPTIONS' || PUBLIC_PATHS.has(req.routeOptions.url ?? '')) return;
       const queryToken = req.routeOptions.url === '/api/v1/events' ? (req.query as Record<string, string>).access_token : undefined;
       if (!this.auth.check(req.headers.authorization, queryToken)) {
-        this.options.logger.warn({ url: redactUrl(req.url), ip: req.ip }, 'request refused: missing or wrong bearer token');
+        // Only the path: a query can carry secrets under names a redaction pattern misses (Session%54oken=...).
+        this.options.logger.warn({ path: req.url.split('?')[0], ip: req.ip }, 'request refused: missing or wrong bearer token');
         reply.header('WWW-Authenticate', 'Bearer realm="SpeakerHub"');
         return this.fail(reply, new HubError('Unauthorized', 'A valid "Authorization: Bearer <token>" header is required; the token is printed when the hub starts.'));
       }
@@ -99,38 +118,87 @@ export class RestServer {
 
     const openapi = buildOpenApi(this.options.version);
     for (const path of PUBLIC_PATHS) app.get(path, async () => openapi);
-    app.get('/api/v1/events', (req, reply) => streamEvents(this.hub, req, reply, this.options.corsOrigin));
+    // Open event streams never end by themselves: close() ends them, or it would wait for every client.
+    const streams = new Set<ServerResponse>();
+    app.addHook('preClose', async () => {
+      for (const res of streams) res.end();
+    });
+    app.get('/api/v1/events', (req, reply) => {
+      streams.add(reply.raw);
+      reply.raw.on('close', () => streams.delete(reply.raw));
+      streamEvents(this.hub, req, reply, this.options.corsOrigin);
+    });
 
-    for (const op of OPERATIONS) {
-      const known = new Set([...parameterNames(op), ...ALWAYS_KNOWN]);
+    for (const route of this.operationRoutes.values()) {
       for (const d of DIALECTS) {
-        app.get(`${d.prefix}/${op.name}`, (req, reply) => this.run(op, known, d.legacy, req, reply));
+        app.get(`${d.prefix}/${route.op.name}`, async (req, reply) => {
+          const { status, body } = await this.run(route, d.legacy, req.url);
+          return reply.code(status).send(body);
+        });
       }
     }
 
     app.setNotFoundHandler((req, reply) => {
+      if (req.method !== 'GET' && req.method !== 'OPTIONS') {
+        reply.header('Allow', 'GET, OPTIONS');
+        return this.fail(reply, new HubError('MethodNotAllowed', `${req.method} is not supported; operations are GET requests.`));
+      }
       const name = req.url.split('?')[0].split('/').filter(Boolean).pop() ?? '';
       return this.fail(reply, new HubError('UnknownOperation', `No operation at ${req.method} ${redactUrl(req.url).split('?')[0]} (${name || 'empty'}); see /api/v1/openapi.json.`));
     });
 
     app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
       const status = err.statusCode ?? 500;
-      if (status >= 500) this.options.logger.error({ err: err.message, url: redactUrl(req.url) }, 'request failed');
+      if (status >= 500) this.options.logger.error({ err: err.message, path: req.url.split('?')[0] }, 'request failed');
       const e = status < 500 ? new HubError('InvalidParameter', `Malformed request: ${err.message}`) : new HubError('InternalError', 'The hub hit an unexpected fault; it has been logged.');
       return reply.code(status < 500 ? status : 500).send(errorBody(e));
     });
   }
 
-  private async run(op: Operation, known: ReadonlySet<string>, legacy: boolean, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-    const raw = parseLenientQuery(req.url, known);
-    const result = await dispatch(this.hub, op.name, raw);
-    if (!result.ok) return this.fail(reply, result.error);
-    if (legacy && op.name === 'init_session') {
+  /** Runs an operation for a request URL; shared by the fast path and the fastify routes. */
+  private async run(route: OperationRoute, legacy: boolean, url: string): Promise<{ status: number; body: unknown }> {
+    const result = await dispatch(this.hub, route.op.name, parseLenientQuery(url, route.known));
+    if (!result.ok) return { status: result.error.status, body: errorBody(result.error) };
+    if (legacy && route.op.name === 'init_session') {
       // The first API version named the token SessionID.
       const { SessionToken, ...rest } = result.body;
-      return { SessionID: SessionToken, ...rest };
+      return { status: 200, body: { SessionID: SessionToken, ...rest } };
     }
-    return result.body;
+    return { status: 200, body: result.body };
+  }
+
+  /**
+   * Authorized operation GETs — nearly all traffic — are answered here, before fastify's
+   * request lifecycle (hooks, router, reply), which costs more than the operation itself.
+   * Same auth, parser, dispatch and response headers as the routes; anything else (CORS
+   * preflights, failed auth, unknown paths, events, OpenAPI) goes on to fastify.
+   */
+  private fastPath(req: IncomingMessage, res: ServerResponse): boolean {
+    if (req.method !== 'GET') return false;
+    const url = req.url ?? '';
+    const q = url.indexOf('?');
+    let path = q < 0 ? url : url.slice(0, q);
+    if (path.includes('//')) path = path.replace(/\/{2,}/g, '/');
+    if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+    const legacy = path.startsWith('/v1/');
+    if (!legacy && !path.startsWith('/api/v1/')) return false;
+    const route = this.operationRoutes.get(path.slice(legacy ? 4 : 8));
+    if (!route || (this.auth && !this.auth.check(req.headers.authorization))) return false;
+    this.run(route, legacy, url).then(
+      ({ status, body }) => this.send(res, status, body),
+      () => this.send(res, 500, errorBody(new HubError('InternalError', 'The hub hit an unexpected fault; it has been logged.'))),
+    );
+    return true;
+  }
+
+  private send(res: ServerResponse, status: number, body: unknown): void {
+    const json = JSON.stringify(body);
+    res.writeHead(status, {
+      'access-control-allow-origin': this.options.corsOrigin,
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(json),
+    });
+    res.end(json);
   }
 
   private fail(reply: FastifyReply, e: HubError): FastifyReply {

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, stat, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseFile } from 'music-metadata';
+import { audioDuration } from '../media/duration';
 import { HubError } from '../core/errors';
 import type { Logger } from '../logger';
 import { EspeakProvider, type EspeakMode } from './espeak';
@@ -42,12 +42,18 @@ export class TtsService {
     this.log = options.logger;
   }
 
-  async speak(text: string, voice?: string): Promise<TtsAudio> {
+  /** Throws for text that can never be spoken: empty, or over maxTextLength. */
+  validate(text: string): string {
     const spoken = text.trim();
     if (!spoken) throw new HubError('InvalidParameter', 'Text is empty', { parameter: 'Text' });
     if (spoken.length > this.maxTextLength) {
-      throw new HubError('TextTooLong', `Text is ${spoken.length} characters; the maximum is ${this.maxTextLength}`);
+      throw new HubError('TextTooLong', `Text is ${spoken.length} characters; the maximum is ${this.maxTextLength}`, { parameter: 'Text' });
     }
+    return spoken;
+  }
+
+  async speak(text: string, voice?: string): Promise<TtsAudio> {
+    const spoken = this.validate(text);
     const useVoice = voice?.trim() || this.voice;
     const hash = createHash('sha256').update(`${this.provider.name}\0${useVoice}\0${spoken}`).digest('hex');
 
@@ -90,7 +96,7 @@ export class TtsService {
 
   private async duration(file: string): Promise<number | undefined> {
     try {
-      return (await parseFile(file)).format.duration;
+      return await audioDuration(file);
     } catch (e) {
       // Unknown length only costs the playback engine its end-of-media estimate.
       this.log.warn({ file, err: messageOf(e) }, 'could not read TTS audio duration');

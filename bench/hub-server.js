@@ -1,0 +1,111 @@
+'use strict';
+/**
+ * Bench child: one SpeakerHub in its own process, so the load generator (in the parent)
+ * never shares an event loop with it.
+ *
+ *   node bench/hub-server.js '{"dataDir":"/tmp/x","speakers":3,"token":"...","session":true}'
+ *
+ * Forked with IPC it reports {type:'ready', url, token, session, ...} through process.send and
+ * answers {cmd:'rss'} (needs --expose-gc) and {cmd:'stop'}; run by hand it prints the same
+ * JSON on stdout and stops on SIGINT/SIGTERM (so --cpu-prof profiles get written).
+ * It listens on 127.0.0.1 only, and stops itself when the parent goes away.
+ */
+const http = require('node:http');
+const { rmSync } = require('node:fs');
+const { join } = require('node:path');
+
+const cfg = JSON.parse(process.argv[2] || process.env.BENCH_HUB_CONFIG || '{}');
+if (!cfg.dataDir) {
+  console.error('hub-server: config needs a dataDir');
+  process.exit(2);
+}
+const TOKEN = cfg.token || 'bench-token-0123456789abcdefghij';
+
+// Loaded only after the config checks, so a bad call fails fast.
+const { createHub } = require(join(__dirname, '..', 'dist', 'index.js'));
+
+let hub;
+let stopping = false;
+
+function report(msg) {
+  if (process.send) process.send(msg);
+  else process.stdout.write(`${JSON.stringify(msg)}\n`);
+}
+
+/** GET with node:http (not fetch: undici would be loaded and counted in the RSS figure). */
+function get(url, headers) {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers, agent: false }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode, text }));
+      })
+      .on('error', reject);
+  });
+}
+
+async function stop(code = 0) {
+  if (stopping) return;
+  stopping = true;
+  const force = setTimeout(() => process.exit(code), 5000);
+  force.unref();
+  try {
+    if (hub) await hub.stop();
+  } catch (e) {
+    console.error('hub-server: stop failed:', e && e.message);
+    code = code || 1;
+  }
+  try {
+    rmSync(cfg.dataDir, { recursive: true, force: true });
+  } catch {
+    /* the parent removes it too */
+  }
+  if (process.send && process.connected) process.send({ type: 'stopped' });
+  process.exit(code);
+}
+
+async function main() {
+  const t0 = process.hrtime.bigint();
+  hub = createHub({
+    dataDir: cfg.dataDir,
+    server: { host: '127.0.0.1', port: 0, token: TOKEN, auth: true },
+    mediaServer: { host: '127.0.0.1', port: 0 },
+    speakers: { virtual: { count: cfg.speakers ?? 3 } },
+    log: { level: cfg.logLevel || 'warn' },
+  });
+  await hub.start();
+  const startMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  const url = hub.url;
+  let session;
+  if (cfg.session !== false) {
+    const r = await get(`${url}/api/v1/init_session`, { Authorization: `Bearer ${TOKEN}` });
+    if (r.status !== 200) throw new Error(`init_session answered ${r.status}: ${r.text}`);
+    session = JSON.parse(r.text).SessionToken;
+  }
+  report({ type: 'ready', pid: process.pid, url, token: TOKEN, session, speakers: cfg.speakers ?? 3, startMs });
+}
+
+process.on('message', async (m) => {
+  if (!m || typeof m !== 'object') return;
+  if (m.cmd === 'stop') return stop(0);
+  if (m.cmd === 'rss') {
+    if (typeof global.gc !== 'function') return report({ type: 'error', error: 'rss needs node --expose-gc' });
+    global.gc();
+    await new Promise((r) => setImmediate(r));
+    global.gc();
+    const mu = process.memoryUsage();
+    report({ type: 'rss', rss: mu.rss, heapTotal: mu.heapTotal, heapUsed: mu.heapUsed, external: mu.external, arrayBuffers: mu.arrayBuffers });
+  }
+});
+// The parent went away (crash, Ctrl-C): do not linger as an orphan holding a port.
+process.on('disconnect', () => stop(0));
+process.on('SIGTERM', () => stop(0));
+process.on('SIGINT', () => stop(0));
+
+main().catch((e) => {
+  console.error('hub-server: start failed:', e && e.stack ? e.stack : e);
+  report({ type: 'error', error: String(e && e.message ? e.message : e) });
+  stop(1);
+});

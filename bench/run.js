@@ -1,0 +1,585 @@
+'use strict';
+/**
+ * SpeakerHub REST benchmark (npm run bench = build + this). Every figure is measured against a
+ * baseline taken in the same run and printed as hub/baseline:
+ *
+ *  1. throughput of device_count and playback_status (autocannon, fixed connections/duration)
+ *     vs a bare node:http server answering the same JSON with the same headers;   ratio >= 0.9
+ *  2. device_count latency p50/p99 at a fixed 1,000 req/s vs the bare server;       p99 < 2 ms
+ *  3. device_list latency with 1,000 speakers and 10,000 open sessions, fixed rate; p99 < 10 ms
+ *  4. idle RSS of a hub with 100 speakers vs a process running only node:http;      RSS < 60 MB
+ *
+ * Servers run in forked children (bench/hub-server.js, bench/bare-server.js) on 127.0.0.1;
+ * the load generator runs here, so it never shares an event loop with a server. Exit code 0
+ * whatever the figures say; 1 if anything crashed or a run saw errors / non-2xx answers.
+ *
+ * Hub and baseline are measured interleaved, in short slices (ABBA order: bare, hub, hub, bare,
+ * ...), so both see the same background load: on a small shared machine other processes can
+ * halve the figures for seconds at a time, and back-to-back 5 s runs then compare different
+ * machines. Throughput ratios are the median of the per-pair ratios; latency percentiles are
+ * over all samples of all slices. The CPU time other processes used during each step is shown.
+ *
+ * Environment knobs (defaults in SETTINGS): BENCH_DURATION (s per server, throughput),
+ * BENCH_CONNECTIONS, BENCH_RATE_DURATION (s per server), BENCH_SLICES (pairs per measurement),
+ * BENCH_PIN=1 (taskset: load generator on CPU 0, servers on CPU 1),
+ * BENCH_CPU_PROF=<dir> (hub children run with --cpu-prof, profiles written there).
+ */
+const { fork, execFileSync } = require('node:child_process');
+const { mkdtempSync, rmSync, mkdirSync, readFileSync } = require('node:fs');
+const os = require('node:os');
+const { tmpdir } = os;
+const { join, resolve } = require('node:path');
+const { performance } = require('node:perf_hooks');
+const autocannon = require('autocannon');
+const { getOnce, bulk, paced, summarize } = require('./load');
+
+const num = (name, dflt) => (process.env[name] ? Number(process.env[name]) : dflt);
+const SETTINGS = {
+  connections: num('BENCH_CONNECTIONS', 10),
+  warmupS: 1,
+  durationS: num('BENCH_DURATION', 5),
+  rate: 1000,
+  rateDurationS: num('BENCH_RATE_DURATION', 10),
+  slices: num('BENCH_SLICES', 5),
+  bigSpeakers: 1000,
+  bigSessions: 10_000,
+  listRate: 200,
+  listDurationS: 5,
+  rssSpeakers: 100,
+  rssSettleMs: 2000,
+};
+const TOKEN = 'bench-token-0123456789abcdefghij';
+const AUTH = { Authorization: `Bearer ${TOKEN}` };
+const HUB_SCRIPT = join(__dirname, 'hub-server.js');
+const BARE_SCRIPT = join(__dirname, 'bare-server.js');
+const CPU_PROF = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : null;
+const HUB_HEADERS_TO_COPY = ['content-type', 'access-control-allow-origin', 'vary', 'cache-control'];
+const PIN = process.env.BENCH_PIN === '1';
+
+// ---- CPU accounting (Linux /proc; silently absent elsewhere) -------------------------------
+
+let CLK_TCK = 100;
+try {
+  CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+} catch {
+  /* keep 100 */
+}
+
+/** CPU seconds used by the whole machine (all CPUs) so far, or null off Linux. */
+function machineCpuS() {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal: busy = all but idle and iowait (and steal,
+    // which is time the hypervisor gave to someone else, not to this machine's processes).
+    return (f[0] + f[1] + f[2] + f[5] + f[6]) / CLK_TCK;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU seconds used by a process (utime + stime), or 0 when unknown. */
+function processCpuS(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+  } catch {
+    return 0;
+  }
+}
+
+/** Starts a CPU meter over this process and the given children; stop() says who used what. */
+function cpuMeter(...kids) {
+  const ours = () => processCpuS(process.pid) + kids.reduce((a, c) => a + (c ? processCpuS(c.proc.pid) : 0), 0);
+  const m0 = machineCpuS();
+  const o0 = ours();
+  const t0 = performance.now();
+  return () => {
+    const wallS = (performance.now() - t0) / 1000;
+    const m1 = machineCpuS();
+    if (m0 === null || m1 === null) return null;
+    const own = ours() - o0;
+    return { wallS, ownCores: own / wallS, otherCores: Math.max(0, (m1 - m0 - own) / wallS) };
+  };
+}
+
+function pin(pid, cpu) {
+  if (!PIN) return;
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
+  } catch (e) {
+    log(`taskset failed (${e.message}); running unpinned`);
+  }
+}
+
+// ---- children -----------------------------------------------------------------------------
+
+const children = new Set();
+const dataDirs = new Set();
+
+function log(msg) {
+  process.stderr.write(`[bench ${(performance.now() / 1000).toFixed(1).padStart(5)}s] ${msg}\n`);
+}
+
+class Child {
+  constructor(name, script, args, execArgv = []) {
+    this.name = name;
+    this.output = '';
+    this.stopping = false;
+    this.exit = null;
+    this.waiters = [];
+    this.proc = fork(script, args, { execArgv, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+    pin(this.proc.pid, 1);
+    const keep = (d) => {
+      this.output = (this.output + d).slice(-20_000);
+    };
+    this.proc.stdout.on('data', keep);
+    this.proc.stderr.on('data', keep);
+    this.proc.on('message', (m) => {
+      const i = this.waiters.findIndex((w) => w.type === m.type || m.type === 'error');
+      if (i >= 0) {
+        const [w] = this.waiters.splice(i, 1);
+        clearTimeout(w.timer);
+        if (m.type === 'error' && w.type !== 'error') w.reject(new Error(`${this.name}: ${m.error}`));
+        else w.resolve(m);
+      }
+    });
+    this.exited = new Promise((res) => {
+      this.proc.on('exit', (code, signal) => {
+        this.exit = { code, signal };
+        children.delete(this);
+        for (const w of this.waiters.splice(0)) {
+          clearTimeout(w.timer);
+          w.reject(new Error(`${this.name} exited (code ${code}, signal ${signal}) while we waited for '${w.type}'\n${this.tail()}`));
+        }
+        res(this.exit);
+      });
+    });
+    children.add(this);
+  }
+
+  tail() {
+    const t = this.output.trim();
+    return t ? `--- ${this.name} output ---\n${t.slice(-3000)}` : '';
+  }
+
+  get crashed() {
+    return this.exit !== null && !this.stopping;
+  }
+
+  waitFor(type, timeoutMs = 30_000) {
+    if (this.exit) return Promise.reject(new Error(`${this.name} already exited (code ${this.exit.code})\n${this.tail()}`));
+    return new Promise((resolve, reject) => {
+      const w = { type, resolve, reject };
+      w.timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(w), 1);
+        reject(new Error(`${this.name}: no '${type}' within ${timeoutMs} ms\n${this.tail()}`));
+      }, timeoutMs);
+      this.waiters.push(w);
+    });
+  }
+
+  call(msg, replyType, timeoutMs) {
+    const p = this.waitFor(replyType, timeoutMs);
+    this.proc.send(msg);
+    return p;
+  }
+
+  async stop() {
+    if (this.exit) return this.exit;
+    this.stopping = true;
+    try {
+      this.proc.send({ cmd: 'stop' });
+    } catch {
+      /* channel already gone */
+    }
+    const t = setTimeout(() => this.proc.kill('SIGKILL'), 6000);
+    const r = await this.exited;
+    clearTimeout(t);
+    return r;
+  }
+}
+
+async function startHub(name, speakers, { session = true, execArgv = [] } = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'speakerhub-bench-'));
+  dataDirs.add(dataDir);
+  const argv = [...execArgv];
+  if (CPU_PROF) {
+    mkdirSync(CPU_PROF, { recursive: true });
+    argv.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`);
+  }
+  const child = new Child(name, HUB_SCRIPT, [JSON.stringify({ dataDir, speakers, token: TOKEN, session })], argv);
+  child.dataDir = dataDir;
+  child.info = await child.waitFor('ready', 60_000);
+  return child;
+}
+
+async function stopHub(child) {
+  if (!child) return;
+  await child.stop();
+  rmSync(child.dataDir, { recursive: true, force: true });
+  dataDirs.delete(child.dataDir);
+}
+
+async function startBare(name, routes, execArgv = []) {
+  const child = new Child(name, BARE_SCRIPT, [], execArgv);
+  child.info = await child.waitFor('ready', 15_000);
+  if (routes) await child.call({ cmd: 'routes', routes }, 'routes-set', 15_000);
+  return child;
+}
+
+function killAll() {
+  for (const c of children) {
+    try {
+      c.stopping = true;
+      c.proc.kill('SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  for (const d of dataDirs) rmSync(d, { recursive: true, force: true });
+  dataDirs.clear();
+}
+
+function assertAlive(...cs) {
+  for (const c of cs) if (c && c.crashed) throw new Error(`${c.name} crashed (code ${c.exit.code}, signal ${c.exit.signal})\n${c.tail()}`);
+}
+
+// ---- measurements -------------------------------------------------------------------------
+
+const results = [];
+const problems = [];
+
+async function hubHeaders(url, path) {
+  const res = await fetchHeaders(url + path);
+  const out = {};
+  for (const k of HUB_HEADERS_TO_COPY) if (res[k] !== undefined) out[k] = res[k];
+  return out;
+}
+
+function fetchHeaders(full) {
+  return new Promise((resolve, reject) => {
+    require('node:http')
+      .get(full, { headers: AUTH, agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.headers));
+      })
+      .on('error', reject);
+  });
+}
+
+function add(row) {
+  row.ratio = row.ratioOverride ?? (row.baseline > 0 ? row.hub / row.baseline : NaN);
+  if (row.error) row.result = 'ERROR';
+  else if (row.check) {
+    row.result = row.check(row) ? 'PASS' : 'MISS';
+    // An absolute target the bare server misses as well says more about the machine than the hub.
+    if (row.absolute && row.result === 'MISS' && !row.check({ hub: row.baseline })) row.result = 'MISS*';
+  }
+  else row.result = '';
+  results.push(row);
+}
+
+function median(xs) {
+  const a = [...xs].sort((x, y) => x - y);
+  const m = a.length >> 1;
+  return a.length % 2 ? a[m] : (a[m - 1] + a[m]) / 2;
+}
+
+/** ABBA order over n pairs: which of the two goes first in pair i. */
+const firstOfPair = (i) => (i % 2 === 0 ? 0 : 1);
+
+/** One autocannon run of `seconds` against url+path: requests/s and error counts. */
+async function cannonOnce(url, path, seconds) {
+  const r = await autocannon({ url: url + path, headers: AUTH, connections: SETTINGS.connections, pipelining: 1, duration: seconds });
+  const bad = r.non2xx + r.errors + r.timeouts;
+  if (bad) problems.push(`autocannon ${path.split('?')[0]} on ${url}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
+  return { rps: r.requests.total / r.duration, total: r.requests.total, seconds: r.duration, p99: r.latency.p99, bad };
+}
+
+/**
+ * Throughput of two servers (children), interleaved: a warm-up each, then SETTINGS.slices pairs
+ * of (durationS / slices)-second autocannon runs in ABBA order. Returns per-server medians, the
+ * median of the per-pair ratios (b / a), and each server's CPU time per request.
+ */
+async function throughputPair(servers, path) {
+  const sliceS = SETTINGS.durationS / SETTINGS.slices;
+  for (const s of servers) await cannonOnce(s.info.url, path, SETTINGS.warmupS);
+  const runs = [[], []];
+  const cpu = [0, 0];
+  for (let i = 0; i < SETTINGS.slices; i++) {
+    const first = firstOfPair(i);
+    for (const k of [first, 1 - first]) {
+      const c0 = processCpuS(servers[k].proc.pid);
+      runs[k].push(await cannonOnce(servers[k].info.url, path, sliceS));
+      cpu[k] += processCpuS(servers[k].proc.pid) - c0;
+      assertAlive(servers[k]);
+    }
+  }
+  const ratios = runs[0].map((a, i) => runs[1][i].rps / a.rps);
+  const side = (k) => {
+    const total = runs[k].reduce((x, r) => x + r.total, 0);
+    return {
+      rps: median(runs[k].map((r) => r.rps)),
+      slices: runs[k].map((r) => r.rps),
+      bad: runs[k].reduce((x, r) => x + r.bad, 0),
+      cpuUsPerReq: total && cpu[k] ? (cpu[k] * 1e6) / total : NaN,
+    };
+  };
+  return { a: side(0), b: side(1), ratio: median(ratios), ratios };
+}
+
+/** Fixed-rate latency of two servers, interleaved like throughputPair; percentiles over all samples. */
+async function latencyPair(urls, path, rate, totalS) {
+  const sliceMs = (totalS * 1000) / SETTINGS.slices;
+  for (const u of urls) await paced({ url: u, path, headers: AUTH, rate, durationMs: SETTINGS.warmupS * 1000 });
+  const runs = [[], []];
+  for (let i = 0; i < SETTINGS.slices; i++) {
+    const first = firstOfPair(i);
+    for (const k of [first, 1 - first]) runs[k].push(await paced({ url: urls[k], path, headers: AUTH, rate, durationMs: sliceMs }));
+  }
+  const out = runs.map(summarize);
+  out.forEach((r, k) => {
+    if (r.non2xx + r.errors) problems.push(`paced ${path.split('?')[0]} on ${urls[k]}: ${r.non2xx} non-2xx, ${r.errors} errors (${r.firstError || ''})`);
+  });
+  return out;
+}
+
+const fmtLoad = (l) => (l ? `other processes used ${l.otherCores.toFixed(2)} CPU cores meanwhile (bench + servers ${l.ownCores.toFixed(2)})` : 'CPU load unknown');
+const slicesText = (xs) => xs.map((x) => Math.round(x)).join('/');
+
+async function throughputAndLatency() {
+  log('starting a default hub (3 virtual speakers, auth on) and the bare server');
+  const [hub, bare] = await Promise.all([startHub('hub-default', 3), startBare('bare')]);
+  try {
+    const url = hub.info.url;
+    const qs = `?SessionToken=${encodeURIComponent(hub.info.session)}`;
+    const ops = ['device_count', 'playback_status'];
+    const routes = {};
+    for (const op of ops) {
+      const r = await getOnce(url, `/api/v1/${op}${qs}`, AUTH);
+      if (r.status !== 200) throw new Error(`hub ${op} answered ${r.status}: ${r.body}`);
+      routes[`/api/v1/${op}`] = { json: JSON.parse(r.body.toString('utf8')), headers: await hubHeaders(url, `/api/v1/${op}${qs}`) };
+    }
+    await bare.call({ cmd: 'routes', routes }, 'routes-set');
+    const bareUrl = bare.info.url;
+
+    for (const [i, op] of ops.entries()) {
+      const path = `/api/v1/${op}${qs}`;
+      log(`throughput ${op}: ${SETTINGS.connections} connections, ${SETTINGS.warmupS} s warm-up each, then ${SETTINGS.slices} interleaved pairs of ${SETTINGS.durationS / SETTINGS.slices} s`);
+      const meter = cpuMeter(hub, bare);
+      const t = await throughputPair([bare, hub], path);
+      const load = meter();
+      assertAlive(hub, bare);
+      add({
+        id: `1${'ab'[i]}`,
+        metric: `${op} throughput`,
+        unit: 'req/s',
+        hub: t.b.rps,
+        baseline: t.a.rps,
+        ratioOverride: t.ratio,
+        target: 'ratio >= 0.90',
+        check: (r) => r.ratio >= 0.9,
+        error: t.a.bad || t.b.bad ? 'errors' : undefined,
+        load,
+        detail: `per-slice req/s hub ${slicesText(t.b.slices)}, bare ${slicesText(t.a.slices)}; pair ratios ${t.ratios.map((x) => x.toFixed(2)).join(' ')}; server CPU per request hub ${t.b.cpuUsPerReq.toFixed(1)} µs, bare ${t.a.cpuUsPerReq.toFixed(1)} µs; ${fmtLoad(load)}`,
+        cpuUsPerReq: { hub: t.b.cpuUsPerReq, baseline: t.a.cpuUsPerReq },
+      });
+    }
+
+    const path = `/api/v1/device_count${qs}`;
+    log(`latency device_count at ${SETTINGS.rate} req/s: ${SETTINGS.rateDurationS} s per server in ${SETTINGS.slices} interleaved pairs`);
+    const meter = cpuMeter(hub, bare);
+    const [b, h] = await latencyPair([bareUrl, url], path, SETTINGS.rate, SETTINGS.rateDurationS);
+    const load = meter();
+    assertAlive(hub, bare);
+    const err = h.non2xx + h.errors + b.non2xx + b.errors ? 'errors' : undefined;
+    const detail = (x) => `mean ${x.meanMs.toFixed(3)}, p90 ${x.p90.toFixed(3)}, p99.9 ${x.p999.toFixed(3)}, max ${x.maxMs.toFixed(2)} ms, ${x.achievedRate.toFixed(0)} req/s, ${x.queued} waited for a connection`;
+    add({ id: '2', metric: `device_count p50 @${SETTINGS.rate}/s`, unit: 'ms', hub: h.p50, baseline: b.p50, target: '(info)', error: err });
+    add({
+      id: '2',
+      metric: `device_count p99 @${SETTINGS.rate}/s`,
+      unit: 'ms',
+      hub: h.p99,
+      baseline: b.p99,
+      target: 'p99 < 2 ms',
+      check: (r) => r.hub < 2,
+      absolute: true,
+      error: err,
+      load,
+      detail: `hub: ${detail(h)}; bare: ${detail(b)}; ${fmtLoad(load)}`,
+    });
+  } finally {
+    await Promise.all([stopHub(hub), bare.stop()]);
+  }
+}
+
+async function deviceListLatency() {
+  log(`starting a hub with ${SETTINGS.bigSpeakers} virtual speakers`);
+  const hub = await startHub('hub-1000', SETTINGS.bigSpeakers);
+  let bare;
+  try {
+    const url = hub.info.url;
+    log(`opening ${SETTINGS.bigSessions} sessions with init_session`);
+    const opened = await bulk(url, '/api/v1/init_session', AUTH, SETTINGS.bigSessions, 10);
+    const tokens = opened.responses.filter((r) => r.status === 200).map((r) => JSON.parse(r.body.toString()).SessionToken);
+    if (tokens.length !== SETTINGS.bigSessions) throw new Error(`only ${tokens.length} of ${SETTINGS.bigSessions} init_session calls succeeded`);
+    const initRate = (SETTINGS.bigSessions / opened.ms) * 1000;
+    const session = tokens[tokens.length >> 1];
+    const path = `/api/v1/device_list?SessionToken=${encodeURIComponent(session)}`;
+    const first = await getOnce(url, path, AUTH);
+    if (first.status !== 200) throw new Error(`device_list answered ${first.status}: ${first.body.toString().slice(0, 300)}`);
+    const json = JSON.parse(first.body.toString('utf8'));
+    if (!Array.isArray(json.DeviceList) || json.DeviceList.length !== SETTINGS.bigSpeakers) throw new Error(`device_list has ${json.DeviceList && json.DeviceList.length} entries`);
+    bare = await startBare('bare-list', { '/api/v1/device_list': { json, headers: await hubHeaders(url, path) } });
+
+    log(`latency device_list at ${SETTINGS.listRate} req/s (${(first.body.length / 1024).toFixed(0)} KiB body): ${SETTINGS.listDurationS} s per server in ${SETTINGS.slices} interleaved pairs`);
+    const meter = cpuMeter(hub, bare);
+    const [b, h] = await latencyPair([bare.info.url, url], path, SETTINGS.listRate, SETTINGS.listDurationS);
+    const load = meter();
+    assertAlive(hub, bare);
+    const err = h.non2xx + h.errors + b.non2xx + b.errors ? 'errors' : undefined;
+    const detail = (x) => `mean ${x.meanMs.toFixed(2)}, p90 ${x.p90.toFixed(2)}, max ${x.maxMs.toFixed(2)} ms, ${x.ok} samples`;
+    add({ id: '3', metric: `device_list p50 @${SETTINGS.listRate}/s`, unit: 'ms', hub: h.p50, baseline: b.p50, target: '(info)', error: err });
+    add({
+      id: '3',
+      metric: `device_list p99 @${SETTINGS.listRate}/s`,
+      unit: 'ms',
+      hub: h.p99,
+      baseline: b.p99,
+      target: 'p99 < 10 ms',
+      check: (r) => r.hub < 10,
+      absolute: true,
+      error: err,
+      load,
+      detail: `${SETTINGS.bigSpeakers} speakers, ${SETTINGS.bigSessions} sessions (opened at ${initRate.toFixed(0)}/s), body ${first.body.length} B; hub: ${detail(h)}; bare: ${detail(b)}; ${fmtLoad(load)}`,
+    });
+  } finally {
+    await Promise.all([stopHub(hub), bare && bare.stop()]);
+  }
+}
+
+async function idleRss() {
+  log(`idle RSS: hub with ${SETTINGS.rssSpeakers} speakers vs bare node:http (--expose-gc, ${SETTINGS.rssSettleMs} ms settle)`);
+  const probe = async (start) => {
+    const c = await start();
+    try {
+      await new Promise((r) => setTimeout(r, SETTINGS.rssSettleMs));
+      return await c.call({ cmd: 'rss' }, 'rss', 15_000);
+    } finally {
+      if (c.dataDir) await stopHub(c);
+      else await c.stop();
+    }
+  };
+  // One after the other, so the hub's start-up work cannot disturb the bare process' figure.
+  const b = await probe(() => startBare('bare-rss', null, ['--expose-gc']));
+  const h = await probe(() => startHub('hub-rss', SETTINGS.rssSpeakers, { session: false, execArgv: ['--expose-gc'] }));
+  const mb = (x) => x / 1e6; // decimal MB, as in the target
+  add({
+    id: '4',
+    metric: `idle RSS, ${SETTINGS.rssSpeakers} speakers`,
+    unit: 'MB',
+    hub: mb(h.rss),
+    baseline: mb(b.rss),
+    target: 'RSS < 60 MB',
+    check: (r) => r.hub < 60,
+    absolute: true,
+    detail: `hub heapUsed ${mb(h.heapUsed).toFixed(1)} / heapTotal ${mb(h.heapTotal).toFixed(1)}, external ${mb(h.external).toFixed(1)}, arrayBuffers ${mb(h.arrayBuffers).toFixed(1)} MB; bare heapUsed ${mb(b.heapUsed).toFixed(1)}, heapTotal ${mb(b.heapTotal).toFixed(1)} MB`,
+  });
+}
+
+// ---- report -------------------------------------------------------------------------------
+
+function fmt(v, unit) {
+  if (typeof v !== 'number' || !Number.isFinite(v)) return '-';
+  if (unit === 'req/s') return Math.round(v).toLocaleString('en-US');
+  if (unit === 'MB') return v.toFixed(1);
+  return v < 10 ? v.toFixed(3) : v.toFixed(1);
+}
+
+function printTable() {
+  const head = ['#', 'Metric', 'Unit', 'Hub', 'Baseline', 'Hub/base', 'Target', 'Result'];
+  const rows = results.map((r) => [r.id, r.metric, r.unit, fmt(r.hub, r.unit), fmt(r.baseline, r.unit), Number.isFinite(r.ratio) ? `${r.ratio.toFixed(2)}x` : '-', r.target, r.result]);
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+  const right = new Set([3, 4, 5]);
+  const line = (cells) => cells.map((c, i) => (right.has(i) ? String(c).padStart(w[i]) : String(c).padEnd(w[i]))).join('  ');
+  const out = [];
+  out.push('', 'SpeakerHub REST bench (baseline = bare node:http server in the same run)');
+  out.push(line(head), w.map((n) => '-'.repeat(n)).join('  '));
+  for (const r of rows) out.push(line(r));
+  out.push('');
+  out.push('  Hub/base for throughput is the median of the per-pair ratios of interleaved slices; for the others hub / baseline.');
+  if (results.some((r) => r.result === 'MISS*')) out.push('  MISS* = the bare baseline misses this absolute target too, in this run, on this machine.');
+  for (const r of results) if (r.detail) out.push(`  ${r.id} ${r.metric}: ${r.detail}`);
+  const busy = results.filter((r) => r.load && r.load.otherCores > 0.25);
+  if (busy.length) {
+    out.push('', `  NOTE: other processes used up to ${Math.max(...busy.map((r) => r.load.otherCores)).toFixed(2)} of the ${os.cpus().length} CPU cores during the runs;`);
+    out.push('  absolute figures are lower and noisier than on an idle machine (the interleaved ratios much less so).');
+  }
+  process.stdout.write(`${out.join('\n')}\n`);
+}
+
+async function main() {
+  const t0 = performance.now();
+  let crashed = null;
+  pin(process.pid, 0);
+  log(`node ${process.version}, ${os.cpus().length} CPUs${PIN ? ' (pinned: bench on CPU 0, servers on CPU 1)' : ''}, settings ${JSON.stringify(SETTINGS)}${CPU_PROF ? `, cpu profiles in ${CPU_PROF}` : ''}`);
+  for (const step of [throughputAndLatency, deviceListLatency, idleRss]) {
+    try {
+      await step();
+    } catch (e) {
+      crashed = crashed || e;
+      problems.push(`${step.name} failed: ${e && e.message ? e.message : e}`);
+      log(`${step.name} FAILED: ${e && e.stack ? e.stack : e}`);
+      killAll();
+    }
+  }
+  printTable();
+  if (problems.length) process.stdout.write(`\nProblems:\n${problems.map((p) => `  - ${p}`).join('\n')}\n`);
+  const totalS = (performance.now() - t0) / 1000;
+  const summary = {
+    bench: 'speakerhub-rest',
+    node: process.version,
+    cpus: os.cpus().length,
+    pinned: PIN,
+    ok: problems.length === 0,
+    durationS: Number(totalS.toFixed(1)),
+    settings: SETTINGS,
+    results: results.map((r) => ({
+      id: r.id,
+      metric: r.metric,
+      unit: r.unit,
+      hub: r.hub,
+      baseline: r.baseline,
+      ratio: r.ratio,
+      target: r.target,
+      result: r.result || 'INFO',
+      otherCores: r.load ? Number(r.load.otherCores.toFixed(2)) : undefined,
+      serverCpuUsPerRequest: r.cpuUsPerReq ? { hub: Number(r.cpuUsPerReq.hub.toFixed(1)), baseline: Number(r.cpuUsPerReq.baseline.toFixed(1)) } : undefined,
+    })),
+    problems,
+  };
+  process.stdout.write(`\n${JSON.stringify(summary)}\n`);
+  return problems.length === 0 ? 0 : 1;
+}
+
+process.on('SIGINT', () => {
+  killAll();
+  process.exit(130);
+});
+process.on('SIGTERM', () => {
+  killAll();
+  process.exit(143);
+});
+process.on('exit', killAll);
+
+main()
+  .then((code) => {
+    killAll();
+    process.exitCode = code;
+  })
+  .catch((e) => {
+    console.error(e);
+    killAll();
+    process.exitCode = 1;
+  });
