@@ -36,6 +36,7 @@ export function parseLenientQuery(rawUrl: string, known: ReadonlySet<string>): R
 
 /** Form decoding; `+` is a space except in MediaUrl, where an unencoded URL means a literal plus. */
 function decode(s: string, plusIsSpace: boolean): string {
+  if (s.indexOf('%') < 0 && (!plusIsSpace || s.indexOf('+') < 0)) return s;
   const t = plusIsSpace ? s.replace(/\+/g, ' ') : s;
   try {
     return decodeURIComponent(t);

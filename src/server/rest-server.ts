@@ -3,7 +3,7 @@ import cors from '@fastify/cors';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HubError, errorBody } from '../core/errors';
 import type { HubCore } from '../core/hub-core';
-import { dispatch, SESSION_PARAM_ALIASES } from '../operations/dispatch';
+import { dispatch, SESSION_PARAM_ALIASES, type DispatchResult } from '../operations/dispatch';
 import { OPERATIONS, parameterNames, type Operation } from '../operations/table';
 import { redactUrl, type Logger } from '../logger';
 import { BearerAuth } from './auth';
@@ -33,6 +33,11 @@ const DIALECTS = [
 const ALWAYS_KNOWN = ['Priority', 'access_token', '_', ...SESSION_PARAM_ALIASES];
 
 const PUBLIC_PATHS = new Set(['/api/v1/openapi.json', '/openapi.json']);
+
+interface Answer {
+  status: number;
+  body: unknown;
+}
 
 interface OperationRoute {
   op: Operation;
@@ -156,8 +161,12 @@ export class RestServer {
   }
 
   /** Runs an operation for a request URL; shared by the fast path and the fastify routes. */
-  private async run(route: OperationRoute, legacy: boolean, url: string): Promise<{ status: number; body: unknown }> {
-    const result = await dispatch(this.hub, route.op.name, parseLenientQuery(url, route.known));
+  private run(route: OperationRoute, legacy: boolean, url: string): Answer | Promise<Answer> {
+    const result = dispatch(this.hub, route.op.name, parseLenientQuery(url, route.known));
+    return result instanceof Promise ? result.then((r) => this.answer(route, legacy, r)) : this.answer(route, legacy, result);
+  }
+
+  private answer(route: OperationRoute, legacy: boolean, result: DispatchResult): Answer {
     if (!result.ok) return { status: result.error.status, body: errorBody(result.error) };
     if (legacy && route.op.name === 'init_session') {
       // The first API version named the token SessionID.
@@ -184,10 +193,9 @@ export class RestServer {
     if (!legacy && !path.startsWith('/api/v1/')) return false;
     const route = this.operationRoutes.get(path.slice(legacy ? 4 : 8));
     if (!route || (this.auth && !this.auth.check(req.headers.authorization))) return false;
-    this.run(route, legacy, url).then(
-      ({ status, body }) => this.send(res, status, body),
-      () => this.send(res, 500, errorBody(new HubError('InternalError', 'The hub hit an unexpected fault; it has been logged.'))),
-    );
+    const answer = this.run(route, legacy, url);
+    if (answer instanceof Promise) answer.then((a) => this.send(res, a.status, a.body));
+    else this.send(res, answer.status, answer.body);
     return true;
   }
 
