@@ -20,6 +20,11 @@ export const SESSION_PARAM_ALIASES = ['SessionToken', 'SessionID', 'SesssionToke
 export function dispatch(hub: HubCore, name: string, raw: Record<string, unknown>): DispatchResult | Promise<DispatchResult> {
   const op = OPERATIONS_BY_NAME.get(name);
   if (!op) return { ok: false, error: new HubError('UnknownOperation', `There is no operation named ${JSON.stringify(name).slice(0, 80)}.`) };
+  return runOperation(hub, op, raw);
+}
+
+/** dispatch() for a front end that has already looked the operation up. */
+export function runOperation(hub: HubCore, op: Operation, raw: Record<string, unknown>): DispatchResult | Promise<DispatchResult> {
   try {
     let sessionToken: string | undefined;
     if (op.needsSession) {
@@ -33,7 +38,7 @@ export function dispatch(hub: HubCore, name: string, raw: Record<string, unknown
       }
       if (given === undefined) throw new HubError('InvalidParameter', 'SessionToken is required; call init_session for one.', { parameter: 'SessionToken' });
       if (typeof given !== 'string' && typeof given !== 'number') throw new HubError('InvalidParameter', 'SessionToken must be a string.', { parameter: 'SessionToken' });
-      sessionToken = String(given).trim().replace(/^"(.*)"$/, '$1');
+      sessionToken = unquote(String(given));
       hub.sessions.touch(sessionToken);
     }
     let params: unknown = NO_PARAMS;
@@ -53,6 +58,12 @@ export function dispatch(hub: HubCore, name: string, raw: Record<string, unknown
   } catch (e) {
     return failure(hub, op, e);
   }
+}
+
+/** Older clients wrap values in double quotes; the quotes are not part of the token. */
+function unquote(v: string): string {
+  const t = v.trim();
+  return t.length >= 2 && t.charCodeAt(0) === 34 && t.charCodeAt(t.length - 1) === 34 ? t.slice(1, -1) : t;
 }
 
 function failure(hub: HubCore, op: Operation, e: unknown): DispatchResult {

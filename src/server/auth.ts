@@ -2,16 +2,26 @@ import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-/** Bearer-token check in constant time: both sides are hashed to equal length first. */
+/**
+ * Bearer-token check in constant time. The canonical header `Bearer <token>` (what clients
+ * send) is compared byte for byte with timingSafeEqual when its length matches (the token's
+ * length is no secret); any other spelling is hashed on both sides to equal length first.
+ */
 export class BearerAuth {
   private readonly digest: Buffer;
+  private readonly canonical: Buffer;
 
   constructor(token: string) {
     this.digest = sha256(token);
+    this.canonical = Buffer.from(`Bearer ${token}`, 'utf8');
   }
 
   /** True when the Authorization header (or, for EventSource clients, a query token) matches. */
   check(authorization: string | undefined, queryToken?: string): boolean {
+    if (authorization && authorization.length === this.canonical.length && authorization.startsWith('Bearer ')) {
+      const given = Buffer.from(authorization, 'utf8');
+      if (given.length === this.canonical.length && timingSafeEqual(given, this.canonical)) return true;
+    }
     const m = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
     const given = m?.[1] ?? queryToken;
     if (!given) return false;

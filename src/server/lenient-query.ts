@@ -14,10 +14,13 @@ export function parseLenientQuery(rawUrl: string, known: ReadonlySet<string>): R
   const q = rawUrl.indexOf('?');
   const out: Record<string, string> = {};
   if (q < 0) return out;
+  const query = rawUrl.slice(q + 1);
+  // Most requests carry plain tokens and IDs: nothing to decode, so skip decoding entirely.
+  const plain = query.indexOf('%') < 0 && query.indexOf('+') < 0;
   let current: string | undefined;
-  for (const piece of rawUrl.slice(q + 1).split('&')) {
+  for (const piece of query.split('&')) {
     const eq = piece.indexOf('=');
-    const name = eq >= 0 ? decode(piece.slice(0, eq), true) : undefined;
+    const name = eq < 0 ? undefined : plain ? piece.slice(0, eq) : decode(piece.slice(0, eq), true);
     if (name !== undefined && (known.has(name) || !(current && FREE_TEXT.has(current)))) {
       current = name;
       if (!(name in out)) out[name] = piece.slice(eq + 1);
@@ -26,6 +29,7 @@ export function parseLenientQuery(rawUrl: string, known: ReadonlySet<string>): R
     }
     if (current && FREE_TEXT.has(current)) out[current] += `&${piece}`;
   }
+  if (plain) return out;
   for (const [k, v] of Object.entries(out)) {
     // A MediaUrl sent unencoded ("http://…") is taken verbatim: decoding it would turn its
     // own %26 into a separator. An encoded one ("http%3A%2F%2F…") is decoded once.

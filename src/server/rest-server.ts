@@ -3,7 +3,7 @@ import cors from '@fastify/cors';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HubError, errorBody } from '../core/errors';
 import type { HubCore } from '../core/hub-core';
-import { dispatch, SESSION_PARAM_ALIASES, type DispatchResult } from '../operations/dispatch';
+import { runOperation, SESSION_PARAM_ALIASES, type DispatchResult } from '../operations/dispatch';
 import { OPERATIONS, parameterNames, type Operation } from '../operations/table';
 import { redactUrl, type Logger } from '../logger';
 import { BearerAuth } from './auth';
@@ -162,7 +162,7 @@ export class RestServer {
 
   /** Runs an operation for a request URL; shared by the fast path and the fastify routes. */
   private run(route: OperationRoute, legacy: boolean, url: string): Answer | Promise<Answer> {
-    const result = dispatch(this.hub, route.op.name, parseLenientQuery(url, route.known));
+    const result = runOperation(this.hub, route.op, parseLenientQuery(url, route.known));
     return result instanceof Promise ? result.then((r) => this.answer(route, legacy, r)) : this.answer(route, legacy, result);
   }
 
