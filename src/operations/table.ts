@@ -45,8 +45,18 @@ export interface Operation<P extends z.ZodObject = z.ZodObject, R extends z.ZodT
   handler(hub: HubCore, params: z.output<P>, ctx: OperationContext): Promise<z.input<R>> | z.input<R>;
 }
 
-function define<P extends z.ZodObject, R extends z.ZodType>(op: Operation<P, R>): Operation {
-  return op as unknown as Operation;
+/** An entry of the table: what is particular to the operation; define() fills the rest. */
+type OperationSpec<P extends z.ZodObject, R extends z.ZodType> = Omit<Operation<P, R>, 'needsSession' | 'cloudResponseOf' | 'params' | 'example'> &
+  Partial<Pick<Operation<P, R>, 'needsSession' | 'params' | 'example'>>;
+
+function define<P extends z.ZodObject = typeof NoParams, R extends z.ZodType = z.ZodType>(spec: OperationSpec<P, R>): Operation {
+  return {
+    needsSession: true,
+    params: NoParams,
+    example: {},
+    ...spec,
+    cloudResponseOf: RESPONSE_OF.has(spec.name),
+  } as unknown as Operation;
 }
 
 const ok = { Result: 'true' } as const;
@@ -67,21 +77,14 @@ const sessionAndDevices: Operation[] = [
     group: 'session',
     summary: 'Starts a session and returns its SessionToken (and the hub UUID, HKWHubUUID).',
     needsSession: false,
-    cloudResponseOf: true,
-    params: NoParams,
     response: z.object({ SessionToken: z.string(), HKWHubUUID: z.string() }),
-    example: {},
     handler: (hub) => ({ SessionToken: hub.sessions.create(), HKWHubUUID: hub.uuid }),
   }),
   define({
     name: 'close_session',
     group: 'session',
     summary: 'Closes the session; its token is removed from the session table.',
-    needsSession: true,
-    cloudResponseOf: false,
-    params: NoParams,
     response: ResultResponse,
-    example: {},
     handler: (hub, _p, ctx) => {
       hub.sessions.close(ctx.sessionToken!);
       return ok;
@@ -91,30 +94,20 @@ const sessionAndDevices: Operation[] = [
     name: 'device_count',
     group: 'device',
     summary: 'Number of speakers the hub knows (the length of device_list, available or not).',
-    needsSession: true,
-    cloudResponseOf: false,
-    params: NoParams,
     response: z.object({ DeviceCount: z.string().regex(/^\d+$/) }),
-    example: {},
     handler: (hub) => ({ DeviceCount: String(hub.speakers.size) }),
   }),
   define({
     name: 'device_list',
     group: 'device',
     summary: 'Every speaker with all device fields.',
-    needsSession: true,
-    cloudResponseOf: true,
-    params: NoParams,
     response: z.object({ DeviceList: z.array(DeviceSchema) }),
-    example: {},
     handler: (hub) => ({ DeviceList: hub.speakers.all().map((s) => hub.speakers.record(s)) }),
   }),
   define({
     name: 'device_info',
     group: 'device',
     summary: 'One speaker, as a bare device object.',
-    needsSession: true,
-    cloudResponseOf: false,
     params: z.object({ DeviceID: DeviceIDParam }),
     response: DeviceSchema,
     example: { DeviceID: '34317244381360' },
@@ -124,8 +117,6 @@ const sessionAndDevices: Operation[] = [
     name: 'add_device_to_session',
     group: 'device',
     summary: 'Adds a speaker to the playback session; if something is playing, it joins in.',
-    needsSession: true,
-    cloudResponseOf: true,
     params: z.object({ DeviceID: DeviceIDParam }),
     response: ResultResponse,
     example: { DeviceID: '34317244381360' },
@@ -139,8 +130,6 @@ const sessionAndDevices: Operation[] = [
     name: 'remove_device_from_session',
     group: 'device',
     summary: 'Removes a speaker from the playback session; it stops playing, the others play on.',
-    needsSession: true,
-    cloudResponseOf: false,
     params: z.object({ DeviceID: DeviceIDParam }),
     response: ResultResponse,
     example: { DeviceID: '34317244381360' },
@@ -154,11 +143,7 @@ const sessionAndDevices: Operation[] = [
     name: 'set_party_mode',
     group: 'device',
     summary: 'Adds every available speaker to the playback session; if something is playing, they all join in.',
-    needsSession: true,
-    cloudResponseOf: true,
-    params: NoParams,
     response: ResultResponse,
-    example: {},
     handler: async (hub) => {
       const added = hub.selection.addAll();
       if (!hub.selection.list().length) throw new HubError('NoSpeakerAvailable', 'No speaker is available to add.');
@@ -170,11 +155,7 @@ const sessionAndDevices: Operation[] = [
     name: 'media_list',
     group: 'playback',
     summary: 'The hub media library.',
-    needsSession: true,
-    cloudResponseOf: false,
-    params: NoParams,
     response: z.object({ MediaList: z.array(MediaItemSchema) }),
-    example: {},
     handler: (hub) => ({
       MediaList: hub.catalog.list().map((m) => ({
         PersistentID: m.persistentId,
@@ -238,8 +219,6 @@ const plays: Operation[] = MEDIA_KINDS.flatMap((media) =>
       name: `${media.name}${t.suffix}`,
       group: 'playback',
       summary: `${media.what} ${t.label}. Optional Priority (default ${DEFAULT_PRIORITY}): a play with at least the current playback's priority interrupts it, a lower one is refused.`,
-      needsSession: true,
-      cloudResponseOf: RESPONSE_OF.has(`${media.name}${t.suffix}`),
       params: withTarget(t.kind, media.shape),
       response: ResultResponse,
       example: t.kind === 'selected' ? { ...media.example, DeviceIDList: EXAMPLE_IDS } : media.example,
@@ -258,8 +237,6 @@ const resumes: Operation[] = TARGETS.map((t) =>
     name: `resume_hub_media${t.suffix}`,
     group: 'playback',
     summary: `Resumes the paused hub media item ${t.label}. Only hub media can be resumed.`,
-    needsSession: true,
-    cloudResponseOf: false,
     params: withTarget(t.kind, { PersistentID: PersistentIDParam }),
     response: ResultResponse,
     example: t.kind === 'selected' ? { PersistentID: '7387446959931482519', DeviceIDList: EXAMPLE_IDS } : { PersistentID: '7387446959931482519' },
@@ -277,11 +254,7 @@ const transportAndVolume: Operation[] = [
     name: 'pause_play',
     group: 'playback',
     summary: 'Pauses hub media; web media and TTS stop instead and cannot be resumed.',
-    needsSession: true,
-    cloudResponseOf: false,
-    params: NoParams,
     response: ResultResponse,
-    example: {},
     handler: async (hub) => {
       await hub.playback.pause();
       return ok;
@@ -291,11 +264,7 @@ const transportAndVolume: Operation[] = [
     name: 'stop_play',
     group: 'playback',
     summary: 'Stops the playback; it cannot be resumed. Succeeds when nothing plays, too.',
-    needsSession: true,
-    cloudResponseOf: true,
-    params: NoParams,
     response: ResultResponse,
-    example: {},
     handler: async (hub) => {
       await hub.playback.stop();
       return ok;
@@ -305,11 +274,7 @@ const transportAndVolume: Operation[] = [
     name: 'playback_status',
     group: 'playback',
     summary: 'PlaybackState and TimeElapsed (whole seconds; "-1" when stopped).',
-    needsSession: true,
-    cloudResponseOf: false,
-    params: NoParams,
     response: z.object({ PlaybackState: PlaybackStateSchema, TimeElapsed: z.string().regex(/^-?\d+$/) }),
-    example: {},
     handler: (hub) => {
       const s = hub.playback.status();
       return { PlaybackState: s.state, TimeElapsed: String(s.timeElapsed) };
@@ -319,30 +284,20 @@ const transportAndVolume: Operation[] = [
     name: 'is_playing',
     group: 'playback',
     summary: 'Whether a playback is playing now (a paused one is not).',
-    needsSession: true,
-    cloudResponseOf: false,
-    params: NoParams,
     response: z.object({ IsPlaying: Bool }),
-    example: {},
     handler: (hub) => ({ IsPlaying: bool(hub.playback.isPlaying()) }),
   }),
   define({
     name: 'get_volume',
     group: 'volume',
     summary: 'The average volume of the available speakers, rounded half up.',
-    needsSession: true,
-    cloudResponseOf: false,
-    params: NoParams,
     response: z.object({ Volume: z.string().regex(/^\d+$/) }),
-    example: {},
     handler: (hub) => ({ Volume: String(hub.volume.average()) }),
   }),
   define({
     name: 'get_volume_device',
     group: 'volume',
     summary: "One speaker's volume.",
-    needsSession: true,
-    cloudResponseOf: false,
     params: z.object({ DeviceID: DeviceIDParam }),
     response: z.object({ Volume: z.string().regex(/^\d+$/) }),
     example: { DeviceID: '34317244381360' },
@@ -352,8 +307,6 @@ const transportAndVolume: Operation[] = [
     name: 'set_volume',
     group: 'volume',
     summary: 'Sets every available speaker to Volume (0–50).',
-    needsSession: true,
-    cloudResponseOf: true,
     params: z.object({ Volume: VolumeParam }),
     response: ResultResponse,
     example: { Volume: '25' },
@@ -366,8 +319,6 @@ const transportAndVolume: Operation[] = [
     name: 'set_volume_device',
     group: 'volume',
     summary: 'Sets one speaker to Volume (0–50).',
-    needsSession: true,
-    cloudResponseOf: false,
     params: z.object({ DeviceID: DeviceIDParam, Volume: VolumeParam }),
     response: ResultResponse,
     example: { DeviceID: '34317244381360', Volume: '25' },
