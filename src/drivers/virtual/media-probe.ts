@@ -1,3 +1,5 @@
+import { wavDurationFromBuffer } from '../../media/wav-duration';
+
 /**
  * How a virtual speaker "receives" audio: it really downloads the URL, as a networked
  * speaker would, and reads the duration from the bytes. A response without Content-Length
@@ -43,7 +45,9 @@ export async function probeMedia(url: string, signal: AbortSignal, timeoutMs = 1
   }
   if (bytes === 0) throw new Error('media URL returned no data');
   let duration: number | undefined;
-  if (!live) {
+  if (!live) duration = wavDurationFromBuffer(chunks[0].length >= 4096 ? chunks[0] : Buffer.concat(chunks), bytes);
+  if (!live && duration === undefined) {
+    // Loaded on first use only: music-metadata brings Node's ESM loader with it.
     const { parseBuffer } = await import('music-metadata');
     try {
       const meta = await parseBuffer(Buffer.concat(chunks), { mimeType: contentType, size: bytes }, { duration: true });
