@@ -7,12 +7,18 @@ set -euo pipefail
 declare -A NEEDED=(
   [espeak-ng]=espeak-ng   # offline TTS, the hub's default engine (the WASM fallback is tested too)
   [ffmpeg]=ffmpeg         # makes a real protected (DRM) MP4 for the media library tests
+  [gmediarender]=gmediarender   # real UPnP/DLNA MediaRenderers for the UPnP driver tests (run in network namespaces)
+  [ip]=iproute2                 # builds the UPnP tests' private namespace LAN
 )
 
 missing=()
 for cmd in "${!NEEDED[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${NEEDED[$cmd]}")
 done
+# GStreamer plugins have no command: look for their libraries (gmediarender decodes WAV/MP3 over HTTP with them).
+gst_plugins=$(pkg-config --variable=pluginsdir gstreamer-1.0 2>/dev/null || echo "/usr/lib/$(uname -m)-linux-gnu/gstreamer-1.0")
+[ -e "$gst_plugins/libgstwavparse.so" ] && [ -e "$gst_plugins/libgstsoup.so" ] && [ -e "$gst_plugins/libgstmpg123.so" ] || missing+=(gstreamer1.0-plugins-good)
+[ -e "$gst_plugins/libgstplayback.so" ] && [ -e "$gst_plugins/libgstaudioconvert.so" ] || missing+=(gstreamer1.0-plugins-base)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then
@@ -27,3 +33,8 @@ echo "install-test-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian's gmediarender package starts a system-wide renderer where an init system runs; the
+# tests start their own inside network namespaces, so keep the system one off.
+if printf '%s\n' "${missing[@]}" | grep -qx gmediarender && [ -d /run/systemd/system ]; then
+  $SUDO systemctl disable --now gmediarender >/dev/null 2>&1 || true
+fi

@@ -29,12 +29,21 @@ interface HubFlags {
   mediaPort?: number;
   tts?: 'espeak' | 'voicerss';
   logLevel?: string;
+  drivers?: string[];
+  interface?: string;
+  renderer?: string[];
+  ssdp?: boolean;
+  snapcast?: string[];
 }
 
 /** Flags win over the config file; only flags actually given override anything. */
 function overridesFrom(f: HubFlags): Record<string, unknown> {
   return {
     dataDir: f.data,
+    drivers: f.drivers,
+    network: { interface: f.interface },
+    upnp: { renderers: f.renderer, ssdp: f.ssdp === false ? false : undefined },
+    snapcast: { servers: f.snapcast },
     server: { port: f.port, host: f.host, token: f.token, auth: f.auth === false ? false : undefined },
     mediaServer: { host: f.mediaHost, port: f.mediaPort },
     media: { folders: f.media, samples: f.samples === false ? false : undefined },
@@ -85,6 +94,11 @@ export function buildCli(): Command {
     .option('-d, --data <dir>', 'data folder (default ~/.speakerhub)')
     .option('--media-host <address>', 'media server bind address (default 127.0.0.1)')
     .option('--media-port <port>', 'media server port (default: any free port)', int('--media-port', 0, 65535))
+    .option('--drivers <list>', 'speaker drivers, comma-separated: virtual, upnp, snapcast (default virtual)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .option('-i, --interface <name>', 'network interface for SSDP discovery and media serving (e.g. eth0)')
+    .option('--renderer <url>', 'UPnP renderer description URL, for networks without multicast (repeatable)', collect)
+    .option('--no-ssdp', 'no SSDP discovery: only the --renderer URLs')
+    .option('--snapcast <host:port>', 'snapserver JSON-RPC control address (repeatable; port 1705 by default)', collect)
     .option('--tts <provider>', 'text-to-speech provider: espeak (default) or voicerss')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent')
     .action(async (flags: HubFlags) => {

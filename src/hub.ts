@@ -5,6 +5,7 @@ import { systemClock, type Clock } from './core/clock';
 import { HubCore } from './core/hub-core';
 import { parseConfig, type HubConfig, type HubConfigInput } from './config/schema';
 import { VirtualDriver } from './drivers/virtual/virtual-driver';
+import { createConfiguredDrivers } from './drivers/factory';
 import type { SpeakerDriver } from './drivers/driver';
 import { createLogger, type Logger } from './logger';
 import { MediaLibrary } from './media/library';
@@ -37,12 +38,14 @@ export class SpeakerHub {
   private _library?: MediaLibrary;
   readonly mediaServer: MediaServer;
   readonly tts: TtsService;
+  /** The configured drivers (virtual, upnp, snapcast) and any extra ones, in start order. */
+  readonly drivers: SpeakerDriver[];
+  /** The virtual driver, when it runs (tests and demos drive its speakers' faults). */
   readonly virtual?: VirtualDriver;
   private _core?: HubCore;
   private rest?: RestServer;
   private _token: string | null = null;
   private _tokenGenerated = false;
-  private readonly extraDrivers: SpeakerDriver[];
   /** IPv4 address of network.interface, when one is configured. */
   readonly networkAddress?: string;
 
@@ -50,7 +53,6 @@ export class SpeakerHub {
     this.config = config;
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? createLogger({ level: config.log.level });
-    this.extraDrivers = options.drivers ?? [];
     // Real speakers fetch media from the hub: on a configured interface, serve there.
     this.networkAddress = config.network.interface ? interfaceAddress(config.network.interface) : undefined;
     this.mediaServer = new MediaServer({
@@ -67,15 +69,11 @@ export class SpeakerHub {
       maxCacheEntries: config.tts.maxCacheEntries,
       logger: this.logger.child({ component: 'tts' }),
     });
-    if (config.drivers.includes('virtual') && config.speakers.virtual.count > 0) {
-      this.virtual = new VirtualDriver({
-        count: config.speakers.virtual.count,
-        names: config.speakers.virtual.names,
-        volume: config.speakers.virtual.volume,
-        clock: this.clock,
-        version: VERSION,
-      });
-    }
+    this.drivers = [
+      ...createConfiguredDrivers(config, { clock: this.clock, logger: this.logger, version: VERSION, networkAddress: this.networkAddress }),
+      ...(options.drivers ?? []),
+    ];
+    this.virtual = this.drivers.find((d): d is VirtualDriver => d instanceof VirtualDriver);
   }
 
   get library(): MediaLibrary {
@@ -121,7 +119,7 @@ export class SpeakerHub {
       sessions: { idleMs: config.sessions.idleMinutes * 60_000, maxSessions: config.sessions.maxSessions },
     });
     this._core = core;
-    for (const driver of [...(this.virtual ? [this.virtual] : []), ...this.extraDrivers]) await core.addDriver(driver);
+    for (const driver of this.drivers) await core.addDriver(driver);
     if (config.server.enabled) {
       if (config.server.auth) {
         const t = await loadOrCreateToken(config.dataDir, config.server.token);

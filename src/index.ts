@@ -11,5 +11,7 @@ export { dispatch, type DispatchResult } from './operations/dispatch';
 export type { Speaker, SpeakerDriver, SpeakerInfo, MediaRequest } from './drivers/driver';
 export { VirtualDriver } from './drivers/virtual/virtual-driver';
 export { VirtualSpeaker } from './drivers/virtual/virtual-speaker';
+export { UpnpDriver } from './drivers/upnp';
+export { SnapcastDriver } from './drivers/snapcast';
 export { SpeakerHubClient } from './client/client';
 export { VERSION } from './version';

@@ -1,0 +1,178 @@
+/**
+ * The driver's discovery bookkeeping against a fake renderer on loopback, with a manual clock:
+ * SSDP alive/byebye (fed in directly: no multicast is sent from a test's own namespace),
+ * max-age expiry, static renderers and their periodic re-check, and resubscription on return.
+ * The real protocol behaviour is covered by upnp.test.ts against gmediarender.
+ */
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ManualClock } from '../../src/core/clock';
+import { UpnpDriver } from '../../src/drivers/upnp';
+import { UpnpConfigSchema } from '../../src/drivers/upnp/config';
+import { MEDIA_RENDERER } from '../../src/drivers/upnp/description';
+import type { UpnpSpeaker } from '../../src/drivers/upnp/renderer';
+import type { SsdpAlive } from '../../src/drivers/upnp/ssdp';
+import { createLogger } from '../../src/logger';
+
+const logger = createLogger({ level: 'silent' });
+const UDN = 'uuid:fake-renderer-1';
+
+class FakeRenderer {
+  private server?: Server;
+  port = 0;
+  subscribes = 0;
+  volumeSets: number[] = [];
+  volume = 40;
+
+  get location(): string {
+    return `http://127.0.0.1:${this.port}/desc.xml`;
+  }
+
+  async start(): Promise<void> {
+    const server = createServer((req, res) => this.handle(req, res));
+    await new Promise<void>((r) => server.listen(this.port, '127.0.0.1', () => r()));
+    this.port = (server.address() as AddressInfo).port;
+    this.server = server;
+  }
+
+  async stop(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    if (!s) return;
+    await new Promise<void>((r) => {
+      s.close(() => r());
+      s.closeAllConnections();
+    });
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      const send = (status: number, text = '', headers: Record<string, string> = {}) => {
+        res.writeHead(status, { 'Content-Type': 'text/xml', Connection: 'close', ...headers });
+        res.end(text);
+      };
+      if (req.method === 'GET' && req.url === '/desc.xml') return send(200, DESCRIPTION);
+      if (req.method === 'GET' && req.url === '/rc.xml') return send(200, SCPD);
+      if (req.method === 'SUBSCRIBE') {
+        this.subscribes++;
+        return send(200, '', { SID: req.headers.sid ? String(req.headers.sid) : `uuid:sid-${this.subscribes}`, TIMEOUT: 'Second-300' });
+      }
+      if (req.method === 'UNSUBSCRIBE') return send(200);
+      const action = /#(\w+)"?$/.exec(String(req.headers.soapaction))?.[1] ?? '';
+      const reply = (inner = '') =>
+        send(200, `<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body><u:${action}Response xmlns:u="x">${inner}</u:${action}Response></s:Body></s:Envelope>`);
+      if (action === 'GetVolume') return reply(`<CurrentVolume>${this.volume}</CurrentVolume>`);
+      if (action === 'SetVolume') {
+        this.volume = Number(/<DesiredVolume>(\d+)</.exec(body)?.[1]);
+        this.volumeSets.push(this.volume);
+        return reply();
+      }
+      if (action === 'GetTransportInfo') return reply('<CurrentTransportState>STOPPED</CurrentTransportState><CurrentTransportStatus>OK</CurrentTransportStatus>');
+      return reply();
+    });
+  }
+}
+
+const DESCRIPTION = `<?xml version="1.0"?><root xmlns="urn:schemas-upnp-org:device-1-0"><device>
+<deviceType>urn:schemas-upnp-org:device:MediaRenderer:1</deviceType><friendlyName>Fake &amp; Co</friendlyName>
+<modelName>FakeRender</modelName><modelNumber>3.1</modelNumber><UDN>${UDN}</UDN><serviceList>
+<service><serviceType>urn:schemas-upnp-org:service:AVTransport:1</serviceType><controlURL>/avt</controlURL><eventSubURL>/avt-ev</eventSubURL><SCPDURL>/avt.xml</SCPDURL></service>
+<service><serviceType>urn:schemas-upnp-org:service:RenderingControl:1</serviceType><controlURL>/rc</controlURL><eventSubURL>/rc-ev</eventSubURL><SCPDURL>/rc.xml</SCPDURL></service>
+</serviceList></device></root>`;
+const SCPD = `<scpd><serviceStateTable><stateVariable><name>Volume</name><dataType>ui2</dataType><allowedValueRange><minimum>0</minimum><maximum>100</maximum></allowedValueRange></stateVariable></serviceStateTable></scpd>`;
+
+function alive(fake: FakeRenderer, extra: Partial<SsdpAlive> = {}): SsdpAlive {
+  return { udn: UDN, usn: `${UDN}::${MEDIA_RENDERER}`, type: MEDIA_RENDERER, location: fake.location, maxAgeSeconds: 100, via: 'notify', from: '127.0.0.1', ...extra };
+}
+
+/** The driver's SSDP handlers, fed directly. */
+function ssdpOf(driver: UpnpDriver): { onAlive(m: SsdpAlive): void; onByeBye(m: { udn: string; usn: string; type: string; from: string }): void } {
+  return driver as unknown as { onAlive(m: SsdpAlive): void; onByeBye(m: { udn: string; usn: string; type: string; from: string }): void };
+}
+
+describe('UpnpDriver discovery bookkeeping', () => {
+  let fake: FakeRenderer;
+  let driver: UpnpDriver | undefined;
+  let clock: ManualClock;
+
+  beforeEach(async () => {
+    fake = new FakeRenderer();
+    await fake.start();
+    clock = new ManualClock(Date.now());
+  });
+  afterEach(async () => {
+    await driver?.stop();
+    driver = undefined;
+    await fake.stop();
+  });
+
+  const make = (config: Record<string, unknown>) =>
+    new UpnpDriver({ config: UpnpConfigSchema.parse({ ssdp: false, requestTimeoutMs: 1000, ...config }), address: '127.0.0.1', clock, logger });
+
+  test('announced renderer: added with its record; expiry without re-announcement makes it unavailable; back on alive', async () => {
+    driver = make({});
+    await driver.start();
+    const added = once(driver, 'speakerAdded');
+    ssdpOf(driver).onAlive(alive(fake));
+    const [speaker] = (await added) as [UpnpSpeaker];
+    expect(speaker.available).toBe(true);
+    expect(speaker.info()).toMatchObject({ name: 'Fake & Co', modelName: 'FakeRender', version: '3.1', ipAddress: '127.0.0.1', port: fake.port, role: 21, wifiSignalStrength: 0, macAddress: '' });
+    expect(speaker.volume).toBe(20);
+    expect(fake.subscribes).toBe(2);
+    await speaker.setVolume(17);
+    expect(fake.volumeSets).toEqual([34]);
+
+    // A re-announcement inside max-age keeps it; silence past max-age (and no answer) does not.
+    clock.advance(90_000);
+    ssdpOf(driver).onAlive(alive(fake));
+    clock.advance(90_000);
+    expect(speaker.available).toBe(true);
+    await fake.stop();
+    const gone = once(speaker, 'availability');
+    clock.advance(30_000);
+    expect(await gone).toEqual([false]);
+
+    await fake.start();
+    const back = once(speaker, 'availability');
+    ssdpOf(driver).onAlive(alive(fake));
+    expect(await back).toEqual([true]);
+    expect(fake.subscribes).toBe(4); // subscriptions restored
+    expect(driver.speakers()).toHaveLength(1);
+
+    const bye = once(speaker, 'availability');
+    ssdpOf(driver).onByeBye({ udn: UDN, usn: `${UDN}::upnp:rootdevice`, type: 'upnp:rootdevice', from: '127.0.0.1' });
+    expect(await bye).toEqual([false]);
+  });
+
+  test('announcements of other device types do not add anything; a renderer that is unreachable is not added', async () => {
+    driver = make({});
+    await driver.start();
+    const added = jest.fn();
+    driver.on('speakerAdded', added);
+    ssdpOf(driver).onAlive(alive(fake, { type: 'urn:schemas-upnp-org:device:MediaServer:1' }));
+    ssdpOf(driver).onAlive(alive(fake, { udn: 'uuid:other', location: 'http://127.0.0.1:1/desc.xml' }));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(added).not.toHaveBeenCalled();
+  });
+
+  test('static renderer: found without SSDP, checked periodically, found again', async () => {
+    driver = make({ renderers: [fake.location], recheckIntervalSeconds: 5 });
+    const added = once(driver, 'speakerAdded');
+    await driver.start();
+    const [speaker] = (await added) as [UpnpSpeaker];
+    expect(speaker.available).toBe(true);
+
+    await fake.stop();
+    const gone = once(speaker, 'availability');
+    clock.advance(5_000);
+    expect(await gone).toEqual([false]);
+
+    await fake.start();
+    const back = once(speaker, 'availability');
+    clock.advance(5_000);
+    expect(await back).toEqual([true]);
+  });
+});
