@@ -1,11 +1,94 @@
 import { z } from 'zod';
 
+/**
+ * One snapserver, when it needs more than its address. A plain 'host[:port]' string in
+ * `servers` is the same as `{ address: 'host[:port]' }` with the top-level defaults.
+ */
+export const SnapcastServerSchema = z
+  .object({
+    /** JSON-RPC control endpoint, host[:port] (port 1705 by default). */
+    address: z.string().min(1),
+    /** Id (the `name=` of the source) of the snapserver stream the hub feeds. */
+    stream: z.string().min(1).optional(),
+    /**
+     * Where the hub writes PCM: `tcp://host:port` (a `tcp://…?mode=server` source) or
+     * `pipe:///path` (a pipe source on this machine). Default: read from the stream's URI,
+     * with the control host standing in for a wildcard bind address.
+     */
+    source: z
+      .string()
+      .regex(/^(tcp:\/\/[^/?#]+|pipe:\/\/\/.+)$/, 'expected tcp://host:port or pipe:///path')
+      .optional(),
+    /** Stream for groups the hub releases that had no other stream before. */
+    idleStream: z.string().min(1).optional(),
+    /** snapserver's [stream] buffer (ms): audio still to be heard when the feed ends. */
+    bufferMs: z.number().int().min(0).max(60_000).optional(),
+  })
+  .strict();
+
 /** Configuration of the Snapcast driver (`snapcast` in the config file). */
 export const SnapcastConfigSchema = z
   .object({
-    /** snapserver JSON-RPC control endpoints, host[:port] (port 1705 by default). */
-    servers: z.array(z.string().min(1)).default([]),
+    /** snapserver JSON-RPC control endpoints: 'host[:port]' strings or objects (see SnapcastServerSchema). */
+    servers: z.array(z.union([z.string().min(1), SnapcastServerSchema])).default([]),
+    /** Default id of the stream the hub feeds on each server. */
+    stream: z.string().min(1).default('SpeakerHub'),
+    /** Default idle stream; unset: the first stream that is not the hub's. */
+    idleStream: z.string().min(1).optional(),
+    /** Default snapserver buffer (ms), snapserver's own default. */
+    bufferMs: z.number().int().min(0).max(60_000).default(1000),
+    /** The ffmpeg binary that decodes media to PCM. */
+    ffmpegPath: z.string().min(1).default('ffmpeg'),
+    /** Reconnect backoff after a lost control connection: first delay, doubling up to the max (ms). */
+    reconnectMinMs: z.number().int().min(10).max(60_000).default(250),
+    reconnectMaxMs: z.number().int().min(10).max(600_000).default(10_000),
+    /** A JSON-RPC request without an answer in this time fails (ms). */
+    requestTimeoutMs: z.number().int().min(100).max(120_000).default(5000),
+    /** A play fails when ffmpeg yields no audio in this time (ms): unreachable URLs, dead streams. */
+    startTimeoutMs: z.number().int().min(500).max(120_000).default(15_000),
   })
   .strict();
 
 export type SnapcastConfig = z.output<typeof SnapcastConfigSchema>;
+export type SnapcastServerConfig = z.output<typeof SnapcastServerSchema>;
+
+/** Everything one server connection needs, defaults applied. */
+export interface ResolvedServerConfig {
+  /** Normalized 'host:port': part of every DeviceID, so it must not change between runs. */
+  address: string;
+  host: string;
+  port: number;
+  stream: string;
+  source?: string;
+  idleStream?: string;
+  bufferMs: number;
+}
+
+export const DEFAULT_CONTROL_PORT = 1705;
+
+/** Splits 'host[:port]' ('[v6]:port' too) into host and port. */
+export function parseHostPort(address: string, defaultPort: number): { host: string; port: number } {
+  const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(address);
+  if (v6) return { host: v6[1], port: v6[2] ? Number(v6[2]) : defaultPort };
+  const m = /^([^:]+)(?::(\d+))?$/.exec(address);
+  if (!m) throw new Error(`snapcast: cannot parse server address '${address}' (expected host[:port])`);
+  const port = m[2] ? Number(m[2]) : defaultPort;
+  if (!(port > 0 && port < 65536)) throw new Error(`snapcast: bad port in '${address}'`);
+  return { host: m[1], port };
+}
+
+export function resolveServers(config: SnapcastConfig): ResolvedServerConfig[] {
+  return config.servers.map((entry) => {
+    const s = typeof entry === 'string' ? { address: entry } : entry;
+    const { host, port } = parseHostPort(s.address.trim(), DEFAULT_CONTROL_PORT);
+    return {
+      address: host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`,
+      host,
+      port,
+      stream: s.stream ?? config.stream,
+      source: s.source,
+      idleStream: s.idleStream ?? config.idleStream,
+      bufferMs: s.bufferMs ?? config.bufferMs,
+    };
+  });
+}

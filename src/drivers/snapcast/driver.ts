@@ -1,0 +1,85 @@
+import { EventEmitter } from 'node:events';
+import type { Clock } from '../../core/clock';
+import type { Logger } from '../../logger';
+import type { DriverEvents, MediaRequest, Speaker, SpeakerDriver } from '../driver';
+import { SnapcastSpeaker } from './client-speaker';
+import { resolveServers, SnapcastConfigSchema, type SnapcastConfig } from './config';
+import { SnapServer } from './server';
+
+export interface SnapcastDriverOptions {
+  config: SnapcastConfig;
+  clock: Clock;
+  logger: Logger;
+}
+
+/**
+ * Snapcast: every snapclient of the configured snapservers is a speaker. The hub decodes
+ * the media itself and feeds one stream per server; the clients a play targets are put
+ * in one group on that stream, which snapcast plays in sync.
+ */
+export class SnapcastDriver extends EventEmitter<DriverEvents> implements SpeakerDriver {
+  readonly name = 'snapcast';
+  private readonly servers: SnapServer[];
+  private readonly log: Logger;
+
+  constructor(options: SnapcastDriverOptions) {
+    super();
+    // Accepts an unparsed object too (embedders, tests): defaults are applied either way.
+    const config = SnapcastConfigSchema.parse(options.config);
+    this.log = options.logger.child({ driver: 'snapcast' });
+    const seen = new Set<string>();
+    this.servers = resolveServers(config)
+      .filter((server) => {
+        if (seen.has(server.address)) {
+          this.log.warn({ server: server.address }, 'snapserver listed twice; using it once');
+          return false;
+        }
+        seen.add(server.address);
+        return true;
+      })
+      .map(
+        (server) =>
+          new SnapServer({
+            server,
+            config,
+            clock: options.clock,
+            logger: this.log,
+            added: (s) => this.emit('speakerAdded', s),
+            removed: (s) => this.emit('speakerRemoved', s),
+          }),
+      );
+  }
+
+  /** Connects to every server; resolves once each has answered or failed its first attempt (it keeps retrying). */
+  async start(): Promise<void> {
+    await Promise.all(this.servers.map((s) => s.start()));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.servers.map((s) => s.stop()));
+  }
+
+  speakers(): SnapcastSpeaker[] {
+    return this.servers.flatMap((s) => s.list());
+  }
+
+  /**
+   * One decode per server feeding one stream, with all target clients of that server in
+   * one group: sample-synchronous within a server. Servers play independently.
+   */
+  async playGroup(speakers: Speaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+    const results: PromiseSettledResult<void>[] = speakers.map(() => ({
+      status: 'rejected',
+      reason: new Error('not a speaker of this Snapcast driver'),
+    }));
+    await Promise.all(
+      this.servers.map(async (server) => {
+        const idx = speakers.flatMap((s, i) => (s instanceof SnapcastSpeaker && server.owns(s) ? [i] : []));
+        if (!idx.length) return;
+        const settled = await server.playGroup(idx.map((i) => speakers[i] as SnapcastSpeaker), media);
+        idx.forEach((i, k) => (results[i] = settled[k]));
+      }),
+    );
+    return results;
+  }
+}

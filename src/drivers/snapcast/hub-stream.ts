@@ -1,0 +1,511 @@
+import type { Clock, TimerHandle } from '../../core/clock';
+import type { Logger } from '../../logger';
+import type { MediaRequest, SpeakerPlayState, StopReason } from '../driver';
+import { Feed, parseSampleFormat, safeUrl, DEFAULT_SAMPLE_FORMAT } from './feeder';
+import type { GroupState, ModelChange, RawServer, ServerModel } from './model';
+import { describeSource, openSink, parseSource, DEFAULT_TCP_SOURCE_PORT, type SourceAddress } from './sink';
+import { parseHostPort, type ResolvedServerConfig } from './config';
+import type { Socket } from 'node:net';
+
+/** The speaker as the hub stream sees it: a snapclient whose play state it drives. */
+export interface StreamMember {
+  readonly id: string;
+  readonly clientId: string;
+  readonly available: boolean;
+  readonly state: SpeakerPlayState;
+  changeState(state: SpeakerPlayState, reason?: StopReason, detail?: string): void;
+}
+
+/** The part of the control connection the hub stream uses. */
+export interface ControlChannel {
+  readonly connected: boolean;
+  request<T = unknown>(method: string, params?: Record<string, unknown>): Promise<T>;
+}
+
+export interface HubStreamOptions {
+  server: ResolvedServerConfig;
+  control: ControlChannel;
+  model: ServerModel;
+  /** Called with what the hub's own requests changed (the server does not notify their sender). */
+  applied: (change: ModelChange) => void;
+  ffmpegPath: string;
+  startTimeoutMs: number;
+  connectTimeoutMs: number;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** A speaker joining a playback within this many seconds of the feed's position joins it instead of restarting it. */
+const JOIN_TOLERANCE_S = 3;
+
+/**
+ * The hub's one stream on one snapserver and who listens to it. One decode feeds the
+ * stream; every client playing it sits in one group on it, which is what makes them play
+ * sample-synchronously. Invariant, restored after every change: the only group on the hub
+ * stream holds exactly the listening clients; any other group found on it (clients the
+ * hub released, clients snapserver split off a group, new clients that landed on it as
+ * the default stream) is moved to the stream it had before, or the idle stream.
+ *
+ * Everything that changes membership or the feed runs one at a time (exclusive).
+ */
+export class HubStream {
+  private readonly members = new Map<string, StreamMember>();
+  private feed?: Feed;
+  private media?: MediaRequest;
+  /** Seconds: where the feed stopped when every member paused. */
+  private pausedAt?: number;
+  /** Per member paused alone while others play on. */
+  private readonly pausedPositions = new Map<string, number>();
+  /** A start in progress; stop() aborts it rather than waiting up to startTimeoutMs. */
+  private pending?: { feed: Feed; ids: Set<string> };
+  private ending?: TimerHandle;
+  /** The stream each client's group had before the hub took it. */
+  private readonly previousStream = new Map<string, string>();
+  private queue: Promise<unknown> = Promise.resolve();
+  private reconcileQueued = false;
+  private resumeBatch?: { ids: Set<string>; done: Promise<void> };
+  private warnedNoIdle = false;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: HubStreamOptions) {
+    this.log = opts.logger;
+  }
+
+  private get streamId(): string {
+    return this.opts.server.stream;
+  }
+
+  isMember(clientId: string): boolean {
+    return this.members.has(clientId);
+  }
+
+  // ---- commands from speakers ------------------------------------------------------
+
+  playGroup(list: StreamMember[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+    return this.exclusive(async () => {
+      const results: PromiseSettledResult<void>[] = list.map(() => ({ status: 'fulfilled', value: undefined }));
+      const ready: StreamMember[] = [];
+      list.forEach((m, i) => {
+        if (m.available) ready.push(m);
+        else results[i] = { status: 'rejected', reason: new Error('snapclient is not connected') };
+      });
+      if (!ready.length) return results;
+      const startAt = Math.max(0, media.startAt ?? 0);
+      try {
+        if (this.canJoin(ready, media, startAt)) await this.join(ready);
+        else await this.start(ready, media, startAt);
+      } catch (e) {
+        list.forEach((m, i) => {
+          if (ready.includes(m)) results[i] = { status: 'rejected', reason: e };
+        });
+      }
+      return results;
+    });
+  }
+
+  pause(m: StreamMember): Promise<void> {
+    if (m.state !== 'playing' || !this.members.has(m.clientId)) return Promise.resolve();
+    // Synchronous, so members paused together (the core pauses all at once) are all
+    // paused before the first check below runs, and the feed stops once, not per member.
+    this.pausedPositions.set(m.clientId, this.position(m) ?? 0);
+    m.changeState('paused');
+    return this.exclusive(async () => {
+      const playing = [...this.members.values()].some((x) => x.state === 'playing');
+      if (!playing && this.feed) {
+        this.pausedAt = this.clampToDuration(this.feed.position);
+        this.stopFeed();
+        this.log.info({ at: this.pausedAt }, 'feed paused');
+      }
+      await this.reconcile();
+    });
+  }
+
+  /** Members resumed together form one batch: one feed restart, all back in the group at once. */
+  resume(m: StreamMember): Promise<void> {
+    if (m.state !== 'paused' || !this.members.has(m.clientId)) return Promise.resolve();
+    if (!this.resumeBatch) {
+      const ids = new Set<string>();
+      const done = this.exclusive(async () => {
+        this.resumeBatch = undefined;
+        await this.resumeMembers(ids);
+      });
+      this.resumeBatch = { ids, done };
+    }
+    this.resumeBatch.ids.add(m.clientId);
+    return this.resumeBatch.done;
+  }
+
+  stop(m: StreamMember): Promise<void> {
+    if (this.pending?.ids.has(m.clientId)) this.pending.feed.stop();
+    return this.exclusive(async () => {
+      if (!this.members.delete(m.clientId)) {
+        if (m.state !== 'stopped') m.changeState('stopped', 'stopped');
+        return;
+      }
+      this.pausedPositions.delete(m.clientId);
+      m.changeState('stopped', 'stopped');
+      if (!this.members.size) this.stopFeed();
+      await this.reconcile().catch((e) => this.log.warn({ err: String(e) }, 'could not release the group after stop'));
+    });
+  }
+
+  position(m: StreamMember): number | undefined {
+    if (m.state === 'stopped' || !this.members.has(m.clientId)) return undefined;
+    if (m.state === 'paused') return this.pausedPositions.get(m.clientId) ?? this.pausedAt ?? 0;
+    const pos = this.feed?.position ?? this.pausedAt ?? 0;
+    return this.clampToDuration(pos);
+  }
+
+  // ---- events from the server --------------------------------------------------------
+
+  /** A client went away: it drops out of the playback; the others play on. */
+  clientGone(clientId: string, detail: string): void {
+    const m = this.members.get(clientId);
+    if (!m) return;
+    this.members.delete(clientId);
+    this.pausedPositions.delete(clientId);
+    m.changeState('stopped', 'error', detail);
+    this.log.warn({ clientId, detail }, 'snapclient dropped out of the playback');
+    if (!this.members.size) {
+      this.pending?.feed.stop();
+      this.stopFeed();
+    }
+    this.scheduleReconcile();
+  }
+
+  /** Another controller switched a group the hub plays on to some other stream: its members stop. */
+  groupTakenOver(groupId: string, streamId: string): void {
+    if (streamId === this.streamId) return;
+    const group = this.opts.model.groups.get(groupId);
+    for (const id of group?.clientIds ?? []) {
+      const m = this.members.get(id);
+      if (!m) continue;
+      this.members.delete(id);
+      this.pausedPositions.delete(id);
+      m.changeState('stopped', 'stopped', `group switched to stream ${streamId} by another controller`);
+    }
+    if (!this.members.size) this.stopFeed();
+  }
+
+  /** The control connection dropped: nothing can be controlled, so every member stops with an error. */
+  connectionLost(): void {
+    this.pending?.feed.stop();
+    this.stopFeed();
+    for (const m of this.members.values()) m.changeState('stopped', 'error', 'lost the connection to snapserver');
+    this.members.clear();
+    this.pausedPositions.clear();
+  }
+
+  /** Re-establishes the invariant after the server's topology changed (coalesced). */
+  scheduleReconcile(): void {
+    if (this.reconcileQueued) return;
+    this.reconcileQueued = true;
+    this.exclusive(async () => {
+      this.reconcileQueued = false;
+      await this.reconcile();
+    }).catch((e) => this.log.warn({ err: String(e) }, 'could not regroup snapclients'));
+  }
+
+  /** Stops everything and hands the groups back (hub shutdown). */
+  async shutdown(): Promise<void> {
+    this.pending?.feed.stop();
+    await this.exclusive(async () => {
+      this.stopFeed();
+      for (const m of this.members.values()) m.changeState('stopped', 'stopped');
+      this.members.clear();
+      await this.reconcile().catch((e) => this.log.warn({ err: String(e) }, 'could not release groups at shutdown'));
+    });
+  }
+
+  // ---- internals ---------------------------------------------------------------------
+
+  private canJoin(ready: StreamMember[], media: MediaRequest, startAt: number): boolean {
+    // A list holding a current member is a new play (maybe the same track again): restart.
+    if (!this.feed?.running || this.media?.url !== media.url) return false;
+    if (ready.some((m) => this.members.has(m.clientId))) return false;
+    return Math.abs(this.feed.position - startAt) <= JOIN_TOLERANCE_S;
+  }
+
+  private async join(ready: StreamMember[]): Promise<void> {
+    for (const m of ready) this.members.set(m.clientId, m);
+    try {
+      await this.reconcile();
+    } catch (e) {
+      for (const m of ready) this.members.delete(m.clientId);
+      throw e;
+    }
+    for (const m of ready) m.changeState('playing');
+    this.log.info({ clients: ready.map((m) => m.clientId) }, 'joined the running feed');
+  }
+
+  /** Replaces whatever plays with a new decode of `media` at `startAt` for `ready`. */
+  private async start(ready: StreamMember[], media: MediaRequest, startAt: number): Promise<void> {
+    const wanted = new Set(ready.map((m) => m.clientId));
+    this.stopFeed();
+    for (const [id, m] of this.members) {
+      if (wanted.has(id)) continue;
+      this.members.delete(id);
+      m.changeState('stopped', 'stopped');
+    }
+    this.pausedPositions.clear();
+    this.pausedAt = undefined;
+    this.media = media;
+    try {
+      await this.startFeed(media, startAt, ready);
+    } catch (e) {
+      this.media = undefined;
+      for (const m of ready) {
+        if (this.members.delete(m.clientId) && m.state !== 'stopped') m.changeState('stopped', 'stopped');
+      }
+      await this.reconcile().catch((err) => this.log.warn({ err: String(err) }, 'could not release groups after a failed start'));
+      throw e;
+    }
+    this.log.info({ url: safeUrl(media.url), startAt, clients: ready.map((m) => m.clientId) }, 'playing on snapcast');
+  }
+
+  /**
+   * Starts a decode and puts `listeners` on the stream: the first PCM is held while the
+   * group is arranged, so the clients are listening before any audio reaches the stream.
+   */
+  private async startFeed(media: MediaRequest, startAt: number, listeners: StreamMember[]): Promise<void> {
+    const { source, format } = this.sourceAndFormat();
+    const feed = new Feed({
+      url: media.url,
+      startAt,
+      format: parseSampleFormat(format),
+      ffmpegPath: this.opts.ffmpegPath,
+      startTimeoutMs: this.opts.startTimeoutMs,
+      logger: this.log,
+    });
+    this.pending = { feed, ids: new Set(listeners.map((m) => m.clientId)) };
+    // The source opens while ffmpeg starts; a rejection is handled below, never left dangling.
+    const opening = openSink(source, this.opts.connectTimeoutMs);
+    opening.catch(() => undefined);
+    try {
+      await feed.start();
+    } catch (e) {
+      opening.then((s) => s.destroy(), () => undefined);
+      throw e;
+    } finally {
+      this.pending = undefined;
+    }
+    let sink: Socket;
+    try {
+      sink = await opening;
+    } catch (e) {
+      feed.stop();
+      throw e;
+    }
+    if (feed.aborted) {
+      sink.destroy();
+      throw new Error('playback was replaced before it started');
+    }
+    for (const m of listeners) {
+      if (m.available) this.members.set(m.clientId, m);
+    }
+    if (!this.members.size) {
+      feed.stop();
+      sink.destroy();
+      throw new Error('snapclient is not connected');
+    }
+    this.feed = feed;
+    this.watchFeed(feed);
+    try {
+      // Listening clients are those playing; mark them so before the regroup counts them.
+      for (const m of listeners) if (this.members.has(m.clientId)) m.changeState('playing');
+      await this.reconcile();
+    } catch (e) {
+      this.stopFeed();
+      sink.destroy();
+      throw e;
+    }
+    feed.attach(sink);
+    this.log.debug({ source: describeSource(source), format }, 'feeding the snapserver source');
+  }
+
+  private watchFeed(feed: Feed): void {
+    feed.on('end', () => {
+      if (this.feed !== feed) return;
+      // What was fed still sits in snapserver's buffer: the media ends for the listener
+      // only after that has played, and releasing the group earlier would cut it off.
+      this.ending = this.opts.clock.setTimer(() => {
+        this.ending = undefined;
+        this.exclusive(async () => {
+          if (this.feed !== feed) return;
+          this.feed = undefined;
+          this.media = undefined;
+          const ended = [...this.members.values()];
+          this.members.clear();
+          this.pausedPositions.clear();
+          for (const m of ended) m.changeState('stopped', 'ended');
+          this.log.info('media ended');
+          await this.reconcile();
+        }).catch((e) => this.log.warn({ err: String(e) }, 'could not release groups after the end of the media'));
+      }, this.opts.server.bufferMs);
+    });
+    feed.on('error', (error) => {
+      this.exclusive(async () => {
+        if (this.feed !== feed) return;
+        this.feed = undefined;
+        this.media = undefined;
+        const failed = [...this.members.values()];
+        this.members.clear();
+        this.pausedPositions.clear();
+        for (const m of failed) m.changeState('stopped', 'error', error.message);
+        await this.reconcile();
+      }).catch((e) => this.log.warn({ err: String(e) }, 'could not release groups after a feed error'));
+    });
+  }
+
+  private async resumeMembers(ids: Set<string>): Promise<void> {
+    const batch = [...ids].map((id) => this.members.get(id)).filter((m): m is StreamMember => !!m && m.state === 'paused');
+    if (!batch.length) return;
+    if (!this.feed?.running) {
+      if (!this.media) throw new Error('nothing to resume');
+      const at = this.pausedAt ?? 0;
+      this.pausedAt = undefined;
+      for (const m of batch) this.pausedPositions.delete(m.clientId);
+      try {
+        await this.startFeed(this.media, at, batch);
+      } catch (e) {
+        this.pausedAt = at;
+        if (this.feed === undefined) for (const m of batch) if (m.state === 'playing') m.changeState('paused');
+        throw e;
+      }
+      this.log.info({ at }, 'feed resumed');
+      return;
+    }
+    // The feed runs for others: a member paused alone rejoins at the live position.
+    for (const m of batch) {
+      this.pausedPositions.delete(m.clientId);
+      m.changeState('playing');
+    }
+    await this.reconcile();
+  }
+
+  private stopFeed(): void {
+    this.ending?.cancel();
+    this.ending = undefined;
+    this.feed?.stop();
+    this.feed = undefined;
+    if (!this.members.size) {
+      this.media = undefined;
+      this.pausedAt = undefined;
+    }
+  }
+
+  private clampToDuration(pos: number): number {
+    const d = this.media?.duration;
+    return d !== undefined ? Math.min(pos, d) : pos;
+  }
+
+  /** Where to write PCM and in which format: configured, else read from the stream's URI. */
+  private sourceAndFormat(): { source: SourceAddress; format: string } {
+    const { server } = this.opts;
+    const stream = this.opts.model.streams.get(server.stream);
+    if (!stream) {
+      throw new Error(
+        `snapserver ${server.address} has no stream '${server.stream}'; declare one in snapserver.conf, e.g. ` +
+          `source = tcp://0.0.0.0:${DEFAULT_TCP_SOURCE_PORT}?name=${server.stream}&mode=server`,
+      );
+    }
+    const format = stream.uri.query?.sampleformat ?? DEFAULT_SAMPLE_FORMAT;
+    if (server.source) return { source: parseSource(server.source), format };
+    const { scheme, host, path, query } = stream.uri;
+    if (scheme === 'pipe') return { source: { kind: 'pipe', path }, format };
+    if (scheme === 'tcp' && query?.mode === 'server') {
+      const hp = parseHostPort(host || '0.0.0.0', DEFAULT_TCP_SOURCE_PORT);
+      // A wildcard bind is reached at the address the control connection uses.
+      const reach = ['0.0.0.0', '::', '', '*'].includes(hp.host) ? server.host : hp.host;
+      return { source: { kind: 'tcp', host: reach, port: hp.port }, format };
+    }
+    throw new Error(
+      `stream '${server.stream}' on ${server.address} is a ${scheme} source the hub cannot write to; ` +
+        'use a tcp source with mode=server or a pipe source',
+    );
+  }
+
+  /** Makes snapserver's grouping match the members (see the class comment). */
+  private async reconcile(): Promise<void> {
+    const { control, model } = this.opts;
+    if (!control.connected) return;
+    const hub = this.streamId;
+    const members = [...this.members.values()].filter((m) => m.available && model.clients.has(m.clientId));
+    const anyPlaying = members.some((m) => m.state === 'playing');
+    // While everyone is paused the group stays together (silent); a member paused alone leaves it.
+    const listening = members.filter((m) => m.state === 'playing' || !anyPlaying).map((m) => m.clientId);
+    let target: GroupState | undefined;
+    if (listening.length) {
+      const want = new Set(listening);
+      target = this.pickGroup(want);
+      const have = new Set(target.clientIds);
+      if (have.size !== want.size || [...want].some((id) => !have.has(id))) {
+        for (const id of want) this.rememberStream(id);
+        const res = await control.request<{ server: RawServer }>('Group.SetClients', { id: target.id, clients: listening });
+        this.opts.applied(model.applyServer(res.server));
+        target = model.groupOf(listening[0]);
+        if (!target) throw new Error('Group.SetClients did not leave the clients in one group');
+      }
+      if (target.streamId !== hub) {
+        for (const id of target.clientIds) this.rememberStream(id);
+        await control.request('Group.SetStream', { id: target.id, stream_id: hub });
+        this.opts.applied(model.setGroupStream(target.id, hub));
+      }
+    }
+    for (const g of [...model.groups.values()]) {
+      if (g.streamId !== hub || g.id === target?.id) continue;
+      const to = this.releaseStream(g);
+      if (!to) {
+        if (!this.warnedNoIdle) {
+          this.warnedNoIdle = true;
+          this.log.error(
+            { group: g.id, clients: g.clientIds },
+            `snapserver has no stream besides '${hub}' to move idle clients to: they would hear the hub's audio. Declare an idle source in snapserver.conf`,
+          );
+        }
+        continue;
+      }
+      await control.request('Group.SetStream', { id: g.id, stream_id: to });
+      this.opts.applied(model.setGroupStream(g.id, to));
+      for (const id of g.clientIds) this.previousStream.delete(id);
+      this.log.debug({ group: g.id, clients: g.clientIds, stream: to }, 'released group');
+    }
+  }
+
+  /** The group holding most of the wanted clients; on a tie, one already on the hub stream. */
+  private pickGroup(want: Set<string>): GroupState {
+    let best: GroupState | undefined;
+    let bestScore = -1;
+    for (const g of this.opts.model.groups.values()) {
+      const score = g.clientIds.filter((id) => want.has(id)).length * 2 + (g.streamId === this.streamId ? 1 : 0);
+      if (score > bestScore && g.clientIds.some((id) => want.has(id))) {
+        best = g;
+        bestScore = score;
+      }
+    }
+    if (!best) throw new Error('snapserver lists none of the target clients in a group');
+    return best;
+  }
+
+  private rememberStream(clientId: string): void {
+    const g = this.opts.model.groupOf(clientId);
+    if (g && g.streamId !== this.streamId) this.previousStream.set(clientId, g.streamId);
+  }
+
+  private releaseStream(g: GroupState): string | undefined {
+    const { model, server } = this.opts;
+    const ok = (id: string | undefined) => !!id && id !== this.streamId && model.streams.has(id);
+    for (const id of g.clientIds) {
+      const prev = this.previousStream.get(id);
+      if (ok(prev)) return prev;
+    }
+    if (ok(server.idleStream)) return server.idleStream;
+    return [...model.streams.keys()].find((id) => id !== this.streamId);
+  }
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+}

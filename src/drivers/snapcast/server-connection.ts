@@ -1,0 +1,133 @@
+import { EventEmitter } from 'node:events';
+import { connect } from 'node:net';
+import type { Clock, TimerHandle } from '../../core/clock';
+import type { Logger } from '../../logger';
+import { RpcConnection } from './rpc';
+import type { RawServer } from './model';
+
+export interface ServerConnectionOptions {
+  host: string;
+  port: number;
+  clock: Clock;
+  logger: Logger;
+  requestTimeoutMs: number;
+  reconnectMinMs: number;
+  reconnectMaxMs: number;
+}
+
+export interface ServerConnectionEvents {
+  /** Connected (again) and read Server.GetStatus: the full picture, to replace any older one. */
+  up: [status: RawServer];
+  down: [reason: string];
+  notification: [method: string, params: unknown];
+}
+
+/**
+ * The control connection to one snapserver, kept up for the hub's lifetime: it reconnects
+ * with doubling backoff whenever it drops (server restart, network) and re-reads the whole
+ * status on every reconnect, because notifications sent while it was down are lost.
+ */
+export class ServerConnection extends EventEmitter<ServerConnectionEvents> {
+  private rpc?: RpcConnection;
+  private ready = false;
+  private stopped = true;
+  private delay: number;
+  private retry?: TimerHandle;
+  private attempt?: Promise<void>;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: ServerConnectionOptions) {
+    super();
+    this.delay = opts.reconnectMinMs;
+    this.log = opts.logger;
+  }
+
+  get connected(): boolean {
+    return this.ready;
+  }
+
+  /** Starts connecting; resolves after the first attempt, whether it succeeded or not. */
+  start(): Promise<void> {
+    if (!this.stopped) return this.attempt ?? Promise.resolve();
+    this.stopped = false;
+    this.attempt = this.connectOnce();
+    return this.attempt;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.retry?.cancel();
+    this.retry = undefined;
+    this.rpc?.close();
+    this.rpc = undefined;
+  }
+
+  request<T = unknown>(method: string, params?: Record<string, unknown>): Promise<T> {
+    if (!this.rpc || !this.ready) return Promise.reject(new Error(`${method}: not connected to snapserver ${this.opts.host}:${this.opts.port}`));
+    return this.rpc.request<T>(method, params);
+  }
+
+  private async connectOnce(): Promise<void> {
+    const { host, port } = this.opts;
+    let rpc: RpcConnection;
+    try {
+      rpc = await new Promise<RpcConnection>((resolve, reject) => {
+        const socket = connect({ host, port });
+        const timer = setTimeout(() => socket.destroy(new Error('connect timed out')), this.opts.requestTimeoutMs);
+        socket.once('connect', () => {
+          clearTimeout(timer);
+          socket.removeListener('error', reject);
+          socket.setKeepAlive(true, 10_000);
+          resolve(new RpcConnection(socket, this.opts.requestTimeoutMs));
+        });
+        socket.once('error', (e) => {
+          clearTimeout(timer);
+          reject(e);
+        });
+      });
+    } catch (e) {
+      this.scheduleRetry(`connect failed: ${(e as Error).message}`);
+      return;
+    }
+    if (this.stopped) {
+      rpc.close();
+      return;
+    }
+    this.rpc = rpc;
+    rpc.on('notification', (method, params) => {
+      // Until the status is read, a notification would be applied to nothing; the status covers it.
+      if (this.ready) this.emit('notification', method, params);
+    });
+    rpc.once('close', (error) => {
+      if (this.rpc !== rpc) return;
+      this.rpc = undefined;
+      const wasReady = this.ready;
+      this.ready = false;
+      const reason = error ? error.message : 'connection closed';
+      if (wasReady) this.emit('down', reason);
+      if (!this.stopped) this.scheduleRetry(reason);
+    });
+    try {
+      const result = await rpc.request<{ server: RawServer }>('Server.GetStatus');
+      if (this.rpc !== rpc) return;
+      this.ready = true;
+      this.delay = this.opts.reconnectMinMs;
+      this.log.info({ host, port, version: result.server.server?.snapserver?.version }, 'connected to snapserver');
+      this.emit('up', result.server);
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'Server.GetStatus failed; reconnecting');
+      rpc.close();
+    }
+  }
+
+  private scheduleRetry(reason: string): void {
+    if (this.stopped || this.retry) return;
+    const delay = this.delay;
+    this.delay = Math.min(this.delay * 2, this.opts.reconnectMaxMs);
+    this.log.warn({ reason, retryInMs: delay }, 'snapserver control connection unavailable');
+    this.retry = this.opts.clock.setTimer(() => {
+      this.retry = undefined;
+      if (!this.stopped) this.attempt = this.connectOnce();
+    }, delay);
+  }
+}

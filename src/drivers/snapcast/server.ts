@@ -1,0 +1,185 @@
+import type { Clock } from '../../core/clock';
+import type { Logger } from '../../logger';
+import type { MediaRequest } from '../driver';
+import { describeClient, hubVolume, snapcastDeviceId, snapVolume, SnapcastSpeaker, type SpeakerControl } from './client-speaker';
+import type { ResolvedServerConfig, SnapcastConfig } from './config';
+import { HubStream } from './hub-stream';
+import { ServerModel, type ModelChange, type RawServer, type RawVolume } from './model';
+import { ServerConnection } from './server-connection';
+
+export interface SnapServerOptions {
+  server: ResolvedServerConfig;
+  config: SnapcastConfig;
+  clock: Clock;
+  logger: Logger;
+  added: (s: SnapcastSpeaker) => void;
+  removed: (s: SnapcastSpeaker) => void;
+}
+
+/** Notifications after which the grouping may break the hub-stream invariant. */
+const TOPOLOGY = new Set(['Server.OnUpdate', 'Client.OnConnect', 'Client.OnDisconnect', 'Group.OnStreamChanged']);
+
+/**
+ * One snapserver: the control connection, the model of its clients, a speaker per client,
+ * and the hub stream. It turns what the server reports into speaker events and routes
+ * the speakers' commands.
+ */
+export class SnapServer {
+  readonly address: string;
+  private readonly connection: ServerConnection;
+  private readonly model = new ServerModel();
+  private readonly hubStream: HubStream;
+  private readonly speakers = new Map<string, SnapcastSpeaker>();
+  private serverVersion = '';
+  private readonly log: Logger;
+
+  constructor(private readonly opts: SnapServerOptions) {
+    const { server, config, clock } = opts;
+    this.address = server.address;
+    this.log = opts.logger.child({ snapserver: server.address });
+    this.connection = new ServerConnection({
+      host: server.host,
+      port: server.port,
+      clock,
+      logger: this.log,
+      requestTimeoutMs: config.requestTimeoutMs,
+      reconnectMinMs: config.reconnectMinMs,
+      reconnectMaxMs: config.reconnectMaxMs,
+    });
+    this.hubStream = new HubStream({
+      server,
+      control: this.connection,
+      model: this.model,
+      applied: (change) => this.apply(change),
+      ffmpegPath: config.ffmpegPath,
+      startTimeoutMs: config.startTimeoutMs,
+      connectTimeoutMs: config.requestTimeoutMs,
+      clock,
+      logger: this.log,
+    });
+    this.connection.on('up', (status) => this.onUp(status));
+    this.connection.on('down', (reason) => this.onDown(reason));
+    this.connection.on('notification', (method, params) => this.onNotification(method, params));
+  }
+
+  list(): SnapcastSpeaker[] {
+    return [...this.speakers.values()];
+  }
+
+  owns(s: SnapcastSpeaker): boolean {
+    return this.speakers.get(s.clientId) === s;
+  }
+
+  start(): Promise<void> {
+    return this.connection.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.hubStream.shutdown();
+    this.connection.stop();
+  }
+
+  playGroup(list: SnapcastSpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+    return this.hubStream.playGroup(list, media);
+  }
+
+  // ---- what speakers ask (SpeakerControl) ----------------------------------------------
+
+  /** Handed to each speaker; routes its commands to this server. */
+  private readonly control: SpeakerControl = {
+    play: (s, m) => this.play(s, m),
+    pause: (s) => this.hubStream.pause(s),
+    resume: (s) => this.hubStream.resume(s),
+    stop: (s) => this.hubStream.stop(s),
+    position: (s) => this.hubStream.position(s),
+    setVolume: (s, v) => this.setVolume(s, v),
+  };
+
+  private async play(s: SnapcastSpeaker, media: MediaRequest): Promise<void> {
+    const [result] = await this.hubStream.playGroup([s], media);
+    if (result.status === 'rejected') throw result.reason;
+  }
+
+  private async setVolume(s: SnapcastSpeaker, volume: number): Promise<void> {
+    const res = await this.connection.request<{ volume: RawVolume }>('Client.SetVolume', { id: s.clientId, volume: snapVolume(volume) });
+    // snapserver does not notify the connection that made the change: take it from the answer.
+    this.apply(this.model.setVolume(s.clientId, res.volume));
+  }
+
+  // ---- server events -------------------------------------------------------------------
+
+  private onUp(status: RawServer): void {
+    this.serverVersion = status.server?.snapserver?.version ?? '';
+    this.apply(this.model.applyServer(status), true);
+    if (!this.model.streams.has(this.opts.server.stream)) {
+      this.log.error(
+        { stream: this.opts.server.stream, streams: [...this.model.streams.keys()] },
+        'snapserver has no stream for the hub to feed; plays will fail until snapserver.conf declares it',
+      );
+    }
+    this.hubStream.scheduleReconcile();
+  }
+
+  private onDown(reason: string): void {
+    this.log.warn({ reason }, 'lost the snapserver control connection; its clients are unavailable until it is back');
+    this.hubStream.connectionLost();
+    for (const s of this.speakers.values()) s.setAvailable(false);
+  }
+
+  private onNotification(method: string, params: any): void {
+    if (method === 'Group.OnStreamChanged' && params?.id) this.hubStream.groupTakenOver(params.id, params.stream_id);
+    let change: ModelChange;
+    try {
+      change = this.model.applyNotification(method, params);
+    } catch (e) {
+      this.log.warn({ method, err: String(e) }, 'could not apply a snapserver notification; re-reading the status');
+      change = { clients: new Set(), placement: new Set(), removed: new Set(), unknown: true };
+    }
+    this.apply(change);
+    if (change.unknown) this.refresh();
+    if (TOPOLOGY.has(method)) this.hubStream.scheduleReconcile();
+  }
+
+  /** Re-reads the whole status (a notification named something the model did not know). */
+  private refresh(): void {
+    this.connection
+      .request<{ server: RawServer }>('Server.GetStatus')
+      .then((r) => {
+        this.apply(this.model.applyServer(r.server));
+        this.hubStream.scheduleReconcile();
+      })
+      .catch((e) => this.log.warn({ err: String(e) }, 'Server.GetStatus failed'));
+  }
+
+  /** Brings the speakers in line with the model after `change`. */
+  private apply(change: ModelChange, all = false): void {
+    const ids = all ? [...this.model.clients.keys()] : [...new Set([...change.clients, ...change.placement])];
+    for (const id of ids) {
+      const c = this.model.clients.get(id);
+      if (!c) continue;
+      const info = describeClient(this.address, c, this.model.groupOf(id), this.serverVersion);
+      const volume = hubVolume(c.config.volume);
+      const available = this.connection.connected && c.connected;
+      let s = this.speakers.get(id);
+      if (!s) {
+        s = new SnapcastSpeaker(snapcastDeviceId(this.address, id), id, this.control, info, volume, available);
+        this.speakers.set(id, s);
+        this.log.info({ clientId: id, deviceId: s.id, name: info.name }, 'snapclient found');
+        this.opts.added(s);
+        continue;
+      }
+      s.update(info, volume);
+      if (!available && s.available) this.hubStream.clientGone(id, 'snapclient disconnected');
+      s.setAvailable(available);
+    }
+    for (const id of change.removed) {
+      const s = this.speakers.get(id);
+      if (!s) continue;
+      this.hubStream.clientGone(id, 'snapclient was deleted from snapserver');
+      s.setAvailable(false);
+      this.speakers.delete(id);
+      this.log.info({ clientId: id }, 'snapclient removed from snapserver');
+      this.opts.removed(s);
+    }
+  }
+}
