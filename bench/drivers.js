@@ -1,0 +1,82 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * Real-speaker benchmarks (part of `npm run bench`), each against a baseline from the same run:
+ *  - UPnP party-mode start skew across 3 gmediarender renderers on a private namespace LAN:
+ *    spread of the renderers' first media GET and of their PLAYING events (target < 10 ms);
+ *    control round trips through the hub vs the raw SOAP call (ratio).
+ *  - Snapcast inter-client offset on a marker signal across 3 snapclients (target < 0.5 ms).
+ * The measuring code lives with the tests that build these labs (test/upnp/skew.ts,
+ * test/snapcast/offset.ts); `tsc -p tsconfig.bench.json` compiles it to .bench-build/.
+ * Needs root (network namespaces) and the Debian programs scripts/install-test-deps.sh installs.
+ */
+const { join } = require('node:path');
+
+const build = join(__dirname, '..', '.bench-build', 'test');
+const fmt = (n, d = 1) => (n === undefined || n === null || Number.isNaN(n) ? 'n/a' : Number(n).toFixed(d));
+
+async function upnp() {
+  const { measureUpnpSkew } = require(join(build, 'upnp', 'skew.js'));
+  const r = await measureUpnpSkew({ rounds: 5 });
+  return r;
+}
+
+async function snapcast() {
+  const { measureSnapcastOffset } = require(join(build, 'snapcast', 'offset.js'));
+  return measureSnapcastOffset({});
+}
+
+async function main() {
+  const results = {};
+  let failed = false;
+  for (const [name, run] of [['upnp', upnp], ['snapcast', snapcast]]) {
+    const t0 = Date.now();
+    process.stderr.write(`[drivers] ${name} …\n`);
+    try {
+      results[name] = await run();
+    } catch (e) {
+      failed = true;
+      results[name] = { error: String((e && e.stack) || e) };
+    }
+    process.stderr.write(`[drivers] ${name} done in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+  }
+  print(results);
+  process.stdout.write(`${JSON.stringify({ bench: 'speakerhub-drivers', results })}\n`);
+  process.exit(failed ? 1 : 0);
+}
+
+function print(results) {
+  const lines = ['', 'SpeakerHub driver bench'];
+  const u = results.upnp;
+  if (u && !u.error) lines.push(...upnpLines(u));
+  else lines.push(`  UPnP: failed: ${u && u.error}`);
+  const s = results.snapcast;
+  if (s && !s.error) lines.push(...snapcastLines(s));
+  else lines.push(`  Snapcast: failed: ${s && s.error}`);
+  process.stdout.write(`${lines.join('\n')}\n\n`);
+}
+
+function upnpLines(u) {
+  const out = [`  UPnP (${u.renderers.length} gmediarender renderers, party mode, ${u.rounds} rounds; ms from the request):`];
+  for (const [p, label] of [[u.firstGet, 'first media GET spread'], [u.playing, 'PLAYING spread']]) {
+    out.push(`    ${label.padEnd(30)} median ${fmt(p.spreadMs)} ms, worst ${fmt(p.maxSpreadMs)} ms   target < 10 ms  ${p.spreadMs < 10 ? 'PASS' : 'MISS'}`);
+  }
+  const { setVolume, play } = u.control;
+  out.push(`    ${'SetVolume round trip'.padEnd(30)} hub ${fmt(setVolume.hubMs, 2)} ms vs raw SOAP ${fmt(setVolume.rawMs, 2)} ms   ratio ${fmt(setVolume.ratio, 2)}`);
+  out.push(`    ${'Play (until position moves)'.padEnd(30)} hub ${fmt(play.hubMs, 0)} ms vs raw SOAP ${fmt(play.rawConfirmedMs, 0)} ms   ratio ${fmt(play.confirmedRatio, 2)}`);
+  out.push(`    ${'Play (commands only, raw)'.padEnd(30)} raw Stop+SetAVTransportURI+Play ${fmt(play.rawMs, 1)} ms (the hub also waits for the position to move)`);
+  return out;
+}
+
+function snapcastLines(s) {
+  return [
+    `  Snapcast (3 snapclients, party mode, ${s.markers.length} markers):`,
+    `    ${'inter-client offset'.padEnd(30)} worst ${fmt(s.spreadMs, 3)} ms, median ${fmt(s.medianSpreadMs, 3)} ms (timing noise ${fmt(s.timingNoiseMs, 3)} ms)   target < 0.5 ms  ${s.spreadMs < 0.5 ? 'PASS' : 'MISS'}`,
+    `    method: ${s.method}`,
+  ];
+}
+
+main().catch((e) => {
+  process.stderr.write(`${e.stack || e}\n`);
+  process.exit(1);
+});
