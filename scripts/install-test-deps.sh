@@ -7,6 +7,8 @@ set -euo pipefail
 declare -A NEEDED=(
   [espeak-ng]=espeak-ng   # offline TTS, the hub's default engine (the WASM fallback is tested too)
   [ffmpeg]=ffmpeg         # makes a real protected (DRM) MP4 for the media library tests
+  [snapserver]=snapserver # the Snapcast driver tests run a real snapserver (ffmpeg above decodes for it)
+  [snapclient]=snapclient # … and three real snapclients writing raw PCM
   [gmediarender]=gmediarender   # real UPnP/DLNA MediaRenderers for the UPnP driver tests (run in network namespaces)
   [ip]=iproute2                 # builds the UPnP tests' private namespace LAN
 )

@@ -45,7 +45,6 @@ export class SnapcastDriver extends EventEmitter<DriverEvents> implements Speake
             clock: options.clock,
             logger: this.log,
             added: (s) => this.emit('speakerAdded', s),
-            removed: (s) => this.emit('speakerRemoved', s),
           }),
       );
   }

@@ -50,8 +50,8 @@ export interface FeedOptions {
 export interface FeedEvents {
   /** The whole media was decoded and handed to snapserver. */
   end: [];
-  /** Decoding or writing failed after the feed had started. */
-  error: [error: Error];
+  /** Decoding or writing failed after the feed had started (not 'error': nobody may be listening yet). */
+  failed: [error: Error];
 }
 
 type Ffmpeg = ChildProcessByStdio<null, Readable, Readable>;
@@ -71,6 +71,7 @@ export class Feed extends EventEmitter<FeedEvents> {
   private stderr = '';
   private stopped = false;
   private completed = false;
+  private _failure?: Error;
   private exited = false;
   private readonly bps: number;
   private readonly log: Logger;
@@ -88,6 +89,11 @@ export class Feed extends EventEmitter<FeedEvents> {
   /** Seconds into the media of the last PCM handed to snapserver. */
   get position(): number {
     return this.opts.startAt + this.fed / this.bps;
+  }
+
+  /** Why the feed failed after it had started, if it did. */
+  get failure(): Error | undefined {
+    return this._failure;
   }
 
   /** Stopped by stop() before its media was completely fed. */
@@ -170,6 +176,10 @@ export class Feed extends EventEmitter<FeedEvents> {
       return;
     }
     this.sink = sink;
+    if (sink.destroyed) {
+      this.fail(new Error('snapserver closed the source connection'));
+      return;
+    }
     sink.on('error', (e) => this.fail(new Error(`snapserver source connection failed: ${e.message}`)));
     // snapserver never closes its side of a source connection; an unexpected close means it went away.
     sink.on('close', () => {
@@ -219,9 +229,10 @@ export class Feed extends EventEmitter<FeedEvents> {
 
   private fail(error: Error): void {
     if (this.stopped) return;
+    this._failure = error;
     this.stop();
     this.log.warn({ err: error.message }, 'feed failed');
-    this.emit('error', error);
+    this.emit('failed', error);
   }
 
   private reason(code: number | null, signal: NodeJS.Signals | null): string {

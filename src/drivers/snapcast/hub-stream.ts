@@ -1,11 +1,13 @@
+import type { Socket } from 'node:net';
 import type { Clock, TimerHandle } from '../../core/clock';
 import type { Logger } from '../../logger';
 import type { MediaRequest, SpeakerPlayState, StopReason } from '../driver';
-import { Feed, parseSampleFormat, safeUrl, DEFAULT_SAMPLE_FORMAT } from './feeder';
-import type { GroupState, ModelChange, RawServer, ServerModel } from './model';
-import { describeSource, openSink, parseSource, DEFAULT_TCP_SOURCE_PORT, type SourceAddress } from './sink';
-import { parseHostPort, type ResolvedServerConfig } from './config';
-import type { Socket } from 'node:net';
+import type { ResolvedServerConfig } from './config';
+import { Feed, parseSampleFormat, safeUrl } from './feeder';
+import { Grouping, type ControlChannel } from './grouping';
+import type { ModelChange, ServerModel } from './model';
+import { describeSource, openSink } from './sink';
+import { streamSource } from './stream-source';
 
 /** The speaker as the hub stream sees it: a snapclient whose play state it drives. */
 export interface StreamMember {
@@ -14,12 +16,6 @@ export interface StreamMember {
   readonly available: boolean;
   readonly state: SpeakerPlayState;
   changeState(state: SpeakerPlayState, reason?: StopReason, detail?: string): void;
-}
-
-/** The part of the control connection the hub stream uses. */
-export interface ControlChannel {
-  readonly connected: boolean;
-  request<T = unknown>(method: string, params?: Record<string, unknown>): Promise<T>;
 }
 
 export interface HubStreamOptions {
@@ -39,14 +35,11 @@ export interface HubStreamOptions {
 const JOIN_TOLERANCE_S = 3;
 
 /**
- * The hub's one stream on one snapserver and who listens to it. One decode feeds the
- * stream; every client playing it sits in one group on it, which is what makes them play
- * sample-synchronously. Invariant, restored after every change: the only group on the hub
- * stream holds exactly the listening clients; any other group found on it (clients the
- * hub released, clients snapserver split off a group, new clients that landed on it as
- * the default stream) is moved to the stream it had before, or the idle stream.
- *
- * Everything that changes membership or the feed runs one at a time (exclusive).
+ * The hub's one stream on one snapserver and who listens to it: one decode feeds the
+ * stream, and every client playing it sits in one group on it (see Grouping), which is
+ * what makes them play sample-synchronously. Members are the speakers carrying the current
+ * media, playing or paused. Everything that changes membership or the feed runs one at a
+ * time (exclusive).
  */
 export class HubStream {
   private readonly members = new Map<string, StreamMember>();
@@ -59,24 +52,19 @@ export class HubStream {
   /** A start in progress; stop() aborts it rather than waiting up to startTimeoutMs. */
   private pending?: { feed: Feed; ids: Set<string> };
   private ending?: TimerHandle;
-  /** The stream each client's group had before the hub took it. */
-  private readonly previousStream = new Map<string, string>();
   private queue: Promise<unknown> = Promise.resolve();
   private reconcileQueued = false;
   private resumeBatch?: { ids: Set<string>; done: Promise<void> };
-  private warnedNoIdle = false;
+  private readonly grouping: Grouping;
   private readonly log: Logger;
 
   constructor(private readonly opts: HubStreamOptions) {
     this.log = opts.logger;
+    this.grouping = new Grouping(opts);
   }
 
   private get streamId(): string {
     return this.opts.server.stream;
-  }
-
-  isMember(clientId: string): boolean {
-    return this.members.has(clientId);
   }
 
   // ---- commands from speakers ------------------------------------------------------
@@ -227,14 +215,20 @@ export class HubStream {
   }
 
   private async join(ready: StreamMember[]): Promise<void> {
-    for (const m of ready) this.members.set(m.clientId, m);
+    // Playing before the regroup, which puts only playing members in the group.
+    for (const m of ready) {
+      this.members.set(m.clientId, m);
+      m.changeState('playing');
+    }
     try {
       await this.reconcile();
     } catch (e) {
-      for (const m of ready) this.members.delete(m.clientId);
+      for (const m of ready) {
+        this.members.delete(m.clientId);
+        m.changeState('stopped', 'error', String(e));
+      }
       throw e;
     }
-    for (const m of ready) m.changeState('playing');
     this.log.info({ clients: ready.map((m) => m.clientId) }, 'joined the running feed');
   }
 
@@ -268,7 +262,7 @@ export class HubStream {
    * group is arranged, so the clients are listening before any audio reaches the stream.
    */
   private async startFeed(media: MediaRequest, startAt: number, listeners: StreamMember[]): Promise<void> {
-    const { source, format } = this.sourceAndFormat();
+    const { source, format } = streamSource(this.opts.server, this.opts.model);
     const feed = new Feed({
       url: media.url,
       startAt,
@@ -298,7 +292,7 @@ export class HubStream {
     }
     if (feed.aborted) {
       sink.destroy();
-      throw new Error('playback was replaced before it started');
+      throw feed.failure ?? new Error('playback was replaced before it started');
     }
     for (const m of listeners) {
       if (m.available) this.members.set(m.clientId, m);
@@ -314,6 +308,8 @@ export class HubStream {
       // Listening clients are those playing; mark them so before the regroup counts them.
       for (const m of listeners) if (this.members.has(m.clientId)) m.changeState('playing');
       await this.reconcile();
+      // Decoding may have failed while the group was arranged.
+      if (feed.failure) throw feed.failure;
     } catch (e) {
       this.stopFeed();
       sink.destroy();
@@ -343,7 +339,7 @@ export class HubStream {
         }).catch((e) => this.log.warn({ err: String(e) }, 'could not release groups after the end of the media'));
       }, this.opts.server.bufferMs);
     });
-    feed.on('error', (error) => {
+    feed.on('failed', (error) => {
       this.exclusive(async () => {
         if (this.feed !== feed) return;
         this.feed = undefined;
@@ -399,108 +395,12 @@ export class HubStream {
     return d !== undefined ? Math.min(pos, d) : pos;
   }
 
-  /** Where to write PCM and in which format: configured, else read from the stream's URI. */
-  private sourceAndFormat(): { source: SourceAddress; format: string } {
-    const { server } = this.opts;
-    const stream = this.opts.model.streams.get(server.stream);
-    if (!stream) {
-      throw new Error(
-        `snapserver ${server.address} has no stream '${server.stream}'; declare one in snapserver.conf, e.g. ` +
-          `source = tcp://0.0.0.0:${DEFAULT_TCP_SOURCE_PORT}?name=${server.stream}&mode=server`,
-      );
-    }
-    const format = stream.uri.query?.sampleformat ?? DEFAULT_SAMPLE_FORMAT;
-    if (server.source) return { source: parseSource(server.source), format };
-    const { scheme, host, path, query } = stream.uri;
-    if (scheme === 'pipe') return { source: { kind: 'pipe', path }, format };
-    if (scheme === 'tcp' && query?.mode === 'server') {
-      const hp = parseHostPort(host || '0.0.0.0', DEFAULT_TCP_SOURCE_PORT);
-      // A wildcard bind is reached at the address the control connection uses.
-      const reach = ['0.0.0.0', '::', '', '*'].includes(hp.host) ? server.host : hp.host;
-      return { source: { kind: 'tcp', host: reach, port: hp.port }, format };
-    }
-    throw new Error(
-      `stream '${server.stream}' on ${server.address} is a ${scheme} source the hub cannot write to; ` +
-        'use a tcp source with mode=server or a pipe source',
-    );
-  }
-
-  /** Makes snapserver's grouping match the members (see the class comment). */
+  /** Makes snapserver's grouping match the members: only the listening ones on the hub stream. */
   private async reconcile(): Promise<void> {
-    const { control, model } = this.opts;
-    if (!control.connected) return;
-    const hub = this.streamId;
-    const members = [...this.members.values()].filter((m) => m.available && model.clients.has(m.clientId));
+    const members = [...this.members.values()].filter((m) => m.available && this.opts.model.clients.has(m.clientId));
     const anyPlaying = members.some((m) => m.state === 'playing');
     // While everyone is paused the group stays together (silent); a member paused alone leaves it.
-    const listening = members.filter((m) => m.state === 'playing' || !anyPlaying).map((m) => m.clientId);
-    let target: GroupState | undefined;
-    if (listening.length) {
-      const want = new Set(listening);
-      target = this.pickGroup(want);
-      const have = new Set(target.clientIds);
-      if (have.size !== want.size || [...want].some((id) => !have.has(id))) {
-        for (const id of want) this.rememberStream(id);
-        const res = await control.request<{ server: RawServer }>('Group.SetClients', { id: target.id, clients: listening });
-        this.opts.applied(model.applyServer(res.server));
-        target = model.groupOf(listening[0]);
-        if (!target) throw new Error('Group.SetClients did not leave the clients in one group');
-      }
-      if (target.streamId !== hub) {
-        for (const id of target.clientIds) this.rememberStream(id);
-        await control.request('Group.SetStream', { id: target.id, stream_id: hub });
-        this.opts.applied(model.setGroupStream(target.id, hub));
-      }
-    }
-    for (const g of [...model.groups.values()]) {
-      if (g.streamId !== hub || g.id === target?.id) continue;
-      const to = this.releaseStream(g);
-      if (!to) {
-        if (!this.warnedNoIdle) {
-          this.warnedNoIdle = true;
-          this.log.error(
-            { group: g.id, clients: g.clientIds },
-            `snapserver has no stream besides '${hub}' to move idle clients to: they would hear the hub's audio. Declare an idle source in snapserver.conf`,
-          );
-        }
-        continue;
-      }
-      await control.request('Group.SetStream', { id: g.id, stream_id: to });
-      this.opts.applied(model.setGroupStream(g.id, to));
-      for (const id of g.clientIds) this.previousStream.delete(id);
-      this.log.debug({ group: g.id, clients: g.clientIds, stream: to }, 'released group');
-    }
-  }
-
-  /** The group holding most of the wanted clients; on a tie, one already on the hub stream. */
-  private pickGroup(want: Set<string>): GroupState {
-    let best: GroupState | undefined;
-    let bestScore = -1;
-    for (const g of this.opts.model.groups.values()) {
-      const score = g.clientIds.filter((id) => want.has(id)).length * 2 + (g.streamId === this.streamId ? 1 : 0);
-      if (score > bestScore && g.clientIds.some((id) => want.has(id))) {
-        best = g;
-        bestScore = score;
-      }
-    }
-    if (!best) throw new Error('snapserver lists none of the target clients in a group');
-    return best;
-  }
-
-  private rememberStream(clientId: string): void {
-    const g = this.opts.model.groupOf(clientId);
-    if (g && g.streamId !== this.streamId) this.previousStream.set(clientId, g.streamId);
-  }
-
-  private releaseStream(g: GroupState): string | undefined {
-    const { model, server } = this.opts;
-    const ok = (id: string | undefined) => !!id && id !== this.streamId && model.streams.has(id);
-    for (const id of g.clientIds) {
-      const prev = this.previousStream.get(id);
-      if (ok(prev)) return prev;
-    }
-    if (ok(server.idleStream)) return server.idleStream;
-    return [...model.streams.keys()].find((id) => id !== this.streamId);
+    await this.grouping.apply(members.filter((m) => m.state === 'playing' || !anyPlaying).map((m) => m.clientId));
   }
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {

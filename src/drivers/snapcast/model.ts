@@ -50,7 +50,7 @@ export interface ModelChange {
   clients: Set<string>;
   /** Clients whose group or group stream changed. */
   placement: Set<string>;
-  /** Clients that are gone from the server (deleted). Only full updates can tell. */
+  /** Clients a full status no longer lists (deleted, or a restarted server that has not seen them yet). */
   removed: Set<string>;
   /** The server's client was seen that the model does not know: a full status is needed. */
   unknown: boolean;

@@ -115,7 +115,7 @@ export class ServerConnection extends EventEmitter<ServerConnectionEvents> {
       this.log.info({ host, port, version: result.server.server?.snapserver?.version }, 'connected to snapserver');
       this.emit('up', result.server);
     } catch (e) {
-      this.log.warn({ err: (e as Error).message }, 'Server.GetStatus failed; reconnecting');
+      if (!this.stopped) this.log.warn({ err: (e as Error).message }, 'Server.GetStatus failed; reconnecting');
       rpc.close();
     }
   }

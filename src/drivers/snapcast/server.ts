@@ -13,7 +13,6 @@ export interface SnapServerOptions {
   clock: Clock;
   logger: Logger;
   added: (s: SnapcastSpeaker) => void;
-  removed: (s: SnapcastSpeaker) => void;
 }
 
 /** Notifications after which the grouping may break the hub-stream invariant. */
@@ -172,14 +171,14 @@ export class SnapServer {
       if (!available && s.available) this.hubStream.clientGone(id, 'snapclient disconnected');
       s.setAvailable(available);
     }
+    // A client missing from a full status may be deleted, or the server may have restarted
+    // with fresh settings and not seen it yet: either way it stays listed, inactive, as the
+    // hub keeps every speaker it has known (its DeviceID comes back when the client does).
     for (const id of change.removed) {
       const s = this.speakers.get(id);
       if (!s) continue;
-      this.hubStream.clientGone(id, 'snapclient was deleted from snapserver');
+      this.hubStream.clientGone(id, 'snapserver no longer lists the snapclient');
       s.setAvailable(false);
-      this.speakers.delete(id);
-      this.log.info({ clientId: id }, 'snapclient removed from snapserver');
-      this.opts.removed(s);
     }
   }
 }

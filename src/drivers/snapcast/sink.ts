@@ -21,9 +21,7 @@ export function parseSource(text: string): SourceAddress {
 
 /**
  * Opens the source for writing. A TCP source must be in server mode (snapserver listens,
- * the hub connects). A FIFO is opened non-blocking so a missing reader (snapserver not
- * running) fails at once instead of parking a libuv thread forever; the socket wrapper
- * then handles a full pipe (EAGAIN) with ordinary backpressure.
+ * the hub connects); a pipe source must be a FIFO on this machine.
  */
 export async function openSink(source: SourceAddress, timeoutMs: number): Promise<Socket> {
   if (source.kind === 'tcp') {
@@ -33,6 +31,9 @@ export async function openSink(source: SourceAddress, timeoutMs: number): Promis
       socket.once('connect', () => {
         clearTimeout(timer);
         socket.removeAllListeners('error');
+        // Until the feed attaches its own handler, an error must not go unhandled (it would
+        // crash the hub); the feed sees a destroyed socket and fails then.
+        socket.on('error', () => undefined);
         socket.setNoDelay(true);
         resolve(socket);
       });
@@ -46,10 +47,16 @@ export async function openSink(source: SourceAddress, timeoutMs: number): Promis
     throw new Error(`snapserver pipe source ${source.path}: ${e.message}`);
   });
   if (!info.isFIFO()) throw new Error(`snapserver pipe source ${source.path} is not a FIFO`);
-  const fd = await promisify(open)(source.path, constants.O_WRONLY | constants.O_NONBLOCK).catch((e: NodeJS.ErrnoException) => {
-    throw new Error(
-      e.code === 'ENXIO' ? `nobody reads the pipe ${source.path}: is snapserver running?` : `cannot open the pipe ${source.path}: ${e.message}`,
-    );
+  // snapserver 0.26 opens the FIFO, reads EOF while no writer has it open, closes it and
+  // retries every 100 ms: a write-only open (O_NONBLOCK) nearly always fails with ENXIO,
+  // and a blocking one would park a libuv thread until snapserver happens to look, forever
+  // if it is not running. Opened read-write (Linux allows this on a FIFO, see fifo(7)) it
+  // opens at once; snapserver then finds a writer, reads what the hub writes, and a full
+  // pipe is ordinary backpressure. The hub never reads from it.
+  const fd = await promisify(open)(source.path, constants.O_RDWR | constants.O_NONBLOCK).catch((e: Error) => {
+    throw new Error(`cannot open the pipe ${source.path}: ${e.message}`);
   });
-  return new Socket({ fd, readable: false, writable: true });
+  const pipe = new Socket({ fd, readable: false, writable: true });
+  pipe.on('error', () => undefined);
+  return pipe;
 }

@@ -1,0 +1,136 @@
+import type { Logger } from '../../logger';
+import type { ResolvedServerConfig } from './config';
+import type { GroupState, ModelChange, RawServer, ServerModel } from './model';
+
+/** The part of the control connection grouping uses. */
+export interface ControlChannel {
+  readonly connected: boolean;
+  request<T = unknown>(method: string, params?: Record<string, unknown>): Promise<T>;
+}
+
+export interface GroupingOptions {
+  server: ResolvedServerConfig;
+  control: ControlChannel;
+  model: ServerModel;
+  /** Called with what the hub's own requests changed (snapserver does not notify their sender). */
+  applied: (change: ModelChange) => void;
+  logger: Logger;
+}
+
+/**
+ * Arranges snapserver's groups for the hub. Invariant after every apply(): the only group
+ * on the hub stream holds exactly the listening clients, which is what makes them play
+ * sample-synchronously and keeps everyone else from hearing the hub. Any other group found
+ * on the hub stream (clients the hub released, clients snapserver split off a group, new
+ * clients that landed there because it was the default stream) is moved to the stream it
+ * had before the hub took it, else the idle stream. Groups of the user's are not split
+ * up: wanted clients are taken out of them, the rest stay together.
+ */
+export class Grouping {
+  /** The stream each client's group had before the hub took it. */
+  private readonly previousStream = new Map<string, string>();
+  private warnedNoIdle = false;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: GroupingOptions) {
+    this.log = opts.logger;
+  }
+
+  private get streamId(): string {
+    return this.opts.server.stream;
+  }
+
+  /** Puts exactly `listening` (client ids) in one group on the hub stream and everyone else off it. */
+  async apply(listening: string[]): Promise<void> {
+    const { control, model } = this.opts;
+    if (!control.connected) return;
+    const hub = this.streamId;
+    let target: GroupState | undefined;
+    if (listening.length) {
+      const want = new Set(listening);
+      for (const id of want) this.rememberStream(id);
+      target = this.pickGroup(want);
+      if (!target) {
+        // Every wanted client shares a group with clients the play does not target. Take
+        // the wanted ones out (snapserver gives each a group of its own) rather than
+        // splitting the others up: their group stays as it was.
+        const mixed = this.mostWanted(want);
+        const keep = mixed.clientIds.filter((id) => !want.has(id));
+        const res = await control.request<{ server: RawServer }>('Group.SetClients', { id: mixed.id, clients: keep });
+        this.opts.applied(model.applyServer(res.server));
+        target = this.pickGroup(want);
+        if (!target) throw new Error('snapserver did not split the group as asked');
+      }
+      const have = new Set(target.clientIds);
+      if (have.size !== want.size || [...want].some((id) => !have.has(id))) {
+        // Pulls the other wanted clients in; on the hub's own group, also drops the ones
+        // that are no longer wanted (they get groups of their own, released below).
+        const res = await control.request<{ server: RawServer }>('Group.SetClients', { id: target.id, clients: listening });
+        this.opts.applied(model.applyServer(res.server));
+        target = model.groupOf(listening[0]);
+        if (!target) throw new Error('Group.SetClients did not leave the clients in one group');
+      }
+      if (target.streamId !== hub) {
+        await control.request('Group.SetStream', { id: target.id, stream_id: hub });
+        this.opts.applied(model.setGroupStream(target.id, hub));
+      }
+    }
+    for (const g of [...model.groups.values()]) {
+      if (g.streamId !== hub || g.id === target?.id) continue;
+      const to = this.releaseStream(g);
+      if (!to) {
+        if (!this.warnedNoIdle) {
+          this.warnedNoIdle = true;
+          this.log.error(
+            { group: g.id, clients: g.clientIds },
+            `snapserver has no stream besides '${hub}' to move idle clients to: they would hear the hub's audio. Declare an idle source in snapserver.conf`,
+          );
+        }
+        continue;
+      }
+      await control.request('Group.SetStream', { id: g.id, stream_id: to });
+      this.opts.applied(model.setGroupStream(g.id, to));
+      for (const id of g.clientIds) this.previousStream.delete(id);
+      this.log.debug({ group: g.id, clients: g.clientIds, stream: to }, 'released group');
+    }
+  }
+
+  /**
+   * The group to play in: one holding exactly the wanted clients; else the hub's own group
+   * (on the hub stream) holding most of them, whose other clients the hub may drop; else
+   * the largest group made only of wanted clients. Undefined when every wanted client sits
+   * in a group with clients of someone else's.
+   */
+  private pickGroup(want: Set<string>): GroupState | undefined {
+    const groups = [...this.opts.model.groups.values()];
+    const wanted = (g: GroupState) => g.clientIds.filter((id) => want.has(id)).length;
+    const exact = groups.find((g) => g.clientIds.length === want.size && wanted(g) === want.size);
+    if (exact) return exact;
+    const own = groups.filter((g) => g.streamId === this.streamId && wanted(g) > 0).sort((a, b) => wanted(b) - wanted(a))[0];
+    if (own) return own;
+    return groups.filter((g) => g.clientIds.length > 0 && wanted(g) === g.clientIds.length).sort((a, b) => wanted(b) - wanted(a))[0];
+  }
+
+  private mostWanted(want: Set<string>): GroupState {
+    const wanted = (g: GroupState) => g.clientIds.filter((id) => want.has(id)).length;
+    const best = [...this.opts.model.groups.values()].sort((a, b) => wanted(b) - wanted(a))[0];
+    if (!best || wanted(best) === 0) throw new Error('snapserver lists none of the target clients in a group');
+    return best;
+  }
+
+  private rememberStream(clientId: string): void {
+    const g = this.opts.model.groupOf(clientId);
+    if (g && g.streamId !== this.streamId) this.previousStream.set(clientId, g.streamId);
+  }
+
+  private releaseStream(g: GroupState): string | undefined {
+    const { model, server } = this.opts;
+    const ok = (id: string | undefined) => !!id && id !== this.streamId && model.streams.has(id);
+    for (const id of g.clientIds) {
+      const prev = this.previousStream.get(id);
+      if (ok(prev)) return prev;
+    }
+    if (ok(server.idleStream)) return server.idleStream;
+    return [...model.streams.keys()].find((id) => id !== this.streamId);
+  }
+}

@@ -1,0 +1,268 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { openSync, closeSync, statSync, readSync } from 'node:fs';
+import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
+import { createServer, connect, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * A real snapserver and real snapclients on loopback, in a temp folder, for the Snapcast
+ * tests and the offset benchmark. Clients write what they would play to raw PCM files
+ * (or stdout); snapserver's own settings file lives in the temp folder too.
+ */
+
+export const HUB_STREAM = 'SpeakerHub';
+export const IDLE_STREAM = 'Idle';
+/** A stream standing for the user's own music (say, a Spotify source). */
+export const OTHER_STREAM = 'Other';
+export const SAMPLE_FORMAT = { rate: 48000, channels: 2, bytesPerFrame: 4 };
+
+/** True when snapserver, snapclient and ffmpeg are installed (scripts/install-test-deps.sh). */
+export function snapcastInstalled(): boolean {
+  return ['snapserver', 'snapclient', 'ffmpeg'].every((cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0);
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await check()) return;
+    } catch {
+      /* not yet */
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** One JSON-RPC request on a fresh control connection (as another snapcast controller would). */
+export function rpc<T = any>(port: number, method: string, params?: Record<string, unknown>): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1', () => {
+      s.write(`${JSON.stringify({ id: 1, jsonrpc: '2.0', method, ...(params ? { params } : {}) })}\r\n`);
+    });
+    let buf = '';
+    const timer = setTimeout(() => {
+      s.destroy();
+      reject(new Error(`${method}: no answer`));
+    }, 3000);
+    s.setEncoding('utf8');
+    s.on('data', (d: string) => {
+      buf += d;
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const msg = JSON.parse(buf.slice(0, nl));
+        buf = buf.slice(nl + 1);
+        if (msg.id !== 1) continue;
+        clearTimeout(timer);
+        s.destroy();
+        if (msg.error) reject(new Error(`${method}: ${msg.error.message}`));
+        else resolve(msg.result as T);
+      }
+    });
+    s.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+  });
+}
+
+function stopProcess(p: ChildProcess | undefined, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  if (!p || p.exitCode !== null || p.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      p.kill('SIGKILL');
+    }, 3000);
+    p.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    p.kill(signal);
+  });
+}
+
+export interface ClientOptions {
+  /** 'file' (default): <dir>/client-N.raw, appended across stream switches; 'stdout': piped to the test. */
+  output?: 'file' | 'stdout';
+}
+
+export class SnapClientProcess {
+  proc?: ChildProcess;
+  constructor(
+    readonly index: number,
+    readonly hostId: string,
+    readonly file: string,
+    readonly log: string,
+  ) {}
+}
+
+export class SnapcastEnv {
+  readonly clients: SnapClientProcess[] = [];
+  private server?: ChildProcess;
+
+  private constructor(
+    readonly dir: string,
+    readonly controlPort: number,
+    readonly streamPort: number,
+    readonly sourcePort: number,
+  ) {}
+
+  /** snapserver's control address, as the driver's config wants it. */
+  get address(): string {
+    return `127.0.0.1:${this.controlPort}`;
+  }
+
+  /** `hubSource` picks how snapserver takes the hub's PCM: a TCP source in server mode (default) or a FIFO. */
+  static async create(tag = 'speakerhub-snapcast-', hubSource: 'tcp' | 'pipe' = 'tcp'): Promise<SnapcastEnv> {
+    const dir = await mkdtemp(join(tmpdir(), tag));
+    const env = new SnapcastEnv(dir, await freePort(), await freePort(), await freePort());
+    await mkdir(join(dir, 'data'));
+    // The idle source comes first: snapserver puts new clients on its first stream.
+    await writeFile(
+      join(dir, 'snapserver.conf'),
+      [
+        '[server]',
+        `datadir = ${join(dir, 'data')}`,
+        '[stream]',
+        'bind_to_address = 127.0.0.1',
+        `port = ${env.streamPort}`,
+        `source = pipe://${join(dir, 'idle-fifo')}?name=${IDLE_STREAM}&mode=create`,
+        hubSource === 'tcp'
+          ? `source = tcp://127.0.0.1:${env.sourcePort}?name=${HUB_STREAM}&mode=server`
+          : `source = pipe://${join(dir, 'hub-fifo')}?name=${HUB_STREAM}&mode=create`,
+        `source = pipe://${join(dir, 'other-fifo')}?name=${OTHER_STREAM}&mode=create`,
+        '[http]',
+        'enabled = false',
+        '[tcp]',
+        'enabled = true',
+        'bind_to_address = 127.0.0.1',
+        `port = ${env.controlPort}`,
+        '[logging]',
+        'sink = stderr',
+        '',
+      ].join('\n'),
+    );
+    return env;
+  }
+
+  async startServer(): Promise<void> {
+    const log = openSync(join(this.dir, 'snapserver.log'), 'a');
+    this.server = spawn('snapserver', ['-c', join(this.dir, 'snapserver.conf')], { stdio: ['ignore', log, log] });
+    closeSync(log);
+    await waitFor(() => rpc(this.controlPort, 'Server.GetRPCVersion').then(() => true), 10_000, 'snapserver to accept control connections');
+  }
+
+  async stopServer(): Promise<void> {
+    await stopProcess(this.server, 'SIGTERM');
+    this.server = undefined;
+  }
+
+  /** Starts client N (1-based); with stdout output the caller reads `proc.stdout`. */
+  async startClient(n: number, options: ClientOptions = {}): Promise<SnapClientProcess> {
+    let c = this.clients[n - 1];
+    if (!c) {
+      c = new SnapClientProcess(n, `speakerhub-test-client-${n}`, join(this.dir, `client-${n}.raw`), join(this.dir, `client-${n}.log`));
+      this.clients[n - 1] = c;
+    }
+    const player = options.output === 'stdout' ? 'file:filename=stdout' : `file:filename=${c.file},mode=a`;
+    const log = openSync(c.log, 'a');
+    c.proc = spawn(
+      'snapclient',
+      ['-h', '127.0.0.1', '-p', String(this.streamPort), '--hostID', c.hostId, '--player', player, '--logsink', 'stderr'],
+      { stdio: ['ignore', options.output === 'stdout' ? 'pipe' : log, log] },
+    );
+    closeSync(log);
+    return c;
+  }
+
+  async killClient(n: number): Promise<void> {
+    await stopProcess(this.clients[n - 1]?.proc);
+  }
+
+  /** Resolves when snapserver lists these clients as connected. */
+  async clientsConnected(ids: string[], timeoutMs = 10_000): Promise<void> {
+    await waitFor(
+      async () => {
+        const status = await this.status();
+        const connected = new Set(allClients(status).filter((c: any) => c.connected).map((c: any) => c.id));
+        return ids.every((id) => connected.has(id));
+      },
+      timeoutMs,
+      `clients ${ids.join(', ')} to connect`,
+    );
+  }
+
+  async status(): Promise<any> {
+    return (await rpc(this.controlPort, 'Server.GetStatus')).server;
+  }
+
+  rpc<T = any>(method: string, params?: Record<string, unknown>): Promise<T> {
+    return rpc<T>(this.controlPort, method, params);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.clients.map((c) => stopProcess(c.proc)));
+    await stopProcess(this.server);
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+export function allClients(status: any): any[] {
+  return status.groups.flatMap((g: any) => g.clients);
+}
+
+export function groupOf(status: any, clientId: string): any {
+  return status.groups.find((g: any) => g.clients.some((c: any) => c.id === clientId));
+}
+
+/** Bytes in a client's output file now. */
+export function fileSize(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** Loudest 50 ms window (RMS of 16-bit samples) in a file from byte `from` to its end. */
+export function loudness(file: string, from: number): number {
+  const size = fileSize(file);
+  const start = from - (from % SAMPLE_FORMAT.bytesPerFrame);
+  if (size <= start) return 0;
+  const fd = openSync(file, 'r');
+  try {
+    const buf = Buffer.alloc(size - start);
+    readSync(fd, buf, 0, buf.length, start);
+    return maxRms(buf);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function maxRms(pcm: Buffer): number {
+  const window = (SAMPLE_FORMAT.rate / 20) * SAMPLE_FORMAT.bytesPerFrame;
+  let best = 0;
+  for (let o = 0; o + 2 <= pcm.length; o += window) {
+    const end = Math.min(pcm.length - (pcm.length % 2), o + window);
+    let sum = 0;
+    let n = 0;
+    for (let i = o; i < end; i += 2) {
+      const v = pcm.readInt16LE(i);
+      sum += v * v;
+      n++;
+    }
+    if (n) best = Math.max(best, Math.sqrt(sum / n));
+  }
+  return best;
+}

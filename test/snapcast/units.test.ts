@@ -1,0 +1,108 @@
+import { parseConfig } from '../../src/config/schema';
+import { hubVolume, snapVolume, snapcastDeviceId } from '../../src/drivers/snapcast';
+import { parseHostPort, resolveServers, SnapcastConfigSchema } from '../../src/drivers/snapcast/config';
+import { parseSampleFormat, safeUrl } from '../../src/drivers/snapcast/feeder';
+import { ServerModel, type RawServer } from '../../src/drivers/snapcast/model';
+import { parseSource } from '../../src/drivers/snapcast/sink';
+
+describe('snapcast config', () => {
+  test('servers are host[:port] strings or objects; defaults fill the rest', () => {
+    const config = SnapcastConfigSchema.parse({
+      servers: ['living.local', '10.0.0.5:1800', { address: '[fd00::1]', stream: 'Hub', source: 'pipe:///tmp/snapfifo', bufferMs: 600 }],
+      idleStream: 'Quiet',
+    });
+    expect(resolveServers(config)).toEqual([
+      { address: 'living.local:1705', host: 'living.local', port: 1705, stream: 'SpeakerHub', source: undefined, idleStream: 'Quiet', bufferMs: 1000 },
+      { address: '10.0.0.5:1800', host: '10.0.0.5', port: 1800, stream: 'SpeakerHub', source: undefined, idleStream: 'Quiet', bufferMs: 1000 },
+      { address: '[fd00::1]:1705', host: 'fd00::1', port: 1705, stream: 'Hub', source: 'pipe:///tmp/snapfifo', idleStream: 'Quiet', bufferMs: 600 },
+    ]);
+  });
+
+  test('the hub config accepts the snapcast section and names bad keys', () => {
+    const c = parseConfig({ drivers: ['snapcast'], snapcast: { servers: ['127.0.0.1:1705'] } });
+    expect(c.snapcast.servers).toEqual(['127.0.0.1:1705']);
+    expect(c.snapcast.ffmpegPath).toBe('ffmpeg');
+    expect(() => parseConfig({ snapcast: { servers: [{ address: 'x', source: 'http://x' }] } })).toThrow(/snapcast\.servers\.0/);
+    expect(() => parseConfig({ snapcast: { sever: [] } })).toThrow(/snapcast\.sever: unknown key/);
+    expect(() => parseHostPort('host:99999', 1705)).toThrow(/bad port/);
+  });
+
+  test('sources and sample formats', () => {
+    expect(parseSource('tcp://192.168.1.2:4953')).toEqual({ kind: 'tcp', host: '192.168.1.2', port: 4953 });
+    expect(parseSource('tcp://snap.local')).toEqual({ kind: 'tcp', host: 'snap.local', port: 4953 });
+    expect(parseSource('pipe:///tmp/snapfifo')).toEqual({ kind: 'pipe', path: '/tmp/snapfifo' });
+    expect(parseSampleFormat('48000:16:2')).toEqual({ rate: 48000, bits: 16, channels: 2 });
+    expect(() => parseSampleFormat('44100:24:2')).toThrow(/only 16 and 32 bit/);
+  });
+});
+
+describe('snapcast volume mapping (hub 0–50, snapcast percent + mute)', () => {
+  test('percent halves, rounding half up; muted reads 0', () => {
+    expect(hubVolume({ percent: 100, muted: false })).toBe(50);
+    expect(hubVolume({ percent: 47, muted: false })).toBe(24);
+    expect(hubVolume({ percent: 1, muted: false })).toBe(1);
+    expect(hubVolume({ percent: 0, muted: false })).toBe(0);
+    expect(hubVolume({ percent: 80, muted: true })).toBe(0);
+  });
+  test('0 mutes without touching the percent; anything else unmutes at twice the value, clamped', () => {
+    expect(snapVolume(0)).toEqual({ muted: true });
+    expect(snapVolume(23)).toEqual({ percent: 46, muted: false });
+    expect(snapVolume(80)).toEqual({ percent: 100, muted: false });
+    expect(snapVolume(-3)).toEqual({ muted: true });
+  });
+});
+
+describe('snapcast identities and redaction', () => {
+  test('DeviceIDs are 14 digits, stable, distinct per server and client', () => {
+    const a = snapcastDeviceId('10.0.0.5:1705', 'kitchen');
+    expect(a).toMatch(/^[1-9]\d{13}$/);
+    expect(snapcastDeviceId('10.0.0.5:1705', 'kitchen')).toBe(a);
+    expect(snapcastDeviceId('10.0.0.6:1705', 'kitchen')).not.toBe(a);
+    expect(snapcastDeviceId('10.0.0.5:1705', 'office')).not.toBe(a);
+  });
+  test('media capability ids never reach logs or error texts', () => {
+    expect(safeUrl('http://10.0.0.2:8091/media/AbCdEfGhIjKlMnOpQrStUv/song.mp3')).toBe('http://10.0.0.2:8091/media/[redacted]/song.mp3');
+    expect(safeUrl('http://radio.example/stream?token=secret')).toBe('http://radio.example/stream?token=[redacted]');
+  });
+});
+
+describe('snapcast server model', () => {
+  const client = (id: string, connected = true) => ({
+    id,
+    connected,
+    config: { name: '', volume: { percent: 50, muted: false } },
+    host: { name: id, ip: '127.0.0.1', mac: '00:00:00:00:00:00' },
+  });
+  const status = (): RawServer => ({
+    groups: [
+      { id: 'g1', name: '', stream_id: 'Idle', muted: false, clients: [client('a'), client('b')] },
+      { id: 'g2', name: 'Office', stream_id: 'Hub', muted: false, clients: [client('c', false)] },
+    ],
+    streams: [],
+  });
+
+  test('notifications update clients and placement; unknown clients ask for a full status', () => {
+    const m = new ServerModel();
+    m.applyServer(status());
+    expect(m.groupOf('c')?.name).toBe('Office');
+    let ch = m.applyNotification('Client.OnVolumeChanged', { id: 'a', volume: { percent: 20, muted: true } });
+    expect([...ch.clients]).toEqual(['a']);
+    expect(m.clients.get('a')!.config.volume).toEqual({ percent: 20, muted: true });
+    ch = m.applyNotification('Group.OnStreamChanged', { id: 'g1', stream_id: 'Hub' });
+    expect([...ch.placement].sort()).toEqual(['a', 'b']);
+    ch = m.applyNotification('Client.OnConnect', { id: 'z', client: client('z') });
+    expect(ch.unknown).toBe(true);
+    ch = m.applyNotification('Stream.OnProperties', { id: 'Hub', properties: {} });
+    expect(ch.clients.size + ch.placement.size).toBe(0);
+  });
+
+  test('a full status drops clients it no longer lists', () => {
+    const m = new ServerModel();
+    m.applyServer(status());
+    const next = status();
+    next.groups.pop();
+    const ch = m.applyServer(next);
+    expect([...ch.removed]).toEqual(['c']);
+    expect(ch.placement.size).toBe(0);
+  });
+});
