@@ -6,7 +6,7 @@ set -euo pipefail
 # command → Debian package
 declare -A NEEDED=(
   [espeak-ng]=espeak-ng   # offline TTS, the hub's default engine (the WASM fallback is tested too)
-  [ffmpeg]=ffmpeg         # makes a real protected (DRM) MP4 for the media library tests
+  [ffmpeg]=ffmpeg         # the Snapcast driver decodes media with it (and it remakes the DRM test fixtures)
   [snapserver]=snapserver # the Snapcast driver tests run a real snapserver (ffmpeg above decodes for it)
   [snapclient]=snapclient # … and three real snapclients writing raw PCM
   [gmediarender]=gmediarender   # real UPnP/DLNA MediaRenderers for the UPnP driver tests (run in network namespaces)
@@ -35,8 +35,11 @@ echo "install-test-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian's gmediarender package starts a system-wide renderer where an init system runs; the
-# tests start their own inside network namespaces, so keep the system one off.
-if printf '%s\n' "${missing[@]}" | grep -qx gmediarender && [ -d /run/systemd/system ]; then
-  $SUDO systemctl disable --now gmediarender >/dev/null 2>&1 || true
+# Debian's gmediarender, snapserver and snapclient packages start system-wide services where
+# an init system runs (a renderer announcing itself on the real network among them); the
+# tests start their own on loopback and in network namespaces, so keep the system ones off.
+if [ -d /run/systemd/system ]; then
+  for svc in gmediarender snapserver snapclient; do
+    if printf '%s\n' "${missing[@]}" | grep -qx "$svc"; then $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true; fi
+  done
 fi

@@ -36,11 +36,15 @@ interface HubFlags {
   snapcast?: string[];
 }
 
-/** Flags win over the config file; only flags actually given override anything. */
+/**
+ * Flags win over the config file; only flags actually given override anything. Naming a
+ * renderer or a snapserver without --drivers means those real speakers, not the demo ones.
+ */
 function overridesFrom(f: HubFlags): Record<string, unknown> {
+  const implied = [...(f.renderer?.length ? ['upnp'] : []), ...(f.snapcast?.length ? ['snapcast'] : [])];
   return {
     dataDir: f.data,
-    drivers: f.drivers,
+    drivers: f.drivers ?? (implied.length ? implied : undefined),
     network: { interface: f.interface },
     upnp: { renderers: f.renderer, ssdp: f.ssdp === false ? false : undefined },
     snapcast: { servers: f.snapcast },

@@ -38,6 +38,7 @@ export function createConfiguredDrivers(config: HubConfig, deps: DriverDeps): Sp
         new UpnpDriver({ config: config.upnp, interfaceName: config.network.interface, address: deps.networkAddress, clock: deps.clock, logger: deps.logger }),
       );
     } else if (name === 'snapcast') {
+      if (!config.snapcast.servers.length) deps.logger.warn('the snapcast driver is on but snapcast.servers is empty: no Snapcast speakers will appear');
       drivers.push(new SnapcastDriver({ config: config.snapcast, clock: deps.clock, logger: deps.logger }));
     }
   }

@@ -1,3 +1,4 @@
+import * as net from 'node:net';
 /**
  * Configuration errors that name the bad key, and the real CLI: it starts, prints its URL
  * and token, serves the API, stops cleanly on SIGTERM, and refuses a bad config file.
@@ -166,6 +167,24 @@ describe('the CLI', () => {
     expect({ code, signal }).toEqual({ code: 0, signal: null });
     // At log level warn, nothing about a normal run went to stderr.
     expect(cli.stderr()).toBe('');
+  }, 30_000);
+
+  test('--snapcast without --drivers runs the Snapcast driver instead of the virtual speakers', async () => {
+    // A free port with nothing listening: the driver keeps retrying and the hub runs without speakers.
+    const free = await new Promise<number>((resolve) => {
+      const srv = net.createServer().listen(0, '127.0.0.1', () => {
+        const port = (srv.address() as net.AddressInfo).port;
+        srv.close(() => resolve(port));
+      });
+    });
+    const data = tmp('speakerhub-cli-');
+    const cli = runCli(['hub', '--port', '0', '--host', '127.0.0.1', '--data', data, '--snapcast', `127.0.0.1:${free}`, '--no-samples', '--log-level', 'warn']);
+    const { base, token } = await banner(cli);
+    const auth = { Authorization: `Bearer ${token}` };
+    const session = (await httpGet(`${base}/api/v1/init_session`, auth)).body.SessionToken as string;
+    expect((await httpGet(`${base}/api/v1/device_count?SessionToken=${session}`, auth)).body).toEqual({ DeviceCount: '0' });
+    cli.child.kill('SIGTERM');
+    expect(await within(cli.exit, 5000, 'exit after SIGTERM')).toMatchObject({ code: 0 });
   }, 30_000);
 
   test('exits 0 on SIGTERM even while an event-stream client is connected', async () => {
