@@ -147,6 +147,34 @@ describe('UpnpDriver discovery bookkeeping', () => {
     expect(await bye).toEqual([false]);
   });
 
+  test('a renderer that comes back at another address (same UDN) is re-resolved: same DeviceID, new address, controllable', async () => {
+    driver = make({});
+    await driver.start();
+    const added = once(driver, 'speakerAdded');
+    ssdpOf(driver).onAlive(alive(fake));
+    const [speaker] = (await added) as [UpnpSpeaker];
+    const id = speaker.id;
+    // The renderer restarts on another port (DHCP lease, app restart): the old address is dead.
+    await fake.stop();
+    const moved = new FakeRenderer();
+    await moved.start();
+    try {
+      ssdpOf(driver).onAlive(alive(moved));
+      for (let i = 0; i < 100 && speaker.info().port !== moved.port; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(speaker.info().port).toBe(moved.port);
+      expect(speaker.id).toBe(id);
+      expect(driver.speakers()).toHaveLength(1);
+      expect(speaker.available).toBe(true);
+      await speaker.setVolume(10);
+      expect(moved.volumeSets).toEqual([20]);
+      expect(moved.subscribes).toBe(2); // events now come from the new address
+    } finally {
+      await driver.stop();
+      driver = undefined;
+      await moved.stop();
+    }
+  });
+
   test('announcements of other device types do not add anything; a renderer that is unreachable is not added', async () => {
     driver = make({});
     await driver.start();
