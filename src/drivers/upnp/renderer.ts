@@ -464,27 +464,15 @@ export class UpnpSpeaker extends EventEmitter<SpeakerEvents> implements Speaker 
   // ---- events and polling --------------------------------------------------------------
 
   private onTransportEvent(properties: Record<string, string>): void {
-    const lastChange = properties.LastChange;
-    if (!lastChange) return;
-    let vars: Record<string, string>;
-    try {
-      vars = parseLastChange(lastChange);
-    } catch {
-      return;
-    }
+    const vars = lastChangeOf(properties);
+    if (!vars) return;
     // Events only prompt a look: they may be stale (our own Stop before a play) or out of order.
     if (vars.TransportState && this.session) this.schedulePoll(0);
   }
 
   private onRenderingEvent(properties: Record<string, string>): void {
-    const lastChange = properties.LastChange;
-    if (!lastChange) return;
-    let vars: Record<string, string>;
-    try {
-      vars = parseLastChange(lastChange);
-    } catch {
-      return;
-    }
+    const vars = lastChangeOf(properties);
+    if (!vars) return;
     if (vars.Mute !== undefined) {
       const muted = vars.Mute === '1' || vars.Mute.toLowerCase() === 'true';
       if (muted !== this.muted) {
@@ -686,4 +674,14 @@ function isLoopbackUrl(url: string): boolean {
 
 function isIdle(state: string): boolean {
   return state === 'STOPPED' || state === 'NO_MEDIA_PRESENT';
+}
+
+/** The variables of a GENA LastChange property, or undefined when it is absent or malformed. */
+function lastChangeOf(properties: Record<string, string>): Record<string, string> | undefined {
+  if (!properties.LastChange) return undefined;
+  try {
+    return parseLastChange(properties.LastChange);
+  } catch {
+    return undefined;
+  }
 }
