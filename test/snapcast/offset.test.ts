@@ -1,7 +1,8 @@
 import { snapcastInstalled } from './harness';
+import { labSuite } from '../helpers/labs';
 import { measureSnapcastOffset } from './offset';
 
-const describeIf = snapcastInstalled() ? describe : describe.skip;
+const describeIf = labSuite('the Snapcast lab', snapcastInstalled() ? undefined : 'snapserver, snapclient or ffmpeg is not installed');
 
 describeIf('inter-client offset of a Snapcast party play (real snapclients)', () => {
   test('three clients play a marker within 0.5 ms of each other', async () => {

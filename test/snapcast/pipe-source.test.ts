@@ -1,8 +1,9 @@
 import { snapcastDeviceId } from '../../src/drivers/snapcast';
 import { fileSize, groupOf, HUB_STREAM, loudness, SnapcastEnv, snapcastInstalled, waitFor } from './harness';
+import { labSuite } from '../helpers/labs';
 import { startSnapcastHub, toneWav, type SnapcastHub } from './hub';
 
-const describeIf = snapcastInstalled() ? describe : describe.skip;
+const describeIf = labSuite('the Snapcast lab', snapcastInstalled() ? undefined : 'snapserver, snapclient or ffmpeg is not installed');
 
 describeIf('Snapcast driver feeding a pipe source', () => {
   let env: SnapcastEnv;

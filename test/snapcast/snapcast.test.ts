@@ -3,13 +3,14 @@ import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { snapcastDeviceId } from '../../src/drivers/snapcast';
 import { allClients, fileSize, groupOf, HUB_STREAM, IDLE_STREAM, loudness, OTHER_STREAM, SnapcastEnv, snapcastInstalled, waitFor } from './harness';
+import { labSuite } from '../helpers/labs';
 import { startSnapcastHub, toneWav, type SnapcastHub } from './hub';
 
 /** Loudest 50 ms RMS that counts as "audio is there" (the test tones are ~8500) and as silence. */
 const AUDIBLE = 2000;
 const SILENT = 50;
 
-const describeIf = snapcastInstalled() ? describe : describe.skip;
+const describeIf = labSuite('the Snapcast lab', snapcastInstalled() ? undefined : 'snapserver, snapclient or ffmpeg is not installed');
 
 describeIf('Snapcast driver against real snapserver and snapclients', () => {
   let env: SnapcastEnv;

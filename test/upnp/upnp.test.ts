@@ -7,10 +7,9 @@ import { readFileSync, statSync } from 'node:fs';
 import { labUnavailableReason, MEDIA, UpnpLab, type HubProcess, type Renderer } from './lab';
 import { eventually, sleep } from './processes';
 import { measureUpnpSkew } from './skew';
+import { labSuite } from '../helpers/labs';
 
-const skipReason = labUnavailableReason();
-if (skipReason) console.warn(`UPnP integration tests skipped: ${skipReason}`);
-const suite = skipReason ? describe.skip : describe;
+const suite = labSuite('the UPnP lab (gmediarender in network namespaces)', labUnavailableReason());
 
 jest.setTimeout(60_000);
 
