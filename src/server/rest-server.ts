@@ -1,11 +1,11 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import cors from '@fastify/cors';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HubError, errorBody } from '../core/errors';
 import type { HubCore } from '../core/hub-core';
 import { runOperation, SESSION_PARAM_ALIASES, type DispatchResult } from '../operations/dispatch';
 import { OPERATIONS, parameterNames, type Operation } from '../operations/table';
-import { redactUrl, type Logger } from '../logger';
+import type { Logger } from '../logger';
 import { BearerAuth } from './auth';
 import { streamEvents } from './event-stream';
 import { parseLenientQuery } from './lenient-query';
@@ -149,7 +149,7 @@ export class RestServer {
         return this.fail(reply, new HubError('MethodNotAllowed', `${req.method} is not supported; operations are GET requests.`));
       }
       const name = req.url.split('?')[0].split('/').filter(Boolean).pop() ?? '';
-      return this.fail(reply, new HubError('UnknownOperation', `No operation at ${req.method} ${redactUrl(req.url).split('?')[0]} (${name || 'empty'}); see /api/v1/openapi.json.`));
+      return this.fail(reply, new HubError('UnknownOperation', `No operation at ${req.method} ${req.url.split('?')[0]} (${name || 'empty'}); see /api/v1/openapi.json.`));
     });
 
     app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {

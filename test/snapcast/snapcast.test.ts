@@ -49,7 +49,7 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     // Names as a snapcast app would set them; client 3 keeps none and shows its host name.
     await env.rpc('Client.SetName', { id: clientIds[0], name: 'Kitchen' });
     await env.rpc('Client.SetName', { id: clientIds[1], name: 'Living Room' });
-    web = createServer((req, res) => {
+    web = createServer((_req, res) => {
       const wav = toneWav(20, 660, 'Web Tone');
       res.writeHead(200, { 'Content-Type': 'audio/wav', 'Content-Length': wav.length }).end(wav);
     });
