@@ -179,9 +179,7 @@ export class HubStream {
   connectionLost(): void {
     this.pending?.feed.stop();
     this.stopFeed();
-    for (const m of this.members.values()) m.changeState('stopped', 'error', 'lost the connection to snapserver');
-    this.members.clear();
-    this.pausedPositions.clear();
+    this.dropMembers('error', 'lost the connection to snapserver');
   }
 
   /** Re-establishes the invariant after the server's topology changed (coalesced). */
@@ -330,10 +328,7 @@ export class HubStream {
           if (this.feed !== feed) return;
           this.feed = undefined;
           this.media = undefined;
-          const ended = [...this.members.values()];
-          this.members.clear();
-          this.pausedPositions.clear();
-          for (const m of ended) m.changeState('stopped', 'ended');
+          this.dropMembers('ended');
           this.log.info('media ended');
           await this.reconcile();
         }).catch((e) => this.log.warn({ err: String(e) }, 'could not release groups after the end of the media'));
@@ -344,10 +339,7 @@ export class HubStream {
         if (this.feed !== feed) return;
         this.feed = undefined;
         this.media = undefined;
-        const failed = [...this.members.values()];
-        this.members.clear();
-        this.pausedPositions.clear();
-        for (const m of failed) m.changeState('stopped', 'error', error.message);
+        this.dropMembers('error', error.message);
         await this.reconcile();
       }).catch((e) => this.log.warn({ err: String(e) }, 'could not release groups after a feed error'));
     });
@@ -377,6 +369,14 @@ export class HubStream {
       m.changeState('playing');
     }
     await this.reconcile();
+  }
+
+  /** Every member leaves the stream, stopped for this reason; the feed is the caller's to end. */
+  private dropMembers(reason: StopReason, detail?: string): void {
+    const gone = [...this.members.values()];
+    this.members.clear();
+    this.pausedPositions.clear();
+    for (const m of gone) m.changeState('stopped', reason, detail);
   }
 
   private stopFeed(): void {
