@@ -12,6 +12,7 @@
  */
 const http = require('node:http');
 const { readFileSync } = require('node:fs');
+const { report, serveParent } = require('./child-ipc');
 
 let routes = new Map();
 
@@ -37,11 +38,6 @@ const server = http.createServer((req, res) => {
 // Same keep-alive window as the hub (fastify's 72 s), so idle load connections are never cut.
 server.keepAliveTimeout = 72_000;
 
-function report(msg) {
-  if (process.send) process.send(msg);
-  else process.stdout.write(`${JSON.stringify(msg)}\n`);
-}
-
 let stopping = false;
 function stop(code = 0) {
   if (stopping) return;
@@ -54,25 +50,12 @@ function stop(code = 0) {
   server.closeAllConnections();
 }
 
-process.on('message', async (m) => {
-  if (!m || typeof m !== 'object') return;
-  if (m.cmd === 'stop') return stop(0);
-  if (m.cmd === 'routes') {
+serveParent(stop, {
+  routes(m) {
     setRoutes(m.routes);
-    return report({ type: 'routes-set', count: routes.size });
-  }
-  if (m.cmd === 'rss') {
-    if (typeof global.gc !== 'function') return report({ type: 'error', error: 'rss needs node --expose-gc' });
-    global.gc();
-    await new Promise((r) => setImmediate(r));
-    global.gc();
-    const mu = process.memoryUsage();
-    report({ type: 'rss', rss: mu.rss, heapTotal: mu.heapTotal, heapUsed: mu.heapUsed, external: mu.external, arrayBuffers: mu.arrayBuffers });
-  }
+    report({ type: 'routes-set', count: routes.size });
+  },
 });
-process.on('disconnect', () => stop(0));
-process.on('SIGTERM', () => stop(0));
-process.on('SIGINT', () => stop(0));
 
 server.listen(0, '127.0.0.1', () => {
   const { port } = server.address();

@@ -13,6 +13,7 @@
 const http = require('node:http');
 const { rmSync } = require('node:fs');
 const { join } = require('node:path');
+const { report, serveParent } = require('./child-ipc');
 
 const cfg = JSON.parse(process.argv[2] || process.env.BENCH_HUB_CONFIG || '{}');
 if (!cfg.dataDir) {
@@ -26,11 +27,6 @@ const { createHub } = require(join(__dirname, '..', 'dist', 'index.js'));
 
 let hub;
 let stopping = false;
-
-function report(msg) {
-  if (process.send) process.send(msg);
-  else process.stdout.write(`${JSON.stringify(msg)}\n`);
-}
 
 /** GET with node:http (not fetch: undici would be loaded and counted in the RSS figure). */
 function get(url, headers) {
@@ -87,22 +83,7 @@ async function main() {
   report({ type: 'ready', pid: process.pid, url, token: TOKEN, session, speakers: cfg.speakers ?? 3, startMs });
 }
 
-process.on('message', async (m) => {
-  if (!m || typeof m !== 'object') return;
-  if (m.cmd === 'stop') return stop(0);
-  if (m.cmd === 'rss') {
-    if (typeof global.gc !== 'function') return report({ type: 'error', error: 'rss needs node --expose-gc' });
-    global.gc();
-    await new Promise((r) => setImmediate(r));
-    global.gc();
-    const mu = process.memoryUsage();
-    report({ type: 'rss', rss: mu.rss, heapTotal: mu.heapTotal, heapUsed: mu.heapUsed, external: mu.external, arrayBuffers: mu.arrayBuffers });
-  }
-});
-// The parent went away (crash, Ctrl-C): do not linger as an orphan holding a port.
-process.on('disconnect', () => stop(0));
-process.on('SIGTERM', () => stop(0));
-process.on('SIGINT', () => stop(0));
+serveParent(stop);
 
 main().catch((e) => {
   console.error('hub-server: start failed:', e && e.stack ? e.stack : e);
