@@ -10,7 +10,12 @@ import type { Logger } from '../logger';
 export class SpeakerRegistry {
   private readonly speakers = new Map<string, Speaker>();
   private readonly detach = new Map<string, () => void>();
-  private readonly drivers = new Map<string, SpeakerDriver>();
+  /**
+   * The driver instance each speaker came from. Keyed by instance, not by driver name: two
+   * drivers of one kind (two UPnP interfaces, two Snapcast setups) must each get their own
+   * speakers in playGroup().
+   */
+  private readonly owners = new Map<Speaker, SpeakerDriver>();
 
   constructor(
     private readonly events: HubEventBus,
@@ -18,13 +23,12 @@ export class SpeakerRegistry {
   ) {}
 
   attachDriver(driver: SpeakerDriver): void {
-    this.drivers.set(driver.name, driver);
-    driver.on('speakerAdded', (s) => this.add(s));
+    driver.on('speakerAdded', (s) => this.add(s, driver));
     driver.on('speakerRemoved', (s) => this.remove(s.id));
-    for (const s of driver.speakers()) this.add(s);
+    for (const s of driver.speakers()) this.add(s, driver);
   }
 
-  private add(speaker: Speaker): void {
+  private add(speaker: Speaker, driver: SpeakerDriver): void {
     const clash = this.speakers.get(speaker.id);
     if (clash && clash !== speaker) {
       this.logger.error({ deviceId: speaker.id, drivers: [clash.driver, speaker.driver] }, 'two speakers share a DeviceID; keeping the first');
@@ -32,6 +36,7 @@ export class SpeakerRegistry {
     }
     if (clash) return;
     this.speakers.set(speaker.id, speaker);
+    this.owners.set(speaker, driver);
     const onAvailability = (available: boolean) =>
       this.events.emit('device', { reason: available ? 'DeviceAvailable' : 'DeviceUnavailable', device: this.record(speaker) });
     const onInfo = (changed: Partial<SpeakerInfo>) => {
@@ -62,6 +67,7 @@ export class SpeakerRegistry {
     this.detach.get(id)?.();
     this.detach.delete(id);
     this.speakers.delete(id);
+    this.owners.delete(speaker);
     this.events.emit('device', { reason: 'DeviceUnavailable', device: { ...this.record(speaker), Active: false } });
   }
 
@@ -78,7 +84,7 @@ export class SpeakerRegistry {
   }
 
   driverOf(speaker: Speaker): SpeakerDriver | undefined {
-    return this.drivers.get(speaker.driver);
+    return this.owners.get(speaker);
   }
 
   find(id: string): Speaker | undefined {
