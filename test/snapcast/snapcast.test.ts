@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { snapcastDeviceId } from '../../src/drivers/snapcast';
-import { allClients, fileSize, groupOf, HUB_STREAM, IDLE_STREAM, loudness, OTHER_STREAM, SnapcastEnv, snapcastInstalled, waitFor } from './harness';
+import { allClients, fileSize, groupOf, HUB_STREAM, IDLE_STREAM, loudness, OTHER_STREAM, SAMPLE_FORMAT, SnapcastEnv, snapcastInstalled, waitFor } from './harness';
 import { labSuite } from '../helpers/labs';
 import { startSnapcastHub, toneWav, type SnapcastHub } from './hub';
 
@@ -32,10 +32,28 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
       expect(loudness(file(n), from[n - 1])).toBeLessThan(SILENT);
     }
   }
-  async function expectSilence(ns: number[], ms = 1000): Promise<void> {
+  /** Bytes a client writes in `ms` (its file player writes silence when nothing plays). */
+  const bytesIn = (ms: number) => Math.floor((SAMPLE_FORMAT.rate * ms) / 1000) * SAMPLE_FORMAT.bytesPerFrame;
+  /**
+   * Silence that cannot be vacuous: each client has written at least `ms` of output since the
+   * call (so it is alive and writing), and all of it is silent.
+   */
+  async function expectSilence(ns: number[], ms = 800): Promise<void> {
     const from = sizes();
-    await new Promise((r) => setTimeout(r, ms));
+    await waitFor(() => ns.every((n) => fileSize(file(n)) - from[n - 1] >= bytesIn(ms)), ms + 5000, `${ms} ms of output from clients ${ns.join(', ')}`);
     for (const n of ns) expect(loudness(file(n), from[n - 1])).toBeLessThan(SILENT);
+  }
+  /** Waits until the clients' latest 200 ms are silent (what was buffered has played out). */
+  async function untilSilent(ns: number[], timeoutMs = 5000): Promise<void> {
+    await waitFor(
+      async () => {
+        const from = sizes();
+        await waitFor(() => ns.every((n) => fileSize(file(n)) - from[n - 1] >= bytesIn(200)), 3000, 'output');
+        return ns.every((n) => loudness(file(n), from[n - 1]) < SILENT);
+      },
+      timeoutMs,
+      `silence in clients ${ns.join(', ')}`,
+    );
   }
   async function state(): Promise<{ PlaybackState: string; TimeElapsed: string }> {
     return t.op('playback_status');
@@ -149,7 +167,7 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     expect(at).toBeGreaterThan(1.5);
     expect(speaker.state).toBe('paused');
     // What was fed before the pause still plays out of snapserver's buffer (1 s), then silence.
-    await new Promise((r) => setTimeout(r, 1300));
+    await untilSilent([1]);
     await expectSilence([1], 800);
     expect(await state()).toEqual(paused);
     expect(speaker.position()).toBe(at);
@@ -168,7 +186,7 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     expect(await state()).toEqual({ PlaybackState: 'PlayerStateStopped', TimeElapsed: '-1' });
     // Stop releases the group at once: no group is left on the hub stream.
     expect((await env.status()).groups.filter((g: any) => g.stream_id === HUB_STREAM)).toEqual([]);
-    await new Promise((r) => setTimeout(r, 300));
+    await untilSilent([1, 2, 3]);
     await expectSilence([1, 2, 3], 800);
   });
 
@@ -235,10 +253,9 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     const status = await env.status();
     expect(groupOf(status, clientIds[0]).stream_id).not.toBe(HUB_STREAM);
     expect(groupOf(status, clientIds[1]).stream_id).toBe(HUB_STREAM);
-    await new Promise((r) => setTimeout(r, 300));
+    await untilSilent([1]);
     from = sizes();
-    await new Promise((r) => setTimeout(r, 800));
-    expect(loudness(file(2), from[1])).toBeGreaterThan(AUDIBLE);
+    await waitFor(() => loudness(file(2), from[1]) > AUDIBLE && fileSize(file(1)) - from[0] >= bytesIn(800), 5000, 'client 2 audible while client 1 writes');
     expect(loudness(file(1), from[0])).toBeLessThan(SILENT);
     expect((await state()).PlaybackState).toBe('PlayerStatePlaying');
     await t.op('remove_device_from_session', { DeviceID: ids[1] });
@@ -295,8 +312,8 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     await waitFor(async () => (await device(3)).Active === true, 8000, 'client 3 active again');
     await waitFor(async () => groupOf(await env.status(), clientIds[2]).stream_id !== HUB_STREAM, 3000, 'client 3 off the hub stream');
     from = sizes();
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(loudness(file(1), from[0])).toBeGreaterThan(AUDIBLE);
+    // Positive signal first: client 1 hears the playback while client 3 writes (silence) alongside.
+    await waitFor(() => loudness(file(1), from[0]) > AUDIBLE && fileSize(file(3)) - from[2] >= bytesIn(1000), 8000, 'client 1 audible while client 3 writes');
     expect(loudness(file(3), from[2])).toBeLessThan(SILENT);
   });
 

@@ -106,3 +106,33 @@ describe('snapcast server model', () => {
     expect(ch.placement.size).toBe(0);
   });
 });
+
+describe('snapcast reconnect backoff', () => {
+  const { reconnectDelay } = require('../../src/drivers/snapcast/server-connection') as typeof import('../../src/drivers/snapcast/server-connection');
+
+  /** Clock ms of the first connection attempt at or after `backAt`, for an outage starting at 0. */
+  function firstAttemptAfter(backAt: number, min = 250, max = 10_000): { at: number; attempts: number } {
+    let t = 0;
+    let attempts = 1;
+    while (t < backAt) {
+      t += reconnectDelay(t, min, max);
+      attempts++;
+    }
+    return { at: t, attempts };
+  }
+
+  test('an 8 s outage costs at most a quarter more (not the 7.5 s of a doubling backoff), in few attempts', () => {
+    const { at, attempts } = firstAttemptAfter(8000);
+    expect(at).toBeLessThanOrEqual(8000 * 1.25);
+    expect(attempts).toBeLessThan(20);
+  });
+
+  test('short outages retry at the minimum delay; long ones thin out to the maximum', () => {
+    expect(reconnectDelay(0, 250, 10_000)).toBe(250);
+    expect(reconnectDelay(600, 250, 10_000)).toBe(250);
+    expect(reconnectDelay(8000, 250, 10_000)).toBe(2000);
+    expect(reconnectDelay(3_600_000, 250, 10_000)).toBe(10_000);
+    // An hour-long outage: about one attempt per reconnectMaxMs, not a flood.
+    expect(firstAttemptAfter(3_600_000).attempts).toBeLessThan(400);
+  });
+});

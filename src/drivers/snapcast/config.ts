@@ -39,7 +39,10 @@ export const SnapcastConfigSchema = z
     bufferMs: z.number().int().min(0).max(60_000).default(1000),
     /** The ffmpeg binary that decodes media to PCM. */
     ffmpegPath: z.string().min(1).default('ffmpeg'),
-    /** Reconnect backoff after a lost control connection: first delay, doubling up to the max (ms). */
+    /**
+     * Reconnect backoff after a lost control connection (ms): each wait is a quarter of the
+     * outage so far, at least reconnectMinMs and at most reconnectMaxMs.
+     */
     reconnectMinMs: z.number().int().min(10).max(60_000).default(250),
     reconnectMaxMs: z.number().int().min(10).max(600_000).default(10_000),
     /** A JSON-RPC request without an answer in this time fails (ms). */
