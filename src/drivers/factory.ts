@@ -1,6 +1,7 @@
 import type { Clock } from '../core/clock';
 import type { HubConfig } from '../config/schema';
 import type { Logger } from '../logger';
+import { hubMediaUrlMatcher } from '../media/capability-url';
 import type { SpeakerDriver } from './driver';
 import { SnapcastDriver } from './snapcast';
 import { UpnpDriver } from './upnp';
@@ -35,7 +36,18 @@ export function createConfiguredDrivers(config: HubConfig, deps: DriverDeps): Sp
         );
       }
       drivers.push(
-        new UpnpDriver({ config: config.upnp, interfaceName: config.network.interface, address: deps.networkAddress, clock: deps.clock, logger: deps.logger }),
+        new UpnpDriver({
+          config: config.upnp,
+          interfaceName: config.network.interface,
+          address: deps.networkAddress,
+          clock: deps.clock,
+          logger: deps.logger,
+          isHubMediaUrl: hubMediaUrlMatcher({
+            bindHost: config.mediaServer.host ?? deps.networkAddress,
+            advertiseHost: config.mediaServer.advertiseHost,
+            networkAddress: deps.networkAddress,
+          }),
+        }),
       );
     } else if (name === 'snapcast') {
       if (!config.snapcast.servers.length) deps.logger.warn('the snapcast driver is on but snapcast.servers is empty: no Snapcast speakers will appear');

@@ -137,6 +137,12 @@ export class Renderer {
     await this.start();
   }
 
+  /** Sends a signal without waiting (SIGSTOP/SIGCONT: a renderer that hangs and comes back). */
+  signal(signal: NodeJS.Signals): void {
+    if (!this.running) throw new Error(`${this.spec.friendlyName} is not running`);
+    this.proc!.kill(signal);
+  }
+
   /** A SOAP call straight to the renderer, bypassing the hub. */
   async soap(service: 'AVTransport' | 'RenderingControl', action: string, args: SoapArgs = {}): Promise<Record<string, string>> {
     this.description ??= (await fetchDescription(this.location, { timeoutMs: 3000, localAddress: this.lab.lan.root.address })).description;
@@ -190,6 +196,11 @@ export class HubProcess {
 
   async stop(): Promise<void> {
     if (this.lines) await terminate(this.lines.child, 'SIGTERM', 5000);
+  }
+
+  /** A crash: SIGKILL, no clean shutdown (renderers are left as they are). start() runs it again, same data folder. */
+  async kill(): Promise<void> {
+    if (this.lines) await terminate(this.lines.child, 'SIGKILL');
   }
 
   async get(path: string): Promise<any> {

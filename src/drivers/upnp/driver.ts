@@ -17,6 +17,12 @@ export interface UpnpDriverOptions {
   address?: string;
   clock: Clock;
   logger: Logger;
+  /**
+   * True for a URL this hub's media server hands out (this run or an earlier one): a renderer
+   * found playing one that no playback tracks is stopped. Without it, everything found
+   * playing is reported as someone else's playback.
+   */
+  isHubMediaUrl?: (url: string) => boolean;
 }
 
 const RENDERER_TYPE = /^urn:schemas-upnp-org:device:MediaRenderer:\d+$/;
@@ -34,6 +40,7 @@ export class UpnpDriver extends EventEmitter<DriverEvents> implements SpeakerDri
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly interfaceName?: string;
+  private readonly isHubMediaUrl?: (url: string) => boolean;
   private address?: string;
   private gena?: GenaServer;
   private ssdp?: SsdpClient;
@@ -51,6 +58,7 @@ export class UpnpDriver extends EventEmitter<DriverEvents> implements SpeakerDri
     this.log = options.logger.child({ component: 'upnp' });
     this.interfaceName = options.interfaceName;
     this.address = options.address;
+    this.isHubMediaUrl = options.isHubMediaUrl;
   }
 
   /**
@@ -186,6 +194,7 @@ export class UpnpDriver extends EventEmitter<DriverEvents> implements SpeakerDri
       logger: this.log,
       gena,
       localAddress: this.address,
+      isHubMediaUrl: this.isHubMediaUrl,
     });
     try {
       await speaker.connect(description, callbackHost);

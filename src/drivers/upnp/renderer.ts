@@ -22,6 +22,8 @@ export interface RendererContext {
   gena: GenaServer;
   /** The interface address requests are sent from, when one is configured. */
   localAddress?: string;
+  /** Recognises this hub's media URLs (see UpnpDriverOptions.isHubMediaUrl). */
+  isHubMediaUrl?: (url: string) => boolean;
 }
 
 /** A play in progress: created by load(), advanced by start() and confirm(). */
@@ -44,6 +46,8 @@ interface Session {
   lastAdvanceAt: number;
   /** false when the renderer reports no RelTime at all: stalls cannot be seen then. */
   reportsPosition: boolean;
+  /** Someone else's playback, found on (re)connect: watched and reported, never stalled out. */
+  foreign?: boolean;
 }
 
 interface Transport {
@@ -355,6 +359,7 @@ export class UpnpSpeaker extends EventEmitter<SpeakerEvents> implements Speaker 
   async connect(description: RendererDescription, callbackHost: string): Promise<void> {
     const before = infoOf(this.desc);
     const moved = description.location !== this.desc.location;
+    const wasAvailable = this._available;
     this.desc = description;
     this.closed = false;
     await Promise.all([this.avt?.close(!moved && this._available), this.rc?.close(!moved && this._available)]);
@@ -378,6 +383,8 @@ export class UpnpSpeaker extends EventEmitter<SpeakerEvents> implements Speaker 
       this.endSession();
       this.setState('stopped', 'error', 'the renderer restarted');
     }
+    // Found or back after a gap: whatever it plays now, the hub did not see start.
+    if (!wasAvailable && !this.session && !this.closed) await this.reconcileTransport();
     const after = infoOf(description);
     if (moved) this.log.info({ location: description.location }, 'renderer moved; reconnected at its new address');
     const changed = diffInfo(before, after);
@@ -387,6 +394,48 @@ export class UpnpSpeaker extends EventEmitter<SpeakerEvents> implements Speaker 
       this.log.info({ name: after.name, address: `${after.ipAddress}:${after.port}` }, 'renderer available');
       this.emit('availability', true);
     }
+  }
+
+  /**
+   * Ghost playback: a renderer dropped from a playback (it hung, the network split) or left
+   * playing when the hub crashed plays on unseen. On discovery and reconnect the renderer's
+   * transport is read: hub media that no playback tracks (this speaker has no session) is
+   * stopped; anything else (another app's stream) is reported as it is (state playing or
+   * paused, so IsPlaying is true and stop_play reaches it) and watched until it ends.
+   */
+  private async reconcileTransport(): Promise<void> {
+    let transport: Transport;
+    try {
+      transport = await this.readTransport();
+    } catch (e) {
+      this.log.debug({ err: (e as Error).message }, 'transport state not readable on connect');
+      return;
+    }
+    if (!isActive(transport.state)) return;
+    const uri = await this.currentUri();
+    if (uri && this.ctx.isHubMediaUrl?.(uri)) {
+      this.log.warn(
+        { url: redactMediaUrl(uri), transportState: transport.state },
+        'the renderer plays hub media that no playback tracks (a dropped speaker or a hub restart): stopping it',
+      );
+      await this.serial(() => this.avtCall('Stop')).catch((e) => this.log.warn({ err: (e as Error).message }, 'could not stop the left-over playback'));
+      return;
+    }
+    this.log.info(
+      { url: uri ? redactMediaUrl(uri) : undefined, transportState: transport.state },
+      'the renderer is playing something the hub did not start: reported as playing',
+    );
+    this.session = { media: { url: uri }, lastAdvanceAt: this.ctx.clock.now(), reportsPosition: false, foreign: true };
+    this.setState(transport.state === 'PAUSED_PLAYBACK' ? 'paused' : 'playing');
+    this.schedulePoll(POLL_MS);
+  }
+
+  /** The URI the renderer has loaded: GetMediaInfo's CurrentURI, else GetPositionInfo's TrackURI. */
+  private async currentUri(): Promise<string> {
+    const media = await this.avtCall('GetMediaInfo').catch(() => undefined);
+    if (media?.CurrentURI) return media.CurrentURI;
+    const pos = await this.avtCall('GetPositionInfo').catch(() => undefined);
+    return pos?.TrackURI ?? '';
   }
 
   /**
@@ -670,6 +719,11 @@ function isLoopbackUrl(url: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Media loaded and in use: playing, paused, or on its way (TRANSITIONING, PAUSED_RECORDING aside). */
+function isActive(state: string): boolean {
+  return state === 'PLAYING' || state === 'PAUSED_PLAYBACK' || state === 'TRANSITIONING';
 }
 
 function isIdle(state: string): boolean {
