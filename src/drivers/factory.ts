@@ -27,6 +27,7 @@ export function createConfiguredDrivers(config: HubConfig, deps: DriverDeps): Sp
           volume: config.speakers.virtual.volume,
           clock: deps.clock,
           version: deps.version,
+          logger: deps.logger,
         }),
       );
     } else if (name === 'upnp') {

@@ -1,60 +1,201 @@
 import { wavDurationFromBuffer } from '../../media/wav-duration';
+import { looksLikeAudio } from './audio-sniff';
 
 /**
  * How a virtual speaker "receives" audio: it really downloads the URL, as a networked
- * speaker would, and reads the duration from the bytes. A response without Content-Length
- * is a live stream: it is checked for audio and then left, with no end.
+ * speaker would, and reads the duration from the bytes. Downloads are streamed and counted:
+ * only the head (HEAD_BYTES) is kept, enough for every header the duration is read from, so a
+ * 385 MiB file costs 2 MiB of memory, not 385. One download serves every virtual speaker of a
+ * play (MediaDownloads). A response without Content-Length is a live stream: it is checked
+ * for audio and then left, with no end.
  */
 export interface ProbeResult {
   status: number;
   contentType: string;
+  /** Bytes received so far; for a finite file, the whole length once the download is done. */
   bytes: number;
   /** Seconds; undefined for live streams or undecodable lengths. */
   duration?: number;
   live: boolean;
 }
 
-const MAX_FILE_BYTES = 512 * 1024 * 1024;
+/** Kept in memory per download: ID3v2 tags with cover art, MP4 'moov' of faststart files, Xing headers. */
+export const HEAD_BYTES = 2 * 1024 * 1024;
 const LIVE_SAMPLE_BYTES = 64 * 1024;
 
-export async function probeMedia(url: string, signal: AbortSignal, timeoutMs = 15000): Promise<ProbeResult> {
-  const timeout = AbortSignal.timeout(timeoutMs);
-  const res = await fetch(url, { signal: AbortSignal.any([signal, timeout]), redirect: 'follow' });
-  if (!res.ok || !res.body) {
-    await res.body?.cancel().catch(() => undefined);
-    throw new Error(`media URL answered HTTP ${res.status}`);
+/**
+ * Why a fetch failed. The message a client sees is the same for every cause (an HTTP
+ * status, a refused connection, a DNS failure): told apart, they would map which loopback
+ * ports are open (issue 7, item 11). `detail` is for the log, at debug level.
+ */
+export class MediaFetchError extends Error {
+  constructor(
+    readonly detail: string,
+    message = 'the media URL could not be fetched',
+  ) {
+    super(message);
   }
-  const contentType = res.headers.get('content-type') ?? 'application/octet-stream';
-  const live = res.headers.get('content-length') === null;
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  const reader = res.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(Buffer.from(value));
-    bytes += value.byteLength;
-    if (bytes > MAX_FILE_BYTES) {
-      await reader.cancel().catch(() => undefined);
-      throw new Error('media is larger than 512 MiB');
-    }
-    if (live && bytes >= LIVE_SAMPLE_BYTES) {
-      await reader.cancel().catch(() => undefined);
-      break;
-    }
+}
+
+interface Download {
+  /** Resolves once the head is read and the duration known. */
+  result: Promise<ProbeResult>;
+  /** Resolves with the total byte count when the body has been read to its end (or given up). */
+  done: Promise<number>;
+  controller: AbortController;
+  users: number;
+}
+
+/**
+ * Downloads shared by URL: speakers that ask for a URL while it is being fetched join that
+ * download. It is aborted when every speaker that joined has let go of it (stopped, replaced).
+ */
+export class MediaDownloads {
+  private readonly active = new Map<string, Download>();
+
+  constructor(private readonly timeoutMs = 15000) {}
+
+  /** How many downloads run now (tests check that a party play fetches once). */
+  get size(): number {
+    return this.active.size;
   }
-  if (bytes === 0) throw new Error('media URL returned no data');
-  let duration: number | undefined;
-  if (!live) duration = wavDurationFromBuffer(chunks[0].length >= 4096 ? chunks[0] : Buffer.concat(chunks), bytes);
-  if (!live && duration === undefined) {
-    // Loaded on first use only: music-metadata brings Node's ESM loader with it.
-    const { parseBuffer } = await import('music-metadata');
+
+  fetch(url: string, signal: AbortSignal): { result: Promise<ProbeResult>; done: Promise<number> } {
+    let d = this.active.get(url);
+    if (!d) {
+      const controller = new AbortController();
+      const started = startDownload(url, controller.signal, this.timeoutMs);
+      d = { ...started, controller, users: 0 };
+      const entry = d;
+      this.active.set(url, entry);
+      const forget = () => {
+        if (this.active.get(url) === entry) this.active.delete(url);
+      };
+      // A failed head ends the sharing at once; a finished body too.
+      entry.result.catch(forget);
+      void entry.done.then(forget, forget);
+    }
+    const entry = d;
+    entry.users++;
+    let left = false;
+    const leave = () => {
+      if (left) return;
+      left = true;
+      if (--entry.users === 0) {
+        entry.controller.abort();
+        if (this.active.get(url) === entry) this.active.delete(url);
+      }
+    };
+    if (signal.aborted) leave();
+    else signal.addEventListener('abort', leave, { once: true });
+    const result = new Promise<ProbeResult>((resolve, reject) => {
+      signal.addEventListener('abort', () => reject(new MediaFetchError('aborted', 'playback was replaced before it started')), { once: true });
+      entry.result.then(resolve, reject);
+    });
+    return { result, done: entry.done };
+  }
+}
+
+function startDownload(url: string, signal: AbortSignal, timeoutMs: number): { result: Promise<ProbeResult>; done: Promise<number> } {
+  let resolveDone!: (n: number) => void;
+  const done = new Promise<number>((r) => (resolveDone = r));
+  const result = (async (): Promise<ProbeResult> => {
+    // The deadline covers the answer and the head, not the rest of a long file.
+    const headTimeout = new AbortController();
+    const timer = setTimeout(() => headTimeout.abort(), timeoutMs);
+    let bytes = 0;
     try {
-      const meta = await parseBuffer(Buffer.concat(chunks), { mimeType: contentType, size: bytes }, { duration: true });
-      duration = meta.format.duration;
-    } catch {
-      duration = undefined;
+      let res: Response;
+      try {
+        res = await fetch(url, { signal: AbortSignal.any([signal, headTimeout.signal]), redirect: 'follow' });
+      } catch (e) {
+        throw new MediaFetchError(headTimeout.signal.aborted ? `no answer within ${timeoutMs} ms` : causeOf(e));
+      }
+      if (!res.ok || !res.body) {
+        await res.body?.cancel().catch(() => undefined);
+        throw new MediaFetchError(`HTTP ${res.status}`);
+      }
+      const contentType = res.headers.get('content-type') ?? 'application/octet-stream';
+      const lengthHeader = res.headers.get('content-length');
+      const live = lengthHeader === null;
+      const length = live ? undefined : Number(lengthHeader);
+      const reader = res.body.getReader();
+      const head: Buffer[] = [];
+      let headBytes = 0;
+      const want = live ? LIVE_SAMPLE_BYTES : HEAD_BYTES;
+      try {
+        while (headBytes < want) {
+          const { done: end, value } = await reader.read();
+          if (end) break;
+          bytes += value.byteLength;
+          const room = want - headBytes;
+          const part = value.byteLength > room ? value.subarray(0, room) : value;
+          head.push(Buffer.from(part));
+          headBytes += part.byteLength;
+        }
+      } catch (e) {
+        throw new MediaFetchError(headTimeout.signal.aborted ? `no data within ${timeoutMs} ms` : causeOf(e));
+      }
+      clearTimeout(timer);
+      if (bytes === 0) throw new MediaFetchError('empty body', 'the media URL returned no data');
+      const headBuf = Buffer.concat(head);
+      if (!looksLikeAudio(contentType, headBuf)) {
+        await reader.cancel().catch(() => undefined);
+        throw new MediaFetchError(`content type ${contentType}, no known audio signature`, 'the media URL does not serve audio');
+      }
+      if (live) {
+        await reader.cancel().catch(() => undefined);
+        resolveDone(bytes);
+        return { status: res.status, contentType, bytes, live };
+      }
+      // The rest is read and counted, never kept; it goes on after the play has started.
+      const complete = bytes >= (length ?? 0);
+      void drain(reader, bytes).then(resolveDone);
+      const total = length !== undefined && Number.isFinite(length) && length > 0 ? length : bytes;
+      const duration = await durationOf(headBuf, contentType, total, complete);
+      return { status: res.status, contentType, bytes, duration, live };
+    } catch (e) {
+      clearTimeout(timer);
+      resolveDone(bytes);
+      throw e;
     }
+  })();
+  result.catch(() => undefined);
+  return { result, done };
+}
+
+async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, counted: number): Promise<number> {
+  let bytes = counted;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return bytes;
+      bytes += value.byteLength;
+    }
+  } catch {
+    return bytes; // aborted (every speaker let go) or the connection broke: counted so far
   }
-  return { status: res.status, contentType, bytes, duration, live };
+}
+
+/** Duration from the head: exact when the whole file is in it, else from headers, else estimated from the bitrate. */
+async function durationOf(head: Buffer, contentType: string, total: number, complete: boolean): Promise<number | undefined> {
+  const wav = wavDurationFromBuffer(head, total);
+  if (wav !== undefined) return wav;
+  // Loaded on first use only: music-metadata brings Node's ESM loader with it.
+  const { parseBuffer } = await import('music-metadata');
+  try {
+    const meta = await parseBuffer(head, { mimeType: contentType, size: total }, { duration: complete });
+    const { duration, bitrate } = meta.format;
+    if (complete || !bitrate) return duration;
+    // Without a length header (Xing/VBRI, STREAMINFO, mvhd) the parser counted only the head's frames.
+    const estimate = (total * 8) / bitrate;
+    return duration === undefined || duration < estimate * 0.9 ? estimate : duration;
+  } catch {
+    return undefined;
+  }
+}
+
+function causeOf(e: unknown): string {
+  const err = e as { message?: string; cause?: { code?: string; message?: string } };
+  return [err.message, err.cause?.code ?? err.cause?.message].filter(Boolean).join(': ') || String(e);
 }

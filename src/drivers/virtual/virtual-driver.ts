@@ -2,6 +2,8 @@ import { EventEmitter } from 'node:events';
 import { createHash } from 'node:crypto';
 import type { Clock } from '../../core/clock';
 import { digitId, type DriverEvents, type SpeakerDriver } from '../driver';
+import type { Logger } from '../../logger';
+import { MediaDownloads } from './media-probe';
 import { VirtualSpeaker } from './virtual-speaker';
 
 export interface VirtualDriverOptions {
@@ -13,15 +15,20 @@ export interface VirtualDriverOptions {
   clock: Clock;
   /** Reported as the speakers' firmware version. */
   version: string;
+  /** Fetch failure causes go here at debug level (clients get one message for all causes). */
+  logger?: Logger;
 }
 
 /** The embedded default: N speakers with realistic, stable device records. */
 export class VirtualDriver extends EventEmitter<DriverEvents> implements SpeakerDriver {
   readonly name = 'virtual';
   private readonly list: VirtualSpeaker[];
+  /** One download per URL for all of this driver's speakers (a party play fetches once). */
+  readonly downloads = new MediaDownloads();
 
   constructor(options: VirtualDriverOptions) {
     super();
+    const log = options.logger?.child({ component: 'virtual' });
     const groupId = digitId('virtual-group', 10);
     this.list = Array.from({ length: options.count }, (_, i) => {
       const seed = `virtual:${i + 1}`;
@@ -41,6 +48,8 @@ export class VirtualDriver extends EventEmitter<DriverEvents> implements Speaker
         },
         options.volume ?? 20,
         options.clock,
+        this.downloads,
+        log,
       );
     });
   }

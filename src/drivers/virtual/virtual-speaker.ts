@@ -1,7 +1,8 @@
 import { EventEmitter } from 'node:events';
 import type { Clock, TimerHandle } from '../../core/clock';
 import type { MediaRequest, Speaker, SpeakerEvents, SpeakerInfo, SpeakerPlayState, StopReason } from '../driver';
-import { probeMedia, type ProbeResult } from './media-probe';
+import type { Logger } from '../../logger';
+import { MediaDownloads, MediaFetchError, type ProbeResult } from './media-probe';
 
 export interface FetchRecord extends ProbeResult {
   url: string;
@@ -32,6 +33,9 @@ export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speak
     info: SpeakerInfo,
     volume: number,
     private readonly clock: Clock,
+    /** Shared by the driver's speakers: one download per URL for a whole party play. */
+    private readonly downloads: MediaDownloads = new MediaDownloads(),
+    private readonly log?: Logger,
   ) {
     super();
     this._info = info;
@@ -69,15 +73,23 @@ export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speak
       throw new Error(injected);
     }
     let probe: ProbeResult;
+    const download = this.downloads.fetch(media.url, abort.signal);
     try {
-      probe = await probeMedia(media.url, abort.signal);
+      probe = await download.result;
     } catch (e) {
       if (this.abort === abort) this.abort = undefined;
       if (abort.signal.aborted) throw new Error('playback was replaced before it started');
-      throw new Error(`could not fetch media: ${(e as Error).message}`);
+      if (e instanceof MediaFetchError) {
+        // The cause (HTTP status, refused connection) stays in the log: see MediaFetchError.
+        this.log?.debug({ deviceId: this.id, cause: e.detail }, 'media fetch failed');
+        throw new Error(`could not play the media: ${e.message}`);
+      }
+      throw new Error('could not play the media: the media URL could not be read');
     }
     if (abort.signal.aborted || !this._available) throw new Error('playback was replaced before it started');
-    this.fetches.push({ url: media.url, ...probe });
+    const record: FetchRecord = { url: media.url, ...probe };
+    void download.done.then((bytes) => (record.bytes = bytes));
+    this.fetches.push(record);
     if (this.fetches.length > 20) this.fetches.shift();
     this.duration = media.duration ?? probe.duration;
     this.offset = Math.max(0, media.startAt ?? 0);
