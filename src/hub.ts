@@ -117,6 +117,7 @@ export class SpeakerHub {
       mediaHost: this.mediaServer,
       tts: this.tts,
       sessions: { idleMs: config.sessions.idleMinutes * 60_000, maxSessions: config.sessions.maxSessions },
+      refuseLocalMediaUrls: config.webMedia.refuseLocalAddresses,
     });
     this._core = core;
     for (const driver of this.drivers) await core.addDriver(driver);

@@ -40,6 +40,17 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    webMedia: z
+      .object({
+        /**
+         * Refuse MediaUrls whose host is (or resolves to) a loopback or link-local address
+         * (MediaUrlRefused). Off by default: a stream served on the hub's own machine is a
+         * common setup, and every caller holds the API token.
+         */
+        refuseLocalAddresses: z.boolean().default(false),
+      })
+      .strict()
+      .prefault({}),
     /** Speaker drivers to run; one hub can mix them (DeviceIDs never collide). */
     drivers: z
       .array(z.enum(['virtual', 'upnp', 'snapcast']))

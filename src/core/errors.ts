@@ -9,6 +9,7 @@
 export const ERROR_CODES = {
   InvalidParameter: { status: 400, description: 'A parameter is missing or malformed; the message names it.' },
   UnsupportedScheme: { status: 400, description: 'MediaUrl uses a scheme other than http, https, rtsp, rstp or mms.' },
+  MediaUrlRefused: { status: 400, description: 'MediaUrl points at a loopback or link-local address, which webMedia.refuseLocalAddresses forbids.' },
   TextTooLong: { status: 400, description: 'Text is longer than the configured maximum (tts.maxTextLength).' },
   UnknownOperation: { status: 404, description: 'No operation of that name exists.' },
   MethodNotAllowed: { status: 405, description: 'Operations are GET only (HEAD would run them without showing the result).' },

@@ -10,6 +10,7 @@ import type { SpeakerDriver } from '../drivers/driver';
 import type { MediaCatalog, MediaHost } from '../media/types';
 import type { TtsAudio } from '../tts/provider';
 import type { Logger } from '../logger';
+import { pointsAtLocalAddress } from '../net/local-address';
 
 /** What the core needs of text-to-speech: the TTS layer's speak(), errors already typed. */
 export interface TextToSpeech {
@@ -27,6 +28,8 @@ export interface HubCoreOptions {
   mediaHost: MediaHost;
   tts: TextToSpeech;
   sessions: { idleMs: number; maxSessions: number };
+  /** webMedia.refuseLocalAddresses: MediaUrls at loopback/link-local addresses fail with MediaUrlRefused. */
+  refuseLocalMediaUrls?: boolean;
 }
 
 /**
@@ -47,6 +50,7 @@ export class HubCore {
   private readonly mediaHost: MediaHost;
   private readonly tts: TextToSpeech;
   private readonly drivers: SpeakerDriver[] = [];
+  private readonly refuseLocalMediaUrls: boolean;
 
   constructor(options: HubCoreOptions) {
     this.uuid = options.uuid;
@@ -55,6 +59,7 @@ export class HubCore {
     this.catalog = options.catalog;
     this.mediaHost = options.mediaHost;
     this.tts = options.tts;
+    this.refuseLocalMediaUrls = options.refuseLocalMediaUrls ?? false;
     this.sessions = new SessionStore(options.clock, options.sessions);
     this.speakers = new SpeakerRegistry(this.events, options.logger);
     this.selection = new Selection(this.speakers, this.events);
@@ -88,7 +93,12 @@ export class HubCore {
     };
   }
 
-  webMedia(url: string): PlayableMedia {
+  async webMedia(url: string): Promise<PlayableMedia> {
+    if (this.refuseLocalMediaUrls && (await pointsAtLocalAddress(url))) {
+      throw new HubError('MediaUrlRefused', 'MediaUrl points at a loopback or link-local address; this hub refuses those (webMedia.refuseLocalAddresses).', {
+        parameter: 'MediaUrl',
+      });
+    }
     return { kind: 'web', url, title: url };
   }
 

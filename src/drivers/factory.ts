@@ -28,6 +28,7 @@ export function createConfiguredDrivers(config: HubConfig, deps: DriverDeps): Sp
           clock: deps.clock,
           version: deps.version,
           logger: deps.logger,
+          refuseLocalAddresses: config.webMedia.refuseLocalAddresses,
         }),
       );
     } else if (name === 'upnp') {

@@ -161,3 +161,35 @@ describe('virtual speaker downloads', () => {
     });
   });
 });
+
+describe('webMedia.refuseLocalAddresses', () => {
+  let t: TestHub;
+  let web: Web;
+  beforeAll(async () => {
+    web = await webServer();
+    t = await startHub({ speakers: { virtual: { count: 2 } }, webMedia: { refuseLocalAddresses: true } });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await web?.close();
+  });
+
+  test('loopback and link-local MediaUrls are refused with MediaUrlRefused (HTTP 400), before anything is fetched', async () => {
+    const port = new URL(web.url('/')).port;
+    for (const url of [web.url('/a.wav'), `http://localhost:${port}/a.wav`, `http://[::1]:${port}/a.wav`, 'http://169.254.169.254/latest/meta-data', 'http://127.1.2.3:1/x.mp3']) {
+      const res = await t.get(`/api/v1/play_web_media_party_mode?${new URLSearchParams({ SessionToken: t.session, MediaUrl: url })}`);
+      expect({ url, status: res.status, body: res.body }).toMatchObject({
+        url,
+        status: 400,
+        body: { Result: 'false', ErrorCode: 'MediaUrlRefused', Parameter: 'MediaUrl' },
+      });
+    }
+    expect(web.hits.size).toBe(0);
+  });
+
+  test('hub media (served on loopback by the hub itself) still plays', async () => {
+    const [media] = (await t.op('media_list')).MediaList;
+    expect(await t.op('play_hub_media_party_mode', { PersistentID: media.PersistentID })).toEqual({ Result: 'true' });
+    await t.op('stop_play');
+  });
+});

@@ -53,7 +53,14 @@ interface Download {
 export class MediaDownloads {
   private readonly active = new Map<string, Download>();
 
-  constructor(private readonly timeoutMs = 15000) {}
+  /**
+   * `refuseUrl`, when given, is asked about every redirect target (the first URL was checked
+   * by the core): true refuses it, so a public URL cannot redirect into the hub's loopback.
+   */
+  constructor(
+    private readonly timeoutMs = 15000,
+    private readonly refuseUrl?: (url: string) => Promise<boolean>,
+  ) {}
 
   /** How many downloads run now (tests check that a party play fetches once). */
   get size(): number {
@@ -64,7 +71,7 @@ export class MediaDownloads {
     let d = this.active.get(url);
     if (!d) {
       const controller = new AbortController();
-      const started = startDownload(url, controller.signal, this.timeoutMs);
+      const started = startDownload(url, controller.signal, this.timeoutMs, this.refuseUrl);
       d = { ...started, controller, users: 0 };
       const entry = d;
       this.active.set(url, entry);
@@ -96,7 +103,29 @@ export class MediaDownloads {
   }
 }
 
-function startDownload(url: string, signal: AbortSignal, timeoutMs: number): { result: Promise<ProbeResult>; done: Promise<number> } {
+const MAX_REDIRECTS = 5;
+
+/** fetch(), following redirects by hand when each hop must be checked. */
+async function fetchChecked(url: string, signal: AbortSignal, refuseUrl?: (url: string) => Promise<boolean>): Promise<Response> {
+  if (!refuseUrl) return fetch(url, { signal, redirect: 'follow' });
+  let current = url;
+  for (let hop = 0; ; hop++) {
+    const res = await fetch(current, { signal, redirect: 'manual' });
+    const location = res.headers.get('location');
+    if (res.status < 300 || res.status >= 400 || !location) return res;
+    await res.body?.cancel().catch(() => undefined);
+    if (hop >= MAX_REDIRECTS) throw new MediaFetchError('too many redirects');
+    current = new URL(location, current).toString();
+    if (await refuseUrl(current)) throw new MediaFetchError('redirected to a loopback or link-local address');
+  }
+}
+
+function startDownload(
+  url: string,
+  signal: AbortSignal,
+  timeoutMs: number,
+  refuseUrl?: (url: string) => Promise<boolean>,
+): { result: Promise<ProbeResult>; done: Promise<number> } {
   let resolveDone!: (n: number) => void;
   const done = new Promise<number>((r) => (resolveDone = r));
   const result = (async (): Promise<ProbeResult> => {
@@ -107,8 +136,9 @@ function startDownload(url: string, signal: AbortSignal, timeoutMs: number): { r
     try {
       let res: Response;
       try {
-        res = await fetch(url, { signal: AbortSignal.any([signal, headTimeout.signal]), redirect: 'follow' });
+        res = await fetchChecked(url, AbortSignal.any([signal, headTimeout.signal]), refuseUrl);
       } catch (e) {
+        if (e instanceof MediaFetchError) throw e;
         throw new MediaFetchError(headTimeout.signal.aborted ? `no answer within ${timeoutMs} ms` : causeOf(e));
       }
       if (!res.ok || !res.body) {

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import type { Clock } from '../../core/clock';
 import { digitId, type DriverEvents, type SpeakerDriver } from '../driver';
 import type { Logger } from '../../logger';
+import { pointsAtLocalAddress } from '../../net/local-address';
 import { MediaDownloads } from './media-probe';
 import { VirtualSpeaker } from './virtual-speaker';
 
@@ -17,6 +18,8 @@ export interface VirtualDriverOptions {
   version: string;
   /** Fetch failure causes go here at debug level (clients get one message for all causes). */
   logger?: Logger;
+  /** webMedia.refuseLocalAddresses: redirects to loopback/link-local addresses are refused too. */
+  refuseLocalAddresses?: boolean;
 }
 
 /** The embedded default: N speakers with realistic, stable device records. */
@@ -24,10 +27,11 @@ export class VirtualDriver extends EventEmitter<DriverEvents> implements Speaker
   readonly name = 'virtual';
   private readonly list: VirtualSpeaker[];
   /** One download per URL for all of this driver's speakers (a party play fetches once). */
-  readonly downloads = new MediaDownloads();
+  readonly downloads: MediaDownloads;
 
   constructor(options: VirtualDriverOptions) {
     super();
+    this.downloads = new MediaDownloads(15000, options.refuseLocalAddresses ? pointsAtLocalAddress : undefined);
     const log = options.logger?.child({ component: 'virtual' });
     const groupId = digitId('virtual-group', 10);
     this.list = Array.from({ length: options.count }, (_, i) => {
