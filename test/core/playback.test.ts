@@ -240,7 +240,7 @@ describe('playback', () => {
     expect(unreachable).toMatchObject({ Result: 'false', ErrorCode: 'PlaybackFailed' });
     // An open port answering 404 and a closed port read the same to the client.
     expect(unreachable.ErrorMessage).toBe(r.ErrorMessage);
-    expect(r.ErrorMessage).toContain('the media URL could not be fetched');
+    expect(r.ErrorMessage).toContain('the media URL could not be fetched or does not serve audio');
     expect(r.ErrorMessage).not.toMatch(/404|HTTP|ECONNREFUSED|fetch failed/);
     const causes = t.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'media fetch failed').map((l) => l.cause);
     expect(causes).toContain('HTTP 404');

@@ -228,6 +228,11 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     const r = await t.op('play_web_media_selected_speakers', { MediaUrl: webUrl.replace('/radio.wav', '/missing.wav').replace(/:\d+\//, ':1/'), DeviceIDList: ids[0] });
     expect(r.ErrorCode).toBe('PlaybackFailed');
     expect(JSON.stringify(r)).not.toContain('/media/');
+    // An open port (the hub's own REST server answers 401) reads the same as a closed one: no port oracle.
+    const open = await t.op('play_web_media_selected_speakers', { MediaUrl: `${t.base}/nothing.wav`, DeviceIDList: ids[0] });
+    expect(open.ErrorCode).toBe('PlaybackFailed');
+    expect(open.ErrorMessage).toBe(r.ErrorMessage);
+    expect(r.ErrorMessage).not.toMatch(/refused|401|404|HTTP/i);
     const after = await env.status();
     expect(groupOf(after, clientIds[0]).stream_id).toBe(groupOf(before, clientIds[0]).stream_id);
   });

@@ -142,10 +142,12 @@ describe('virtual speaker downloads', () => {
       await t?.close();
     });
 
-    test('a URL that answers 200 with an HTML page is not audio: PlaybackFailed saying so', async () => {
+    test('a URL that answers 200 with an HTML page is not audio: PlaybackFailed, the cause in the debug log', async () => {
       const r = await t.op('play_web_media_party_mode', { MediaUrl: web.url('/page.mp3') });
       expect(r).toMatchObject({ Result: 'false', ErrorCode: 'PlaybackFailed' });
       expect(r.ErrorMessage).toContain('does not serve audio');
+      const causes = t.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'media fetch failed').map((l) => l.cause);
+      expect(causes).toContain('not audio: content type text/html, no known audio signature');
       expect(web.hits.get('/page.mp3')).toBe(1);
     });
 

@@ -160,7 +160,10 @@ export class Feed extends EventEmitter<FeedEvents> {
           return;
         }
         if (!settled) {
-          settle(new Error(code === 0 ? 'the media has no audio' : `ffmpeg could not play the media: ${this.reason(code, signal)}`));
+          // One message for every cause: ffmpeg's own ("Connection refused", "404 Not Found")
+          // would tell a client which ports on the hub's machine are open. The cause is logged.
+          this.log.debug({ cause: code === 0 ? 'no audio in the media' : this.reason(code, signal) }, 'ffmpeg could not play the media');
+          settle(new Error('ffmpeg could not play the media: the media URL could not be fetched or does not serve audio'));
           return;
         }
         if (code === 0) this.finish();

@@ -31,11 +31,14 @@ const LIVE_SAMPLE_BYTES = 64 * 1024;
 export class MediaFetchError extends Error {
   constructor(
     readonly detail: string,
-    message = 'the media URL could not be fetched',
+    message = MEDIA_FETCH_FAILED,
   ) {
     super(message);
   }
 }
+
+/** The one message for every fetch failure: an error status, no answer, an empty or non-audio body. */
+export const MEDIA_FETCH_FAILED = 'the media URL could not be fetched or does not serve audio';
 
 interface Download {
   /** Resolves once the head is read and the duration known. */
@@ -167,11 +170,11 @@ function startDownload(
         throw new MediaFetchError(headTimeout.signal.aborted ? `no data within ${timeoutMs} ms` : causeOf(e));
       }
       clearTimeout(timer);
-      if (bytes === 0) throw new MediaFetchError('empty body', 'the media URL returned no data');
+      if (bytes === 0) throw new MediaFetchError('empty body');
       const headBuf = Buffer.concat(head);
       if (!looksLikeAudio(contentType, headBuf)) {
         await reader.cancel().catch(() => undefined);
-        throw new MediaFetchError(`content type ${contentType}, no known audio signature`, 'the media URL does not serve audio');
+        throw new MediaFetchError(`not audio: content type ${contentType}, no known audio signature`);
       }
       if (live) {
         await reader.cancel().catch(() => undefined);
