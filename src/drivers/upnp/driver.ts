@@ -28,6 +28,8 @@ export interface UpnpDriverOptions {
 const RENDERER_TYPE = /^urn:schemas-upnp-org:device:MediaRenderer:\d+$/;
 /** Extra seconds past max-age before an unannounced renderer is checked (announcements run late). */
 const EXPIRY_GRACE_S = 10;
+/** Extra looks for a renderer that went unavailable (see lookSoon). */
+const QUICK_RECHECK_MS = [2000, 5000, 10_000];
 
 /**
  * UPnP/DLNA MediaRenderers as hub speakers: found by SSDP on one interface and at static
@@ -211,10 +213,27 @@ export class UpnpDriver extends EventEmitter<DriverEvents> implements SpeakerDri
         return first;
       }
       this.byUdn.set(speaker.udn, speaker);
+      const added = speaker;
+      added.on('availability', (available) => {
+        if (!available) this.lookSoon(added);
+      });
       this.log.info({ deviceId: speaker.id, name: description.friendlyName, model: description.modelName, location }, 'renderer found');
       this.emit('speakerAdded', speaker);
     }
     return speaker;
+  }
+
+  /**
+   * A renderer that just went away is looked for again after 2, 5 and 10 s, besides the
+   * periodic re-check: one that only hung comes back within seconds, maybe still playing
+   * what the hub dropped it from, and connect() stops that left-over playback.
+   */
+  private lookSoon(speaker: UpnpSpeaker): void {
+    for (const ms of QUICK_RECHECK_MS) {
+      this.after(ms, () => {
+        if (!speaker.available && this.byUdn.get(speaker.udn) === speaker) void this.resolve(speaker.location);
+      });
+    }
   }
 
   /** A renderer that stops announcing itself is checked once its max-age runs out. */
