@@ -1,4 +1,8 @@
-import { startHub, type TestHub } from '../helpers/hub';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createHub, type SpeakerHub } from '../../src/hub';
+import { startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
 
 describe('devices', () => {
   let t: TestHub;
@@ -35,14 +39,37 @@ describe('devices', () => {
     expect(await t.op('device_info', { DeviceID: '99999999999999' })).toMatchObject({ Result: 'false', ErrorCode: 'DeviceNotFound', Parameter: 'DeviceID' });
   });
 
-  test('DeviceIDs are stable across restarts', async () => {
-    const other = await startHub({ speakers: { virtual: { count: 3 } } });
+  test('DeviceIDs (and the hub UUID) are stable across a real restart: the hub stopped, a new one started on the same data folder', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'speakerhub-restart-'));
+    const config = {
+      dataDir,
+      speakers: { virtual: { count: 3 } },
+      media: { samples: false },
+      server: { host: '127.0.0.1', port: 0, token: TEST_TOKEN },
+      log: { level: 'silent' as const },
+    };
+    const read = async (hub: SpeakerHub) => {
+      const get = async (path: string) => (await fetch(hub.url + path, { headers: { Authorization: `Bearer ${TEST_TOKEN}` } })).json() as Promise<any>;
+      const init = await get('/api/v1/init_session');
+      const list = (await get(`/api/v1/device_list?SessionToken=${init.SessionToken}`)).DeviceList;
+      return { uuid: init.HKWHubUUID as string, ids: list.map((d: any) => d.DeviceID) as string[] };
+    };
     try {
-      const a = (await t.op('device_list')).DeviceList.map((d: any) => d.DeviceID);
-      const b = (await other.op('device_list')).DeviceList.map((d: any) => d.DeviceID);
-      expect(b).toEqual(a);
+      const first = createHub(config);
+      await first.start();
+      const before = await read(first);
+      await first.stop();
+      const second = createHub(config);
+      await second.start();
+      try {
+        const after = await read(second);
+        expect(before.ids).toHaveLength(3);
+        expect(after).toEqual(before);
+      } finally {
+        await second.stop();
+      }
     } finally {
-      await other.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
