@@ -6,6 +6,8 @@
  *    spread of the renderers' first media GET and of their PLAYING events (target < 10 ms);
  *    control round trips through the hub vs the raw SOAP call (ratio).
  *  - Snapcast inter-client offset on a marker signal across 3 snapclients (target < 0.5 ms).
+ *  - Virtual speakers' download memory: RSS of a child hub after a party play of a 300 MiB
+ *    file against its idle RSS (target: growth < 100 MiB; it once held the whole file per speaker).
  * The measuring code lives with the tests that build these labs (test/upnp/skew.ts,
  * test/snapcast/offset.ts); `tsc -p tsconfig.bench.json` compiles it to .bench-build/.
  * Needs root (network namespaces) and the Debian programs scripts/install-test-deps.sh installs.
@@ -26,10 +28,15 @@ async function snapcast() {
   return measureSnapcastOffset({});
 }
 
+async function virtualDownloads() {
+  const { measureDownloadRss } = require(join(build, 'virtual', 'rss.js'));
+  return measureDownloadRss({});
+}
+
 async function main() {
   const results = {};
   let failed = false;
-  for (const [name, run] of [['upnp', upnp], ['snapcast', snapcast]]) {
+  for (const [name, run] of [['upnp', upnp], ['snapcast', snapcast], ['virtual', virtualDownloads]]) {
     const t0 = Date.now();
     process.stderr.write(`[drivers] ${name} …\n`);
     try {
@@ -53,6 +60,9 @@ function print(results) {
   const s = results.snapcast;
   if (s && !s.error) lines.push(...snapcastLines(s));
   else lines.push(`  Snapcast: failed: ${s && s.error}`);
+  const v = results.virtual;
+  if (v && !v.error) lines.push(...virtualLines(v));
+  else lines.push(`  Virtual downloads: failed: ${v && v.error}`);
   process.stdout.write(`${lines.join('\n')}\n\n`);
 }
 
@@ -73,6 +83,15 @@ function snapcastLines(s) {
     `  Snapcast (3 snapclients, party mode, ${s.markers.length} markers):`,
     `    ${'inter-client offset'.padEnd(30)} worst ${fmt(s.spreadMs, 3)} ms, median ${fmt(s.medianSpreadMs, 3)} ms (timing noise ${fmt(s.timingNoiseMs, 3)} ms)   target < 0.5 ms  ${s.spreadMs < 0.5 ? 'PASS' : 'MISS'}`,
     `    method: ${s.method}`,
+  ];
+}
+
+function virtualLines(v) {
+  const MiB = 1024 * 1024;
+  const growth = v.growthBytes / MiB;
+  return [
+    `  Virtual speakers (${v.speakers}, party play of a ${fmt(v.fileBytes / MiB, 0)} MiB file, ${v.requests} download):`,
+    `    ${'RSS growth'.padEnd(30)} ${fmt(growth)} MiB (idle ${fmt(v.idleRss / MiB)} MiB -> ${fmt(v.afterRss / MiB)} MiB, ratio ${fmt(v.afterRss / v.idleRss, 2)})   target < 100 MiB  ${growth < 100 ? 'PASS' : 'MISS'}`,
   ];
 }
 
