@@ -6,6 +6,8 @@
  *    spread of the renderers' first media GET and of their PLAYING events (target < 10 ms);
  *    control round trips through the hub vs the raw SOAP call (ratio).
  *  - Snapcast inter-client offset on a marker signal across 3 snapclients (target < 0.5 ms).
+ *  - Snapcast reconnect after an 8 s snapserver outage: how long after the snapclients the hub
+ *    has them Active again (the clients' own reconnect is the baseline).
  *  - Virtual speakers' download memory: RSS of a child hub after a party play of a 300 MiB
  *    file against its idle RSS (target: growth < 100 MiB; it once held the whole file per speaker).
  * The measuring code lives with the tests that build these labs (test/upnp/skew.ts,
@@ -28,6 +30,11 @@ async function snapcast() {
   return measureSnapcastOffset({});
 }
 
+async function snapcastReconnect() {
+  const { measureSnapcastReconnect } = require(join(build, 'snapcast', 'reconnect.js'));
+  return measureSnapcastReconnect({ outageMs: 8000 });
+}
+
 async function virtualDownloads() {
   const { measureDownloadRss } = require(join(build, 'virtual', 'rss.js'));
   return measureDownloadRss({});
@@ -36,7 +43,7 @@ async function virtualDownloads() {
 async function main() {
   const results = {};
   let failed = false;
-  for (const [name, run] of [['upnp', upnp], ['snapcast', snapcast], ['virtual', virtualDownloads]]) {
+  for (const [name, run] of [['upnp', upnp], ['snapcast', snapcast], ['snapcastReconnect', snapcastReconnect], ['virtual', virtualDownloads]]) {
     const t0 = Date.now();
     process.stderr.write(`[drivers] ${name} …\n`);
     try {
@@ -60,6 +67,13 @@ function print(results) {
   const s = results.snapcast;
   if (s && !s.error) lines.push(...snapcastLines(s));
   else lines.push(`  Snapcast: failed: ${s && s.error}`);
+  const sr = results.snapcastReconnect;
+  if (sr && !sr.error) {
+    lines.push(
+      `  Snapcast reconnect after a ${fmt(sr.outageMs / 1000, 0)} s snapserver outage (default backoff, ${sr.retries.length} retries):`,
+      `    ${'hub back after the clients'.padEnd(30)} ${fmt(sr.hubBackMs - sr.clientsBackMs, 0)} ms (clients ${fmt(sr.clientsBackMs, 0)} ms, hub ${fmt(sr.hubBackMs, 0)} ms after the restart)   target < 2000 ms  ${sr.hubBackMs - sr.clientsBackMs < 2000 ? 'PASS' : 'MISS'}`,
+    );
+  } else lines.push(`  Snapcast reconnect: failed: ${sr && sr.error}`);
   const v = results.virtual;
   if (v && !v.error) lines.push(...virtualLines(v));
   else lines.push(`  Virtual downloads: failed: ${v && v.error}`);
