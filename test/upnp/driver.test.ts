@@ -114,7 +114,10 @@ describe('UpnpDriver discovery bookkeeping', () => {
     driver.on('speakerAdded', added);
     ssdpOf(driver).onAlive(alive(fake, { type: 'urn:schemas-upnp-org:device:MediaServer:1' }));
     ssdpOf(driver).onAlive(alive(fake, { udn: 'uuid:other', location: 'http://127.0.0.1:1/desc.xml' }));
-    await new Promise((r) => setTimeout(r, 300));
+    // Positive signal: the one lookup started (the renderer's; the MediaServer is not looked at) has finished, empty-handed.
+    const lookups = [...(driver as unknown as { resolving: Map<string, Promise<unknown>> }).resolving.values()];
+    expect(lookups).toHaveLength(1);
+    expect(await lookups[0]).toBeUndefined();
     expect(added).not.toHaveBeenCalled();
   });
 

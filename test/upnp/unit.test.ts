@@ -322,3 +322,29 @@ describe('GENA on loopback', () => {
     }
   });
 });
+
+describe("recognising this hub's media URLs (ghost playback)", () => {
+  const { hubMediaUrlMatcher } = require('../../src/media/capability-url') as typeof import('../../src/media/capability-url');
+  const isHub = hubMediaUrlMatcher({ bindHost: '10.0.0.5', networkAddress: '10.0.0.5' });
+  const id = 'AbCdEfGhIjKlMnOpQrStUv';
+
+  test('the capability form on one of its hosts, any port (an earlier run may have had another)', () => {
+    expect(isHub(`http://10.0.0.5:41234/media/${id}/song.mp3`)).toBe(true);
+    expect(isHub(`http://10.0.0.5:8000/media/${id}/tts%20x.wav`)).toBe(true);
+    expect(isHub(`http://10.0.0.5:8000/media/${id}`)).toBe(true);
+  });
+
+  test('anything else is not the hub: another host, another path, a wrong id length, another scheme', () => {
+    expect(isHub(`http://10.0.0.6:41234/media/${id}/song.mp3`)).toBe(false);
+    expect(isHub('http://10.0.0.5:8080/song.mp3')).toBe(false);
+    expect(isHub(`http://10.0.0.5:8080/media/${id}x/song.mp3`)).toBe(false);
+    expect(isHub(`https://10.0.0.5:8080/media/${id}/song.mp3`)).toBe(false);
+    expect(isHub('not a url')).toBe(false);
+    expect(isHub('')).toBe(false);
+  });
+
+  test('an advertised host name counts too', () => {
+    const named = hubMediaUrlMatcher({ bindHost: '0.0.0.0', advertiseHost: 'Hub.Local' });
+    expect(named(`http://hub.local:9000/media/${id}/a.wav`)).toBe(true);
+  });
+});

@@ -93,3 +93,20 @@ describe('webMedia.refuseLocalAddresses', () => {
     await t.op('stop_play');
   });
 });
+
+describe('what counts as a local address', () => {
+  const { isLocalAddress, pointsAtLocalAddress } = require('../../src/net/local-address') as typeof import('../../src/net/local-address');
+
+  test('loopback and link-local, v4, v6 and v4-mapped; LAN and public addresses are not', () => {
+    for (const a of ['127.0.0.1', '127.255.1.2', '0.0.0.0', '169.254.169.254', '::1', '::', 'fe80::1', 'FEBF::2', '::ffff:127.0.0.1', '[::1]']) expect({ a, local: isLocalAddress(a) }).toEqual({ a, local: true });
+    for (const a of ['10.0.0.1', '192.168.1.20', '172.16.0.1', '8.8.8.8', 'fd00::1', '2001:db8::1', '::ffff:10.0.0.1', 'example.com']) expect({ a, local: isLocalAddress(a) }).toEqual({ a, local: false });
+  });
+
+  test('URLs: literal hosts and localhost names (no DNS query needed for these)', async () => {
+    expect(await pointsAtLocalAddress('http://localhost:8000/x.mp3')).toBe(true);
+    expect(await pointsAtLocalAddress('http://radio.localhost/x.mp3')).toBe(true);
+    expect(await pointsAtLocalAddress('http://[::1]:8000/x.mp3')).toBe(true);
+    expect(await pointsAtLocalAddress('http://10.1.2.3/x.mp3')).toBe(false);
+    expect(await pointsAtLocalAddress('not a url')).toBe(false);
+  });
+});
