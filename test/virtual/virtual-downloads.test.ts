@@ -110,3 +110,24 @@ describe('what counts as a local address', () => {
     expect(await pointsAtLocalAddress('not a url')).toBe(false);
   });
 });
+
+describe('secrets in media URLs stay out of the log', () => {
+  let t: TestHub;
+  beforeAll(async () => {
+    t = await startHub({ speakers: { virtual: { count: 1 } } });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  test('a MediaUrl with user:pass@ and a token query that fails: neither the answer nor the log holds them', async () => {
+    const r = await t.op('play_web_media_party_mode', { MediaUrl: 'http://alice:s3cr3tpw@127.0.0.1:1/x.mp3?token=t0k3nv4lue' });
+    expect(r).toMatchObject({ Result: 'false', ErrorCode: 'PlaybackFailed' });
+    const causes = t.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'media fetch failed');
+    expect(causes).toHaveLength(1);
+    for (const text of [JSON.stringify(r), ...t.logs]) {
+      expect(text).not.toContain('s3cr3tpw');
+      expect(text).not.toContain('t0k3nv4lue');
+    }
+  });
+});
