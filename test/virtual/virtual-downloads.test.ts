@@ -131,3 +131,45 @@ describe('secrets in media URLs stay out of the log', () => {
     }
   });
 });
+
+describe('durations of files longer than the kept head', () => {
+  const { execFileSync } = require('node:child_process') as typeof import('node:child_process');
+  const { mkdtempSync, readFileSync, rmSync, statSync } = require('node:fs') as typeof import('node:fs');
+  const { tmpdir } = require('node:os') as typeof import('node:os');
+  const { join } = require('node:path') as typeof import('node:path');
+  const { createServer } = require('node:http') as typeof import('node:http');
+  let t: TestHub;
+  let dir: string;
+  let server: import('node:http').Server;
+  let base: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'speakerhub-mp3-'));
+    // 6 minutes at 64 kbit/s: ~2.9 MiB, more than the 2 MiB head. One without a Xing header
+    // (the duration must come from the bitrate and the length), one with it.
+    for (const [name, xing] of [['plain.mp3', '0'], ['xing.mp3', '1']]) {
+      execFileSync('ffmpeg', ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=360', '-ac', '1', '-ar', '22050', '-b:a', '64k', '-write_xing', xing, join(dir, name)]);
+    }
+    server = createServer((req, res) => {
+      const file = join(dir, (req.url ?? '/').slice(1));
+      res.writeHead(200, { 'Content-Type': 'audio/mpeg', 'Content-Length': statSync(file).size }).end(readFileSync(file));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
+    t = await startHub({ speakers: { virtual: { count: 1 } } });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await new Promise((r) => server?.close(r));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test.each(['plain.mp3', 'xing.mp3'])('%s: the speaker knows the 6-minute duration from the head', async (name) => {
+    expect(statSync(join(dir, name)).size).toBeGreaterThan(2 * MiB);
+    expect(await t.op('play_web_media_party_mode', { MediaUrl: `${base}/${name}` })).toEqual({ Result: 'true' });
+    const f = t.hub.virtual!.speaker(0).fetches.at(-1)!;
+    expect(f.duration).toBeGreaterThan(355);
+    expect(f.duration).toBeLessThan(365);
+    await t.op('stop_play');
+  });
+});
