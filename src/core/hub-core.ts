@@ -47,6 +47,8 @@ export class HubCore {
   private readonly mediaHost: MediaHost;
   private readonly tts: TextToSpeech;
   private readonly drivers: SpeakerDriver[] = [];
+  /** Media-host URLs handed out and not yet released. */
+  private readonly published = new Set<string>();
 
   constructor(options: HubCoreOptions) {
     this.uuid = options.uuid;
@@ -60,6 +62,32 @@ export class HubCore {
     this.selection = new Selection(this.speakers, this.events);
     this.playback = new PlaybackEngine(this.speakers, this.selection, options.clock, this.events, options.logger);
     this.volume = new VolumeControl(this.speakers, options.logger);
+    this.events.on('playbackState', () => this.releaseUnusedMedia());
+  }
+
+  /**
+   * Capability URLs live only as long as their playback (issue: they leak through renderers'
+   * unauthenticated status queries): whenever the playback changes, every URL handed out
+   * but not the current playback's is released (it stops working after the media host's
+   * grace period); the current one is kept, also when a release had already been scheduled
+   * for it while its play was starting.
+   */
+  private releaseUnusedMedia(): void {
+    const host = this.mediaHost;
+    if (!host.release) return;
+    const current = this.playback.currentMedia?.url;
+    for (const url of this.published) {
+      if (url === current) continue;
+      host.release(url);
+      this.published.delete(url);
+    }
+    if (current && !this.published.has(current) && host.retain?.(current)) this.published.add(current);
+  }
+
+  private publish(file: string, contentType: string): string {
+    const url = this.mediaHost.publish(file, contentType);
+    this.published.add(url);
+    return url;
   }
 
   async addDriver(driver: SpeakerDriver): Promise<void> {
@@ -81,7 +109,7 @@ export class HubCore {
     return {
       kind: 'hub',
       persistentId: item.persistentId,
-      url: this.mediaHost.publish(item.file, item.contentType),
+      url: this.publish(item.file, item.contentType),
       contentType: item.contentType,
       title: item.title,
       duration: item.duration || undefined,
@@ -101,7 +129,7 @@ export class HubCore {
     const audio = await this.tts.speak(text);
     return {
       kind: 'tts',
-      url: this.mediaHost.publish(audio.file, audio.contentType),
+      url: this.publish(audio.file, audio.contentType),
       contentType: audio.contentType,
       title: text,
       duration: audio.duration,

@@ -64,6 +64,11 @@ export class PlaybackEngine {
     return { state: p.state, timeElapsed: Math.floor(this.elapsed(p)) };
   }
 
+  /** The media of the current playback (playing or paused), if any. */
+  get currentMedia(): PlayableMedia | undefined {
+    return this.current?.media;
+  }
+
   isPlaying(): boolean {
     return this.current?.state === 'PlayerStatePlaying';
   }

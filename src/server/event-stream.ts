@@ -1,37 +1,77 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { HubCore } from '../core/hub-core';
-import type { HubEvents } from '../core/events';
+import type { ServerResponse } from 'node:http';
+import type { PlaybackSnapshot } from '../core/events';
+import type { Subscribe, WireEvent } from './event-feed';
 
-const EVENT_NAMES: (keyof HubEvents)[] = ['playbackState', 'playbackTime', 'device', 'volume', 'selection'];
 const HEARTBEAT_MS = 25_000;
+
+export interface EventStreamLimits {
+  /** Bytes a stream may have waiting in its socket buffer before events queue up. */
+  maxBufferedBytes: number;
+  /** Events a stream may have waiting (queued + not yet written); beyond this it is closed. */
+  maxQueuedEvents: number;
+}
 
 /**
  * Server-sent events: the core's events pushed to automations (beyond the spec, whose REST
  * modes only poll). Each event is `event: <name>` with a JSON `data:` line.
+ *
+ * Backpressure: events come through a bounded asynchronous subscription; while the socket
+ * buffer holds more than maxBufferedBytes (the client is not reading), events wait in a
+ * bounded queue, and a client that falls maxQueuedEvents behind is disconnected (it can
+ * reconnect and start again from the current state, which the stream opens with).
  */
-export function streamEvents(hub: HubCore, req: FastifyRequest, reply: FastifyReply, corsOrigin: string): void {
-  reply.hijack();
-  const res = reply.raw;
+export function streamEvents(
+  res: ServerResponse,
+  opts: { subscribe: Subscribe; uuid: string; initial: PlaybackSnapshot; corsOrigin: string; limits: EventStreamLimits; onSlow: () => void },
+): void {
   res.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',
     'Cache-Control': 'no-store',
     Connection: 'keep-alive',
     'X-Accel-Buffering': 'no',
     // The hijacked reply bypasses @fastify/cors, so the header is set here.
-    'Access-Control-Allow-Origin': corsOrigin,
+    'Access-Control-Allow-Origin': opts.corsOrigin,
   });
-  res.write(`: SpeakerHub ${hub.uuid}\n\n`);
-  const send = (name: string) => (payload: unknown) => res.write(`event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`);
-  const listeners = EVENT_NAMES.map((name) => [name, send(name)] as const);
-  for (const [name, fn] of listeners) hub.events.on(name, fn as never);
-  // The current playback state first, so a client needs no separate poll to start.
-  send('playbackState')(hub.playback.snapshot());
-  const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
-  heartbeat.unref();
-  const close = () => {
-    clearInterval(heartbeat);
-    for (const [name, fn] of listeners) hub.events.off(name, fn as never);
+  // A half-dead peer (NAT dropped, laptop asleep) is found by TCP keep-alive, not left open for ever.
+  res.socket?.setKeepAlive(true, 30_000);
+  res.write(`: SpeakerHub ${opts.uuid}\n\n`);
+  const { maxBufferedBytes, maxQueuedEvents } = opts.limits;
+  let waiting: string[] = [];
+  let closed = false;
+  const drop = () => {
+    if (closed) return;
+    opts.onSlow();
+    close();
+    res.destroy();
   };
-  req.raw.on('close', close);
+  const flush = () => {
+    while (waiting.length && res.writableLength < maxBufferedBytes) res.write(waiting.shift());
+  };
+  const push = (text: string) => {
+    if (closed) return;
+    if (!waiting.length && res.writableLength < maxBufferedBytes) {
+      res.write(text);
+      return;
+    }
+    if (waiting.length >= maxQueuedEvents) return drop();
+    waiting.push(text);
+  };
+  const frame = (e: WireEvent | { type: 'playbackState'; data: PlaybackSnapshot }) => `event: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`;
+  res.on('drain', flush);
+  const sub = opts.subscribe((e) => push(frame(e)), { maxQueued: maxQueuedEvents, onOverflow: drop });
+  // The current playback state first, so a client needs no separate poll to start.
+  push(frame({ type: 'playbackState', data: opts.initial }));
+  const heartbeat = setInterval(() => {
+    if (!waiting.length) res.write(': keep-alive\n\n');
+  }, HEARTBEAT_MS);
+  heartbeat.unref();
+  function close() {
+    if (closed) return;
+    closed = true;
+    waiting = [];
+    clearInterval(heartbeat);
+    sub.close();
+  }
+  res.on('close', close);
   res.on('error', close);
 }

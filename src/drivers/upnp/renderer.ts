@@ -8,7 +8,7 @@ import { didlLite, formatTime, parseTime } from './didl';
 import { diffInfo, infoOf, upnpDeviceId } from './info';
 import { GenaSubscription, parseLastChange, SubscribeError, type GenaServer } from './gena';
 import { NetworkError } from './http';
-import { redactMediaUrl } from './redact';
+import { redactUrl } from '../../redact';
 import { SoapFault, soapCall, type SoapArgs } from './soap';
 import { VolumeScale } from './volume';
 
@@ -156,11 +156,11 @@ export class UpnpSpeaker extends EventEmitter<SpeakerEvents> implements Speaker 
     this.epoch++;
     this.endSession();
     if (this._state !== 'stopped') this.setState('stopped', 'stopped');
-    this.log.debug({ url: redactMediaUrl(media.url), contentType: media.contentType }, 'loading media');
+    this.log.debug({ url: redactUrl(media.url), contentType: media.contentType }, 'loading media');
     if (isLoopbackUrl(media.url) && !isLoopbackHost(this.desc.address)) {
       // Only a renderer on the hub's own machine can fetch that; the play will most likely time out.
       this.log.warn(
-        { url: redactMediaUrl(media.url) },
+        { url: redactUrl(media.url) },
         'the media URL points at loopback, which a networked renderer cannot reach: set network.interface (or mediaServer.host / advertiseHost)',
       );
     }
@@ -276,7 +276,7 @@ export class UpnpSpeaker extends EventEmitter<SpeakerEvents> implements Speaker 
       lastAdvanceAt: now,
       reportsPosition,
     };
-    this.log.info({ url: redactMediaUrl(ticket.media.url), startAt: startAt || undefined, ms: now - ticket.requestedAt }, 'renderer playing');
+    this.log.info({ url: redactUrl(ticket.media.url), startAt: startAt || undefined, ms: now - ticket.requestedAt }, 'renderer playing');
     this.setState('playing');
     this.schedulePoll(POLL_MS);
   }
