@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import type { PlaybackSnapshot } from '../core/events';
-import type { Subscribe, WireEvent } from './event-feed';
+import type { ExtensionContext } from '../extensions/extension';
+import type { WireEvent } from '../extensions/wire-events';
 
 const HEARTBEAT_MS = 25_000;
 
@@ -22,7 +22,7 @@ export interface EventStreamLimits {
  */
 export function streamEvents(
   res: ServerResponse,
-  opts: { subscribe: Subscribe; uuid: string; initial: PlaybackSnapshot; corsOrigin: string; limits: EventStreamLimits; onSlow: () => void },
+  opts: { subscribe: ExtensionContext['subscribe']; uuid: string; corsOrigin: string; limits: EventStreamLimits; onSlow: () => void },
 ): void {
   res.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',
@@ -56,11 +56,10 @@ export function streamEvents(
     if (waiting.length >= maxQueuedEvents) return drop();
     waiting.push(text);
   };
-  const frame = (e: WireEvent | { type: 'playbackState'; data: PlaybackSnapshot }) => `event: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`;
+  const frame = (e: WireEvent) => `event: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`;
   res.on('drain', flush);
-  const sub = opts.subscribe((e) => push(frame(e)), { maxQueued: maxQueuedEvents, onOverflow: drop });
-  // The current playback state first, so a client needs no separate poll to start.
-  push(frame({ type: 'playbackState', data: opts.initial }));
+  // initial: the current playback state comes first, so a client needs no separate poll to start.
+  const sub = opts.subscribe((e) => push(frame(e)), { maxQueued: maxQueuedEvents, onOverflow: drop, initial: true });
   const heartbeat = setInterval(() => {
     if (!waiting.length) res.write(': keep-alive\n\n');
   }, HEARTBEAT_MS);

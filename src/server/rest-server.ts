@@ -2,14 +2,13 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import cors from '@fastify/cors';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HubError, errorBody } from '../core/errors';
-import type { HubCore } from '../core/hub-core';
-import { runOperation, SESSION_PARAM_ALIASES, type DispatchResult } from '../operations/dispatch';
+import type { ExtensionContext } from '../extensions/extension';
+import { SESSION_PARAM_ALIASES, type DispatchResult } from '../operations/dispatch';
 import { OPERATIONS, parameterNames, type Operation } from '../operations/table';
 import type { Logger } from '../logger';
 import { clip } from '../redact';
 import { BearerAuth } from './auth';
 import { installConnectionLimits, type ConnectionLimits } from './connection-limits';
-import { subscribeBounded, type Subscribe } from './event-feed';
 import { streamEvents } from './event-stream';
 import { parseLenientQuery } from './lenient-query';
 import { LimitedLog } from './limited-log';
@@ -57,8 +56,6 @@ export interface RestServerOptions {
   logger: Logger;
   version: string;
   limits?: Partial<RestLimits>;
-  /** Where event streams get the core's events; default: a bounded subscription of the core's bus. */
-  subscribe?: Subscribe;
 }
 
 /** Both API dialects: the current one and the first version's (compatibility.md, Older clients). */
@@ -90,6 +87,7 @@ export class RestServer {
   private readonly auth: BearerAuth | null;
   readonly limits: RestLimits;
   private readonly startedAt = Date.now();
+  private healthSession?: string;
   private readonly refusals: LimitedLog;
   private readonly slowStreams: LimitedLog;
   /** Requests are logged one by one only at debug level (speed; URLs carry session tokens). */
@@ -99,7 +97,7 @@ export class RestServer {
   );
 
   constructor(
-    private readonly hub: HubCore,
+    private readonly ctx: ExtensionContext,
     private readonly options: RestServerOptions,
   ) {
     this.auth = options.token ? new BearerAuth(options.token) : null;
@@ -212,7 +210,6 @@ export class RestServer {
     app.addHook('preClose', async () => {
       for (const res of streams) res.end();
     });
-    const subscribe: Subscribe = this.options.subscribe ?? ((handler, o) => subscribeBounded(this.hub.events, handler, o));
     app.get('/api/v1/events', (req, reply) => {
       if (streams.size >= this.limits.maxEventStreams) {
         this.options.logger.warn({ open: streams.size, ip: req.ip }, 'event stream refused: limits.maxEventStreams reached');
@@ -223,9 +220,8 @@ export class RestServer {
       streams.add(res);
       res.on('close', () => streams.delete(res));
       streamEvents(res, {
-        subscribe,
-        uuid: this.hub.uuid,
-        initial: this.hub.playback.snapshot(),
+        subscribe: this.ctx.subscribe,
+        uuid: this.ctx.uuid,
         corsOrigin: this.options.corsOrigin,
         limits: { maxQueuedEvents: this.limits.eventStreamMaxQueued, maxBufferedBytes: this.limits.eventStreamBufferBytes },
         onSlow: () => this.slowStreams.warn({ ip: req.ip }),
@@ -261,7 +257,7 @@ export class RestServer {
 
   /** Runs an operation for a request URL; shared by the fast path and the fastify routes. */
   private run(route: OperationRoute, legacy: boolean, url: string): Answer | Promise<Answer> {
-    const result = runOperation(this.hub, route.op, parseLenientQuery(url, route.known));
+    const result = this.ctx.run(route.op, parseLenientQuery(url, route.known));
     return result instanceof Promise ? result.then((r) => this.answer(route, legacy, r)) : this.answer(route, legacy, result);
   }
 
@@ -303,13 +299,16 @@ export class RestServer {
   }
 
   /** GET /healthz: for monitors and container health checks, no token needed. */
-  private health(): Record<string, unknown> {
-    const available = this.hub.speakers.available().length;
+  private async health(): Promise<Record<string, unknown>> {
+    // Through the operation dispatch like every front end, on a trusted session of its own.
+    this.healthSession ??= this.ctx.openTrustedSession();
+    const r = await this.ctx.dispatch('device_list', { SessionToken: this.healthSession });
+    const list = r.ok ? ((r.body.DeviceList as { Active: boolean }[] | undefined) ?? []) : [];
     return {
-      status: 'ok',
+      status: r.ok ? 'ok' : 'degraded',
       version: this.options.version,
       uptime: Math.floor((Date.now() - this.startedAt) / 1000),
-      speakers: { total: this.hub.speakers.size, available },
+      speakers: { total: list.length, available: list.filter((d) => d.Active).length },
     };
   }
 
