@@ -10,6 +10,7 @@ import type { SpeakerDriver } from '../drivers/driver';
 import type { MediaCatalog, MediaHost } from '../media/types';
 import type { TtsAudio } from '../tts/provider';
 import type { Logger } from '../logger';
+import { redactUrl } from '../redact';
 
 /** What the core needs of text-to-speech: the TTS layer's speak(), errors already typed. */
 export interface TextToSpeech {
@@ -120,7 +121,7 @@ export class HubCore {
   }
 
   webMedia(url: string): PlayableMedia {
-    return { kind: 'web', url, title: url };
+    return { kind: 'web', url, title: redactUrl(url) };
   }
 
   /** Checks a Text parameter against the configured limits, before any target is looked at. */

@@ -5,6 +5,7 @@ import type { Selection } from './selection';
 import type { SpeakerRegistry } from './speaker-registry';
 import type { MediaRequest, Speaker, SpeakerDriver, SpeakerPlayState, StopReason } from '../drivers/driver';
 import type { Logger } from '../logger';
+import { redactUrl } from '../redact';
 
 /** Where a play goes: the playback session, every speaker, or a DeviceIDList. */
 export type Target = { kind: 'session' } | { kind: 'party' } | { kind: 'selected'; deviceIds: string[] };
@@ -82,7 +83,8 @@ export class PlaybackEngine {
       timeElapsed,
       kind: p.media.kind,
       persistentId: p.media.persistentId,
-      url: p.media.kind === 'web' ? p.media.url : undefined,
+      // Events go to every front end and its logs: the URL without its secrets.
+      url: p.media.kind === 'web' ? redactUrl(p.media.url) : undefined,
       title: p.media.title,
       priority: p.priority,
       deviceIds: [...p.speakers.keys()],

@@ -77,7 +77,7 @@ describe('event streams: bounded, capped, off the request path', () => {
     }
     await eventually(() => h.hub.eventSubscribers === 3, 5000, 'three streams');
     const r = await fetch(`${h.base}/api/v1/events`, { headers: AUTH, signal: AbortSignal.timeout(5000) });
-    const body = await r.json();
+    const body = (await r.json()) as any;
     expect(r.status).toBe(503);
     expectErrorShape(r.status, body);
     expect(body.ErrorCode).toBe('Busy');
