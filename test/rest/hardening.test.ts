@@ -224,6 +224,24 @@ describe('public endpoints, CORS and the /v1 dialect', () => {
     }
   });
 
+  test('the OpenAPI document types parameters from their schemas (integers, ranges, patterns, lists)', async () => {
+    const doc = (await h.get('/api/v1/openapi.json', {})).body;
+    const param = (op: string, name: string) => doc.paths[`/api/v1/${op}`].get.parameters.find((p: any) => p.name === name);
+    expect(param('set_volume', 'Volume').schema).toMatchObject({ type: 'integer', minimum: 0, maximum: 50 });
+    expect(param('device_info', 'DeviceID').schema).toMatchObject({ type: 'string', pattern: expect.stringContaining('\\d') });
+    expect(param('play_web_media', 'MediaUrl').schema).toMatchObject({ type: 'string', maxLength: 4096 });
+    expect(param('play_tts', 'Text').schema).toMatchObject({ type: 'string', minLength: 1 });
+    const list = param('play_tts_selected_speakers', 'DeviceIDList');
+    expect(list).toMatchObject({ style: 'form', explode: false, schema: { type: 'array', maxItems: 1000, items: { type: 'string', pattern: expect.any(String) } } });
+    // No parameter is left as a bare, unconstrained string but the session token.
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const p of item.get.parameters) {
+        if (p.name === 'SessionToken') continue;
+        expect({ path, name: p.name, keys: Object.keys(p.schema).length > 1 }).toEqual({ path, name: p.name, keys: true });
+      }
+    }
+  });
+
   test('a CORS preflight does not advertise HEAD (which answers 405)', async () => {
     const r = await fetch(`${h.base}/api/v1/device_count`, {
       method: 'OPTIONS',
