@@ -95,7 +95,7 @@ export class MediaServer implements MediaHost {
 
   async start(): Promise<void> {
     if (this.server) return;
-    const server = createServer({ headersTimeout: 10_000, requestTimeout: 30_000, connectionsCheckingInterval: 1000 }, (req, res) => {
+    const server = createServer({ headersTimeout: 10_000, requestTimeout: 30_000, connectionsCheckingInterval: 1000, keepAlive: true, keepAliveInitialDelay: 30_000 }, (req, res) => {
       this.handle(req, res).catch((e: unknown) => this.fail(res, e));
     });
     // Inactivity on the socket (nothing read, nothing sent): a stalled download or an idle keep-alive.
