@@ -90,6 +90,7 @@ export class RestServer {
   private healthSession?: string;
   private readonly refusals: LimitedLog;
   private readonly slowStreams: LimitedLog;
+  private readonly timeouts: LimitedLog;
   /** Requests are logged one by one only at debug level (speed; URLs carry session tokens). */
   private readonly accessLog: boolean;
   private readonly operationRoutes = new Map<string, OperationRoute>(
@@ -104,6 +105,7 @@ export class RestServer {
     const limits = (this.limits = { ...DEFAULT_REST_LIMITS, ...options.limits });
     this.refusals = new LimitedLog(options.logger, 'request refused: missing or wrong bearer token');
     this.slowStreams = new LimitedLog(options.logger, 'event stream closed: its client does not read');
+    this.timeouts = new LimitedLog(options.logger, 'connection closed: request not received within the header/request timeout');
     this.accessLog = options.logger.isLevelEnabled('debug');
     const headerBytes = maxHeaderBytes(limits.maxTextLength);
     this.app = Fastify({
@@ -141,6 +143,11 @@ export class RestServer {
       clientErrorHandler: (err, socket) => {
         if (!socket.writable) return socket.destroy();
         const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+          // limits.headersTimeoutSeconds / requestTimeoutSeconds: a trickling or stalled client.
+          this.timeouts.warn({ ip: socket.remoteAddress });
+          return socket.end('HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+        }
         const body = JSON.stringify(
           errorBody(
             code === 'HPE_HEADER_OVERFLOW'
@@ -250,7 +257,7 @@ export class RestServer {
     app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
       const status = err.statusCode ?? 500;
       if (status >= 500) this.options.logger.error({ err: clip(err.message, 300), path: clip(req.url.split('?')[0], 100) }, 'request failed');
-      const e = status < 500 ? new HubError('InvalidParameter', `Malformed request: ${err.message}`) : new HubError('InternalError', 'The hub hit an unexpected fault; it has been logged.');
+      const e = status < 500 ? new HubError('InvalidParameter', `Malformed request: ${clip(err.message, 200)}`) : new HubError('InternalError', 'The hub hit an unexpected fault; it has been logged.');
       return reply.code(status < 500 ? status : 500).send(errorBody(e));
     });
   }

@@ -125,6 +125,7 @@ describe('connections: per-address and global caps, header timeout, refusals log
     const timer = setInterval(() => s.writable && s.write('X-a: b\r\n'), 200);
     await closed(s);
     clearInterval(timer);
+    expect(h.logs.join('')).toMatch(/request not received within the header\/request timeout/);
   }, 15_000);
 
   test('refused requests with 15 KB paths cost under 300 log bytes each', async () => {
