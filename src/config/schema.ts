@@ -105,8 +105,8 @@ export const ConfigSchema = z
         eventStreamMaxQueued: z.number().int().min(1).max(100_000).default(500),
         /** Socket buffer of an event stream, in KiB, before events queue. */
         eventStreamBufferKB: z.number().int().min(1).max(65_536).default(64),
-        /** Media server: connections in total and per address; a download that makes no progress for sendTimeoutSeconds is dropped. */
-        mediaMaxConnections: z.number().int().min(1).max(1_000_000).default(500),
+        /** Media server: connections in total and per address (loopback exempt: virtual speakers); a download that makes no progress for sendTimeoutSeconds is dropped. */
+        mediaMaxConnections: z.number().int().min(1).max(1_000_000).default(1000),
         mediaMaxConnectionsPerAddress: z.number().int().min(1).max(1_000_000).default(50),
         mediaSendTimeoutSeconds: z.number().positive().max(86_400).default(60),
         /** A media URL stops working this long after its playback ended. */

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream';
 import type { Socket } from 'node:net';
 import { maskToken, type Logger } from '../logger';
-import { installConnectionLimits } from '../server/connection-limits';
+import { installConnectionLimits, isLoopback } from '../server/connection-limits';
 import { LimitedLog } from '../server/limited-log';
 import { parseRange } from './range';
 import type { MediaHost } from './types';
@@ -27,6 +27,8 @@ export interface MediaServerOptions {
   /** Open connections in total / from one address (default 500 / 50). */
   maxConnections?: number;
   maxConnectionsPerAddress?: number;
+  /** Apply the per-address limit to loopback clients too (default: no, they are the hub's virtual speakers). */
+  limitLoopback?: boolean;
   /** A response that makes no progress (the client stopped reading) this long is dropped. Default 60 s. */
   sendTimeoutMs?: number;
   /** A released URL keeps working this long (default 60 s): a speaker may still be reading its tail. */
@@ -105,7 +107,12 @@ export class MediaServer implements MediaHost {
     });
     installConnectionLimits(
       server,
-      { maxConnections: this.options.maxConnections ?? 500, maxConnectionsPerAddress: this.options.maxConnectionsPerAddress ?? 50 },
+      {
+        maxConnections: this.options.maxConnections ?? 1000,
+        maxConnectionsPerAddress: this.options.maxConnectionsPerAddress ?? 50,
+        // Virtual speakers fetch from the hub's own address, one connection each.
+        perAddressExempt: this.options.limitLoopback ? undefined : isLoopback,
+      },
       this.log,
       'media server',
     );

@@ -8,6 +8,13 @@ export interface ConnectionLimits {
   maxConnections: number;
   /** Open connections from one remote address. */
   maxConnectionsPerAddress: number;
+  /** Addresses the per-address limit does not apply to (the global one still does). */
+  perAddressExempt?: (address: string) => boolean;
+}
+
+/** Loopback: on the media server, the hub's own virtual speakers (one fetch each). */
+export function isLoopback(address: string): boolean {
+  return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
 }
 
 /**
@@ -28,7 +35,8 @@ export function installConnectionLimits(server: Server, limits: ConnectionLimits
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? '?';
     const mine = perAddress.get(address) ?? 0;
-    if (total >= limits.maxConnections || mine >= limits.maxConnectionsPerAddress) {
+    const overAddress = mine >= limits.maxConnectionsPerAddress && !limits.perAddressExempt?.(address);
+    if (total >= limits.maxConnections || overAddress) {
       const limit = total >= limits.maxConnections ? 'maxConnections' : 'maxConnectionsPerAddress';
       refused.warn({ address, limit, open: total, fromAddress: mine });
       // Reset rather than FIN: nothing is owed to a client over its limit, and no TIME_WAIT is kept.

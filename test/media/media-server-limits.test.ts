@@ -23,7 +23,7 @@ function closed(s: net.Socket): Promise<void> {
 describe('MediaServer limits', () => {
   const tmp = tempDir();
   const log = captureLogger('debug');
-  const server = new MediaServer({ logger: log.logger, sendTimeoutMs: 500, maxConnectionsPerAddress: 3, releaseGraceMs: 200 });
+  const server = new MediaServer({ logger: log.logger, sendTimeoutMs: 500, maxConnectionsPerAddress: 3, limitLoopback: true, releaseGraceMs: 200 });
   const big = path.join(tmp.dir, 'big.wav');
   const small = path.join(tmp.dir, 'small.wav');
 
@@ -117,3 +117,15 @@ test('a hub media URL stops working after its playback ended (limits.mediaUrlGra
     await h.close();
   }
 });
+
+test('sixty virtual speakers fetch a party play from the media server at once (loopback has no per-address limit)', async () => {
+  const h = await startHub({ speakers: { virtual: { count: 60 } } });
+  try {
+    const media = (await h.op('media_list')).MediaList[0];
+    expect(await h.op('play_hub_media_party_mode', { PersistentID: String(media.PersistentID) })).toEqual({ Result: 'true' });
+    const list = (await h.op('device_list')).DeviceList;
+    expect(list.filter((d: { IsPlaying: boolean }) => d.IsPlaying)).toHaveLength(60);
+  } finally {
+    await h.close();
+  }
+}, 30_000);
