@@ -19,9 +19,10 @@ export const REDACTED = '[redacted]';
 const SECRET_NAME = /^(?:.*token|.*key|sessionid|sesssiontoken|access_token|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|password|passwd|pwd|secret|auth|authorization|code|credential|credentials)$/i;
 
 // scheme://user:pass@  or  scheme://user@  (userinfo before the host)
-const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>]+@/gi;
-// name=value pairs in a query string or form body: the name starts after ?, &, ; or a space
-const PAIR = /([?&;\s]|^)([^\s=&?#;"'<>]{1,64})=([^\s&#;"'<>]*)/g;
+const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>\\]+@/gi;
+// name=value pairs wherever they stand (a query, a form body, a message, a JSON string);
+// the value ends at a separator, a quote or a backslash (so JSON escapes stay intact).
+const PAIR = /(^|[^A-Za-z0-9_.%-])([A-Za-z0-9_.%-]{1,64})=([^\s&#;"'<>\\,)]*)/g;
 const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi;
 const MEDIA_ID = /\/media\/[A-Za-z0-9_-]{16,}(?=[/?#"'\s]|$)/g;
 

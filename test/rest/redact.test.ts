@@ -31,3 +31,12 @@ test('clip() redacts, then cuts untrusted input short and says how long it was',
   expect(c.endsWith(`…(${long.length} chars)`)).toBe(true);
   expect(clip('http://u:p@h/', 100)).toBe('http://[redacted]@h/');
 });
+
+test.each([
+  ['{"msg":"token=abc","x":"a,key=def"}', '{"msg":"token=[redacted]","x":"a,key=[redacted]"}'],
+  ['{"msg":"said \\"token=abc\\" twice"}', '{"msg":"said \\"token=[redacted]\\" twice"}'],
+  ['failed (key=abc)', 'failed (key=[redacted])'],
+])('inside JSON and prose: %s', (input, expected) => {
+  expect(redactText(input)).toBe(expected);
+  if (input.startsWith('{')) expect(() => JSON.parse(redactText(input))).not.toThrow();
+});
