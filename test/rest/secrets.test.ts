@@ -117,6 +117,12 @@ describe('planted secrets never appear in logs, answers or events', () => {
     await call(`/v1/device_count?SessionID=${encodeURIComponent(extra.SessionToken)}x`);
     await call(`/api/v1/close_session?SessionToken=${encodeURIComponent(extra.SessionToken)}`);
     await eventually(() => sse.includes('reason":"stopped'), 5000, 'the stop event');
+
+    // A driver reporting a fault whose text quotes the URL (as ffmpeg and renderers do):
+    // the DeviceError event's detail is redacted.
+    const speaker = h.hub.virtual!.speakers()[0];
+    speaker.emit('state', 'stopped', 'error', `ffmpeg: ${withUser}: Server returned 403 Forbidden (token=${URL_TOKEN})`);
+    await eventually(() => sse.includes('DeviceError'), 5000, 'a DeviceError event');
   }, 60_000);
 
   test('no planted secret appears anywhere', async () => {
@@ -130,6 +136,7 @@ describe('planted secrets never appear in logs, answers or events', () => {
     // The run did produce the output searched: failures were logged, events were sent.
     expect(outputs.log).toMatch(/playback/);
     expect(outputs.events).toMatch(/PlayerStatePlaying.*live\.wav/);
+    expect(outputs.events).toMatch(/DeviceError.*Server returned 403/);
     expect(outputs.answers).toMatch(/TtsFailed/);
     const found: string[] = [];
     for (const [where, text] of Object.entries(outputs)) {
