@@ -4,6 +4,7 @@
  * requests, raw UTF-8, missing Host, long Text. Everything over real TCP on loopback.
  */
 import * as net from 'node:net';
+import { parseConfig } from '../../src/config/schema';
 import { startHub, eventually, TEST_TOKEN, type TestHub } from '../helpers/hub';
 import { AUTH, expectErrorShape, rawRequest } from './util';
 
@@ -260,4 +261,24 @@ describe('public endpoints, CORS and the /v1 dialect', () => {
     expect(lines.some((l) => l.includes('/api/v1/device_count') && l.includes('"status":200'))).toBe(true);
     expect(lines.join('')).not.toContain(h.session);
   });
+});
+
+test('limits.* are validated and documented defaults apply', () => {
+  expect(parseConfig({}).limits).toEqual({
+    maxConnections: 2000,
+    maxConnectionsPerAddress: 200,
+    headersTimeoutSeconds: 10,
+    requestTimeoutSeconds: 30,
+    maxEventStreams: 100,
+    eventStreamMaxQueued: 500,
+    eventStreamBufferKB: 64,
+    mediaMaxConnections: 1000,
+    mediaMaxConnectionsPerAddress: 50,
+    mediaSendTimeoutSeconds: 60,
+    mediaUrlGraceSeconds: 60,
+    ttsCacheMB: 200,
+    ttsQueue: 16,
+  });
+  expect(() => parseConfig({ limits: { maxConnections: 0 } })).toThrow(/limits\.maxConnections/);
+  expect(() => parseConfig({ limits: { maxConections: 5 } })).toThrow(/limits\.maxConections: unknown key/);
 });
