@@ -20,7 +20,7 @@ const net = require('node:net');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { performance } = require('node:perf_hooks');
-const { bulk, getOnce, paced, summarize } = require('./load');
+const { RawConn, buildRequest, bulk, getOnce, paced, summarize } = require('./load');
 
 const num = (name, dflt) => (process.env[name] ? Number(process.env[name]) : dflt);
 const SETTINGS = {
@@ -168,15 +168,21 @@ async function main() {
     const streams = await stalledStreams(url, SETTINGS.stalledStreams);
     let loop = true;
     let calls = 0;
-    const volumeLoop = (async () => {
-      while (loop && !hub.exited) {
-        await bulk(url, `/api/v1/set_volume?SessionToken=${session}&Volume=${calls % 50}`, AUTH, 20, 2);
-        calls += 20;
-      }
-    })();
+    // Every call a new volume, so every call makes an event per speaker (100 events, ~7 KB a stream).
+    const requests = Array.from({ length: 50 }, (_, v) => buildRequest(url, `/api/v1/set_volume?SessionToken=${session}&Volume=${v}`, AUTH).buf);
+    const volumeLoop = Promise.all(
+      [0, 1].map(async () => {
+        const conn = await RawConn.open(Number(new URL(url).port));
+        try {
+          while (loop && !hub.exited) await conn.request(requests[calls++ % 50]);
+        } finally {
+          conn.close();
+        }
+      }),
+    ).catch((e) => log(`set_volume loop ended: ${e.message}`)); // a hub that dies must not crash the bench
     const during = await p99(url, session, SETTINGS.volumeLoopS * 1000);
     loop = false;
-    await volumeLoop.catch(() => undefined);
+    await volumeLoop;
     const loadedRss = hub.exited ? NaN : await hub.rss();
     const alive = !hub.exited && (await getOnce(url, `/api/v1/device_count?SessionToken=${session}`, AUTH).then((r) => r.status === 200, () => false));
     for (const s of streams) s.destroy();
