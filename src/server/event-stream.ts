@@ -4,6 +4,17 @@ import type { WireEvent } from '../extensions/wire-events';
 
 const HEARTBEAT_MS = 25_000;
 
+/** The feed hands the same event object to every stream: serialize it once, not once per stream. */
+const frames = new WeakMap<WireEvent, string>();
+function frame(e: WireEvent): string {
+  let f = frames.get(e);
+  if (f === undefined) {
+    f = `event: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`;
+    frames.set(e, f);
+  }
+  return f;
+}
+
 export interface EventStreamLimits {
   /** Bytes a stream may have waiting in its socket buffer before events queue up. */
   maxBufferedBytes: number;
@@ -56,7 +67,6 @@ export function streamEvents(
     if (waiting.length >= maxQueuedEvents) return drop();
     waiting.push(text);
   };
-  const frame = (e: WireEvent) => `event: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`;
   res.on('drain', flush);
   // initial: the current playback state comes first, so a client needs no separate poll to start.
   const sub = opts.subscribe((e) => push(frame(e)), { maxQueued: maxQueuedEvents, onOverflow: drop, initial: true });
