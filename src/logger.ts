@@ -25,7 +25,10 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       censor: '[redacted]',
     },
   };
-  const target: { write(s: string): unknown } = options.stream ?? pino.destination(1);
-  const redacting = { write: (line: string) => target.write(redactText(line)) };
-  return pino(opts, redacting as pino.DestinationStream);
+  return pino(opts, redacting(options.stream ?? pino.destination(1)));
+}
+
+/** A log destination that redacts every line (src/redact.ts) before it reaches `target`. */
+export function redacting(target: { write(s: string): unknown }): pino.DestinationStream {
+  return { write: (line: string) => void target.write(redactText(line)) };
 }

@@ -11,6 +11,7 @@ import { BearerAuth } from './auth';
 import { installConnectionLimits, type ConnectionLimits } from './connection-limits';
 import { streamEvents } from './event-stream';
 import { parseLenientQuery } from './lenient-query';
+import { legacyErrorBody } from './legacy-errors';
 import { LimitedLog } from './limited-log';
 import { installRequestLineRepair } from './request-line-repair';
 import { buildOpenApi } from './openapi';
@@ -332,12 +333,4 @@ export class RestServer {
   private fail(reply: FastifyReply, e: HubError): FastifyReply {
     return reply.code(e.status).send(errorBody(e));
   }
-}
-
-/** The first API version called the session token SessionID: its errors say so too. */
-function legacyErrorBody(e: HubError): ReturnType<typeof errorBody> {
-  const body = errorBody(e);
-  body.ErrorMessage = body.ErrorMessage.replace(/\bSessionToken\b/g, 'SessionID');
-  if (body.Parameter === 'SessionToken') body.Parameter = 'SessionID';
-  return body;
 }
