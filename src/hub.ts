@@ -69,6 +69,10 @@ export class SpeakerHub {
       port: config.mediaServer.port,
       advertiseHost: config.mediaServer.advertiseHost,
       logger: this.logger.child({ component: 'media-server' }),
+      maxConnections: config.limits.mediaMaxConnections,
+      maxConnectionsPerAddress: config.limits.mediaMaxConnectionsPerAddress,
+      sendTimeoutMs: config.limits.mediaSendTimeoutSeconds * 1000,
+      releaseGraceMs: config.limits.mediaUrlGraceSeconds * 1000,
     });
     this.tts = new TtsService({
       provider: createTtsProvider(config.tts),
@@ -76,6 +80,8 @@ export class SpeakerHub {
       voice: config.tts.voice,
       maxTextLength: config.tts.maxTextLength,
       maxCacheEntries: config.tts.maxCacheEntries,
+      maxCacheBytes: config.limits.ttsCacheMB * 1024 * 1024,
+      maxQueue: config.limits.ttsQueue,
       logger: this.logger.child({ component: 'tts' }),
     });
     this.drivers = [
@@ -191,6 +197,16 @@ export class SpeakerHub {
         corsOrigin: config.server.corsOrigin,
         logger: this.logger,
         version: VERSION,
+        limits: {
+          maxConnections: config.limits.maxConnections,
+          maxConnectionsPerAddress: config.limits.maxConnectionsPerAddress,
+          headersTimeoutMs: config.limits.headersTimeoutSeconds * 1000,
+          requestTimeoutMs: config.limits.requestTimeoutSeconds * 1000,
+          maxEventStreams: config.limits.maxEventStreams,
+          eventStreamMaxQueued: config.limits.eventStreamMaxQueued,
+          eventStreamBufferBytes: config.limits.eventStreamBufferKB * 1024,
+          maxTextLength: config.tts.maxTextLength,
+        },
       });
       extensions.unshift(this.rest);
     }

@@ -1,18 +1,9 @@
 import pino, { type Logger } from 'pino';
+import { redactText } from './redact';
 
 export type { Logger };
-
-/** Query parameters and headers whose values are secrets and must never reach a log. */
-const SECRET_PARAMS = /([?&](?:SessionToken|SesssionToken|SessionID|access_token|token|key)=)[^&]*/gi;
-
-export function redactUrl(url: string): string {
-  return url.replace(SECRET_PARAMS, '$1[redacted]');
-}
-
-/** Shows only enough of a token to tell two apart in a log. */
-export function maskToken(token: string): string {
-  return token.length <= 8 ? '***' : `${token.slice(0, 4)}…(${token.length} chars)`;
-}
+// The redaction helpers live in one place (src/redact.ts); re-exported for existing callers.
+export { redactUrl, maskToken } from './redact';
 
 export interface LoggerOptions {
   level?: string;
@@ -20,14 +11,24 @@ export interface LoggerOptions {
   stream?: NodeJS.WritableStream;
 }
 
+/**
+ * Every finished log line passes through redactText() before it is written, so a secret in
+ * any field (a URL in an error message, a driver's fault text) is caught whichever module
+ * logged it; the pino paths below additionally drop fields that are secrets as a whole.
+ */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const opts = {
     level: options.level ?? 'info',
     base: { name: 'speakerhub' },
     redact: {
-      paths: ['token', 'password', 'key', 'apiKey', 'authorization', '*.token', '*.password', '*.key', '*.apiKey', 'req.headers.authorization', 'config.token', 'config.tts.voicerss.key'],
+      paths: ['token', 'password', 'key', 'apiKey', 'authorization', '*.token', '*.password', '*.key', '*.apiKey', 'req.headers.authorization', 'config.token', 'config.tts.voicerss.key', 'config.server.token'],
       censor: '[redacted]',
     },
   };
-  return options.stream ? pino(opts, options.stream as pino.DestinationStream) : pino(opts);
+  return pino(opts, redacting(options.stream ?? pino.destination(1)));
+}
+
+/** A log destination that redacts every line (src/redact.ts) before it reaches `target`. */
+export function redacting(target: { write(s: string): unknown }): pino.DestinationStream {
+  return { write: (line: string) => void target.write(redactText(line)) };
 }

@@ -101,6 +101,33 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    /** Hardening limits (README "Security"): connections, event streams, media serving, TTS. */
+    limits: z
+      .object({
+        /** Open REST connections from all clients together, and from one address. */
+        maxConnections: z.number().int().min(1).max(1_000_000).default(2000),
+        maxConnectionsPerAddress: z.number().int().min(1).max(1_000_000).default(200),
+        /** A request head must arrive within this; the whole request within requestTimeoutSeconds. */
+        headersTimeoutSeconds: z.number().positive().max(3600).default(10),
+        requestTimeoutSeconds: z.number().positive().max(3600).default(30),
+        /** Open /api/v1/events streams; one more is refused with Busy (HTTP 503). */
+        maxEventStreams: z.number().int().min(0).max(100_000).default(100),
+        /** Events a stream may lag behind (not read by its client) before it is closed. */
+        eventStreamMaxQueued: z.number().int().min(1).max(100_000).default(500),
+        /** Socket buffer of an event stream, in KiB, before events queue. */
+        eventStreamBufferKB: z.number().int().min(1).max(65_536).default(64),
+        /** Media server: connections in total and per address (loopback exempt: virtual speakers); a download that makes no progress for sendTimeoutSeconds is dropped. */
+        mediaMaxConnections: z.number().int().min(1).max(1_000_000).default(1000),
+        mediaMaxConnectionsPerAddress: z.number().int().min(1).max(1_000_000).default(50),
+        mediaSendTimeoutSeconds: z.number().positive().max(86_400).default(60),
+        /** A media URL stops working this long after its playback ended. */
+        mediaUrlGraceSeconds: z.number().min(0).max(86_400).default(60),
+        /** TTS cache size in MiB (besides tts.maxCacheEntries), and texts waiting for synthesis. */
+        ttsCacheMB: z.number().positive().max(1_000_000).default(200),
+        ttsQueue: z.number().int().min(1).max(10_000).default(16),
+      })
+      .strict()
+      .prefault({}),
     log: z
       .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
       .strict()

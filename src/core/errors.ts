@@ -1,3 +1,5 @@
+import { redactText } from '../redact';
+
 /**
  * Typed hub errors with stable codes. Every front end (REST, MQTT, cloud, Node-RED) maps a
  * failure to `{ Result: "false", ErrorCode, ErrorMessage }`; the code is the contract, the
@@ -26,6 +28,8 @@ export const ERROR_CODES = {
   PlaybackFailed: { status: 200, description: 'No target speaker could start the media (unreachable URL, speaker error).' },
   SpeakerError: { status: 200, description: 'A speaker did not carry out the command (it answered with an error or timed out).' },
   TtsFailed: { status: 200, description: 'The text-to-speech provider could not synthesize the text (not configured, refused, unreachable).' },
+  TtsBusy: { status: 200, description: 'Too many texts are waiting for synthesis (limits.ttsQueue); retry in a moment.' },
+  Busy: { status: 503, description: 'The hub is at one of its limits (event streams); retry later. The message names the limit.' },
   InternalError: { status: 500, description: 'An unexpected fault; it is logged with details.' },
 } as const;
 
@@ -59,7 +63,8 @@ export interface ErrorBody {
 }
 
 export function errorBody(e: HubError): ErrorBody {
-  const body: ErrorBody = { Result: 'false', ErrorCode: e.code, ErrorMessage: e.message };
+  // Messages quote what clients and speakers said (URLs, fault texts): never a secret in clear.
+  const body: ErrorBody = { Result: 'false', ErrorCode: e.code, ErrorMessage: redactText(e.message) };
   if (e.parameter) body.Parameter = e.parameter;
   return body;
 }

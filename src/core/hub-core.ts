@@ -11,6 +11,7 @@ import type { MediaCatalog, MediaHost } from '../media/types';
 import type { TtsAudio } from '../tts/provider';
 import type { Logger } from '../logger';
 import { pointsAtLocalAddress } from '../net/local-address';
+import { redactUrl } from '../redact';
 
 /** What the core needs of text-to-speech: the TTS layer's speak(), errors already typed. */
 export interface TextToSpeech {
@@ -51,6 +52,8 @@ export class HubCore {
   private readonly tts: TextToSpeech;
   private readonly drivers: SpeakerDriver[] = [];
   private readonly refuseLocalMediaUrls: boolean;
+  /** Media-host URLs handed out and not yet released. */
+  private readonly published = new Set<string>();
 
   constructor(options: HubCoreOptions) {
     this.uuid = options.uuid;
@@ -68,6 +71,32 @@ export class HubCore {
     this.selection = new Selection(this.speakers, this.events);
     this.playback = new PlaybackEngine(this.speakers, this.selection, options.clock, this.events, options.logger);
     this.volume = new VolumeControl(this.speakers, options.logger);
+    this.events.on('playbackState', () => this.releaseUnusedMedia());
+  }
+
+  /**
+   * Capability URLs live only as long as their playback (issue: they leak through renderers'
+   * unauthenticated status queries): whenever the playback changes, every URL handed out
+   * but not the current playback's is released (it stops working after the media host's
+   * grace period); the current one is kept, also when a release had already been scheduled
+   * for it while its play was starting.
+   */
+  private releaseUnusedMedia(): void {
+    const host = this.mediaHost;
+    if (!host.release) return;
+    const current = this.playback.currentMedia?.url;
+    for (const url of this.published) {
+      if (url === current) continue;
+      host.release(url);
+      this.published.delete(url);
+    }
+    if (current && !this.published.has(current) && host.retain?.(current)) this.published.add(current);
+  }
+
+  private publish(file: string, contentType: string): string {
+    const url = this.mediaHost.publish(file, contentType);
+    this.published.add(url);
+    return url;
   }
 
   async addDriver(driver: SpeakerDriver): Promise<void> {
@@ -89,7 +118,7 @@ export class HubCore {
     return {
       kind: 'hub',
       persistentId: item.persistentId,
-      url: this.mediaHost.publish(item.file, item.contentType),
+      url: this.publish(item.file, item.contentType),
       contentType: item.contentType,
       title: item.title,
       duration: item.duration || undefined,
@@ -102,7 +131,7 @@ export class HubCore {
         parameter: 'MediaUrl',
       });
     }
-    return { kind: 'web', url, title: url };
+    return { kind: 'web', url, title: redactUrl(url) };
   }
 
   /** Checks a Text parameter against the configured limits, before any target is looked at. */
@@ -114,7 +143,7 @@ export class HubCore {
     const audio = await this.tts.speak(text);
     return {
       kind: 'tts',
-      url: this.mediaHost.publish(audio.file, audio.contentType),
+      url: this.publish(audio.file, audio.contentType),
       contentType: audio.contentType,
       title: text,
       duration: audio.duration,

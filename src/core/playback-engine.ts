@@ -5,6 +5,7 @@ import type { Selection } from './selection';
 import type { SpeakerRegistry } from './speaker-registry';
 import type { MediaRequest, Speaker, SpeakerDriver, SpeakerPlayState, StopReason } from '../drivers/driver';
 import type { Logger } from '../logger';
+import { redactUrl } from '../redact';
 
 /** Where a play goes: the playback session, every speaker, or a DeviceIDList. */
 export type Target = { kind: 'session' } | { kind: 'party' } | { kind: 'selected'; deviceIds: string[] };
@@ -64,6 +65,11 @@ export class PlaybackEngine {
     return { state: p.state, timeElapsed: Math.floor(this.elapsed(p)) };
   }
 
+  /** The media of the current playback (playing or paused), if any. */
+  get currentMedia(): PlayableMedia | undefined {
+    return this.current?.media;
+  }
+
   isPlaying(): boolean {
     return this.current?.state === 'PlayerStatePlaying';
   }
@@ -77,7 +83,8 @@ export class PlaybackEngine {
       timeElapsed,
       kind: p.media.kind,
       persistentId: p.media.persistentId,
-      url: p.media.kind === 'web' ? p.media.url : undefined,
+      // Events go to every front end and its logs: the URL without its secrets.
+      url: p.media.kind === 'web' ? redactUrl(p.media.url) : undefined,
       title: p.media.title,
       priority: p.priority,
       deviceIds: [...p.speakers.keys()],

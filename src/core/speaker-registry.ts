@@ -2,6 +2,7 @@ import { HubError } from './errors';
 import type { DeviceRecord, HubEventBus } from './events';
 import type { Speaker, SpeakerDriver, SpeakerInfo } from '../drivers/driver';
 import type { Logger } from '../logger';
+import { redactText } from '../redact';
 
 /**
  * Every speaker the drivers know, keyed by DeviceID. A speaker that vanishes stays listed
@@ -44,7 +45,7 @@ export class SpeakerRegistry {
       this.events.emit('device', { reason: onlyWifi ? 'WiFiSignalChanged' : 'SpeakerInfoUpdated', device: this.record(speaker) });
     };
     const onState = (_state: string, reason?: string, detail?: string) => {
-      if (reason === 'error') this.events.emit('device', { reason: 'DeviceError', device: this.record(speaker), detail });
+      if (reason === 'error') this.events.emit('device', { reason: 'DeviceError', device: this.record(speaker), detail: detail === undefined ? undefined : redactText(detail) });
     };
     const onVolume = (volume: number) => this.events.emit('volume', { deviceId: speaker.id, volume });
     speaker.on('availability', onAvailability);

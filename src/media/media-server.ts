@@ -5,7 +5,10 @@ import { isIP, type AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream';
+import type { Socket } from 'node:net';
 import { maskToken, type Logger } from '../logger';
+import { installConnectionLimits, isLoopback } from '../server/connection-limits';
+import { LimitedLog } from '../server/limited-log';
 import { parseRange } from './range';
 import type { MediaHost } from './types';
 
@@ -21,6 +24,15 @@ export interface MediaServerOptions {
    */
   advertiseHost?: string;
   logger: Logger;
+  /** Open connections in total / from one address (default 500 / 50). */
+  maxConnections?: number;
+  maxConnectionsPerAddress?: number;
+  /** Apply the per-address limit to loopback clients too (default: no, they are the hub's virtual speakers). */
+  limitLoopback?: boolean;
+  /** A response that makes no progress (the client stopped reading) this long is dropped. Default 60 s. */
+  sendTimeoutMs?: number;
+  /** A released URL keeps working this long (default 60 s): a speaker may still be reading its tail. */
+  releaseGraceMs?: number;
 }
 
 interface Published {
@@ -56,6 +68,10 @@ export class MediaServer implements MediaHost {
   private readonly log: Logger;
   private readonly byId = new Map<string, Published>();
   private readonly idByFile = new Map<string, string>();
+  /** Ids released and waiting for their grace period to end. */
+  private readonly expiring = new Map<string, NodeJS.Timeout>();
+  private readonly options: MediaServerOptions;
+  private readonly stalled: LimitedLog;
   private server: Server | undefined;
   private origin: string | undefined;
 
@@ -64,6 +80,13 @@ export class MediaServer implements MediaHost {
     this.port = options.port ?? 0;
     this.advertiseHost = options.advertiseHost;
     this.log = options.logger;
+    this.options = options;
+    this.stalled = new LimitedLog(this.log, 'media download dropped: no progress within the send timeout');
+  }
+
+  /** Published URLs (ids) that currently work; released ones count until their grace ends. */
+  get publishedCount(): number {
+    return this.byId.size;
   }
 
   /** http://host:port of the running server; throws before start(). */
@@ -74,9 +97,25 @@ export class MediaServer implements MediaHost {
 
   async start(): Promise<void> {
     if (this.server) return;
-    const server = createServer((req, res) => {
+    const server = createServer({ headersTimeout: 10_000, requestTimeout: 30_000, connectionsCheckingInterval: 1000, keepAlive: true, keepAliveInitialDelay: 30_000 }, (req, res) => {
       this.handle(req, res).catch((e: unknown) => this.fail(res, e));
     });
+    // Inactivity on the socket (nothing read, nothing sent): a stalled download or an idle keep-alive.
+    server.setTimeout(this.options.sendTimeoutMs ?? 60_000, (socket: Socket) => {
+      if (socket.bytesWritten > 0 || socket.writableLength > 0) this.stalled.warn({ remote: socket.remoteAddress, pending: socket.writableLength });
+      socket.destroy();
+    });
+    installConnectionLimits(
+      server,
+      {
+        maxConnections: this.options.maxConnections ?? 1000,
+        maxConnectionsPerAddress: this.options.maxConnectionsPerAddress ?? 50,
+        // Virtual speakers fetch from the hub's own address, one connection each.
+        perAddressExempt: this.options.limitLoopback ? undefined : isLoopback,
+      },
+      this.log,
+      'media server',
+    );
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.port, this.host, () => {
@@ -95,6 +134,8 @@ export class MediaServer implements MediaHost {
     if (!server) return;
     this.server = undefined;
     this.origin = undefined;
+    for (const t of this.expiring.values()) clearTimeout(t);
+    this.expiring.clear();
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       // Speakers keep connections open (and stream for minutes); don't wait for them.
@@ -111,8 +152,45 @@ export class MediaServer implements MediaHost {
       id = randomBytes(16).toString('base64url');
       this.idByFile.set(absolute, id);
     }
+    this.cancelExpiry(id);
     this.byId.set(id, { file: absolute, contentType });
     return `${base}/media/${id}/${encodeURIComponent(path.basename(absolute))}`;
+  }
+
+  release(url: string): void {
+    const id = this.idOf(url);
+    if (!id || this.expiring.has(id)) return;
+    const timer = setTimeout(() => this.expire(id), this.options.releaseGraceMs ?? 60_000);
+    timer.unref();
+    this.expiring.set(id, timer);
+  }
+
+  retain(url: string): boolean {
+    const id = this.idOf(url);
+    if (id) this.cancelExpiry(id);
+    return id !== undefined;
+  }
+
+  private expire(id: string): void {
+    this.expiring.delete(id);
+    const entry = this.byId.get(id);
+    if (!entry) return;
+    this.byId.delete(id);
+    if (this.idByFile.get(entry.file) === id) this.idByFile.delete(entry.file);
+    this.log.debug({ id: maskToken(id) }, 'media URL expired');
+  }
+
+  private cancelExpiry(id: string): void {
+    const t = this.expiring.get(id);
+    if (t) clearTimeout(t);
+    this.expiring.delete(id);
+  }
+
+  private idOf(url: string): string | undefined {
+    const q = url.indexOf('/media/');
+    if (q < 0) return undefined;
+    const id = MEDIA_PATH.exec(url.slice(q).split('?', 1)[0])?.[1];
+    return id && this.byId.has(id) ? id : undefined;
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -25,6 +25,13 @@ export interface MediaCatalog {
  * a file. The core sees only this interface; the HTTP server lives in media-server.ts.
  */
 export interface MediaHost {
-  /** Returns the URL a speaker fetches the file at. Same file → same URL for this run. */
+  /** Returns the URL a speaker fetches the file at. Same file → same URL while it is published. */
   publish(file: string, contentType: string): string;
+  /**
+   * The URL's playback is over: it stops working after the host's grace period (so a
+   * capability a speaker leaked keeps no value), unless retain() or publish() renews it first.
+   */
+  release?(url: string): void;
+  /** The URL is in use again (a playback that took it over started): cancels a pending release. True if it is one of this host's live URLs. */
+  retain?(url: string): boolean;
 }

@@ -42,7 +42,16 @@ function operationDoc(op: Operation): Record<string, unknown> {
   }
   for (const [name, schema] of Object.entries(op.params.shape)) {
     const s = schema as z.ZodType;
-    parameters.push({ name, in: 'query', required: !s.safeParse(undefined).success, schema: { type: 'string' }, example: op.example[name] });
+    const described = parameterSchema(s);
+    parameters.push({
+      name,
+      in: 'query',
+      required: !s.safeParse(undefined).success,
+      schema: described,
+      // A list travels as one comma-separated value (DeviceIDList=1,2,3).
+      ...(described.type === 'array' ? { style: 'form', explode: false } : {}),
+      example: op.example[name],
+    });
   }
   const failureStatuses = [...new Set(Object.values(ERROR_CODES).map((e) => e.status))].filter((s) => s !== 200);
   const responses: Record<string, unknown> = {
@@ -55,6 +64,36 @@ function operationDoc(op: Operation): Record<string, unknown> {
     responses[status] = { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
   }
   return { operationId: op.name, summary: op.summary, tags: [op.group], parameters, responses };
+}
+
+/**
+ * A parameter's JSON Schema as the handler sees it (the validated, typed value: Volume an
+ * integer 0–50, DeviceID a digit pattern, DeviceIDList an array), derived from its zod
+ * schema. Parameters are pipelines (text in, typed value out) ending at times in a transform
+ * JSON Schema cannot express; then the last stage that has a type describes it.
+ */
+export function parameterSchema(schema: z.ZodType): Record<string, unknown> {
+  const described = typedStage(schema);
+  return described ?? { type: 'string' };
+}
+
+function typedStage(schema: z.ZodType): Record<string, unknown> | undefined {
+  const own = plainJsonSchema(schema);
+  if (own && 'type' in own) return own;
+  const def = (schema as unknown as { def?: { type?: string; in?: z.ZodType; out?: z.ZodType; innerType?: z.ZodType } }).def;
+  if (!def) return undefined;
+  if (def.innerType) return typedStage(def.innerType); // optional, default, nullable …
+  if (def.type === 'pipe') return (def.out && typedStage(def.out)) ?? (def.in && typedStage(def.in));
+  return undefined;
+}
+
+function plainJsonSchema(schema: z.ZodType): Record<string, unknown> | undefined {
+  try {
+    const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) as Record<string, unknown>;
+    return rest;
+  } catch {
+    return undefined;
+  }
 }
 
 function jsonSchema(schema: z.ZodType): unknown {

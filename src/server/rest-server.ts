@@ -6,11 +6,46 @@ import type { ExtensionContext } from '../extensions/extension';
 import { SESSION_PARAM_ALIASES, type DispatchResult } from '../operations/dispatch';
 import { OPERATIONS, parameterNames, type Operation } from '../operations/table';
 import type { Logger } from '../logger';
+import { clip } from '../redact';
 import { BearerAuth } from './auth';
+import { installConnectionLimits, type ConnectionLimits } from './connection-limits';
 import { streamEvents } from './event-stream';
 import { parseLenientQuery } from './lenient-query';
+import { legacyErrorBody } from './legacy-errors';
+import { LimitedLog } from './limited-log';
 import { installRequestLineRepair } from './request-line-repair';
 import { buildOpenApi } from './openapi';
+
+/** The server's bounds (config `limits.*`, README "Security"). */
+export interface RestLimits extends ConnectionLimits {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  maxEventStreams: number;
+  eventStreamMaxQueued: number;
+  eventStreamBufferBytes: number;
+  /** Longest Text a play_tts may carry (tts.maxTextLength): the request head must fit it. */
+  maxTextLength: number;
+}
+
+export const DEFAULT_REST_LIMITS: RestLimits = {
+  maxConnections: 2000,
+  maxConnectionsPerAddress: 200,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  maxEventStreams: 100,
+  eventStreamMaxQueued: 500,
+  eventStreamBufferBytes: 64 * 1024,
+  maxTextLength: 1000,
+};
+
+/**
+ * Room for a request head: a Text of maxTextLength UTF-16 units, each up to 9 bytes once
+ * percent-encoded (a 3-byte UTF-8 character), plus 16 KiB for the rest. Node's default
+ * (16 KiB) would refuse a long Text with a parser error before TextTooLong could be said.
+ */
+export function maxHeaderBytes(maxTextLength: number): number {
+  return Math.max(16 * 1024, maxTextLength * 9 + 16 * 1024);
+}
 
 export interface RestServerOptions {
   host: string;
@@ -21,6 +56,7 @@ export interface RestServerOptions {
   corsOrigin: string;
   logger: Logger;
   version: string;
+  limits?: Partial<RestLimits>;
 }
 
 /** Both API dialects: the current one and the first version's (compatibility.md, Older clients). */
@@ -32,7 +68,9 @@ const DIALECTS = [
 /** Names that never belong to a free-text value even when the operation does not take them. */
 const ALWAYS_KNOWN = ['Priority', 'access_token', '_', ...SESSION_PARAM_ALIASES];
 
-const PUBLIC_PATHS = new Set(['/api/v1/openapi.json', '/openapi.json']);
+const OPENAPI_PATHS = ['/api/v1/openapi.json', '/v1/openapi.json', '/openapi.json'];
+/** Served without a token: the API description and the health check. */
+const PUBLIC_PATHS = new Set([...OPENAPI_PATHS, '/healthz']);
 
 interface Answer {
   status: number;
@@ -48,6 +86,14 @@ interface OperationRoute {
 export class RestServer {
   readonly app: FastifyInstance;
   private readonly auth: BearerAuth | null;
+  readonly limits: RestLimits;
+  private readonly startedAt = Date.now();
+  private healthSession?: string;
+  private readonly refusals: LimitedLog;
+  private readonly slowStreams: LimitedLog;
+  private readonly timeouts: LimitedLog;
+  /** Requests are logged one by one only at debug level (speed; URLs carry session tokens). */
+  private readonly accessLog: boolean;
   private readonly operationRoutes = new Map<string, OperationRoute>(
     OPERATIONS.map((op) => [op.name, { op, known: new Set([...parameterNames(op), ...ALWAYS_KNOWN]) }]),
   );
@@ -57,23 +103,59 @@ export class RestServer {
     private readonly options: RestServerOptions,
   ) {
     this.auth = options.token ? new BearerAuth(options.token) : null;
+    const limits = (this.limits = { ...DEFAULT_REST_LIMITS, ...options.limits });
+    this.refusals = new LimitedLog(options.logger, 'request refused: missing or wrong bearer token');
+    this.slowStreams = new LimitedLog(options.logger, 'event stream closed: its client does not read');
+    this.timeouts = new LimitedLog(options.logger, 'connection closed: request not received within the header/request timeout');
+    this.accessLog = options.logger.isLevelEnabled('debug');
+    const headerBytes = maxHeaderBytes(limits.maxTextLength);
     this.app = Fastify({
-      // Requests are not logged one by one (speed, and URLs carry session tokens); faults are.
+      // Fastify's own request logging stays off; the access log (debug) and faults are ours.
       logger: false,
       // HEAD of an operation would run it (a play!) and drop the answer: GET only.
       exposeHeadRoutes: false,
       routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true, maxParamLength: 500 },
       serverFactory: (handler) => {
-        const server = createServer((req, res) => {
-          if (!this.fastPath(req, res)) handler(req, res);
-        });
-        installRequestLineRepair(server);
+        const server = createServer(
+          {
+            maxHeaderSize: headerBytes,
+            headersTimeout: limits.headersTimeoutMs,
+            requestTimeout: limits.requestTimeoutMs,
+            // Answered below with the API's error shape instead of Node's bare 400.
+            requireHostHeader: false,
+            keepAlive: true,
+            keepAliveInitialDelay: 30_000,
+            // Timeouts are enforced by this periodic check (default every 30 s): make it match them.
+            connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+          },
+          (req, res) => {
+            if (!req.headers.host && req.httpVersionMinor >= 1) {
+              res.setHeader('Connection', 'close');
+              return this.send(res, 400, errorBody(new HubError('InvalidParameter', 'HTTP/1.1 requests need a Host header.')));
+            }
+            if (!this.fastPath(req, res)) handler(req, res);
+          },
+        );
+        installRequestLineRepair(server, { timeoutMs: limits.headersTimeoutMs, maxBytes: headerBytes });
+        installConnectionLimits(server, limits, options.logger, 'REST server');
         return server;
       },
       // A request Node cannot parse at all still gets the API's error shape.
       clientErrorHandler: (err, socket) => {
         if (!socket.writable) return socket.destroy();
-        const body = JSON.stringify(errorBody(new HubError('InvalidParameter', `Malformed HTTP request (${(err as NodeJS.ErrnoException).code ?? err.message}).`)));
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+          // limits.headersTimeoutSeconds / requestTimeoutSeconds: a trickling or stalled client.
+          this.timeouts.warn({ ip: socket.remoteAddress });
+          return socket.end('HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+        }
+        const body = JSON.stringify(
+          errorBody(
+            code === 'HPE_HEADER_OVERFLOW'
+              ? new HubError('InvalidParameter', `The request head is over ${headerBytes} bytes (room for a Text of tts.maxTextLength characters).`)
+              : new HubError('InvalidParameter', `Malformed HTTP request (${clip(code ?? err.message, 80)}).`),
+          ),
+        );
         socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
       },
       // A path the router cannot decode (a malformed %-sequence) too; no hook runs for it.
@@ -105,7 +187,8 @@ export class RestServer {
     const app = this.app;
     app.register(cors, {
       origin: this.options.corsOrigin,
-      methods: ['GET', 'HEAD', 'OPTIONS'],
+      // Not HEAD: operations answer it with 405 (it would run a play and drop the answer).
+      methods: ['GET', 'OPTIONS'],
       allowedHeaders: ['Authorization', 'Content-Type', 'Cache-Control', 'X-Requested-With'],
       maxAge: 600,
     });
@@ -114,24 +197,43 @@ export class RestServer {
       if (!this.auth || req.method === 'OPTIONS' || PUBLIC_PATHS.has(req.routeOptions.url ?? '')) return;
       const queryToken = req.routeOptions.url === '/api/v1/events' ? (req.query as Record<string, string>).access_token : undefined;
       if (!this.auth.check(req.headers.authorization, queryToken)) {
-        // Only the path: a query can carry secrets under names a redaction pattern misses (Session%54oken=...).
-        this.options.logger.warn({ path: req.url.split('?')[0], ip: req.ip }, 'request refused: missing or wrong bearer token');
+        // Only the path, cut short: a query can carry secrets, and a 15 KB path must not cost 15 KB of log.
+        this.refusals.warn({ path: clip(req.url.split('?')[0], 100), ip: req.ip });
         reply.header('WWW-Authenticate', 'Bearer realm="SpeakerHub"');
         return this.fail(reply, new HubError('Unauthorized', 'A valid "Authorization: Bearer <token>" header is required; the token is printed when the hub starts.'));
       }
     });
 
+    if (this.accessLog) {
+      app.addHook('onResponse', async (req, reply) => {
+        this.options.logger.debug({ method: req.method, path: clip(req.url.split('?')[0], 100), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+      });
+    }
+
     const openapi = buildOpenApi(this.options.version);
-    for (const path of PUBLIC_PATHS) app.get(path, async () => openapi);
+    for (const path of OPENAPI_PATHS) app.get(path, async () => openapi);
+    app.get('/healthz', async () => this.health());
     // Open event streams never end by themselves: close() ends them, or it would wait for every client.
     const streams = new Set<ServerResponse>();
     app.addHook('preClose', async () => {
       for (const res of streams) res.end();
     });
     app.get('/api/v1/events', (req, reply) => {
-      streams.add(reply.raw);
-      reply.raw.on('close', () => streams.delete(reply.raw));
-      streamEvents(this.ctx, req, reply, this.options.corsOrigin);
+      if (streams.size >= this.limits.maxEventStreams) {
+        this.options.logger.warn({ open: streams.size, ip: req.ip }, 'event stream refused: limits.maxEventStreams reached');
+        return this.fail(reply, new HubError('Busy', `${streams.size} event streams are open, the most this hub allows (limits.maxEventStreams); retry later.`));
+      }
+      reply.hijack();
+      const res = reply.raw;
+      streams.add(res);
+      res.on('close', () => streams.delete(res));
+      streamEvents(res, {
+        subscribe: this.ctx.subscribe,
+        uuid: this.ctx.uuid,
+        corsOrigin: this.options.corsOrigin,
+        limits: { maxQueuedEvents: this.limits.eventStreamMaxQueued, maxBufferedBytes: this.limits.eventStreamBufferBytes },
+        onSlow: () => this.slowStreams.warn({ ip: req.ip }),
+      });
     });
 
     for (const route of this.operationRoutes.values()) {
@@ -148,14 +250,15 @@ export class RestServer {
         reply.header('Allow', 'GET, OPTIONS');
         return this.fail(reply, new HubError('MethodNotAllowed', `${req.method} is not supported; operations are GET requests.`));
       }
-      const name = req.url.split('?')[0].split('/').filter(Boolean).pop() ?? '';
-      return this.fail(reply, new HubError('UnknownOperation', `No operation at ${req.method} ${req.url.split('?')[0]} (${name || 'empty'}); see /api/v1/openapi.json.`));
+      const path = clip(req.url.split('?')[0], 200);
+      const name = path.split('/').filter(Boolean).pop() ?? '';
+      return this.fail(reply, new HubError('UnknownOperation', `No operation at ${req.method} ${path} (${name || 'empty'}); see /api/v1/openapi.json.`));
     });
 
     app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
       const status = err.statusCode ?? 500;
-      if (status >= 500) this.options.logger.error({ err: err.message, path: req.url.split('?')[0] }, 'request failed');
-      const e = status < 500 ? new HubError('InvalidParameter', `Malformed request: ${err.message}`) : new HubError('InternalError', 'The hub hit an unexpected fault; it has been logged.');
+      if (status >= 500) this.options.logger.error({ err: clip(err.message, 300), path: clip(req.url.split('?')[0], 100) }, 'request failed');
+      const e = status < 500 ? new HubError('InvalidParameter', `Malformed request: ${clip(err.message, 200)}`) : new HubError('InternalError', 'The hub hit an unexpected fault; it has been logged.');
       return reply.code(status < 500 ? status : 500).send(errorBody(e));
     });
   }
@@ -167,7 +270,7 @@ export class RestServer {
   }
 
   private answer(route: OperationRoute, legacy: boolean, result: DispatchResult): Answer {
-    if (!result.ok) return { status: result.error.status, body: errorBody(result.error) };
+    if (!result.ok) return { status: result.error.status, body: legacy ? legacyErrorBody(result.error) : errorBody(result.error) };
     if (legacy && route.op.name === 'init_session') {
       // The first API version named the token SessionID.
       const { SessionToken, ...rest } = result.body;
@@ -194,9 +297,27 @@ export class RestServer {
     const route = this.operationRoutes.get(path.slice(legacy ? 4 : 8));
     if (!route || (this.auth && !this.auth.check(req.headers.authorization))) return false;
     const answer = this.run(route, legacy, url);
+    if (this.accessLog) {
+      const t0 = performance.now();
+      res.once('finish', () => this.options.logger.debug({ method: 'GET', path, status: res.statusCode, ms: Math.round(performance.now() - t0) }, 'request'));
+    }
     if (answer instanceof Promise) answer.then((a) => this.send(res, a.status, a.body));
     else this.send(res, answer.status, answer.body);
     return true;
+  }
+
+  /** GET /healthz: for monitors and container health checks, no token needed. */
+  private async health(): Promise<Record<string, unknown>> {
+    // Through the operation dispatch like every front end, on a trusted session of its own.
+    this.healthSession ??= this.ctx.openTrustedSession();
+    const r = await this.ctx.dispatch('device_list', { SessionToken: this.healthSession });
+    const list = r.ok ? ((r.body.DeviceList as { Active: boolean }[] | undefined) ?? []) : [];
+    return {
+      status: r.ok ? 'ok' : 'degraded',
+      version: this.options.version,
+      uptime: Math.floor((Date.now() - this.startedAt) / 1000),
+      speakers: { total: list.length, available: list.filter((d) => d.Active).length },
+    };
   }
 
   private send(res: ServerResponse, status: number, body: unknown): void {

@@ -15,6 +15,10 @@ export interface TtsServiceOptions {
   voice?: string;
   maxTextLength?: number;
   maxCacheEntries?: number;
+  /** Cache budget in bytes (least recently used files go first). Default 200 MiB. */
+  maxCacheBytes?: number;
+  /** Texts synthesizing or waiting for it at once; one more fails at once with TtsBusy. Default 16. */
+  maxQueue?: number;
   logger: Logger;
 }
 
@@ -28,6 +32,10 @@ export class TtsService {
   private readonly voice: string;
   private readonly maxTextLength: number;
   private readonly maxCacheEntries: number;
+  private readonly maxCacheBytes: number;
+  private readonly maxQueue: number;
+  /** Syntheses started and not finished (the provider may run them one at a time). */
+  private synthesizing = 0;
   private readonly log: Logger;
   private readonly inFlight = new Map<string, Promise<TtsAudio>>();
   private evicting?: Promise<void>;
@@ -39,6 +47,8 @@ export class TtsService {
     this.voice = options.voice?.trim() || 'en';
     this.maxTextLength = options.maxTextLength ?? 1000;
     this.maxCacheEntries = Math.max(1, options.maxCacheEntries ?? 500);
+    this.maxCacheBytes = Math.max(1, options.maxCacheBytes ?? 200 * 1024 * 1024);
+    this.maxQueue = Math.max(1, options.maxQueue ?? 16);
     this.log = options.logger;
   }
 
@@ -74,6 +84,20 @@ export class TtsService {
       return { file, contentType, duration: await this.duration(file) };
     }
 
+    if (this.synthesizing >= this.maxQueue) {
+      // Failing now beats a queue of announcements that would all play late.
+      throw new HubError('TtsBusy', `${this.synthesizing} texts are already being synthesized, the most allowed (limits.ttsQueue); retry in a moment.`);
+    }
+    this.synthesizing++;
+    try {
+      return await this.synthesize(hash, file, text, voice);
+    } finally {
+      this.synthesizing--;
+    }
+  }
+
+  private async synthesize(hash: string, file: string, text: string, voice: string): Promise<TtsAudio> {
+    const { contentType } = this.provider.format;
     await mkdir(this.cacheDir, { recursive: true });
     const temp = join(this.cacheDir, `.${hash}.${randomBytes(4).toString('hex')}.tmp`);
     const started = Date.now();
@@ -128,15 +152,28 @@ export class TtsService {
 
   private async evict(): Promise<void> {
     const names = (await readdir(this.cacheDir)).filter((n) => CACHE_FILE.test(n));
-    if (names.length <= this.maxCacheEntries) return;
     const entries = await Promise.all(
-      names.map(async (name) => ({ name, mtime: (await stat(join(this.cacheDir, name)).catch(() => undefined))?.mtimeMs ?? 0 })),
+      names.map(async (name) => {
+        const st = await stat(join(this.cacheDir, name)).catch(() => undefined);
+        return { name, mtime: st?.mtimeMs ?? 0, size: st?.size ?? 0 };
+      }),
     );
+    // Newest first; keep while both budgets hold (the newest entry always stays: it is about to play).
     entries.sort((a, b) => b.mtime - a.mtime);
-    for (const { name } of entries.slice(this.maxCacheEntries)) {
-      await unlink(join(this.cacheDir, name)).catch(() => undefined);
+    let bytes = 0;
+    let kept = 0;
+    let removed = 0;
+    for (const e of entries) {
+      bytes += e.size;
+      if (kept === 0 || (kept < this.maxCacheEntries && bytes <= this.maxCacheBytes)) {
+        kept++;
+        continue;
+      }
+      bytes -= e.size;
+      removed++;
+      await unlink(join(this.cacheDir, e.name)).catch(() => undefined);
     }
-    this.log.debug({ removed: entries.length - this.maxCacheEntries }, 'TTS cache trimmed');
+    if (removed) this.log.debug({ removed, kept, bytes }, 'TTS cache trimmed');
   }
 }
 

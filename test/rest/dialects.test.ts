@@ -57,11 +57,17 @@ describe('the first API version: /v1/<operation> with SessionID', () => {
     expect((await get(`/v1/playback_status?SessionID=${id}`)).body).toEqual({ PlaybackState: 'PlayerStateStopped', TimeElapsed: '-1' });
   });
 
-  test('an unknown SessionID is refused with SessionNotFound; a missing one names SessionToken', async () => {
-    expect((await get('/v1/device_count?SessionID=1000')).body).toMatchObject({ Result: 'false', ErrorCode: 'SessionNotFound' });
+  test('an unknown SessionID is refused with SessionNotFound; errors speak of SessionID, the name this dialect uses', async () => {
+    const unknown = (await get('/v1/device_count?SessionID=1000')).body;
+    expect(unknown).toMatchObject({ Result: 'false', ErrorCode: 'SessionNotFound' });
+    expect(unknown.ErrorMessage).toMatch(/SessionID/);
+    expect(unknown.ErrorMessage).not.toMatch(/SessionToken/);
     const missing = await get('/v1/device_count');
     expect(missing.status).toBe(400);
-    expect(missing.body).toMatchObject({ ErrorCode: 'InvalidParameter', Parameter: 'SessionToken' });
+    expect(missing.body).toMatchObject({ ErrorCode: 'InvalidParameter', Parameter: 'SessionID' });
+    expect(missing.body.ErrorMessage).not.toMatch(/SessionToken/);
+    // The current dialect keeps its own name.
+    expect((await get('/api/v1/device_count')).body).toMatchObject({ ErrorCode: 'InvalidParameter', Parameter: 'SessionToken' });
   });
 
   test('the misspelling SesssionToken is accepted', async () => {

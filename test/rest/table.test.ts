@@ -72,7 +72,8 @@ describe('routes', () => {
         // No session given: the route exists and asks for one.
         expect(r.body.ErrorCode).not.toBe('UnknownOperation');
         expect(r.status).toBe(400);
-        expect(r.body).toMatchObject({ Result: 'false', ErrorCode: 'InvalidParameter', Parameter: 'SessionToken' });
+        // Each dialect names the session parameter its own way.
+        expect(r.body).toMatchObject({ Result: 'false', ErrorCode: 'InvalidParameter', Parameter: prefix === '/v1' ? 'SessionID' : 'SessionToken' });
       }
     }
   });

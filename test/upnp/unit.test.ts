@@ -12,7 +12,7 @@ import { parseDescription, parseVolumeRange } from '../../src/drivers/upnp/descr
 import { contentTypeOf, didlLite, formatTime, parseTime, protocolInfo } from '../../src/drivers/upnp/didl';
 import { GenaServer, GenaSubscription, grantedSeconds, parseLastChange, parsePropertySet } from '../../src/drivers/upnp/gena';
 import { httpRequest } from '../../src/drivers/upnp/http';
-import { redactMediaUrl } from '../../src/drivers/upnp/redact';
+import { redactUrl } from '../../src/redact';
 import { upnpDeviceId } from '../../src/drivers/upnp/renderer';
 import { VolumeScale } from '../../src/drivers/upnp/volume';
 import { parseSoapResponse, SoapFault, soapEnvelope } from '../../src/drivers/upnp/soap';
@@ -237,8 +237,8 @@ describe('DIDL-Lite, times, ids, redaction, config', () => {
   });
 
   test('media URLs are never logged whole', () => {
-    expect(redactMediaUrl('http://10.0.0.2:3456/media/AbCdEfGhIjKlMnOpQrStUv/song.mp3')).toBe('http://10.0.0.2:3456/[redacted]');
-    expect(redactMediaUrl('not a url')).toBe('[redacted]');
+    expect(redactUrl('http://10.0.0.2:3456/media/AbCdEfGhIjKlMnOpQrStUv/song.mp3')).toBe('http://10.0.0.2:3456/media/[redacted]/song.mp3');
+    expect(redactUrl('http://u:p@radio.example/live?key=k1')).toBe('http://[redacted]@radio.example/live?key=[redacted]');
   });
 
   test('config: defaults, http-only renderer URLs, strict keys', () => {

@@ -2,7 +2,8 @@ import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
 import type { Socket } from 'node:net';
-import { redactUrl, type Logger } from '../../logger';
+import type { Logger } from '../../logger';
+import { redactUrl } from '../../redact';
 
 /** snapserver's `sampleformat=rate:bits:channels`. */
 export interface SampleFormat {
@@ -29,7 +30,7 @@ export function bytesPerSecond(f: SampleFormat): number {
 
 /** Media URLs carry the media server's capability id; it must reach neither logs nor error texts. */
 export function safeUrl(url: string): string {
-  return redactUrl(url).replace(/\/media\/[A-Za-z0-9_-]{16,}(\/|$)/, '/media/[redacted]$1');
+  return redactUrl(url);
 }
 
 /** ffmpeg knows mms only as mmsh/mmst; the spec's 'rstp' is a typo for rtsp. */

@@ -21,4 +21,3 @@ export { UpnpSpeaker, upnpDeviceId } from './renderer';
 export { UpnpConfigSchema, type UpnpConfig } from './config';
 export { fetchDescription, parseDescription, MEDIA_RENDERER, type RendererDescription } from './description';
 export { soapCall, SoapFault } from './soap';
-export { redactMediaUrl } from './redact';

@@ -1,12 +1,5 @@
 /**
- * Media URLs are secrets: the hub's carry a capability id (anyone holding one can fetch the
- * file), and web URLs may carry tokens in their path or query. Logs keep only the origin.
+ * The UPnP driver's old name for the hub's one redaction rule (src/redact.ts); kept so code
+ * written against it still compiles. New code imports redactUrl from '../../redact'.
  */
-export function redactMediaUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}/[redacted]`;
-  } catch {
-    return '[redacted]';
-  }
-}
+export { redactUrl as redactMediaUrl } from '../../redact';

@@ -8,7 +8,7 @@ import { didlLite, formatTime, parseTime } from './didl';
 import { diffInfo, infoOf, upnpDeviceId } from './info';
 import { GenaSubscription, parseLastChange, SubscribeError, type GenaServer } from './gena';
 import { NetworkError } from './http';
-import { redactMediaUrl } from './redact';
+import { redactUrl } from '../../redact';
 import { SoapFault, soapCall, type SoapArgs } from './soap';
 import { VolumeScale } from './volume';
 
@@ -160,11 +160,11 @@ export class UpnpSpeaker extends EventEmitter<SpeakerEvents> implements Speaker 
     this.epoch++;
     this.endSession();
     if (this._state !== 'stopped') this.setState('stopped', 'stopped');
-    this.log.debug({ url: redactMediaUrl(media.url), contentType: media.contentType }, 'loading media');
+    this.log.debug({ url: redactUrl(media.url), contentType: media.contentType }, 'loading media');
     if (isLoopbackUrl(media.url) && !isLoopbackHost(this.desc.address)) {
       // Only a renderer on the hub's own machine can fetch that; the play will most likely time out.
       this.log.warn(
-        { url: redactMediaUrl(media.url) },
+        { url: redactUrl(media.url) },
         'the media URL points at loopback, which a networked renderer cannot reach: set network.interface (or mediaServer.host / advertiseHost)',
       );
     }
@@ -280,7 +280,7 @@ export class UpnpSpeaker extends EventEmitter<SpeakerEvents> implements Speaker 
       lastAdvanceAt: now,
       reportsPosition,
     };
-    this.log.info({ url: redactMediaUrl(ticket.media.url), startAt: startAt || undefined, ms: now - ticket.requestedAt }, 'renderer playing');
+    this.log.info({ url: redactUrl(ticket.media.url), startAt: startAt || undefined, ms: now - ticket.requestedAt }, 'renderer playing');
     this.setState('playing');
     this.schedulePoll(POLL_MS);
   }
@@ -415,14 +415,14 @@ export class UpnpSpeaker extends EventEmitter<SpeakerEvents> implements Speaker 
     const uri = await this.currentUri();
     if (uri && this.ctx.isHubMediaUrl?.(uri)) {
       this.log.warn(
-        { url: redactMediaUrl(uri), transportState: transport.state },
+        { url: redactUrl(uri), transportState: transport.state },
         'the renderer plays hub media that no playback tracks (a dropped speaker or a hub restart): stopping it',
       );
       await this.serial(() => this.avtCall('Stop')).catch((e) => this.log.warn({ err: (e as Error).message }, 'could not stop the left-over playback'));
       return;
     }
     this.log.info(
-      { url: uri ? redactMediaUrl(uri) : undefined, transportState: transport.state },
+      { url: uri ? redactUrl(uri) : undefined, transportState: transport.state },
       'the renderer is playing something the hub did not start: reported as playing',
     );
     this.session = { media: { url: uri }, lastAdvanceAt: this.ctx.clock.now(), reportsPosition: false, foreign: true };

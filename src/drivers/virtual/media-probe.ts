@@ -1,4 +1,5 @@
 import { wavDurationFromBuffer } from '../../media/wav-duration';
+import { redactText } from '../../redact';
 import { looksLikeAudio } from './audio-sniff';
 
 /**
@@ -230,21 +231,6 @@ async function durationOf(head: Buffer, contentType: string, total: number, comp
 
 function causeOf(e: unknown): string {
   const err = e as { message?: string; cause?: { code?: string; message?: string } };
-  return scrubUrls([err.message, err.cause?.code ?? err.cause?.message].filter(Boolean).join(': ') || String(e));
+  return redactText([err.message, err.cause?.code ?? err.cause?.message].filter(Boolean).join(': ') || String(e));
 }
 
-/**
- * URLs inside an error text (fetch quotes the whole URL, `user:pass@` included, when it refuses
- * one) keep only their scheme and host. A local minimal redaction until the shared helper
- * (src/redact.ts) is merged.
- */
-export function scrubUrls(text: string): string {
-  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s'"<>]+/gi, (url) => {
-    try {
-      const u = new URL(url);
-      return `${u.protocol}//${u.host}/[redacted]`;
-    } catch {
-      return '[redacted url]';
-    }
-  });
-}
