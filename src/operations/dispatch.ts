@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { HubError, isHubError, type ErrorCode } from '../core/errors';
 import type { HubCore } from '../core/hub-core';
+import { unquote } from '../util/values';
 import { OPERATIONS, OPERATIONS_BY_NAME, type Operation } from './table';
 
 export type DispatchResult = { ok: true; op: Operation; body: Record<string, unknown> } | { ok: false; op?: Operation; error: HubError };
@@ -58,12 +59,6 @@ export function runOperation(hub: HubCore, op: Operation, raw: Record<string, un
   } catch (e) {
     return failure(hub, op, e);
   }
-}
-
-/** Older clients wrap values in double quotes; the quotes are not part of the token. */
-function unquote(v: string): string {
-  const t = v.trim();
-  return t.length >= 2 && t.charCodeAt(0) === 34 && t.charCodeAt(t.length - 1) === 34 ? t.slice(1, -1) : t;
 }
 
 function failure(hub: HubCore, op: Operation, e: unknown): DispatchResult {
