@@ -2,9 +2,12 @@ import type { z } from 'zod';
 import { HubError, isHubError, type ErrorCode } from '../core/errors';
 import type { HubCore } from '../core/hub-core';
 import { unquote } from '../util/values';
-import { OPERATIONS, OPERATIONS_BY_NAME, type Operation } from './table';
+import { OPERATIONS, OPERATIONS_BY_NAME, type Operation, type OperationName, type ResponseOf } from './table';
 
 export type DispatchResult = { ok: true; op: Operation; body: Record<string, unknown> } | { ok: false; op?: Operation; error: HubError };
+
+/** A dispatch of an operation named in code: its success body is typed. */
+export type TypedDispatchResult<N extends OperationName> = { ok: true; op: Operation; body: ResponseOf<N> } | { ok: false; op?: Operation; error: HubError };
 
 /**
  * Names under which clients send the session token: the current one, the first API
@@ -18,6 +21,8 @@ export const SESSION_PARAM_ALIASES = ['SessionToken', 'SessionID', 'SesssionToke
  * It never throws or rejects. An operation whose handler is synchronous (status, lists,
  * volume reads: most traffic) answers synchronously, without a promise round trip.
  */
+export function dispatch<N extends OperationName>(hub: HubCore, name: N, raw: Record<string, unknown>): TypedDispatchResult<N> | Promise<TypedDispatchResult<N>>;
+export function dispatch(hub: HubCore, name: string, raw: Record<string, unknown>): DispatchResult | Promise<DispatchResult>;
 export function dispatch(hub: HubCore, name: string, raw: Record<string, unknown>): DispatchResult | Promise<DispatchResult> {
   const op = OPERATIONS_BY_NAME.get(name);
   if (!op) return { ok: false, error: new HubError('UnknownOperation', `There is no operation named ${JSON.stringify(name).slice(0, 80)}.`) };
@@ -68,7 +73,7 @@ function failure(hub: HubCore, op: Operation, e: unknown): DispatchResult {
 }
 
 /** Operations that take nothing but the session: validating an empty object is wasted work on the hottest paths. */
-const WITHOUT_PARAMS = new Set(OPERATIONS.filter((o) => Object.keys(o.params.shape).length === 0));
+const WITHOUT_PARAMS = new Set<Operation>(OPERATIONS.filter((o) => Object.keys(o.params.shape).length === 0));
 const NO_PARAMS = Object.freeze({});
 
 function issueToError(error: z.ZodError): HubError {

@@ -29,8 +29,8 @@ export interface OperationContext {
   sessionToken?: string;
 }
 
-export interface Operation<P extends z.ZodObject = z.ZodObject, R extends z.ZodType = z.ZodType> {
-  name: string;
+export interface Operation<N extends string = string, P extends z.ZodObject = z.ZodObject, R extends z.ZodType = z.ZodType> {
+  name: N;
   group: OperationGroup;
   summary: string;
   /** False only for init_session. */
@@ -42,21 +42,25 @@ export interface Operation<P extends z.ZodObject = z.ZodObject, R extends z.ZodT
   response: R;
   /** An example request's parameters, for the docs. */
   example: Record<string, string>;
+  // Method syntax on purpose: a typed entry (Operation<'set_volume', …>) stays assignable to
+  // the general Operation that front ends loop over.
   handler(hub: HubCore, params: z.output<P>, ctx: OperationContext): Promise<z.input<R>> | z.input<R>;
 }
 
 /** An entry of the table: what is particular to the operation; define() fills the rest. */
-type OperationSpec<P extends z.ZodObject, R extends z.ZodType> = Omit<Operation<P, R>, 'needsSession' | 'cloudResponseOf' | 'params' | 'example'> &
-  Partial<Pick<Operation<P, R>, 'needsSession' | 'params' | 'example'>>;
+type OperationSpec<N extends string, P extends z.ZodObject, R extends z.ZodType> = Omit<Operation<N, P, R>, 'needsSession' | 'cloudResponseOf' | 'params' | 'example'> &
+  Partial<Pick<Operation<N, P, R>, 'needsSession' | 'params' | 'example'>>;
 
-function define<P extends z.ZodObject = typeof NoParams, R extends z.ZodType = z.ZodType>(spec: OperationSpec<P, R>): Operation {
+/** Fills the common defaults and keeps the entry's types: its literal name, parameter and response schemas. */
+function define<const N extends string, P extends z.ZodObject = typeof NoParams, R extends z.ZodType = z.ZodType>(spec: OperationSpec<N, P, R>): Operation<N, P, R> {
   return {
     needsSession: true,
-    params: NoParams,
+    // Without params the entry takes none; P then is typeof NoParams (its default).
+    params: NoParams as unknown as P,
     example: {},
     ...spec,
     cloudResponseOf: RESPONSE_OF.has(spec.name),
-  } as unknown as Operation;
+  };
 }
 
 const ok = { Result: 'true' } as const;
@@ -71,7 +75,7 @@ const RESPONSE_OF = new Set([
 
 // ---- session and devices ------------------------------------------------------------------
 
-const sessionAndDevices: Operation[] = [
+const sessionAndDevices = [
   define({
     name: 'init_session',
     group: 'session',
@@ -213,7 +217,7 @@ const MEDIA_KINDS = [
   },
 ] as const;
 
-const plays: Operation[] = MEDIA_KINDS.flatMap((media) =>
+const plays = MEDIA_KINDS.flatMap((media) =>
   TARGETS.map((t) =>
     define({
       name: `${media.name}${t.suffix}`,
@@ -232,7 +236,7 @@ const plays: Operation[] = MEDIA_KINDS.flatMap((media) =>
   ),
 );
 
-const resumes: Operation[] = TARGETS.map((t) =>
+const resumes = TARGETS.map((t) =>
   define({
     name: `resume_hub_media${t.suffix}`,
     group: 'playback',
@@ -249,7 +253,7 @@ const resumes: Operation[] = TARGETS.map((t) =>
 
 // ---- transport, status and volume ---------------------------------------------------------
 
-const transportAndVolume: Operation[] = [
+const transportAndVolume = [
   define({
     name: 'pause_play',
     group: 'playback',
@@ -329,9 +333,32 @@ const transportAndVolume: Operation[] = [
   }),
 ];
 
-export const OPERATIONS: readonly Operation[] = Object.freeze([...sessionAndDevices, ...plays, ...resumes, ...transportAndVolume]);
+const TABLE = [...sessionAndDevices, ...plays, ...resumes, ...transportAndVolume];
 
-export const OPERATIONS_BY_NAME: ReadonlyMap<string, Operation> = new Map(OPERATIONS.map((o) => [o.name, o]));
+/** Every operation, typed: `OPERATIONS[i].name` is the union of the operation names. */
+export const OPERATIONS: readonly (typeof TABLE)[number][] = Object.freeze(TABLE);
+
+/** Lookup by wire name; a front end gets any string from its clients. */
+export const OPERATIONS_BY_NAME: ReadonlyMap<string, Operation> = new Map(OPERATIONS.map((o) => [o.name, o as Operation]));
+
+/** The name of an operation in the table. */
+export type OperationName = (typeof OPERATIONS)[number]['name'];
+
+/** Each operation's entry by name (a play_* entry stands for its three targets). */
+type OperationsByName = { [O in (typeof OPERATIONS)[number] as O['name']]: O };
+
+/** The typed entry of one operation. */
+export type OperationOf<N extends OperationName> = OperationsByName[N];
+
+/** What an operation answers on success, as on the wire. */
+export type ResponseOf<N extends OperationName> = z.output<OperationOf<N>['response']>;
+
+/** An operation's parameters (other than SessionToken) as a client sends them: wire text. */
+export type ParamsOf<N extends OperationName> = { [K in keyof z.input<OperationOf<N>['params']>]?: string | number | readonly string[] };
+
+export function isOperationName(name: string): name is OperationName {
+  return OPERATIONS_BY_NAME.has(name);
+}
 
 /** Names of an operation's parameters as they appear on the wire, SessionToken first. */
 export function parameterNames(op: Operation): string[] {
