@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { systemClock, type Clock } from './core/clock';
 import { HubCore } from './core/hub-core';
-import { parseConfig, type HubConfig, type HubConfigInput } from './config/schema';
+import { ConfigError, parseConfig, type HubConfig, type HubConfigInput } from './config/schema';
 import { VirtualDriver } from './drivers/virtual/virtual-driver';
 import { createConfiguredDrivers } from './drivers/factory';
 import type { SpeakerDriver } from './drivers/driver';
@@ -104,10 +104,12 @@ export class SpeakerHub {
   async start(): Promise<void> {
     const { config } = this;
     await mkdir(config.dataDir, { recursive: true });
+    await checkMediaFolders(config.media.folders);
     const folders = [...config.media.folders];
     if (config.media.samples) folders.push(await sampleMediaDir(config.dataDir));
     this._library = new MediaLibrary({ folders, logger: this.logger.child({ component: 'media' }) });
     await this._library.scan();
+    if (config.media.watch) this._library.watch({ debounceMs: config.media.watchDebounceMs });
     await this.mediaServer.start();
     const core = new HubCore({
       uuid: await this.hubUuid(),
@@ -145,6 +147,7 @@ export class SpeakerHub {
   async stop(): Promise<void> {
     await this.rest?.stop();
     this.rest = undefined;
+    this._library?.stopWatching();
     await this._core?.stop();
     await this.mediaServer.stop();
     metadataReader.close();
@@ -164,6 +167,24 @@ export class SpeakerHub {
     await writeFile(file, `${uuid}\n`);
     return uuid;
   }
+}
+
+/**
+ * A configured media folder that does not exist is a start error, not a log line: a typo in
+ * --media would otherwise give an empty library with no visible reason. (A folder that
+ * vanishes later, an unmounted share, is only rescanned as empty.)
+ */
+async function checkMediaFolders(folders: string[]): Promise<void> {
+  const problems: string[] = [];
+  for (const [i, folder] of folders.entries()) {
+    try {
+      if (!(await stat(folder)).isDirectory()) problems.push(`media.folders[${i}]: ${folder} is not a folder`);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      problems.push(`media.folders[${i}]: ${folder} ${code === 'ENOENT' ? 'does not exist; create it or fix the path (--media)' : `cannot be read (${code})`}`);
+    }
+  }
+  if (problems.length) throw new ConfigError(problems);
 }
 
 /** Validates the configuration and builds a hub; call start() to run it. */

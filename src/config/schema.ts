@@ -37,6 +37,9 @@ export const ConfigSchema = z
         folders: z.array(z.string().min(1)).default([]),
         /** Generates a few sample tracks into dataDir/samples so a fresh hub has music. */
         samples: z.boolean().default(true),
+        /** Rescan when files in the folders change (debounced); rescan_media rescans on demand. */
+        watch: z.boolean().default(true),
+        watchDebounceMs: z.number().int().min(50).max(600_000).default(2000),
       })
       .strict()
       .prefault({}),

@@ -170,6 +170,18 @@ const sessionAndDevices = [
       })),
     }),
   }),
+  define({
+    // Beyond the specification (docs/spec-operations.md): files added to a media folder
+    // are found by the folder watcher; this is for scripts that want them listed now.
+    name: 'rescan_media',
+    group: 'playback',
+    summary: 'Beyond the spec: rescans the media folders now; answers when the new library is in place, with its item count.',
+    response: z.object({ Result: Bool, MediaCount: z.string().regex(/^\d+$/) }),
+    handler: async (hub) => {
+      await hub.catalog.rescan();
+      return { Result: 'true' as const, MediaCount: String(hub.catalog.list().length) };
+    },
+  }),
 ];
 
 // ---- play_* and resume_*: one definition per media kind × target --------------------------
