@@ -12,6 +12,7 @@ import { MediaLibrary } from './media/library';
 import { MediaServer } from './media/media-server';
 import { metadataReader } from './media/metadata-reader';
 import { sampleMediaDir } from './media/sample-location';
+import { SessionFile } from './persistence/session-file';
 import { loadOrCreateToken } from './server/auth';
 import { RestExtension } from './server/rest-extension';
 import type { ExtensionContext, HubExtension } from './extensions/extension';
@@ -176,6 +177,12 @@ export class SpeakerHub {
         await core.stop();
       },
     });
+    if (config.sessions.persist) {
+      // Sessions survive restarts: an automation's SessionToken stays valid until it expires.
+      const file = new SessionFile(config.dataDir, core.sessions, this.logger);
+      await file.load();
+      this.undo.push({ what: 'session file', run: () => file.close() });
+    }
     for (const driver of this.drivers) await core.addDriver(driver);
     const feed = new WireEventFeed(core.events, () => core.playback.snapshot(), (err) =>
       this.logger.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'event subscriber failed'),

@@ -75,6 +75,8 @@ export const ConfigSchema = z
       .object({
         idleMinutes: z.number().positive().default(60),
         maxSessions: z.number().int().min(1).default(20_000),
+        /** Keep the session table (token hashes) in dataDir/sessions.json, so sessions survive restarts. */
+        persist: z.boolean().default(true),
       })
       .strict()
       .prefault({}),
