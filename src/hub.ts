@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { watch } from 'node:fs';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { systemClock, type Clock } from './core/clock';
@@ -216,6 +217,40 @@ export class SpeakerHub {
         },
       });
     }
+    if (this.rest && config.server.auth && !config.server.token) this.watchTokenFile();
+  }
+
+  /** `speakerhub token --rotate` replaces the token file; the running server switches to it. */
+  private watchTokenFile(): void {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const watcher = watch(this.config.dataDir, { persistent: false }, (_event, name) => {
+        if (name !== 'api-token') return;
+        clearTimeout(timer);
+        timer = setTimeout(() => void this.reloadToken().catch((e: unknown) => this.logger.warn({ err: e }, 'API token reload failed')), 100);
+        timer.unref();
+      });
+      watcher.on('error', () => watcher.close());
+      this.undo.push({
+        what: 'token file watcher',
+        run: () => {
+          clearTimeout(timer);
+          watcher.close();
+        },
+      });
+    } catch (e) {
+      this.logger.warn({ err: e }, 'cannot watch the API token file; a rotated token takes effect on SIGHUP');
+    }
+  }
+
+  private async reloadToken(): Promise<void> {
+    const { config } = this;
+    if (!this.rest || !config.server.auth || config.server.token) return;
+    const t = await loadOrCreateToken(config.dataDir);
+    if (t.token === this._token) return;
+    this.rest.setToken(t.token);
+    this._token = t.token;
+    this.logger.info('API token reloaded from the data folder');
   }
 
   /** What a front end may use of the hub: dispatch, trusted sessions and wire events. */
@@ -234,6 +269,16 @@ export class SpeakerHub {
         return hub.rest?.httpServer;
       },
     };
+  }
+
+  /**
+   * Reloads what can change while the hub runs (SIGHUP): rescans the media folders and
+   * re-reads the API token file (after `speakerhub token --rotate`). The configuration
+   * itself is read only at start.
+   */
+  async reload(): Promise<void> {
+    await this._library?.rescan();
+    await this.reloadToken();
   }
 
   /**

@@ -96,11 +96,33 @@ export const ConfigSchema = z
       .strict()
       .prefault({}),
     log: z
-      .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
+      .object({
+        level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+        /** json: one JSON object per line (for journald, docker, log shippers); pretty: for people; auto: pretty on a terminal. */
+        format: z.enum(['auto', 'json', 'pretty']).default('auto'),
+      })
       .strict()
       .prefault({}),
   })
-  .strict();
+  .strict()
+  // Combinations that would otherwise start and fail later, or silently drop a setting.
+  .superRefine((c, ctx) => {
+    const { count, names } = c.speakers.virtual;
+    if (names && names.length > count) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['speakers', 'virtual', 'names'],
+        message: `${names.length} names for ${count} virtual speaker(s); give at most ${count} names or raise speakers.virtual.count (--virtual-speakers)`,
+      });
+    }
+    if (c.tts.provider === 'voicerss' && !c.tts.voicerss.key) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tts', 'voicerss', 'key'],
+        message: 'required when tts.provider is voicerss (a free key: https://www.voicerss.org/); or use --tts espeak',
+      });
+    }
+  });
 
 export type HubConfig = z.output<typeof ConfigSchema>;
 export type HubConfigInput = z.input<typeof ConfigSchema>;

@@ -198,7 +198,10 @@ function targetOf(kind: (typeof TARGETS)[number]['kind'], p: { DeviceIDList?: st
   return kind === 'selected' ? { kind, deviceIds: p.DeviceIDList! } : { kind };
 }
 
-function withTarget<S extends z.ZodRawShape>(kind: (typeof TARGETS)[number]['kind'], shape: S) {
+function withTarget<S extends z.ZodRawShape>(
+  kind: (typeof TARGETS)[number]['kind'],
+  shape: S,
+): z.ZodObject<S> | z.ZodObject<S & { DeviceIDList: typeof DeviceIDListParam }> {
   return kind === 'selected' ? z.object({ ...shape, DeviceIDList: DeviceIDListParam }) : z.object(shape);
 }
 
@@ -365,8 +368,14 @@ export type OperationOf<N extends OperationName> = OperationsByName[N];
 /** What an operation answers on success, as on the wire. */
 export type ResponseOf<N extends OperationName> = z.output<OperationOf<N>['response']>;
 
-/** An operation's parameters (other than SessionToken) as a client sends them: wire text. */
-export type ParamsOf<N extends OperationName> = { [K in keyof z.input<OperationOf<N>['params']>]?: string | number | readonly string[] };
+type KeysOfUnion<T> = T extends unknown ? keyof T : never;
+
+/**
+ * An operation's parameters (other than SessionToken) as a client sends them: wire text. The
+ * nine play_* entries are built by one loop and share a parameter type, so their names here
+ * are the union over that family (the hub still validates each).
+ */
+export type ParamsOf<N extends OperationName> = { [K in KeysOfUnion<z.input<OperationOf<N>['params']>>]?: string | number | readonly string[] };
 
 export function isOperationName(name: string): name is OperationName {
   return OPERATIONS_BY_NAME.has(name);

@@ -85,6 +85,11 @@ export class RestServer {
     this.routes();
   }
 
+  /** A new API token (rotation); only when authentication is on. */
+  setToken(token: string): void {
+    this.auth?.replace(token);
+  }
+
   get url(): string {
     const addr = this.app.server.address();
     if (!addr || typeof addr === 'string') throw new Error('server is not listening');
