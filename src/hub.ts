@@ -151,8 +151,9 @@ export class SpeakerHub {
     await checkMediaFolders(config.media.folders);
     this.undo.push({ what: 'metadata reader', run: () => metadataReader.close() });
     const folders = [...config.media.folders];
-    if (config.media.samples) folders.push(await sampleMediaDir(config.dataDir));
-    this._library = new MediaLibrary({ folders, logger: this.logger.child({ component: 'media' }) });
+    const samples = config.media.samples ? await sampleMediaDir(config.dataDir) : undefined;
+    if (samples) folders.push(samples);
+    this._library = new MediaLibrary({ folders, sampleFolder: samples, logger: this.logger.child({ component: 'media' }) });
     await this._library.scan();
     if (config.media.watch) {
       this._library.watch({ debounceMs: config.media.watchDebounceMs });

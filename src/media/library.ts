@@ -4,13 +4,15 @@ import { audioContentType } from './audio-types';
 import { FolderWatcher } from './folder-watcher';
 import { findDrmProtection, protectedCodec } from './drm';
 import { metadataReader } from './metadata-reader';
-import { persistentIdFor } from './persistent-id';
+import { persistentIdFor, samplePersistentId } from './persistent-id';
 import type { MediaCatalog, MediaItem } from './types';
 import { walkFiles } from './walk';
 
 export interface MediaLibraryOptions {
   /** Folders scanned recursively; a missing one is logged and skipped. */
   folders: string[];
+  /** The sample tracks' folder: its items get install-independent PersistentIDs (samplePersistentId). */
+  sampleFolder?: string;
   logger: Logger;
 }
 
@@ -41,6 +43,7 @@ function reason(e: unknown): string {
  */
 export class MediaLibrary implements MediaCatalog {
   private readonly folders: string[];
+  private readonly sampleFolder?: string;
   private readonly log: Logger;
   private items: MediaItem[] = [];
   private byId = new Map<string, MediaItem>();
@@ -51,6 +54,7 @@ export class MediaLibrary implements MediaCatalog {
 
   constructor(options: MediaLibraryOptions) {
     this.folders = options.folders.map((f) => path.resolve(f));
+    this.sampleFolder = options.sampleFolder === undefined ? undefined : path.resolve(options.sampleFolder);
     this.log = options.logger;
   }
 
@@ -160,7 +164,7 @@ export class MediaLibrary implements MediaCatalog {
       }
       const { title, artist, albumartist, album } = meta;
       const item: MediaItem = {
-        persistentId: persistentIdFor(folder, path.relative(folder, file)),
+        persistentId: folder === this.sampleFolder ? samplePersistentId(path.relative(folder, file)) : persistentIdFor(folder, path.relative(folder, file)),
         title: title?.trim() || path.basename(file, path.extname(file)),
         artist: artist?.trim() || albumartist?.trim() || '',
         album: album?.trim() || '',

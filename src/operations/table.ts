@@ -63,6 +63,19 @@ function define<const N extends string, P extends z.ZodObject = typeof NoParams,
   };
 }
 
+/**
+ * IDs the documentation's examples use, valid on every default hub (so every README example
+ * runs as written): the first two virtual speakers (DeviceIDs derived from "virtual:1" and
+ * "virtual:2"), the first sample track (its PersistentID depends on its file name only), and
+ * the second sample as web media served by the hub itself.
+ */
+export const EXAMPLE = {
+  deviceId: '12106658486352',
+  otherDeviceId: '25350427372477',
+  persistentId: '5993970893696861521',
+  mediaUrl: 'http://127.0.0.1:8090/samples/sample-tone-2-little-waltz.wav',
+} as const;
+
 const ok = { Result: 'true' } as const;
 const bool = (b: boolean): 'true' | 'false' => (b ? 'true' : 'false');
 const NoParams = z.object({});
@@ -114,7 +127,7 @@ const sessionAndDevices = [
     summary: 'One speaker, as a bare device object.',
     params: z.object({ DeviceID: DeviceIDParam }),
     response: DeviceSchema,
-    example: { DeviceID: '34317244381360' },
+    example: { DeviceID: EXAMPLE.deviceId },
     handler: (hub, p) => hub.speakers.record(hub.speakers.get(p.DeviceID)),
   }),
   define({
@@ -123,7 +136,7 @@ const sessionAndDevices = [
     summary: 'Adds a speaker to the playback session; if something is playing, it joins in.',
     params: z.object({ DeviceID: DeviceIDParam }),
     response: ResultResponse,
-    example: { DeviceID: '34317244381360' },
+    example: { DeviceID: EXAMPLE.deviceId },
     handler: async (hub, p) => {
       hub.selection.add(p.DeviceID);
       await hub.playback.join([p.DeviceID]);
@@ -136,7 +149,7 @@ const sessionAndDevices = [
     summary: 'Removes a speaker from the playback session; it stops playing, the others play on.',
     params: z.object({ DeviceID: DeviceIDParam }),
     response: ResultResponse,
-    example: { DeviceID: '34317244381360' },
+    example: { DeviceID: EXAMPLE.deviceId },
     handler: async (hub, p) => {
       hub.selection.remove(p.DeviceID);
       await hub.playback.leave(p.DeviceID);
@@ -192,7 +205,7 @@ const TARGETS = [
   { suffix: '_selected_speakers', kind: 'selected', label: 'on the speakers in DeviceIDList' },
 ] as const;
 
-const EXAMPLE_IDS = '34317244381360,34317244381361';
+const EXAMPLE_IDS = `${EXAMPLE.deviceId},${EXAMPLE.otherDeviceId}`;
 
 function targetOf(kind: (typeof TARGETS)[number]['kind'], p: { DeviceIDList?: string[] }): Target {
   return kind === 'selected' ? { kind, deviceIds: p.DeviceIDList! } : { kind };
@@ -210,14 +223,14 @@ const MEDIA_KINDS = [
     name: 'play_hub_media',
     what: 'Plays a hub media item',
     shape: { PersistentID: PersistentIDParam, Priority: PriorityParam },
-    example: { PersistentID: '7387446959931482519' },
+    example: { PersistentID: EXAMPLE.persistentId },
     load: (hub: HubCore, p: { PersistentID?: string }) => async (): Promise<PlayableMedia> => hub.hubMedia(p.PersistentID!),
   },
   {
     name: 'play_web_media',
     what: 'Plays web media (http, https, rtsp/rstp or mms URL)',
     shape: { MediaUrl: MediaUrlParam, Priority: PriorityParam },
-    example: { MediaUrl: 'http://radio.example/stream.mp3' },
+    example: { MediaUrl: EXAMPLE.mediaUrl },
     load: (hub: HubCore, p: { MediaUrl?: string }) => async (): Promise<PlayableMedia> => hub.webMedia(p.MediaUrl!),
   },
   {
@@ -258,7 +271,7 @@ const resumes = TARGETS.map((t) =>
     summary: `Resumes the paused hub media item ${t.label}. Only hub media can be resumed.`,
     params: withTarget(t.kind, { PersistentID: PersistentIDParam }),
     response: ResultResponse,
-    example: t.kind === 'selected' ? { PersistentID: '7387446959931482519', DeviceIDList: EXAMPLE_IDS } : { PersistentID: '7387446959931482519' },
+    example: t.kind === 'selected' ? { PersistentID: EXAMPLE.persistentId, DeviceIDList: EXAMPLE_IDS } : { PersistentID: EXAMPLE.persistentId },
     handler: async (hub, p: { PersistentID: string; DeviceIDList?: string[] }) => {
       await hub.playback.resume(p.PersistentID, targetOf(t.kind, p));
       return ok;
@@ -319,7 +332,7 @@ const transportAndVolume = [
     summary: "One speaker's volume.",
     params: z.object({ DeviceID: DeviceIDParam }),
     response: z.object({ Volume: z.string().regex(/^\d+$/) }),
-    example: { DeviceID: '34317244381360' },
+    example: { DeviceID: EXAMPLE.deviceId },
     handler: (hub, p) => ({ Volume: String(hub.volume.of(p.DeviceID)) }),
   }),
   define({
@@ -340,7 +353,7 @@ const transportAndVolume = [
     summary: 'Sets one speaker to Volume (0–50).',
     params: z.object({ DeviceID: DeviceIDParam, Volume: VolumeParam }),
     response: ResultResponse,
-    example: { DeviceID: '34317244381360', Volume: '25' },
+    example: { DeviceID: EXAMPLE.deviceId, Volume: '25' },
     handler: async (hub, p) => {
       await hub.volume.set(p.DeviceID, p.Volume);
       return ok;

