@@ -14,6 +14,7 @@ declare -A NEEDED=(
   [curl]=curl                   # the README's examples run as written (test/readme-examples.test.ts)
   [jq]=jq                       # … and they read JSON answers with jq
   [script]=bsdutils             # runs the CLI on a pseudo-terminal (the banner and logs a person sees)
+  [systemd-analyze]=systemd     # verifies packaging/speakerhub.service
 )
 
 missing=()
