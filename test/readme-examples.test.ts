@@ -71,7 +71,13 @@ afterAll(async () => {
   for (const d of tmpDirs) rmSync(d, { recursive: true, force: true });
 });
 
-function run(cmd: string, args: string[], input: string | undefined, env: Record<string, string>, cwd = ROOT): Promise<{ code: number | null; out: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  input: string | undefined,
+  env: Record<string, string>,
+  cwd = ROOT,
+): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
@@ -114,8 +120,16 @@ test('the README has runnable shell examples, and skips only visibly marked ones
   for (const b of shell.filter((x) => !runnable.includes(x))) expect(b.code.split('\n')[0]).toMatch(/^# not runnable against the default hub: \S/);
 });
 
-test('the example IDs are the default hub\'s', async () => {
-  const r = await run('bash', ['-c', `${preamble()}\nS=$(curl -s -H "Authorization: Bearer $T" "http://127.0.0.1:${port}/api/v1/init_session" | jq -r .SessionToken)\ncurl -s -H "Authorization: Bearer $T" "http://127.0.0.1:${port}/api/v1/device_list?SessionToken=$S"; echo; curl -s -H "Authorization: Bearer $T" "http://127.0.0.1:${port}/api/v1/media_list?SessionToken=$S"`], undefined, {});
+test("the example IDs are the default hub's", async () => {
+  const r = await run(
+    'bash',
+    [
+      '-c',
+      `${preamble()}\nS=$(curl -s -H "Authorization: Bearer $T" "http://127.0.0.1:${port}/api/v1/init_session" | jq -r .SessionToken)\ncurl -s -H "Authorization: Bearer $T" "http://127.0.0.1:${port}/api/v1/device_list?SessionToken=$S"; echo; curl -s -H "Authorization: Bearer $T" "http://127.0.0.1:${port}/api/v1/media_list?SessionToken=$S"`,
+    ],
+    undefined,
+    {},
+  );
   expect(r.code).toBe(0);
   expect(r.out).toContain(EXAMPLE.deviceId);
   expect(r.out).toContain(EXAMPLE.otherDeviceId);
@@ -123,26 +137,38 @@ test('the example IDs are the default hub\'s', async () => {
   const sample = await fetch(EXAMPLE.mediaUrl.replace('127.0.0.1:8090', `127.0.0.1:${port}`));
   expect(sample.status).toBe(200);
   expect(sample.headers.get('content-type')).toBe('audio/wav');
-  expect(Buffer.from(await sample.arrayBuffer()).subarray(0, 4).toString()).toBe('RIFF');
+  expect(
+    Buffer.from(await sample.arrayBuffer())
+      .subarray(0, 4)
+      .toString(),
+  ).toBe('RIFF');
 });
 
 describe('shell examples', () => {
-  test.each(runnable.map((b) => [b.line, b]))('README line %i runs', async (_line, block) => {
-    const r = await run('bash', ['-c', preamble() + substitute(block.code)], undefined, {});
-    if (r.code !== 0) throw new Error(`README example at line ${block.line} failed (exit ${r.code}):\n${r.out}`);
-  }, 120_000);
+  test.each(runnable.map((b) => [b.line, b]))(
+    'README line %i runs',
+    async (_line, block) => {
+      const r = await run('bash', ['-c', preamble() + substitute(block.code)], undefined, {});
+      if (r.code !== 0) throw new Error(`README example at line ${block.line} failed (exit ${r.code}):\n${r.out}`);
+    },
+    120_000,
+  );
 });
 
 describe('library examples', () => {
-  test.each(js.map((b) => [b.line, b]))('README line %i runs with node', async (_line, block) => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'speakerhub-readme-js-'));
-    tmpDirs.push(dir);
-    mkdirSync(path.join(dir, 'node_modules'));
-    symlinkSync(ROOT, path.join(dir, 'node_modules', 'homebridge-speakerhub'), 'dir');
-    const code = block.code.replaceAll("'/tmp/hub'", JSON.stringify(path.join(dir, 'data'))).replace(/port: 8090/g, 'port: 0');
-    writeFileSync(path.join(dir, 'example.js'), code);
-    const r = await run(process.execPath, ['example.js'], undefined, {}, dir);
-    if (r.code !== 0) throw new Error(`README example at line ${block.line} failed (exit ${r.code}):\n${r.out}`);
-    expect(r.out).toMatch(/REST API at http:\/\/127\.0\.0\.1:\d+\/api\/v1\//);
-  }, 60_000);
+  test.each(js.map((b) => [b.line, b]))(
+    'README line %i runs with node',
+    async (_line, block) => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'speakerhub-readme-js-'));
+      tmpDirs.push(dir);
+      mkdirSync(path.join(dir, 'node_modules'));
+      symlinkSync(ROOT, path.join(dir, 'node_modules', 'homebridge-speakerhub'), 'dir');
+      const code = block.code.replaceAll("'/tmp/hub'", JSON.stringify(path.join(dir, 'data'))).replace(/port: 8090/g, 'port: 0');
+      writeFileSync(path.join(dir, 'example.js'), code);
+      const r = await run(process.execPath, ['example.js'], undefined, {}, dir);
+      if (r.code !== 0) throw new Error(`README example at line ${block.line} failed (exit ${r.code}):\n${r.out}`);
+      expect(r.out).toMatch(/REST API at http:\/\/127\.0\.0\.1:\d+\/api\/v1\//);
+    },
+    60_000,
+  );
 });

@@ -28,12 +28,15 @@ export function bannerLines(hub: SpeakerHub, options: { tty: boolean }): string[
     }
     const file = join(config.dataDir, 'api-token');
     if (!hub.token) lines.push('  API token:  none — authentication is OFF (server.auth=false)');
-    else if (!options.tty) lines.push(`  API token:  not shown (not a terminal); it is in ${config.server.token ? 'the configuration (server.token)' : file}`);
+    else if (!options.tty)
+      lines.push(`  API token:  not shown (not a terminal); it is in ${config.server.token ? 'the configuration (server.token)' : file}`);
     else lines.push(`  API token:  ${hub.token}${hub.tokenGenerated ? '   (new; saved in ' + file + ')' : ''}`);
   }
   const speakers = hub.core.speakers.all();
   const virtual = hub.virtual?.speakers().length ?? 0;
-  lines.push(`  Speakers:   ${speakers.length}${virtual ? ` (${virtual === speakers.length ? 'all ' : ''}${virtual} virtual: silent test speakers)` : ''}`);
+  lines.push(
+    `  Speakers:   ${speakers.length}${virtual ? ` (${virtual === speakers.length ? 'all ' : ''}${virtual} virtual: silent test speakers)` : ''}`,
+  );
   if (virtual && virtual === speakers.length) {
     lines.push('              Real speakers: --drivers upnp --interface eth0 (UPnP/DLNA), --snapcast <host> (Snapcast), --renderer <url>');
   }

@@ -21,10 +21,16 @@ export function describeError(e: unknown): string {
   if (e === null || e === undefined) return String(e);
   if (typeof e !== 'object') return String(e);
   const err = e as { message?: unknown; code?: unknown; cause?: unknown; address?: unknown; port?: unknown; hostname?: unknown; syscall?: unknown };
-  const head = typeof err.message === 'string' && err.message ? err.message : typeof err.code === 'string' ? err.code : JSON.stringify(e).slice(0, 200);
+  const head =
+    typeof err.message === 'string' && err.message ? err.message : typeof err.code === 'string' ? err.code : JSON.stringify(e).slice(0, 200);
   const parts: string[] = [head];
   const where = [err.hostname, err.address].find((x) => typeof x === 'string');
-  const detail = [typeof err.code === 'string' && !parts[0].includes(err.code) ? err.code : '', where ? `${where}${err.port ? `:${err.port}` : ''}` : ''].filter(Boolean).join(' ');
+  const detail = [
+    typeof err.code === 'string' && !parts[0].includes(err.code) ? err.code : '',
+    where ? `${where}${err.port ? `:${err.port}` : ''}` : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
   if (detail) parts.push(`(${detail})`);
   if (err.cause && err.cause !== e) parts.push(`← ${describeError(err.cause)}`);
   return parts.join(' ');

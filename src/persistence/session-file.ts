@@ -49,7 +49,8 @@ export class SessionFile {
     try {
       text = await readFile(this.path, 'utf8');
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') this.logger.warn(`sessions: cannot read ${this.path} (${(e as NodeJS.ErrnoException).code}); starting without saved sessions`);
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
+        this.logger.warn(`sessions: cannot read ${this.path} (${(e as NodeJS.ErrnoException).code}); starting without saved sessions`);
       text = '';
     }
     if (text) {

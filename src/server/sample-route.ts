@@ -18,7 +18,11 @@ export function registerSampleRoute(app: FastifyInstance, dataDir: string): void
   app.get(SAMPLE_ROUTE, async (req, reply) => {
     const { file } = req.params as { file: string };
     if (!names.has(file)) {
-      return reply.code(404).send({ Result: 'false', ErrorCode: 'MediaNotFound', ErrorMessage: `No sample named ${JSON.stringify(file.slice(0, 80))}; there are: ${[...names].join(', ')}.` });
+      return reply.code(404).send({
+        Result: 'false',
+        ErrorCode: 'MediaNotFound',
+        ErrorMessage: `No sample named ${JSON.stringify(file.slice(0, 80))}; there are: ${[...names].join(', ')}.`,
+      });
     }
     const path = join(await sampleMediaDir(dataDir), file);
     const { size } = await stat(path);

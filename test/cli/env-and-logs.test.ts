@@ -67,11 +67,20 @@ describe('SPEAKERHUB_* environment variables', () => {
       SPEAKERHUB_MEDIA_FOLDERS: '/a:/b,/c',
       SPEAKERHUB_UPNP_RENDERERS: '["http://x/d.xml"]',
     });
-    expect(config).toEqual({ server: { port: 8091, auth: false }, drivers: ['virtual', 'upnp'], media: { folders: ['/a', '/b', '/c'] }, upnp: { renderers: ['http://x/d.xml'] } });
+    expect(config).toEqual({
+      server: { port: 8091, auth: false },
+      drivers: ['virtual', 'upnp'],
+      media: { folders: ['/a', '/b', '/c'] },
+      upnp: { renderers: ['http://x/d.xml'] },
+    });
   });
 
   test('precedence: file < environment < flags; errors name the variable', async () => {
-    const c = await loadConfig(undefined, { server: { port: 9000 } }, { env: { SPEAKERHUB_SERVER_PORT: '8095', SPEAKERHUB_SERVER_HOST: '127.0.0.1' } });
+    const c = await loadConfig(
+      undefined,
+      { server: { port: 9000 } },
+      { env: { SPEAKERHUB_SERVER_PORT: '8095', SPEAKERHUB_SERVER_HOST: '127.0.0.1' } },
+    );
     expect(c.server).toMatchObject({ port: 9000, host: '127.0.0.1' });
     const e = await loadConfig(undefined, {}, { env: { SPEAKERHUB_SPEAKERS_VIRTUAL_COUNT: 'many' } }).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ConfigError);
@@ -83,7 +92,10 @@ function mergeDeep(a: Record<string, unknown>, b: Record<string, unknown>): Reco
   const out = { ...a };
   for (const [k, v] of Object.entries(b)) {
     const o = out[k];
-    out[k] = o && typeof o === 'object' && !Array.isArray(o) && v && typeof v === 'object' && !Array.isArray(v) ? mergeDeep(o as Record<string, unknown>, v as Record<string, unknown>) : v;
+    out[k] =
+      o && typeof o === 'object' && !Array.isArray(o) && v && typeof v === 'object' && !Array.isArray(v)
+        ? mergeDeep(o as Record<string, unknown>, v as Record<string, unknown>)
+        : v;
   }
   return out;
 }
@@ -92,10 +104,20 @@ describe('pretty logs', () => {
   const names = { device: (id: string) => ({ '12106658486352': 'Kitchen' })[id], media: (id: string) => ({ '42': 'Little Waltz' })[id] };
 
   test('time, level, scope, message; speakers by name, media by title', () => {
-    const line = JSON.stringify({ level: 40, time: Date.UTC(2026, 0, 2, 3, 4, 5, 6), name: 'speakerhub', component: 'playback', deviceId: '12106658486352', persistentId: '42', msg: 'speaker play failed' });
+    const line = JSON.stringify({
+      level: 40,
+      time: Date.UTC(2026, 0, 2, 3, 4, 5, 6),
+      name: 'speakerhub',
+      component: 'playback',
+      deviceId: '12106658486352',
+      persistentId: '42',
+      msg: 'speaker play failed',
+    });
     const out = formatLine(line, names);
     expect(out).toMatch(/^\d\d:\d\d:\d\d\.006 WARN {2}\[playback\] speaker play failed {2}speaker=Kitchen media="Little Waltz"\n$/);
-    expect(formatLine(JSON.stringify({ level: 30, time: 0, deviceIds: ['12106658486352', '99'], msg: 'x' }), names)).toContain('speakers="Kitchen, 99"');
+    expect(formatLine(JSON.stringify({ level: 30, time: 0, deviceIds: ['12106658486352', '99'], msg: 'x' }), names)).toContain(
+      'speakers="Kitchen, 99"',
+    );
   });
 
   test('errors show their causes: code and host of a refused connection', async () => {
@@ -106,7 +128,14 @@ describe('pretty logs', () => {
     const err = Object.assign(new Error('connect ECONNREFUSED 10.0.0.5:80'), { code: 'ECONNREFUSED', address: '10.0.0.5', port: 80 });
     const wrapped = new Error('could not fetch media', { cause: err });
     expect(describeError(wrapped)).toBe('could not fetch media ← connect ECONNREFUSED 10.0.0.5:80 (10.0.0.5:80)');
-    const line = formatLine(JSON.stringify({ level: 50, time: 0, msg: 'play failed', err: { message: 'fetch failed', cause: { code: 'ENOTFOUND', hostname: 'radio.example' } } }));
+    const line = formatLine(
+      JSON.stringify({
+        level: 50,
+        time: 0,
+        msg: 'play failed',
+        err: { message: 'fetch failed', cause: { code: 'ENOTFOUND', hostname: 'radio.example' } },
+      }),
+    );
     expect(line).toContain('error="fetch failed ← ENOTFOUND (radio.example)"');
   });
 

@@ -18,7 +18,9 @@ test('systemd-analyze verify accepts the unit', async () => {
     const file = path.join(dir, 'speakerhub.service');
     writeFileSync(file, UNIT.replace('/usr/local/bin/speakerhub', `${process.execPath} ${CLI}`));
     const r = await new Promise<{ code: number | null; out: string }>((resolve) => {
-      execFile('systemd-analyze', ['verify', file], { timeout: 60_000 }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }));
+      execFile('systemd-analyze', ['verify', file], { timeout: 60_000 }, (err, stdout, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+      );
     });
     // Lines about other units on this machine are not the unit's problems.
     const ours = r.out.split('\n').filter((l) => l.includes('speakerhub.service'));

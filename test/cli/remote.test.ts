@@ -44,7 +44,14 @@ test('media lists titles and PersistentIDs', async () => {
 });
 
 test('say on named speakers with a volume; status shows where it plays', async () => {
-  const out = await cli('say', 'Dinner is ready, and it is a rather long sentence to keep speaking for a while', '--speakers', 'kitchen,office', '--volume', '31');
+  const out = await cli(
+    'say',
+    'Dinner is ready, and it is a rather long sentence to keep speaking for a while',
+    '--speakers',
+    'kitchen,office',
+    '--volume',
+    '31',
+  );
   expect(out).toContain('on Kitchen, Office');
   const devices = (await h.op('device_list')).DeviceList as { DeviceName: string; Volume: number }[];
   expect(devices.find((d) => d.DeviceName === 'Kitchen')!.Volume).toBe(31);
@@ -101,7 +108,20 @@ test('failures: one line, exit 1 — unknown speaker, ambiguous name, wrong toke
 test('token prints the data folder token; --rotate switches the running hub to a new one', async () => {
   const data = mkdtempSync(path.join(tmpdir(), 'speakerhub-token-'));
   try {
-    const hub = runCli(['hub', '--port', '0', '--host', '127.0.0.1', '--data', data, '--no-samples', '--virtual-speakers', '1', '--log-level', 'warn']);
+    const hub = runCli([
+      'hub',
+      '--port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      '--data',
+      data,
+      '--no-samples',
+      '--virtual-speakers',
+      '1',
+      '--log-level',
+      'warn',
+    ]);
     const { base } = await waitForBanner(hub);
     const old = (await cli('token', '--data', data)).trim();
     expect(old).toBe(readFileSync(path.join(data, 'api-token'), 'utf8').trim());

@@ -81,7 +81,19 @@ describe('start-up failures: one line, exit 2', () => {
 
   test('a missing --media folder names --media and the path', async () => {
     const data = tmp();
-    const r = await cliResult(['hub', '--port', '0', '--host', '127.0.0.1', '--media', path.join(data, 'nope'), '--data', data, '--log-level', 'warn']);
+    const r = await cliResult([
+      'hub',
+      '--port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      '--media',
+      path.join(data, 'nope'),
+      '--data',
+      data,
+      '--log-level',
+      'warn',
+    ]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`--media (media.folders[0]): ${path.join(data, 'nope')} does not exist`);
   });
@@ -113,7 +125,19 @@ describe('start-up failures: one line, exit 2', () => {
     // The port is taken, so nothing is ever bound on 0.0.0.0: the warning still comes first.
     const busy = await busyPort();
     try {
-      const r = await cliResult(['hub', '--no-auth', '--host', '0.0.0.0', '--port', String(busy.port), '--data', tmp(), '--no-samples', '--log-level', 'silent']);
+      const r = await cliResult([
+        'hub',
+        '--no-auth',
+        '--host',
+        '0.0.0.0',
+        '--port',
+        String(busy.port),
+        '--data',
+        tmp(),
+        '--no-samples',
+        '--log-level',
+        'silent',
+      ]);
       expect(r.stderr).toMatch(/^speakerhub: warning: authentication is OFF and the REST server listens on 0\.0\.0\.0/);
       expect(r.code).toBe(2);
     } finally {
@@ -127,7 +151,11 @@ describe('a running hub', () => {
     const dir = tmp();
     const file = path.join(dir, 'c.json');
     writeFileSync(file, '\ufeff' + JSON.stringify({ speakers: { virtual: { count: 1, names: ['Kitchen'] } }, media: { samples: false } }));
-    const cli = runCli(['hub', '--config', file, '--data', dir, '--log-level', 'info'], { SPEAKERHUB_SERVER_PORT: '0', SPEAKERHUB_SERVER_HOST: '127.0.0.1', SPEAKERHUB_LOG_FORMAT: 'json' });
+    const cli = runCli(['hub', '--config', file, '--data', dir, '--log-level', 'info'], {
+      SPEAKERHUB_SERVER_PORT: '0',
+      SPEAKERHUB_SERVER_HOST: '127.0.0.1',
+      SPEAKERHUB_LOG_FORMAT: 'json',
+    });
     const { base } = await waitForBanner(cli);
     const token = readFileSync(path.join(dir, 'api-token'), 'utf8').trim();
     const auth = { headers: { Authorization: `Bearer ${token}` } };
@@ -155,10 +183,14 @@ describe('a running hub', () => {
   test('on a terminal the banner shows the token and pretty logs; the token never reaches the log', async () => {
     // `script` gives the hub a pseudo-terminal, as a person's shell does.
     const dir = tmp();
-    const child = spawn('script', ['-qfec', `${process.execPath} ${CLI} hub --port 0 --host 127.0.0.1 --data ${dir} --no-samples --virtual-speakers 1`, '/dev/null'], {
-      cwd: ROOT,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      'script',
+      ['-qfec', `${process.execPath} ${CLI} hub --port 0 --host 127.0.0.1 --data ${dir} --no-samples --virtual-speakers 1`, '/dev/null'],
+      {
+        cwd: ROOT,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     const exited = new Promise<void>((r) => child.on('close', () => r()));

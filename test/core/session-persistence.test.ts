@@ -23,7 +23,13 @@ async function start(extra: HubConfigInput = {}): Promise<{ hub: SpeakerHub; get
   await ensureSampleMedia(SHARED_SAMPLES);
   const stream = new Writable({ write: (c, _e, cb) => (logs.push(String(c)), cb()) });
   const hub = createHub(
-    { dataDir, media: { samples: false, folders: [SHARED_SAMPLES], watch: false }, server: { host: '127.0.0.1', port: 0, token: TEST_TOKEN }, speakers: { virtual: { count: 1 } }, ...extra },
+    {
+      dataDir,
+      media: { samples: false, folders: [SHARED_SAMPLES], watch: false },
+      server: { host: '127.0.0.1', port: 0, token: TEST_TOKEN },
+      speakers: { virtual: { count: 1 } },
+      ...extra,
+    },
     { clock, logger: createLogger({ level: 'debug', stream }) },
   );
   await hub.start();
@@ -98,12 +104,11 @@ test('a new session is saved soon, without a clean stop (the file follows the ta
 
 test('a corrupt file is ignored with a warning; sessions.persist false writes nothing', async () => {
   writeFileSync(path.join(dataDir, 'sessions.json'), '{ not json');
-  let { hub } = await start();
-  await hub.stop();
+  const first = await start();
+  await first.hub.stop();
   expect(logs.join('')).toContain('sessions: ignoring');
   rmSync(path.join(dataDir, 'sessions.json'));
-  let get;
-  ({ hub, get } = await start({ sessions: { persist: false } }));
+  const { hub, get } = await start({ sessions: { persist: false } });
   await get('/api/v1/init_session');
   await hub.stop();
   expect(() => statSync(path.join(dataDir, 'sessions.json'))).toThrow();

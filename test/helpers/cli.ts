@@ -43,12 +43,18 @@ export function runCli(args: string[], env: Record<string, string> = {}): Cli {
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal })),
+  );
   return { child, stdout: () => out, stderr: () => err, exit };
 }
 
 /** Runs the CLI to its end. */
-export async function cliResult(args: string[], env: Record<string, string> = {}, ms = 20_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function cliResult(
+  args: string[],
+  env: Record<string, string> = {},
+  ms = 20_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const cli = runCli(args, env);
   const { code } = await within(cli.exit, ms, `speakerhub ${args.join(' ')}`);
   return { code, stdout: cli.stdout(), stderr: cli.stderr() };
@@ -60,9 +66,10 @@ export function killAll(): void {
 
 export function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)))]).finally(() =>
-    clearTimeout(timer),
-  );
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /** Waits until the CLI printed its REST URL; the token comes from the data folder (stdout is no terminal). */

@@ -3,7 +3,7 @@
  * rescans on demand, and a configured folder that does not exist stops the start with a
  * message naming it.
  */
-import { copyFileSync, mkdtempSync, readdirSync, rmSync, unlinkSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ConfigError } from '../../src/config/schema';
@@ -34,7 +34,7 @@ test('a file copied into a watched folder is listed after the debounce; a delete
   try {
     expect((await h.op('media_list')).MediaList).toHaveLength(1);
     const sub = path.join(dir, 'new album');
-    require('node:fs').mkdirSync(sub);
+    mkdirSync(sub);
     copyFileSync(path.join(SHARED_SAMPLES, samples[1]), path.join(sub, samples[1]));
     await eventually(async () => (await h.op('media_list')).MediaList.length === 2, 10_000, 'the copied file to be listed');
     unlinkSync(path.join(dir, samples[0]));
@@ -63,7 +63,10 @@ test('rescan_media lists new files at once (watching off) and answers the count'
 test('a configured folder that does not exist stops the start with its name and a fix', async () => {
   const data = tmp();
   const missing = path.join(data, 'no-such-music');
-  const hub = createHub({ dataDir: data, media: { folders: [missing], samples: false }, server: { enabled: false } }, { logger: createLogger({ level: 'silent' }) });
+  const hub = createHub(
+    { dataDir: data, media: { folders: [missing], samples: false }, server: { enabled: false } },
+    { logger: createLogger({ level: 'silent' }) },
+  );
   const e = await hub.start().then(
     () => undefined,
     (err: unknown) => err,

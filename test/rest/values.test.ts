@@ -36,11 +36,14 @@ describe('quotes and integers over REST', () => {
     expect((await h.get(`/api/v1/get_volume_device?SessionToken=%22${h.session}%22&DeviceID=%22${device}%22`)).body.Volume).toMatch(/^\d+$/);
   });
 
-  test.each([['51'], ['-1'], ['%2B51'], ['1e1'], ['0x10'], ['5.0'], ['99999999999999999999']])('Volume=%s is refused with the range in the message', async (sent) => {
-    const r = await raw('set_volume_device', `DeviceID=${device}&Volume=${sent}`);
-    expect(r).toMatchObject({ Result: 'false', ErrorCode: 'InvalidParameter', Parameter: 'Volume' });
-    expect(r.ErrorMessage).toContain('Volume must be an integer from 0 to 50');
-  });
+  test.each([['51'], ['-1'], ['%2B51'], ['1e1'], ['0x10'], ['5.0'], ['99999999999999999999']])(
+    'Volume=%s is refused with the range in the message',
+    async (sent) => {
+      const r = await raw('set_volume_device', `DeviceID=${device}&Volume=${sent}`);
+      expect(r).toMatchObject({ Result: 'false', ErrorCode: 'InvalidParameter', Parameter: 'Volume' });
+      expect(r.ErrorMessage).toContain('Volume must be an integer from 0 to 50');
+    },
+  );
 
   test('a quoted Priority is accepted and counts', async () => {
     expect(await raw('play_tts_party_mode', 'Text=one&Priority=%22150%22')).toEqual({ Result: 'true' });

@@ -29,7 +29,10 @@ export function remoteCommand<F extends RemoteFlags>(
   cmd.action(async (...args: unknown[]) => {
     // commander passes the positional arguments, then the options, then the command.
     const flags = cmd.opts<F>();
-    const positional = args.slice(0, -2).flat().filter((a): a is string => typeof a === 'string');
+    const positional = args
+      .slice(0, -2)
+      .flat()
+      .filter((a): a is string => typeof a === 'string');
     const { client, url } = connect(flags);
     try {
       await run({ client, flags, url }, ...positional);

@@ -22,7 +22,11 @@ function report(flags: RemoteFlags, what: string, target: Device[] | undefined, 
 const speakerOptions = (c: Command) =>
   c
     .option('-s, --speakers <list>', 'speaker names or DeviceIDs, comma-separated (default: every available speaker)')
-    .option('--priority <n>', 'playback priority (default 100): a lower one than what plays is refused', intFlag('--priority', -2147483648, 2147483647));
+    .option(
+      '--priority <n>',
+      'playback priority (default 100): a lower one than what plays is refused',
+      intFlag('--priority', -2147483648, 2147483647),
+    );
 
 /** say, play, stop. */
 export function registerPlaybackCommands(program: Command): void {
@@ -75,9 +79,15 @@ export function registerPlaybackCommands(program: Command): void {
     },
   );
 
-  remoteCommand<RemoteFlags>(program, 'stop', 'Stop what plays.', (c) => c, async ({ client, flags }) => {
-    const body = await client.call('stop_play');
-    if (flags.json) return printJson(body);
-    process.stdout.write('Stopped\n');
-  });
+  remoteCommand<RemoteFlags>(
+    program,
+    'stop',
+    'Stop what plays.',
+    (c) => c,
+    async ({ client, flags }) => {
+      const body = await client.call('stop_play');
+      if (flags.json) return printJson(body);
+      process.stdout.write('Stopped\n');
+    },
+  );
 }

@@ -27,13 +27,17 @@ export function registerTokenCommand(program: Command): void {
         writeFileSync(tmp, `${token}\n`, { mode: 0o600 });
         renameSync(tmp, file);
         process.stdout.write(`${token}\n`);
-        process.stderr.write(`speakerhub: new API token saved in ${file}; a running hub with that data folder uses it now (clients need the new one).\n`);
+        process.stderr.write(
+          `speakerhub: new API token saved in ${file}; a running hub with that data folder uses it now (clients need the new one).\n`,
+        );
         return;
       }
       try {
         process.stdout.write(`${readFileSync(file, 'utf8').trim()}\n`);
       } catch (e) {
-        process.stderr.write(`speakerhub: no API token in ${file} (${(e as NodeJS.ErrnoException).code}); start the hub once (speakerhub hub), or pass --data <its data folder>.\n`);
+        process.stderr.write(
+          `speakerhub: no API token in ${file} (${(e as NodeJS.ErrnoException).code}); start the hub once (speakerhub hub), or pass --data <its data folder>.\n`,
+        );
         process.exitCode = EXIT_FAILED;
       }
     });

@@ -47,7 +47,8 @@ export function connect(flags: RemoteFlags, env: NodeJS.ProcessEnv = process.env
 /** A failure as one line that says what to do. */
 export function explainRemoteError(e: unknown, url: string): string {
   if (e instanceof HubError) {
-    if (e.code === 'Unauthorized') return `the hub at ${url} refused the token: pass --token, set SPEAKERHUB_TOKEN, or point --data at the hub's data folder.`;
+    if (e.code === 'Unauthorized')
+      return `the hub at ${url} refused the token: pass --token, set SPEAKERHUB_TOKEN, or point --data at the hub's data folder.`;
     return `${e.code}: ${e.message}`;
   }
   const text = describeError(e);

@@ -19,7 +19,10 @@ export function resolveOne<T extends Named>(items: readonly T[], text: string, w
     const found = items.filter((i) => match(i.name.toLowerCase()));
     if (found.length === 1) return found[0];
     if (found.length > 1) {
-      throw new HubError('InvalidParameter', `"${t}" matches several ${what}s: ${found.map((f) => `${f.name} (${f.id})`).join(', ')}; give more of the name or the ID.`);
+      throw new HubError(
+        'InvalidParameter',
+        `"${t}" matches several ${what}s: ${found.map((f) => `${f.name} (${f.id})`).join(', ')}; give more of the name or the ID.`,
+      );
     }
   }
   const known = items.map((i) => `${i.name} (${i.id})`).join(', ') || 'none';
@@ -29,7 +32,10 @@ export function resolveOne<T extends Named>(items: readonly T[], text: string, w
 /** A comma-separated list of names or IDs. */
 export function resolveMany<T extends Named>(items: readonly T[], list: string, what: string): T[] {
   const out: T[] = [];
-  for (const part of list.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const part of list
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const found = resolveOne(items, part, what);
     if (!out.includes(found)) out.push(found);
   }
