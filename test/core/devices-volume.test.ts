@@ -1,3 +1,9 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createHub } from '../../src/hub';
+import { createLogger } from '../../src/logger';
+import { EXAMPLE } from '../../src/operations/table';
 import { startHub, type TestHub } from '../helpers/hub';
 
 describe('devices', () => {
@@ -35,14 +41,26 @@ describe('devices', () => {
     expect(await t.op('device_info', { DeviceID: '99999999999999' })).toMatchObject({ Result: 'false', ErrorCode: 'DeviceNotFound', Parameter: 'DeviceID' });
   });
 
-  test('DeviceIDs are stable across restarts', async () => {
-    const other = await startHub({ speakers: { virtual: { count: 3 } } });
+  test('DeviceIDs are stable across restarts (the same hub stopped and started again) and installs', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'speakerhub-restart-'));
+    const ids = async () => {
+      const hub = createHub({ dataDir, media: { samples: false }, server: { enabled: false }, speakers: { virtual: { count: 3 } } }, { logger: createLogger({ level: 'silent' }) });
+      await hub.start();
+      try {
+        return hub.core.speakers.all().map((s) => s.id);
+      } finally {
+        await hub.stop();
+      }
+    };
     try {
-      const a = (await t.op('device_list')).DeviceList.map((d: any) => d.DeviceID);
-      const b = (await other.op('device_list')).DeviceList.map((d: any) => d.DeviceID);
-      expect(b).toEqual(a);
+      const before = await ids();
+      const after = await ids();
+      expect(after).toEqual(before);
+      // Another install (the test hub's own data folder) has the same IDs, which the README's examples use.
+      expect((await t.op('device_list')).DeviceList.map((d: any) => d.DeviceID)).toEqual(before);
+      expect(before.slice(0, 2)).toEqual([EXAMPLE.deviceId, EXAMPLE.otherDeviceId]);
     } finally {
-      await other.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
