@@ -143,3 +143,57 @@ describe('pretty logs', () => {
     expect(formatLine('plain text')).toBe('plain text');
   });
 });
+
+describe('pretty logs of a running hub', () => {
+  test('a failed play names the speaker and the refused address', async () => {
+    const { Writable } = await import('node:stream');
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const path = await import('node:path');
+    const { createServer } = await import('node:net');
+    const { createHub } = await import('../../src/hub');
+    const { createLogger } = await import('../../src/logger');
+    const lines: string[] = [];
+    const names: { device?: (id: string) => string | undefined } = {};
+    const logger = createLogger({
+      level: 'debug',
+      format: 'pretty',
+      names,
+      stream: new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }),
+    });
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'speakerhub-pretty-'));
+    const hub = createHub(
+      { dataDir, media: { samples: false }, server: { host: '127.0.0.1', port: 0 }, speakers: { virtual: { count: 1, names: ['Kitchen'] } } },
+      { logger },
+    );
+    await hub.start();
+    names.device = (id) => hub.core.speakers.find(id)?.info().name;
+    const closed = await new Promise<number>((resolve) => {
+      const srv = createServer().listen(0, '127.0.0.1', () => {
+        const port = (srv.address() as { port: number }).port;
+        srv.close(() => resolve(port));
+      });
+    });
+    try {
+      const { dispatch } = await import('../../src/operations/dispatch');
+      const s = await dispatch(hub.core, 'init_session', {});
+      if (!s.ok) throw s.error;
+      const r = await dispatch(hub.core, 'play_web_media_party_mode', {
+        SessionToken: s.body.SessionToken,
+        MediaUrl: `http://127.0.0.1:${closed}/a.mp3`,
+      });
+      expect(r.ok).toBe(false);
+      const line = lines
+        .join('')
+        .split('\n')
+        .find((l) => l.includes('speaker play failed'));
+      expect(line).toBeDefined();
+      expect(line).toContain('speaker=Kitchen');
+      expect(line).toContain('ECONNREFUSED');
+      expect(line).toContain(`127.0.0.1:${closed}`);
+    } finally {
+      await hub.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});

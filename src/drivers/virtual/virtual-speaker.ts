@@ -74,7 +74,7 @@ export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speak
     } catch (e) {
       if (this.abort === abort) this.abort = undefined;
       if (abort.signal.aborted) throw new Error('playback was replaced before it started');
-      throw new Error(`could not fetch media: ${(e as Error).message}`);
+      throw new Error(`could not fetch media: ${(e as Error).message}`, { cause: e }); // the cause (ECONNREFUSED, host) reaches the log
     }
     if (abort.signal.aborted || !this._available) throw new Error('playback was replaced before it started');
     this.fetches.push({ url: media.url, ...probe });
