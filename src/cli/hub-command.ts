@@ -142,36 +142,47 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
   };
   names.device = (id) => quiet(() => hub.core.speakers.find(id)?.info().name);
   names.media = (id) => quiet(() => hub.library.get(id)?.title);
-  try {
-    await hub.start();
-  } catch (e) {
-    logger.debug({ err: e }, 'start failed');
-    fail(explainStartError(e instanceof ConfigError ? labelProblems(e, labels) : e, config));
-  }
-  const tty = process.stdout.isTTY === true;
-  // On a terminal with pretty logs the banner goes first and stands out; otherwise it is plain lines on stdout.
-  process.stdout.write(`${bannerLines(hub, { tty }).join('\n')}\n`);
-  if (!prettyLogs(config.log.format) && tty) process.stdout.write('  (logs follow as JSON: --log-format pretty for readable ones)\n');
-
+  // Signals are handled from before the start: one arriving while the hub starts waits for
+  // the start to finish (or fail) and then shuts down cleanly; SIGHUP never kills.
+  let started: Promise<boolean> | undefined;
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    hub.logger.info({ signal }, 'shutting down');
-    hub.stop().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
+    void (started ?? Promise.resolve(true)).then((ok) => {
+      if (!ok) return;
+      hub.logger.info({ signal }, 'shutting down');
+      hub.stop().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   // SIGHUP (a closed terminal, `systemctl reload`): reload what can change without a restart
   // — the media folders and the API token file — and keep running.
   process.on('SIGHUP', () => {
-    if (stopping) return;
-    hub.logger.info({ signal: 'SIGHUP' }, 'reloading: media folders and API token file');
-    hub.reload().catch((e: unknown) => hub.logger.warn({ err: e }, 'reload failed'));
+    if (stopping || !started) return;
+    void started.then((ok) => {
+      if (!ok || stopping) return;
+      hub.logger.info({ signal: 'SIGHUP' }, 'reloading: media folders and API token file');
+      hub.reload().catch((e: unknown) => hub.logger.warn({ err: e }, 'reload failed'));
+    });
   });
+
+  started = hub.start().then(
+    () => true,
+    (e: unknown) => {
+      logger.debug({ err: e }, 'start failed');
+      fail(explainStartError(e instanceof ConfigError ? labelProblems(e, labels) : e, config));
+    },
+  );
+  if (!(await started) || stopping) return;
+  const tty = process.stdout.isTTY === true;
+  // On a terminal with pretty logs the banner goes first and stands out; otherwise it is plain lines on stdout.
+  process.stdout.write(`${bannerLines(hub, { tty }).join('\n')}\n`);
+  if (!prettyLogs(config.log.format) && tty) process.stdout.write('  (logs follow as JSON: --log-format pretty for readable ones)\n');
 }
 
 /** Registers `speakerhub hub`; the option registrars add front ends' flags to it. */

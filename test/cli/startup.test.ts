@@ -180,6 +180,47 @@ describe('a running hub', () => {
     expect(cli.stdout()).toContain('"msg":"hub stopped"');
   });
 
+  test('SIGHUP while the hub starts does not kill it; SIGTERM while it starts stops it cleanly', async () => {
+    const lineSeen = (cli: ReturnType<typeof runCli>, re: RegExp) =>
+      within(
+        new Promise<void>((resolve) => {
+          const check = () => re.test(cli.stdout()) && resolve();
+          cli.child.stdout!.on('data', check);
+          check();
+        }),
+        20_000,
+        `output ${re}`,
+      );
+    const args = (dir: string) => [
+      'hub',
+      '--port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      '--data',
+      dir,
+      '--virtual-speakers',
+      '1',
+      '--log-level',
+      'info',
+      '--log-format',
+      'json',
+    ];
+    // The media library's scan line is logged in the middle of the start.
+    const hup = runCli(args(tmp()));
+    await lineSeen(hup, /media library: /);
+    hup.child.kill('SIGHUP');
+    await waitForBanner(hup);
+    hup.child.kill('SIGTERM');
+    expect(await within(hup.exit, 10_000, 'exit after SIGTERM')).toEqual({ code: 0, signal: null });
+
+    const term = runCli(args(tmp()));
+    await lineSeen(term, /media library: /);
+    term.child.kill('SIGTERM');
+    expect(await within(term.exit, 20_000, 'exit after SIGTERM during start')).toEqual({ code: 0, signal: null });
+    expect(term.stdout()).toContain('"msg":"hub stopped"');
+  });
+
   test('on a terminal the banner shows the token and pretty logs; the token never reaches the log', async () => {
     // `script` gives the hub a pseudo-terminal, as a person's shell does.
     const dir = tmp();
