@@ -144,12 +144,12 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
   names.media = (id) => quiet(() => hub.library.get(id)?.title);
   // Signals are handled from before the start: one arriving while the hub starts waits for
   // the start to finish (or fail) and then shuts down cleanly; SIGHUP never kills.
-  let started: Promise<boolean> | undefined;
+  const run: { started?: Promise<boolean> } = {};
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    void (started ?? Promise.resolve(true)).then((ok) => {
+    void (run.started ?? Promise.resolve(true)).then((ok) => {
       if (!ok) return;
       hub.logger.info({ signal }, 'shutting down');
       hub.stop().then(
@@ -163,22 +163,22 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
   // SIGHUP (a closed terminal, `systemctl reload`): reload what can change without a restart
   // — the media folders and the API token file — and keep running.
   process.on('SIGHUP', () => {
-    if (stopping || !started) return;
-    void started.then((ok) => {
+    if (stopping || !run.started) return;
+    void run.started.then((ok) => {
       if (!ok || stopping) return;
       hub.logger.info({ signal: 'SIGHUP' }, 'reloading: media folders and API token file');
       hub.reload().catch((e: unknown) => hub.logger.warn({ err: e }, 'reload failed'));
     });
   });
 
-  started = hub.start().then(
+  run.started = hub.start().then(
     () => true,
     (e: unknown) => {
       logger.debug({ err: e }, 'start failed');
       fail(explainStartError(e instanceof ConfigError ? labelProblems(e, labels) : e, config));
     },
   );
-  if (!(await started) || stopping) return;
+  if (!(await run.started) || stopping) return;
   const tty = process.stdout.isTTY === true;
   // On a terminal with pretty logs the banner goes first and stands out; otherwise it is plain lines on stdout.
   process.stdout.write(`${bannerLines(hub, { tty }).join('\n')}\n`);
