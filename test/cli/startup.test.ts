@@ -9,6 +9,8 @@ import * as net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
+import { explainStartError } from '../../src/cli/start-errors';
+import { parseConfig } from '../../src/config/schema';
 import { CLI, ROOT, cliResult, ensureBuilt, killAll, runCli, waitForBanner, within } from '../helpers/cli';
 
 const dirs: string[] = [];
@@ -254,5 +256,31 @@ describe('a running hub', () => {
       child.kill('SIGTERM');
       await exited;
     }
+  });
+});
+
+describe('explainStartError (the cases a test cannot provoke on loopback)', () => {
+  const config = parseConfig({ server: { host: 'speakers.lan', port: 80 }, mediaServer: { port: 8091 } });
+  const err = (props: Record<string, unknown>) => Object.assign(new Error(String(props.message ?? 'x')), props);
+
+  test('a host name that does not resolve', () => {
+    expect(explainStartError(err({ code: 'ENOTFOUND', hostname: 'speakers.lan', message: 'getaddrinfo ENOTFOUND speakers.lan' }), config)).toBe(
+      'cannot start: the host name speakers.lan does not resolve (ENOTFOUND); use an address of this machine, 0.0.0.0 (all) or 127.0.0.1 with --host (server.host).',
+    );
+  });
+
+  test('a privileged port', () => {
+    expect(explainStartError(err({ code: 'EACCES', port: 80 }), config)).toContain(
+      'ports below 1024 need privileges: choose a port from 1024 with --port (server.port)',
+    );
+  });
+
+  test('the media server port in use names --media-port', () => {
+    expect(explainStartError(err({ code: 'EADDRINUSE', port: 8091 }), config)).toContain('port 8091 on 127.0.0.1 is in use');
+    expect(explainStartError(err({ code: 'EADDRINUSE', port: 8091 }), config)).toContain('--media-port (mediaServer.port)');
+  });
+
+  test('anything else keeps its message and code, without a stack', () => {
+    expect(explainStartError(err({ code: 'EMFILE', message: 'too many open files' }), config)).toBe('cannot start: too many open files (EMFILE)');
   });
 });
