@@ -11,6 +11,10 @@ declare -A NEEDED=(
   [snapclient]=snapclient # … and three real snapclients writing raw PCM
   [gmediarender]=gmediarender   # real UPnP/DLNA MediaRenderers for the UPnP driver tests (run in network namespaces)
   [ip]=iproute2                 # builds the UPnP tests' private namespace LAN
+  [curl]=curl                   # the README's examples run as written (test/readme-examples.test.ts)
+  [jq]=jq                       # … and they read JSON answers with jq
+  [script]=bsdutils             # runs the CLI on a pseudo-terminal (the banner and logs a person sees)
+  [systemd-analyze]=systemd     # verifies packaging/speakerhub.service
 )
 
 missing=()

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { watch } from 'node:fs';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { systemClock, type Clock } from './core/clock';
 import { HubCore } from './core/hub-core';
-import { parseConfig, type HubConfig, type HubConfigInput } from './config/schema';
+import { ConfigError, parseConfig, type HubConfig, type HubConfigInput } from './config/schema';
 import { VirtualDriver } from './drivers/virtual/virtual-driver';
 import { createConfiguredDrivers } from './drivers/factory';
 import type { SpeakerDriver } from './drivers/driver';
@@ -12,6 +13,7 @@ import { MediaLibrary } from './media/library';
 import { MediaServer } from './media/media-server';
 import { metadataReader } from './media/metadata-reader';
 import { sampleMediaDir } from './media/sample-location';
+import { SessionFile } from './persistence/session-file';
 import { loadOrCreateToken } from './server/auth';
 import { RestExtension } from './server/rest-extension';
 import type { ExtensionContext, HubExtension } from './extensions/extension';
@@ -152,11 +154,18 @@ export class SpeakerHub {
   private async startSteps(): Promise<void> {
     const { config } = this;
     await mkdir(config.dataDir, { recursive: true });
+    await checkMediaFolders(config.media.folders);
     this.undo.push({ what: 'metadata reader', run: () => metadataReader.close() });
     const folders = [...config.media.folders];
-    if (config.media.samples) folders.push(await sampleMediaDir(config.dataDir));
-    this._library = new MediaLibrary({ folders, logger: this.logger.child({ component: 'media' }) });
+    const samples = config.media.samples ? await sampleMediaDir(config.dataDir) : undefined;
+    if (samples) folders.push(samples);
+    this._library = new MediaLibrary({ folders, sampleFolder: samples, logger: this.logger.child({ component: 'media' }) });
     await this._library.scan();
+    if (config.media.watch) {
+      this._library.watch({ debounceMs: config.media.watchDebounceMs });
+      const library = this._library;
+      this.undo.push({ what: 'media folder watcher', run: () => library.stopWatching() });
+    }
     await this.mediaServer.start();
     this.undo.push({ what: 'media server', run: () => this.mediaServer.stop() });
     const core = new HubCore({
@@ -177,6 +186,12 @@ export class SpeakerHub {
         await core.stop();
       },
     });
+    if (config.sessions.persist) {
+      // Sessions survive restarts: an automation's SessionToken stays valid until it expires.
+      const file = new SessionFile(config.dataDir, core.sessions, this.logger);
+      await file.load();
+      this.undo.push({ what: 'session file', run: () => file.close() });
+    }
     for (const driver of this.drivers) await core.addDriver(driver);
     const feed = new WireEventFeed(core.events, () => core.playback.snapshot(), (err) =>
       this.logger.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'event subscriber failed'),
@@ -220,6 +235,40 @@ export class SpeakerHub {
         },
       });
     }
+    if (this.rest && config.server.auth && !config.server.token) this.watchTokenFile();
+  }
+
+  /** `speakerhub token --rotate` replaces the token file; the running server switches to it. */
+  private watchTokenFile(): void {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const watcher = watch(this.config.dataDir, { persistent: false }, (_event, name) => {
+        if (name !== 'api-token') return;
+        clearTimeout(timer);
+        timer = setTimeout(() => void this.reloadToken().catch((e: unknown) => this.logger.warn({ err: e }, 'API token reload failed')), 100);
+        timer.unref();
+      });
+      watcher.on('error', () => watcher.close());
+      this.undo.push({
+        what: 'token file watcher',
+        run: () => {
+          clearTimeout(timer);
+          watcher.close();
+        },
+      });
+    } catch (e) {
+      this.logger.warn({ err: e }, 'cannot watch the API token file; a rotated token takes effect on SIGHUP');
+    }
+  }
+
+  private async reloadToken(): Promise<void> {
+    const { config } = this;
+    if (!this.rest || !config.server.auth || config.server.token) return;
+    const t = await loadOrCreateToken(config.dataDir);
+    if (t.token === this._token) return;
+    this.rest.setToken(t.token);
+    this._token = t.token;
+    this.logger.info('API token reloaded from the data folder');
   }
 
   /** What a front end may use of the hub: dispatch, trusted sessions and wire events. */
@@ -238,6 +287,16 @@ export class SpeakerHub {
         return hub.rest?.httpServer;
       },
     };
+  }
+
+  /**
+   * Reloads what can change while the hub runs (SIGHUP): rescans the media folders and
+   * re-reads the API token file (after `speakerhub token --rotate`). The configuration
+   * itself is read only at start.
+   */
+  async reload(): Promise<void> {
+    await this._library?.rescan();
+    await this.reloadToken();
   }
 
   /**
@@ -278,6 +337,24 @@ export class SpeakerHub {
     await writeFile(file, `${uuid}\n`);
     return uuid;
   }
+}
+
+/**
+ * A configured media folder that does not exist is a start error, not a log line: a typo in
+ * --media would otherwise give an empty library with no visible reason. (A folder that
+ * vanishes later, an unmounted share, is only rescanned as empty.)
+ */
+async function checkMediaFolders(folders: string[]): Promise<void> {
+  const problems: string[] = [];
+  for (const [i, folder] of folders.entries()) {
+    try {
+      if (!(await stat(folder)).isDirectory()) problems.push(`media.folders[${i}]: ${folder} is not a folder`);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      problems.push(`media.folders[${i}]: ${folder} ${code === 'ENOENT' ? 'does not exist; create it or fix the path (--media)' : `cannot be read (${code})`}`);
+    }
+  }
+  if (problems.length) throw new ConfigError(problems);
 }
 
 /** Validates the configuration and builds a hub; call start() to run it. */

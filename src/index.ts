@@ -8,8 +8,8 @@ export type { WireEvent, WireEventType, SubscribeOptions, WireSubscription } fro
 export { HubError, ERROR_CODES, errorBody, type ErrorCode, type ErrorBody } from './core/errors';
 export { ManualClock, systemClock, type Clock } from './core/clock';
 export type { HubEvents, DeviceRecord, PlaybackSnapshot, PlaybackState, DeviceReason } from './core/events';
-export { OPERATIONS, OPERATIONS_BY_NAME, parameterNames, type Operation } from './operations/table';
-export { dispatch, type DispatchResult } from './operations/dispatch';
+export { OPERATIONS, OPERATIONS_BY_NAME, parameterNames, isOperationName, type Operation, type OperationName, type OperationOf, type ParamsOf, type ResponseOf } from './operations/table';
+export { dispatch, type DispatchResult, type TypedDispatchResult } from './operations/dispatch';
 export type { Speaker, SpeakerDriver, SpeakerInfo, MediaRequest } from './drivers/driver';
 export { VirtualDriver } from './drivers/virtual/virtual-driver';
 export { VirtualSpeaker } from './drivers/virtual/virtual-speaker';

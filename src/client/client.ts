@@ -1,5 +1,5 @@
 import { HubError, type ErrorCode } from '../core/errors';
-import { OPERATIONS_BY_NAME } from '../operations/table';
+import { OPERATIONS_BY_NAME, type OperationName, type ParamsOf, type ResponseOf } from '../operations/table';
 
 export interface ClientOptions {
   /** Base URL of a hub's local server, e.g. http://192.168.1.20:8090 */
@@ -8,6 +8,8 @@ export interface ClientOptions {
   token?: string;
   timeoutMs?: number;
 }
+
+type WireParams = Record<string, string | number | readonly string[] | undefined>;
 
 /**
  * A client for a remote hub's REST API. It knows the operations from the operation table,
@@ -20,10 +22,18 @@ export class SpeakerHubClient {
   constructor(private readonly options: ClientOptions) {}
 
   /** Runs an operation; resolves with its response body, rejects with a HubError on failure. */
-  async call(operation: string, params: Record<string, string | number | string[]> = {}): Promise<Record<string, unknown>> {
+  async call<N extends OperationName>(operation: N, params: ParamsOf<N> = {} as ParamsOf<N>): Promise<ResponseOf<N>> {
     const op = OPERATIONS_BY_NAME.get(operation);
     if (!op) throw new HubError('UnknownOperation', `There is no operation named ${operation}.`);
-    if (!op.needsSession) return this.request(operation, params);
+    return (await this.callRemote(operation, params as WireParams, { needsSession: op.needsSession })) as ResponseOf<N>;
+  }
+
+  /**
+   * Runs an operation this copy's table may not know (a newer hub's, e.g. announce): the
+   * hub answers UnknownOperation (HubError) when it does not have it either.
+   */
+  async callRemote(operation: string, params: WireParams = {}, options: { needsSession?: boolean } = {}): Promise<Record<string, unknown>> {
+    if (options.needsSession === false) return this.request(operation, params);
     try {
       return await this.request(operation, { ...params, SessionToken: await this.sessionToken() });
     } catch (e) {
@@ -46,9 +56,11 @@ export class SpeakerHubClient {
     return this.session;
   }
 
-  private async request(operation: string, params: Record<string, string | number | string[]>): Promise<Record<string, unknown>> {
+  private async request(operation: string, params: WireParams): Promise<Record<string, unknown>> {
     const url = new URL(`/api/v1/${operation}`, this.options.baseUrl);
-    for (const [k, v] of Object.entries(params)) url.searchParams.set(k, Array.isArray(v) ? v.join(',') : String(v));
+    for (const [k, v] of Object.entries(params)) {
+      if (v !== undefined) url.searchParams.set(k, Array.isArray(v) ? v.join(',') : String(v));
+    }
     const res = await fetch(url, {
       headers: this.options.token ? { Authorization: `Bearer ${this.options.token}` } : {},
       signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000),

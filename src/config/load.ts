@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { configFromEnv } from './env';
 import { ConfigError, parseConfig, type HubConfig } from './schema';
 
 /** Deep-merges plain objects; arrays and scalars in `over` replace those in `base`. */
@@ -16,13 +17,39 @@ function isPlain(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Reads a JSON config file (if given), applies overrides (CLI flags) and validates. */
-export async function loadConfig(file: string | undefined, overrides: Record<string, unknown> = {}): Promise<HubConfig> {
+export interface LoadOptions {
+  /** Environment to read SPEAKERHUB_* keys from (default process.env; {} for none). */
+  env?: NodeJS.ProcessEnv;
+  /** Where override keys came from, e.g. { 'server.port': '--port' }, so errors name what the user typed. */
+  labels?: Record<string, string>;
+}
+
+/**
+ * Names the source of each problem the user can fix: `--port (server.port): …`,
+ * `SPEAKERHUB_SERVER_PORT (server.port): …`. Problems start with their key path.
+ */
+export function labelProblems(error: ConfigError, labels: Record<string, string>): ConfigError {
+  const keys = Object.keys(labels).sort((a, b) => b.length - a.length);
+  return new ConfigError(
+    error.problems.map((p) => {
+      const key = keys.find((k) => p.startsWith(k) && /^[:.[]/.test(p.slice(k.length)));
+      return key ? `${labels[key]} (${p.slice(0, p.indexOf(':'))})${p.slice(p.indexOf(':'))}` : p;
+    }),
+  );
+}
+
+/**
+ * Reads a JSON config file (if given), then SPEAKERHUB_* environment variables, then the
+ * overrides (CLI flags), each over the one before, and validates.
+ */
+export async function loadConfig(file: string | undefined, overrides: Record<string, unknown> = {}, options: LoadOptions = {}): Promise<HubConfig> {
   let fromFile: Record<string, unknown> = {};
   if (file) {
     let text: string;
     try {
       text = await readFile(file, 'utf8');
+      // Windows editors save UTF-8 with a byte order mark, which JSON.parse refuses.
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     } catch (e) {
       throw new ConfigError([`${file}: cannot read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`]);
     }
@@ -34,5 +61,22 @@ export async function loadConfig(file: string | undefined, overrides: Record<str
       throw new ConfigError([`${file}: not valid JSON (${(e as Error).message})`]);
     }
   }
-  return parseConfig(mergeConfig(fromFile, overrides));
+  const env = configFromEnv(options.env ?? process.env);
+  const labels = { ...(file ? labelsFor(fromFile, file) : {}), ...env.labels, ...(options.labels ?? {}) };
+  try {
+    return parseConfig(mergeConfig(mergeConfig(fromFile, env.config), overrides));
+  } catch (e) {
+    throw e instanceof ConfigError ? labelProblems(e, labels) : e;
+  }
+}
+
+/** Problems in keys that came from the file are labelled with the file's name. */
+function labelsFor(config: Record<string, unknown>, file: string, prefix = ''): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(config)) {
+    const path = prefix ? `${prefix}.${k}` : k;
+    if (isPlain(v)) Object.assign(out, labelsFor(v, file, path));
+    out[path] = file;
+  }
+  return out;
 }

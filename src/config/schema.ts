@@ -37,6 +37,9 @@ export const ConfigSchema = z
         folders: z.array(z.string().min(1)).default([]),
         /** Generates a few sample tracks into dataDir/samples so a fresh hub has music. */
         samples: z.boolean().default(true),
+        /** Rescan when files in the folders change (debounced); rescan_media rescans on demand. */
+        watch: z.boolean().default(true),
+        watchDebounceMs: z.number().int().min(50).max(600_000).default(2000),
       })
       .strict()
       .prefault({}),
@@ -83,6 +86,8 @@ export const ConfigSchema = z
       .object({
         idleMinutes: z.number().positive().default(60),
         maxSessions: z.number().int().min(1).default(20_000),
+        /** Keep the session table (token hashes) in dataDir/sessions.json, so sessions survive restarts. */
+        persist: z.boolean().default(true),
       })
       .strict()
       .prefault({}),
@@ -129,11 +134,33 @@ export const ConfigSchema = z
       .strict()
       .prefault({}),
     log: z
-      .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
+      .object({
+        level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+        /** json: one JSON object per line (for journald, docker, log shippers); pretty: for people; auto: pretty on a terminal. */
+        format: z.enum(['auto', 'json', 'pretty']).default('auto'),
+      })
       .strict()
       .prefault({}),
   })
-  .strict();
+  .strict()
+  // Combinations that would otherwise start and fail later, or silently drop a setting.
+  .superRefine((c, ctx) => {
+    const { count, names } = c.speakers.virtual;
+    if (names && names.length > count) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['speakers', 'virtual', 'names'],
+        message: `${names.length} names for ${count} virtual speaker(s); give at most ${count} names or raise speakers.virtual.count (--virtual-speakers)`,
+      });
+    }
+    if (c.tts.provider === 'voicerss' && !c.tts.voicerss.key) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tts', 'voicerss', 'key'],
+        message: 'required when tts.provider is voicerss (a free key: https://www.voicerss.org/); or use --tts espeak',
+      });
+    }
+  });
 
 export type HubConfig = z.output<typeof ConfigSchema>;
 export type HubConfigInput = z.input<typeof ConfigSchema>;

@@ -395,7 +395,7 @@ export class PlaybackEngine {
       if (r.status === 'rejected') {
         const msg = r.reason instanceof Error ? r.reason.message : String(r.reason);
         messages.push(`${ids[i]}: ${msg}`);
-        this.logger.warn({ deviceId: ids[i], err: msg }, `speaker ${what} failed`);
+        this.logger.warn({ deviceId: ids[i], err: r.reason }, `speaker ${what} failed`); // the error itself: its cause reaches the log
       }
     });
     return messages;

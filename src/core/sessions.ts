@@ -2,6 +2,12 @@ import { hash as cryptoHash, randomBytes } from 'node:crypto';
 import { HubError } from './errors';
 import type { Clock } from './clock';
 
+/** A session as it can be saved: the token's SHA-256 (never the token) and its last use. */
+export type SessionRecord = [tokenHash: string, lastUsed: number];
+
+/** What changed: 'table' (a session created, closed or evicted) or 'touch' (only idle times). */
+export type SessionChange = 'table' | 'touch';
+
 export interface SessionOptions {
   /** Idle time after which a session expires; each command renews it. */
   idleMs: number;
@@ -19,6 +25,8 @@ export class SessionStore {
   private readonly byHash = new Map<string, { lastUsed: number }>();
   /** Sessions of trusted front ends (MQTT bridge, Node-RED, HomeKit): no expiry, no eviction. */
   private readonly trusted = new Set<string>();
+  /** Told about changes (the hub saves the table so that sessions survive restarts). */
+  onChange?: (change: SessionChange) => void;
 
   constructor(
     private readonly clock: Clock,
@@ -38,7 +46,30 @@ export class SessionStore {
       this.byHash.delete(oldest);
     }
     this.byHash.set(hash(token), { lastUsed: this.clock.now() });
+    this.onChange?.('table');
     return token;
+  }
+
+  /** The ordinary sessions, longest idle first (trusted ones are never saved: their front ends open new ones). */
+  records(): SessionRecord[] {
+    this.sweep();
+    return [...this.byHash].map(([key, e]) => [key, e.lastUsed]);
+  }
+
+  /**
+   * Puts saved sessions back (at start, before any request): expired ones are dropped, and
+   * beyond maxSessions only the most recently used are kept.
+   */
+  restore(records: readonly SessionRecord[]): number {
+    const cutoff = this.clock.now() - this.options.idleMs;
+    const live = records.filter(([key, lastUsed]) => typeof key === 'string' && Number.isFinite(lastUsed) && lastUsed > cutoff);
+    live.sort((a, b) => a[1] - b[1]);
+    for (const [key, lastUsed] of live.slice(-this.options.maxSessions)) {
+      this.byHash.delete(key);
+      this.byHash.set(key, { lastUsed });
+    }
+    while (this.byHash.size > this.options.maxSessions) this.byHash.delete(this.byHash.keys().next().value as string);
+    return this.byHash.size;
   }
 
   /**
@@ -64,6 +95,7 @@ export class SessionStore {
     this.byHash.delete(key);
     entry.lastUsed = now;
     this.byHash.set(key, entry);
+    this.onChange?.('touch');
   }
 
   close(token: string): void {
@@ -71,6 +103,7 @@ export class SessionStore {
     const key = hash(token);
     this.byHash.delete(key);
     this.trusted.delete(key);
+    this.onChange?.('table');
   }
 
   /** Drops expired sessions from the idle end of the table. */

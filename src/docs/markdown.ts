@@ -31,14 +31,50 @@ export function operationsMarkdown(): string {
     }
     out.push('');
   }
-  out.push('Examples (with `T` the API token and `S` a SessionToken):', '', '```sh');
-  out.push('curl -s -H "Authorization: Bearer $T" "http://127.0.0.1:8090/api/v1/init_session"');
-  for (const op of OPERATIONS.filter((o) => o.needsSession)) {
-    const qs = [`SessionToken=$S`, ...Object.entries(op.example).map(([k, v]) => `${k}=${encodeURIComponent(v)}`)].join('&');
-    out.push(`curl -s -H "Authorization: Bearer $T" "http://127.0.0.1:8090/api/v1/${op.name}?${qs}"`);
-  }
+  out.push(
+    'Examples: one per operation, in an order that runs as a script against a default hub (`npm start`: three virtual',
+    'speakers, the sample tracks), with `T` the API token (`npx speakerhub token` prints it):',
+    '',
+    '```sh',
+  );
+  out.push(...exampleScript());
   out.push('```');
   return out.join('\n');
+}
+
+const curl = (op: Operation) => {
+  const qs = [`SessionToken=$S`, ...Object.entries(op.example).map(([k, v]) => `${k}=${encodeURIComponent(v)}`)].join('&');
+  return `curl -s -H "Authorization: Bearer $T" "http://127.0.0.1:8090/api/v1/${op.name}?${qs}"`;
+};
+
+/**
+ * The examples as a script that runs as written (test/readme-examples.test.ts runs it):
+ * every operation once, in table order, except that hub-media plays come after the other
+ * plays so that each resume_* can follow a pause_play of hub media, and close_session ends it.
+ */
+function exampleScript(): string[] {
+  const ops = OPERATIONS.filter((o) => o.needsSession && o.name !== 'close_session' && o.name !== 'pause_play');
+  const isResume = (o: Operation) => o.name.startsWith('resume_');
+  const isPlay = (o: Operation) => o.name.startsWith('play_');
+  const plays = ops.filter(isPlay);
+  const orderedPlays = [...plays.filter((o) => !o.name.startsWith('play_hub_media')), ...plays.filter((o) => o.name.startsWith('play_hub_media'))];
+  const pause = OPERATIONS.find((o) => o.name === 'pause_play');
+  const close = OPERATIONS.find((o) => o.name === 'close_session');
+  const lines = ['S=$(curl -s -H "Authorization: Bearer $T" "http://127.0.0.1:8090/api/v1/init_session" | jq -r .SessionToken)'];
+  let playsDone = false;
+  for (const op of ops) {
+    if (isResume(op)) continue;
+    if (isPlay(op)) {
+      if (playsDone) continue;
+      playsDone = true;
+      lines.push(...orderedPlays.map(curl));
+      for (const r of ops.filter(isResume)) lines.push(...(pause ? [curl(pause)] : []), curl(r));
+      continue;
+    }
+    lines.push(curl(op));
+  }
+  if (close) lines.push(curl(close));
+  return lines;
 }
 
 export function errorCodesMarkdown(): string {

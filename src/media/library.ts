@@ -1,15 +1,18 @@
 import path from 'node:path';
 import type { Logger } from '../logger';
 import { audioContentType } from './audio-types';
+import { FolderWatcher } from './folder-watcher';
 import { findDrmProtection, protectedCodec } from './drm';
 import { metadataReader } from './metadata-reader';
-import { persistentIdFor } from './persistent-id';
+import { persistentIdFor, samplePersistentId } from './persistent-id';
 import type { MediaCatalog, MediaItem } from './types';
 import { walkFiles } from './walk';
 
 export interface MediaLibraryOptions {
   /** Folders scanned recursively; a missing one is logged and skipped. */
   folders: string[];
+  /** The sample tracks' folder: its items get install-independent PersistentIDs (samplePersistentId). */
+  sampleFolder?: string;
   logger: Logger;
 }
 
@@ -40,13 +43,18 @@ function reason(e: unknown): string {
  */
 export class MediaLibrary implements MediaCatalog {
   private readonly folders: string[];
+  private readonly sampleFolder?: string;
   private readonly log: Logger;
   private items: MediaItem[] = [];
   private byId = new Map<string, MediaItem>();
   private scanning: Promise<void> = Promise.resolve();
+  /** The scan that will start after the running one; callers in the meantime share it. */
+  private followUp?: Promise<void>;
+  private watcher?: FolderWatcher;
 
   constructor(options: MediaLibraryOptions) {
     this.folders = options.folders.map((f) => path.resolve(f));
+    this.sampleFolder = options.sampleFolder === undefined ? undefined : path.resolve(options.sampleFolder);
     this.log = options.logger;
   }
 
@@ -59,15 +67,44 @@ export class MediaLibrary implements MediaCatalog {
     return this.byId.get(persistentId);
   }
 
-  /** (Re)builds the index. A call while a scan runs starts another one after it. */
+  /**
+   * (Re)builds the index. Calls while a scan runs share one follow-up scan, so a burst of
+   * requests (rescan_media, the folder watcher) costs at most two scans, never a queue.
+   */
   scan(): Promise<void> {
-    const next = this.scanning.then(() => this.scanAll());
+    if (this.followUp) return this.followUp;
+    const next = this.scanning.then(() => {
+      if (this.followUp === next) this.followUp = undefined;
+      return this.scanAll();
+    });
+    this.followUp = next;
     this.scanning = next.catch(() => undefined);
     return next;
   }
 
   rescan(): Promise<void> {
     return this.scan();
+  }
+
+  /** Rescans after changes in the folders settle (debounced). */
+  watch(options: { debounceMs: number; maxFolders?: number }): void {
+    this.watcher?.stop();
+    this.watcher = new FolderWatcher({
+      folders: this.folders,
+      debounceMs: options.debounceMs,
+      maxFolders: options.maxFolders ?? 64,
+      logger: this.log,
+      onChange: () => {
+        this.log.debug('media library: folder changed, rescanning');
+        this.scan().catch((e: unknown) => this.log.warn(`media library: rescan failed: ${reason(e)}`));
+      },
+    });
+    this.watcher.start();
+  }
+
+  stopWatching(): void {
+    this.watcher?.stop();
+    this.watcher = undefined;
   }
 
   private async scanAll(): Promise<void> {
@@ -127,7 +164,7 @@ export class MediaLibrary implements MediaCatalog {
       }
       const { title, artist, albumartist, album } = meta;
       const item: MediaItem = {
-        persistentId: persistentIdFor(folder, path.relative(folder, file)),
+        persistentId: folder === this.sampleFolder ? samplePersistentId(path.relative(folder, file)) : persistentIdFor(folder, path.relative(folder, file)),
         title: title?.trim() || path.basename(file, path.extname(file)),
         artist: artist?.trim() || albumartist?.trim() || '',
         album: album?.trim() || '',

@@ -20,3 +20,12 @@ export function persistentIdFor(folder: string, relativePath: string): string {
   const digest = createHash('sha256').update(path.resolve(folder)).update('\0').update(rel).digest();
   return (digest.readBigUInt64BE(0) & MAX_63_BIT).toString();
 }
+
+/**
+ * The sample tracks' PersistentIDs depend on their file names only, not on where the package
+ * is installed, so documentation and scripts can use them on every hub.
+ */
+export function samplePersistentId(fileName: string): string {
+  const digest = createHash('sha256').update('speakerhub-samples').update('\0').update(fileName).digest();
+  return (digest.readBigUInt64BE(0) & MAX_63_BIT).toString();
+}

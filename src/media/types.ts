@@ -17,6 +17,8 @@ export interface MediaItem {
 export interface MediaCatalog {
   list(): MediaItem[];
   get(persistentId: string): MediaItem | undefined;
+  /** Rescans the media folders now (a scan already running is followed by a fresh one). */
+  rescan(): Promise<void>;
 }
 
 /**

@@ -1,9 +1,13 @@
 import type { z } from 'zod';
 import { HubError, isHubError, type ErrorCode } from '../core/errors';
 import type { HubCore } from '../core/hub-core';
-import { OPERATIONS, OPERATIONS_BY_NAME, type Operation } from './table';
+import { unquote } from '../util/values';
+import { OPERATIONS, OPERATIONS_BY_NAME, type Operation, type OperationName, type ResponseOf } from './table';
 
 export type DispatchResult = { ok: true; op: Operation; body: Record<string, unknown> } | { ok: false; op?: Operation; error: HubError };
+
+/** A dispatch of an operation named in code: its success body is typed. */
+export type TypedDispatchResult<N extends OperationName> = { ok: true; op: Operation; body: ResponseOf<N> } | { ok: false; op?: Operation; error: HubError };
 
 /**
  * Names under which clients send the session token: the current one, the first API
@@ -17,6 +21,8 @@ export const SESSION_PARAM_ALIASES = ['SessionToken', 'SessionID', 'SesssionToke
  * It never throws or rejects. An operation whose handler is synchronous (status, lists,
  * volume reads: most traffic) answers synchronously, without a promise round trip.
  */
+export function dispatch<N extends OperationName>(hub: HubCore, name: N, raw: Record<string, unknown>): TypedDispatchResult<N> | Promise<TypedDispatchResult<N>>;
+export function dispatch(hub: HubCore, name: string, raw: Record<string, unknown>): DispatchResult | Promise<DispatchResult>;
 export function dispatch(hub: HubCore, name: string, raw: Record<string, unknown>): DispatchResult | Promise<DispatchResult> {
   const op = OPERATIONS_BY_NAME.get(name);
   if (!op) return { ok: false, error: new HubError('UnknownOperation', `There is no operation named ${JSON.stringify(name).slice(0, 80)}.`) };
@@ -60,12 +66,6 @@ export function runOperation(hub: HubCore, op: Operation, raw: Record<string, un
   }
 }
 
-/** Older clients wrap values in double quotes; the quotes are not part of the token. */
-function unquote(v: string): string {
-  const t = v.trim();
-  return t.length >= 2 && t.charCodeAt(0) === 34 && t.charCodeAt(t.length - 1) === 34 ? t.slice(1, -1) : t;
-}
-
 function failure(hub: HubCore, op: Operation, e: unknown): DispatchResult {
   if (isHubError(e)) return { ok: false, op, error: e };
   hub.logger.error({ op: op.name, err: e instanceof Error ? { message: e.message, stack: e.stack } : String(e) }, 'operation failed unexpectedly');
@@ -73,7 +73,7 @@ function failure(hub: HubCore, op: Operation, e: unknown): DispatchResult {
 }
 
 /** Operations that take nothing but the session: validating an empty object is wasted work on the hottest paths. */
-const WITHOUT_PARAMS = new Set(OPERATIONS.filter((o) => Object.keys(o.params.shape).length === 0));
+const WITHOUT_PARAMS = new Set<Operation>(OPERATIONS.filter((o) => Object.keys(o.params.shape).length === 0));
 const NO_PARAMS = Object.freeze({});
 
 function issueToError(error: z.ZodError): HubError {

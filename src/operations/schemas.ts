@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseInteger, unquote } from '../util/values';
 
 /**
  * Parameter and response schemas shared by the operations. Parameters arrive as strings
@@ -9,11 +10,22 @@ import { z } from 'zod';
 /** Accepts a string, or a number/boolean that a JSON front end sent, as text. */
 const text = () => z.preprocess((v) => (typeof v === 'number' || typeof v === 'boolean' ? String(v) : v), z.string());
 
-/** Older clients wrap values in double quotes; the quotes are not part of the value. */
-function unquote(v: string): string {
-  const t = v.trim();
-  return t.length >= 2 && t.startsWith('"') && t.endsWith('"') ? t.slice(1, -1).trim() : t;
-}
+/**
+ * An integer parameter under the one number rule (src/util/values.ts): quotes stripped,
+ * optional sign, leading zeros allowed; the message states the range. The final pipe keeps
+ * the range visible to schema readers (OpenAPI).
+ */
+const integer = (name: string, min: number, max: number) =>
+  text()
+    .pipe(
+      z.string().transform((v, ctx) => {
+        const r = parseInteger(v, name, min, max);
+        if (r.ok) return r.value;
+        ctx.addIssue({ code: 'custom', message: r.message });
+        return z.NEVER;
+      }),
+    )
+    .pipe(z.number().int().min(min).max(max));
 
 export const digitString = (name: string, max = 40) =>
   text().pipe(
@@ -73,24 +85,14 @@ export const MediaUrlParam = text().pipe(
 /** The hard cap keeps requests bounded; the configured limit (tts.maxTextLength) is checked by TTS. */
 export const TextParam = text().pipe(z.string().transform(unquote).pipe(z.string().min(1, 'Text is empty').max(100_000, 'Text is far too long')));
 
-export const VolumeParam = text().pipe(
-  z
-    .string()
-    .trim()
-    .regex(/^\d{1,2}$/, 'Volume must be an integer from 0 to 50')
-    .transform(Number)
-    .pipe(z.number().int().min(0).max(50, 'Volume must be an integer from 0 to 50')),
-);
+export const VOLUME_MIN = 0;
+export const VOLUME_MAX = 50;
+export const VolumeParam = integer('Volume', VOLUME_MIN, VOLUME_MAX);
 
-export const PriorityParam = text()
-  .pipe(
-    z
-      .string()
-      .trim()
-      .regex(/^-?\d{1,9}$/, 'Priority must be an integer')
-      .transform(Number),
-  )
-  .optional();
+/** A 32-bit signed integer, as the original hub's clients send. */
+export const PRIORITY_MIN = -2147483648;
+export const PRIORITY_MAX = 2147483647;
+export const PriorityParam = integer('Priority', PRIORITY_MIN, PRIORITY_MAX).optional();
 
 // ---- responses ---------------------------------------------------------------------------
 

@@ -29,8 +29,8 @@ export interface OperationContext {
   sessionToken?: string;
 }
 
-export interface Operation<P extends z.ZodObject = z.ZodObject, R extends z.ZodType = z.ZodType> {
-  name: string;
+export interface Operation<N extends string = string, P extends z.ZodObject = z.ZodObject, R extends z.ZodType = z.ZodType> {
+  name: N;
   group: OperationGroup;
   summary: string;
   /** False only for init_session. */
@@ -42,22 +42,39 @@ export interface Operation<P extends z.ZodObject = z.ZodObject, R extends z.ZodT
   response: R;
   /** An example request's parameters, for the docs. */
   example: Record<string, string>;
+  // Method syntax on purpose: a typed entry (Operation<'set_volume', …>) stays assignable to
+  // the general Operation that front ends loop over.
   handler(hub: HubCore, params: z.output<P>, ctx: OperationContext): Promise<z.input<R>> | z.input<R>;
 }
 
 /** An entry of the table: what is particular to the operation; define() fills the rest. */
-type OperationSpec<P extends z.ZodObject, R extends z.ZodType> = Omit<Operation<P, R>, 'needsSession' | 'cloudResponseOf' | 'params' | 'example'> &
-  Partial<Pick<Operation<P, R>, 'needsSession' | 'params' | 'example'>>;
+type OperationSpec<N extends string, P extends z.ZodObject, R extends z.ZodType> = Omit<Operation<N, P, R>, 'needsSession' | 'cloudResponseOf' | 'params' | 'example'> &
+  Partial<Pick<Operation<N, P, R>, 'needsSession' | 'params' | 'example'>>;
 
-function define<P extends z.ZodObject = typeof NoParams, R extends z.ZodType = z.ZodType>(spec: OperationSpec<P, R>): Operation {
+/** Fills the common defaults and keeps the entry's types: its literal name, parameter and response schemas. */
+function define<const N extends string, P extends z.ZodObject = typeof NoParams, R extends z.ZodType = z.ZodType>(spec: OperationSpec<N, P, R>): Operation<N, P, R> {
   return {
     needsSession: true,
-    params: NoParams,
+    // Without params the entry takes none; P then is typeof NoParams (its default).
+    params: NoParams as unknown as P,
     example: {},
     ...spec,
     cloudResponseOf: RESPONSE_OF.has(spec.name),
-  } as unknown as Operation;
+  };
 }
+
+/**
+ * IDs the documentation's examples use, valid on every default hub (so every README example
+ * runs as written): the first two virtual speakers (DeviceIDs derived from "virtual:1" and
+ * "virtual:2"), the first sample track (its PersistentID depends on its file name only), and
+ * the second sample as web media served by the hub itself.
+ */
+export const EXAMPLE = {
+  deviceId: '12106658486352',
+  otherDeviceId: '25350427372477',
+  persistentId: '5993970893696861521',
+  mediaUrl: 'http://127.0.0.1:8090/samples/sample-tone-2-little-waltz.wav',
+} as const;
 
 const ok = { Result: 'true' } as const;
 const bool = (b: boolean): 'true' | 'false' => (b ? 'true' : 'false');
@@ -71,7 +88,7 @@ const RESPONSE_OF = new Set([
 
 // ---- session and devices ------------------------------------------------------------------
 
-const sessionAndDevices: Operation[] = [
+const sessionAndDevices = [
   define({
     name: 'init_session',
     group: 'session',
@@ -110,7 +127,7 @@ const sessionAndDevices: Operation[] = [
     summary: 'One speaker, as a bare device object.',
     params: z.object({ DeviceID: DeviceIDParam }),
     response: DeviceSchema,
-    example: { DeviceID: '34317244381360' },
+    example: { DeviceID: EXAMPLE.deviceId },
     handler: (hub, p) => hub.speakers.record(hub.speakers.get(p.DeviceID)),
   }),
   define({
@@ -119,7 +136,7 @@ const sessionAndDevices: Operation[] = [
     summary: 'Adds a speaker to the playback session; if something is playing, it joins in.',
     params: z.object({ DeviceID: DeviceIDParam }),
     response: ResultResponse,
-    example: { DeviceID: '34317244381360' },
+    example: { DeviceID: EXAMPLE.deviceId },
     handler: async (hub, p) => {
       hub.selection.add(p.DeviceID);
       await hub.playback.join([p.DeviceID]);
@@ -132,7 +149,7 @@ const sessionAndDevices: Operation[] = [
     summary: 'Removes a speaker from the playback session; it stops playing, the others play on.',
     params: z.object({ DeviceID: DeviceIDParam }),
     response: ResultResponse,
-    example: { DeviceID: '34317244381360' },
+    example: { DeviceID: EXAMPLE.deviceId },
     handler: async (hub, p) => {
       hub.selection.remove(p.DeviceID);
       await hub.playback.leave(p.DeviceID);
@@ -166,6 +183,18 @@ const sessionAndDevices: Operation[] = [
       })),
     }),
   }),
+  define({
+    // Beyond the specification (docs/spec-operations.md): files added to a media folder
+    // are found by the folder watcher; this is for scripts that want them listed now.
+    name: 'rescan_media',
+    group: 'playback',
+    summary: 'Beyond the spec: rescans the media folders now; answers when the new library is in place, with its item count.',
+    response: z.object({ Result: Bool, MediaCount: z.string().regex(/^\d+$/) }),
+    handler: async (hub) => {
+      await hub.catalog.rescan();
+      return { Result: 'true' as const, MediaCount: String(hub.catalog.list().length) };
+    },
+  }),
 ];
 
 // ---- play_* and resume_*: one definition per media kind × target --------------------------
@@ -176,13 +205,16 @@ const TARGETS = [
   { suffix: '_selected_speakers', kind: 'selected', label: 'on the speakers in DeviceIDList' },
 ] as const;
 
-const EXAMPLE_IDS = '34317244381360,34317244381361';
+const EXAMPLE_IDS = `${EXAMPLE.deviceId},${EXAMPLE.otherDeviceId}`;
 
 function targetOf(kind: (typeof TARGETS)[number]['kind'], p: { DeviceIDList?: string[] }): Target {
   return kind === 'selected' ? { kind, deviceIds: p.DeviceIDList! } : { kind };
 }
 
-function withTarget<S extends z.ZodRawShape>(kind: (typeof TARGETS)[number]['kind'], shape: S) {
+function withTarget<S extends z.ZodRawShape>(
+  kind: (typeof TARGETS)[number]['kind'],
+  shape: S,
+): z.ZodObject<S> | z.ZodObject<S & { DeviceIDList: typeof DeviceIDListParam }> {
   return kind === 'selected' ? z.object({ ...shape, DeviceIDList: DeviceIDListParam }) : z.object(shape);
 }
 
@@ -191,14 +223,14 @@ const MEDIA_KINDS = [
     name: 'play_hub_media',
     what: 'Plays a hub media item',
     shape: { PersistentID: PersistentIDParam, Priority: PriorityParam },
-    example: { PersistentID: '7387446959931482519' },
+    example: { PersistentID: EXAMPLE.persistentId },
     load: (hub: HubCore, p: { PersistentID?: string }) => async (): Promise<PlayableMedia> => hub.hubMedia(p.PersistentID!),
   },
   {
     name: 'play_web_media',
     what: 'Plays web media (http, https, rtsp/rstp or mms URL)',
     shape: { MediaUrl: MediaUrlParam, Priority: PriorityParam },
-    example: { MediaUrl: 'http://radio.example/stream.mp3' },
+    example: { MediaUrl: EXAMPLE.mediaUrl },
     load: (hub: HubCore, p: { MediaUrl?: string }) => async (): Promise<PlayableMedia> => hub.webMedia(p.MediaUrl!),
   },
   {
@@ -213,7 +245,7 @@ const MEDIA_KINDS = [
   },
 ] as const;
 
-const plays: Operation[] = MEDIA_KINDS.flatMap((media) =>
+const plays = MEDIA_KINDS.flatMap((media) =>
   TARGETS.map((t) =>
     define({
       name: `${media.name}${t.suffix}`,
@@ -232,14 +264,14 @@ const plays: Operation[] = MEDIA_KINDS.flatMap((media) =>
   ),
 );
 
-const resumes: Operation[] = TARGETS.map((t) =>
+const resumes = TARGETS.map((t) =>
   define({
     name: `resume_hub_media${t.suffix}`,
     group: 'playback',
     summary: `Resumes the paused hub media item ${t.label}. Only hub media can be resumed.`,
     params: withTarget(t.kind, { PersistentID: PersistentIDParam }),
     response: ResultResponse,
-    example: t.kind === 'selected' ? { PersistentID: '7387446959931482519', DeviceIDList: EXAMPLE_IDS } : { PersistentID: '7387446959931482519' },
+    example: t.kind === 'selected' ? { PersistentID: EXAMPLE.persistentId, DeviceIDList: EXAMPLE_IDS } : { PersistentID: EXAMPLE.persistentId },
     handler: async (hub, p: { PersistentID: string; DeviceIDList?: string[] }) => {
       await hub.playback.resume(p.PersistentID, targetOf(t.kind, p));
       return ok;
@@ -249,7 +281,7 @@ const resumes: Operation[] = TARGETS.map((t) =>
 
 // ---- transport, status and volume ---------------------------------------------------------
 
-const transportAndVolume: Operation[] = [
+const transportAndVolume = [
   define({
     name: 'pause_play',
     group: 'playback',
@@ -300,7 +332,7 @@ const transportAndVolume: Operation[] = [
     summary: "One speaker's volume.",
     params: z.object({ DeviceID: DeviceIDParam }),
     response: z.object({ Volume: z.string().regex(/^\d+$/) }),
-    example: { DeviceID: '34317244381360' },
+    example: { DeviceID: EXAMPLE.deviceId },
     handler: (hub, p) => ({ Volume: String(hub.volume.of(p.DeviceID)) }),
   }),
   define({
@@ -321,7 +353,7 @@ const transportAndVolume: Operation[] = [
     summary: 'Sets one speaker to Volume (0–50).',
     params: z.object({ DeviceID: DeviceIDParam, Volume: VolumeParam }),
     response: ResultResponse,
-    example: { DeviceID: '34317244381360', Volume: '25' },
+    example: { DeviceID: EXAMPLE.deviceId, Volume: '25' },
     handler: async (hub, p) => {
       await hub.volume.set(p.DeviceID, p.Volume);
       return ok;
@@ -329,9 +361,38 @@ const transportAndVolume: Operation[] = [
   }),
 ];
 
-export const OPERATIONS: readonly Operation[] = Object.freeze([...sessionAndDevices, ...plays, ...resumes, ...transportAndVolume]);
+const TABLE = [...sessionAndDevices, ...plays, ...resumes, ...transportAndVolume];
 
-export const OPERATIONS_BY_NAME: ReadonlyMap<string, Operation> = new Map(OPERATIONS.map((o) => [o.name, o]));
+/** Every operation, typed: `OPERATIONS[i].name` is the union of the operation names. */
+export const OPERATIONS: readonly (typeof TABLE)[number][] = Object.freeze(TABLE);
+
+/** Lookup by wire name; a front end gets any string from its clients. */
+export const OPERATIONS_BY_NAME: ReadonlyMap<string, Operation> = new Map(OPERATIONS.map((o) => [o.name, o as Operation]));
+
+/** The name of an operation in the table. */
+export type OperationName = (typeof OPERATIONS)[number]['name'];
+
+/** Each operation's entry by name (a play_* entry stands for its three targets). */
+type OperationsByName = { [O in (typeof OPERATIONS)[number] as O['name']]: O };
+
+/** The typed entry of one operation. */
+export type OperationOf<N extends OperationName> = OperationsByName[N];
+
+/** What an operation answers on success, as on the wire. */
+export type ResponseOf<N extends OperationName> = z.output<OperationOf<N>['response']>;
+
+type KeysOfUnion<T> = T extends unknown ? keyof T : never;
+
+/**
+ * An operation's parameters (other than SessionToken) as a client sends them: wire text. The
+ * nine play_* entries are built by one loop and share a parameter type, so their names here
+ * are the union over that family (the hub still validates each).
+ */
+export type ParamsOf<N extends OperationName> = { [K in KeysOfUnion<z.input<OperationOf<N>['params']>>]?: string | number | readonly string[] };
+
+export function isOperationName(name: string): name is OperationName {
+  return OPERATIONS_BY_NAME.has(name);
+}
 
 /** Names of an operation's parameters as they appear on the wire, SessionToken first. */
 export function parameterNames(op: Operation): string[] {

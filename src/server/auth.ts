@@ -8,10 +8,15 @@ import { join } from 'node:path';
  * length is no secret); any other spelling is hashed on both sides to equal length first.
  */
 export class BearerAuth {
-  private readonly digest: Buffer;
-  private readonly canonical: Buffer;
+  private digest!: Buffer;
+  private canonical!: Buffer;
 
   constructor(token: string) {
+    this.replace(token);
+  }
+
+  /** Switches to a new token (a rotated token file, reloaded on SIGHUP); the old one stops working at once. */
+  replace(token: string): void {
     this.digest = sha256(token);
     this.canonical = Buffer.from(`Bearer ${token}`, 'utf8');
   }

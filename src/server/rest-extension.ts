@@ -20,6 +20,11 @@ export class RestExtension implements HubExtension {
     await server?.stop();
   }
 
+  /** Switches the API token of the running server. */
+  setToken(token: string): void {
+    this.server?.setToken(token);
+  }
+
   /** Base URL while it listens. */
   get url(): string | undefined {
     return this.server?.url;

@@ -9,6 +9,7 @@ import type { Logger } from '../logger';
 import { clip } from '../redact';
 import { BearerAuth } from './auth';
 import { installConnectionLimits, type ConnectionLimits } from './connection-limits';
+import { registerSampleRoute, SAMPLE_ROUTE } from './sample-route';
 import { streamEvents } from './event-stream';
 import { parseLenientQuery } from './lenient-query';
 import { legacyErrorBody } from './legacy-errors';
@@ -167,6 +168,11 @@ export class RestServer {
     this.routes();
   }
 
+  /** A new API token (rotation); only when authentication is on. */
+  setToken(token: string): void {
+    this.auth?.replace(token);
+  }
+
   get url(): string {
     const addr = this.app.server.address();
     if (!addr || typeof addr === 'string') throw new Error('server is not listening');
@@ -194,7 +200,7 @@ export class RestServer {
     });
 
     app.addHook('onRequest', async (req, reply) => {
-      if (!this.auth || req.method === 'OPTIONS' || PUBLIC_PATHS.has(req.routeOptions.url ?? '')) return;
+      if (!this.auth || req.method === 'OPTIONS' || PUBLIC_PATHS.has(req.routeOptions.url ?? '') || req.routeOptions.url === SAMPLE_ROUTE) return;
       const queryToken = req.routeOptions.url === '/api/v1/events' ? (req.query as Record<string, string>).access_token : undefined;
       if (!this.auth.check(req.headers.authorization, queryToken)) {
         // Only the path, cut short: a query can carry secrets, and a 15 KB path must not cost 15 KB of log.
@@ -213,6 +219,7 @@ export class RestServer {
     const openapi = buildOpenApi(this.options.version);
     for (const path of OPENAPI_PATHS) app.get(path, async () => openapi);
     app.get('/healthz', async () => this.health());
+    registerSampleRoute(app, this.ctx.config.dataDir);
     // Open event streams never end by themselves: close() ends them, or it would wait for every client.
     const streams = new Set<ServerResponse>();
     app.addHook('preClose', async () => {

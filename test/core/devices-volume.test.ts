@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHub, type SpeakerHub } from '../../src/hub';
+import { EXAMPLE } from '../../src/operations/table';
 import { startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
 
 describe('devices', () => {
@@ -65,6 +66,9 @@ describe('devices', () => {
         const after = await read(second);
         expect(before.ids).toHaveLength(3);
         expect(after).toEqual(before);
+        // Another install (the test hub's own data folder) has the same IDs, which the README's examples use.
+        expect((await t.op('device_list')).DeviceList.map((d: any) => d.DeviceID)).toEqual(before.ids);
+        expect(before.ids.slice(0, 2)).toEqual([EXAMPLE.deviceId, EXAMPLE.otherDeviceId]);
       } finally {
         await second.stop();
       }

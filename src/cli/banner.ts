@@ -1,0 +1,46 @@
+import { networkInterfaces } from 'node:os';
+import { join } from 'node:path';
+import type { SpeakerHub } from '../hub';
+import { VERSION } from '../version';
+
+/** The non-internal IPv4 addresses other machines on the LAN may reach the hub at. */
+export function lanAddresses(): string[] {
+  return Object.values(networkInterfaces())
+    .flat()
+    .filter((a) => a && a.family === 'IPv4' && !a.internal)
+    .map((a) => a!.address);
+}
+
+const WILDCARD = new Set(['0.0.0.0', '::', '']);
+
+/**
+ * What the terminal shows at start. The API token is a secret: it is printed only to a
+ * terminal; anywhere else (journald, docker logs, a file) the banner names the token file.
+ */
+export function bannerLines(hub: SpeakerHub, options: { tty: boolean }): string[] {
+  const { config } = hub;
+  const lines = [`SpeakerHub ${VERSION} is running.`];
+  if (hub.url) {
+    lines.push(`  REST API:   ${hub.url}/api/v1/`);
+    if (WILDCARD.has(config.server.host)) {
+      const port = new URL(hub.url).port;
+      for (const a of lanAddresses()) lines.push(`              http://${a}:${port}/api/v1/   (LAN)`);
+    }
+    const file = join(config.dataDir, 'api-token');
+    if (!hub.token) lines.push('  API token:  none — authentication is OFF (server.auth=false)');
+    else if (!options.tty)
+      lines.push(`  API token:  not shown (not a terminal); it is in ${config.server.token ? 'the configuration (server.token)' : file}`);
+    else lines.push(`  API token:  ${hub.token}${hub.tokenGenerated ? '   (new; saved in ' + file + ')' : ''}`);
+  }
+  const speakers = hub.core.speakers.all();
+  const virtual = hub.virtual?.speakers().length ?? 0;
+  lines.push(
+    `  Speakers:   ${speakers.length}${virtual ? ` (${virtual === speakers.length ? 'all ' : ''}${virtual} virtual: silent test speakers)` : ''}`,
+  );
+  if (virtual && virtual === speakers.length) {
+    lines.push('              Real speakers: --drivers upnp --interface eth0 (UPnP/DLNA), --snapcast <host> (Snapcast), --renderer <url>');
+  }
+  lines.push(`  Media:      ${hub.library.list().length} items`);
+  if (hub.url) lines.push('  Try:        speakerhub speakers      speakerhub say "Hello"      speakerhub --help');
+  return lines;
+}

@@ -1,0 +1,226 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { labelProblems, loadConfig, mergeConfig } from '../config/load';
+import { ConfigError, type HubConfig } from '../config/schema';
+import { SpeakerHub } from '../hub';
+import { createLogger, prettyLogs } from '../logger';
+import type { LogNames } from '../logging/pretty';
+import { parseInteger } from '../util/values';
+import { bannerLines } from './banner';
+import { EXIT_USAGE, type CommandRegistrar } from './program';
+import { explainStartError } from './start-errors';
+
+/**
+ * Flags of `speakerhub hub` that front ends add (MQTT, …): the registrar adds options to the
+ * command and returns how its parsed flags become configuration (only flags actually given),
+ * with the flag name for each config key so errors name what the user typed.
+ */
+export type HubOptionRegistrar = (hub: Command) => ((flags: Record<string, unknown>) => FlagConfig) | void;
+
+export interface FlagConfig {
+  overrides: Record<string, unknown>;
+  /** Config key path → the flag that set it, e.g. { 'mqtt.url': '--mqtt' }. */
+  labels?: Record<string, string>;
+}
+
+/** The one number rule (src/util/values.ts) for integer flags; the message states the range. */
+export function intFlag(name: string, min: number, max: number) {
+  return (v: string): number => {
+    const r = parseInteger(v, name, min, max);
+    if (!r.ok) throw new InvalidArgumentError(`${r.message}.`);
+    return r.value;
+  };
+}
+
+const collect = (v: string, acc: string[] = []): string[] => [...acc, v];
+
+interface HubFlags {
+  config?: string;
+  port?: number;
+  host?: string;
+  token?: string;
+  auth?: boolean;
+  media?: string[];
+  samples?: boolean;
+  virtualSpeakers?: number;
+  data?: string;
+  mediaHost?: string;
+  mediaPort?: number;
+  tts?: string;
+  logLevel?: string;
+  logFormat?: string;
+  drivers?: string[];
+  interface?: string;
+  renderer?: string[];
+  ssdp?: boolean;
+  snapcast?: string[];
+}
+
+/** Config key → flag, for the flags this command defines. */
+const FLAG_OF: Record<string, [keyof HubFlags, string]> = {
+  dataDir: ['data', '--data'],
+  drivers: ['drivers', '--drivers'],
+  'network.interface': ['interface', '--interface'],
+  'upnp.renderers': ['renderer', '--renderer'],
+  'upnp.ssdp': ['ssdp', '--no-ssdp'],
+  'snapcast.servers': ['snapcast', '--snapcast'],
+  'server.port': ['port', '--port'],
+  'server.host': ['host', '--host'],
+  'server.token': ['token', '--token'],
+  'server.auth': ['auth', '--no-auth'],
+  'mediaServer.host': ['mediaHost', '--media-host'],
+  'mediaServer.port': ['mediaPort', '--media-port'],
+  'media.folders': ['media', '--media'],
+  'media.samples': ['samples', '--no-samples'],
+  'speakers.virtual.count': ['virtualSpeakers', '--virtual-speakers'],
+  'tts.provider': ['tts', '--tts'],
+  'log.level': ['logLevel', '--log-level'],
+  'log.format': ['logFormat', '--log-format'],
+};
+
+/**
+ * Flags win over the environment and the config file; only flags actually given override
+ * anything. Naming a renderer or a snapserver without --drivers means those real speakers,
+ * not the demo ones.
+ */
+function flagConfig(f: HubFlags): FlagConfig {
+  const implied = [...(f.renderer?.length ? ['upnp'] : []), ...(f.snapcast?.length ? ['snapcast'] : [])];
+  const overrides = {
+    dataDir: f.data,
+    drivers: f.drivers ?? (implied.length ? implied : undefined),
+    network: { interface: f.interface },
+    upnp: { renderers: f.renderer, ssdp: f.ssdp === false ? false : undefined },
+    snapcast: { servers: f.snapcast },
+    server: { port: f.port, host: f.host, token: f.token, auth: f.auth === false ? false : undefined },
+    mediaServer: { host: f.mediaHost, port: f.mediaPort },
+    media: { folders: f.media, samples: f.samples === false ? false : undefined },
+    speakers: { virtual: { count: f.virtualSpeakers } },
+    tts: { provider: f.tts },
+    log: { level: f.logLevel, format: f.logFormat },
+  };
+  const labels: Record<string, string> = {};
+  for (const [key, [flag, name]] of Object.entries(FLAG_OF)) {
+    const v = f[flag];
+    // --no-x flags are true unless given.
+    if (v !== undefined && !(name.startsWith('--no-') && v === true)) labels[key] = name;
+  }
+  if (!f.drivers && implied.length) labels.drivers = f.renderer?.length ? '--renderer' : '--snapcast';
+  return { overrides, labels };
+}
+
+function fail(message: string): never {
+  process.stderr.write(`speakerhub: ${message}\n`);
+  process.exit(EXIT_USAGE);
+}
+
+async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
+  const own = flagConfig(flags);
+  const labels = Object.assign({}, own.labels, ...extra.map((x) => x.labels ?? {}));
+  let overrides = own.overrides;
+  for (const x of extra) overrides = mergeConfig(overrides, x.overrides);
+  let config: HubConfig;
+  try {
+    config = await loadConfig(flags.config, overrides, { labels });
+  } catch (e) {
+    fail(e instanceof ConfigError ? e.message : (e as Error).message);
+  }
+  const names: LogNames = {};
+  const logger = createLogger({ level: config.log.level, format: config.log.format, names });
+  const wildcard = ['0.0.0.0', '::'].includes(config.server.host);
+  if (!config.server.auth && wildcard && config.server.enabled) {
+    const warning = `authentication is OFF and the REST server listens on ${config.server.host}: anyone on your network can control the speakers. Use --host 127.0.0.1, or drop --no-auth.`;
+    process.stderr.write(`speakerhub: warning: ${warning}\n`);
+    logger.warn(warning);
+  }
+  const hub = new SpeakerHub(config, { logger });
+  // Bound before start so that the start's own lines already name speakers (hub.core throws until then).
+  const quiet = <T>(f: () => T): T | undefined => {
+    try {
+      return f();
+    } catch {
+      return undefined;
+    }
+  };
+  names.device = (id) => quiet(() => hub.core.speakers.find(id)?.info().name);
+  names.media = (id) => quiet(() => hub.library.get(id)?.title);
+  // Signals are handled from before the start: one arriving while the hub starts waits for
+  // the start to finish (or fail) and then shuts down cleanly; SIGHUP never kills.
+  const run: { started?: Promise<boolean> } = {};
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    void (run.started ?? Promise.resolve(true)).then((ok) => {
+      if (!ok) return;
+      hub.logger.info({ signal }, 'shutting down');
+      hub.stop().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  // SIGHUP (a closed terminal, `systemctl reload`): reload what can change without a restart
+  // — the media folders and the API token file — and keep running.
+  process.on('SIGHUP', () => {
+    if (stopping || !run.started) return;
+    void run.started.then((ok) => {
+      if (!ok || stopping) return;
+      hub.logger.info({ signal: 'SIGHUP' }, 'reloading: media folders and API token file');
+      hub.reload().catch((e: unknown) => hub.logger.warn({ err: e }, 'reload failed'));
+    });
+  });
+
+  run.started = hub.start().then(
+    () => true,
+    (e: unknown) => {
+      logger.debug({ err: e }, 'start failed');
+      fail(explainStartError(e instanceof ConfigError ? labelProblems(e, labels) : e, config));
+    },
+  );
+  if (!(await run.started) || stopping) return;
+  const tty = process.stdout.isTTY === true;
+  // On a terminal with pretty logs the banner goes first and stands out; otherwise it is plain lines on stdout.
+  process.stdout.write(`${bannerLines(hub, { tty }).join('\n')}\n`);
+  if (!prettyLogs(config.log.format) && tty) process.stdout.write('  (logs follow as JSON: --log-format pretty for readable ones)\n');
+}
+
+/** Registers `speakerhub hub`; the option registrars add front ends' flags to it. */
+export function hubCommand(optionRegistrars: readonly HubOptionRegistrar[]): CommandRegistrar {
+  return (program) => {
+    const cmd = program
+      .command('hub')
+      .description('Start the hub with its local REST server.')
+      .option('-c, --config <file>', 'JSON config file')
+      .option('-p, --port <port>', 'REST server port (default 8090)', intFlag('--port', 0, 65535))
+      .option('--host <address>', 'REST server bind address (default 0.0.0.0)')
+      .option('--token <token>', 'API bearer token (default: generated once, kept in the data folder)')
+      .option('--no-auth', 'turn bearer authentication off (trusted LANs only)')
+      .option('-m, --media <dir>', 'media folder to scan (repeatable)', collect)
+      .option('--no-samples', 'do not generate the sample tracks')
+      .option('--virtual-speakers <n>', 'number of virtual speakers (default 3)', intFlag('--virtual-speakers', 0, 10000))
+      .option('-d, --data <dir>', 'data folder (default ~/.speakerhub)')
+      .option('--media-host <address>', 'media server bind address (default 127.0.0.1)')
+      .option('--media-port <port>', 'media server port (default: any free port)', intFlag('--media-port', 0, 65535))
+      .option('--drivers <list>', 'speaker drivers, comma-separated: virtual, upnp, snapcast (default virtual)', (v: string) =>
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      )
+      .option('-i, --interface <name>', 'network interface for SSDP discovery and media serving (e.g. eth0)')
+      .option('--renderer <url>', 'UPnP renderer description URL, for networks without multicast (repeatable)', collect)
+      .option('--no-ssdp', 'no SSDP discovery: only the --renderer URLs')
+      .option('--snapcast <host:port>', 'snapserver JSON-RPC control address (repeatable; port 1705 by default)', collect)
+      .option('--tts <provider>', 'text-to-speech provider: espeak (default) or voicerss')
+      .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent')
+      .option('--log-format <format>', 'json, pretty, or auto (default: pretty on a terminal, JSON otherwise)');
+    const mappers = optionRegistrars.map((r) => r(cmd)).filter((m): m is (flags: Record<string, unknown>) => FlagConfig => typeof m === 'function');
+    cmd.action(async (flags: HubFlags) => {
+      await runHub(
+        flags,
+        mappers.map((m) => m(flags as Record<string, unknown>)),
+      );
+    });
+  };
+}

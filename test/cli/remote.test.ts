@@ -1,0 +1,143 @@
+/**
+ * The CLI for people and scripts, against a running hub over real HTTP: speakers, media,
+ * status, say, play, stop, volume, token — speakers by name or ID, JSON with --json, one-line
+ * failures with exit code 1.
+ */
+import { createServer, type AddressInfo } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { cliResult, ensureBuilt, killAll, runCli, waitForBanner, within } from '../helpers/cli';
+import { eventually, startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
+
+let h: TestHub;
+let env: Record<string, string>;
+beforeAll(async () => {
+  await ensureBuilt();
+  h = await startHub({ speakers: { virtual: { count: 3, names: ['Kitchen', 'Office', 'Living Room'] } } });
+  env = { SPEAKERHUB_URL: h.base, SPEAKERHUB_TOKEN: TEST_TOKEN };
+}, 120_000);
+afterAll(async () => {
+  killAll();
+  await h?.close();
+});
+
+const cli = async (...args: string[]) => {
+  const r = await cliResult(args, env);
+  if (r.code !== 0) throw new Error(`speakerhub ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  return r.stdout;
+};
+const json = async (...args: string[]) => JSON.parse(await cli(...args, '--json'));
+
+test('speakers: a table for people, the device list with --json', async () => {
+  const table = await cli('speakers');
+  expect(table.split('\n')[0]).toMatch(/^NAME\s+DEVICE ID\s+ACTIVE\s+PLAYING\s+VOLUME/);
+  expect(table).toMatch(/Living Room\s+\d{14}\s+yes\s+no\s+20/);
+  const list = await json('speakers');
+  expect(list.map((d: { DeviceName: string }) => d.DeviceName)).toEqual(['Kitchen', 'Office', 'Living Room']);
+});
+
+test('media lists titles and PersistentIDs', async () => {
+  const list = await json('media');
+  expect(list.length).toBeGreaterThan(0);
+  expect(await cli('media')).toContain(list[0].PersistentID);
+});
+
+test('say on named speakers with a volume; status shows where it plays', async () => {
+  const out = await cli(
+    'say',
+    'Dinner is ready, and it is a rather long sentence to keep speaking for a while',
+    '--speakers',
+    'kitchen,office',
+    '--volume',
+    '31',
+  );
+  expect(out).toContain('on Kitchen, Office');
+  const devices = (await h.op('device_list')).DeviceList as { DeviceName: string; Volume: number }[];
+  expect(devices.find((d) => d.DeviceName === 'Kitchen')!.Volume).toBe(31);
+  expect(devices.find((d) => d.DeviceName === 'Living Room')!.Volume).toBe(20);
+  const status = await json('status');
+  expect(status.PlaybackState).toBe('PlayerStatePlaying');
+  expect(status.Playing.map((d: { DeviceName: string }) => d.DeviceName).sort()).toEqual(['Kitchen', 'Office']);
+  expect(await cli('stop')).toBe('Stopped\n');
+  expect((await h.op('playback_status')).PlaybackState).toBe('PlayerStateStopped');
+});
+
+test('play by title fragment and by PersistentID', async () => {
+  const media = await json('media');
+  expect(await cli('play', media[0].Title.slice(-6))).toContain(`Playing "${media[0].Title}"`);
+  expect((await h.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
+  await cli('play', media[1].PersistentID);
+  expect((await h.op('is_playing')).IsPlaying).toBe('true');
+  await cli('stop');
+});
+
+test('volume: show, set all, set one by name', async () => {
+  await cli('volume', '12');
+  expect((await h.op('get_volume')).Volume).toBe('12');
+  expect(await cli('volume', 'living', '007')).toBe('Volume 7 on Living Room\n');
+  const volumes = await json('volume');
+  expect(volumes.map((v: { Volume: number }) => v.Volume)).toEqual([12, 12, 7]);
+});
+
+test('failures: one line, exit 1 — unknown speaker, ambiguous name, wrong token, no hub', async () => {
+  let r = await cliResult(['volume', 'Garage', '3'], env);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toContain('no speaker is called "Garage"; there are: Kitchen');
+  r = await cliResult(['say', 'x', '--speakers', 'i'], env); // in Kitchen, Office and Living Room
+  expect(r.code).toBe(1);
+  expect(r.stderr).toContain('matches several speakers');
+  r = await cliResult(['speakers'], { ...env, SPEAKERHUB_TOKEN: 'wrong-token-wrong-token' });
+  expect(r.code).toBe(1);
+  expect(r.stderr).toContain('refused the token');
+  const closed = await new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+  r = await cliResult(['speakers', '--url', `http://127.0.0.1:${closed}`], env);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toContain(`cannot reach the hub at http://127.0.0.1:${closed}`);
+  expect(r.stderr).toContain('ECONNREFUSED');
+  r = await cliResult(['volume', '51'], env);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toContain('the volume must be an integer from 0 to 50');
+});
+
+test('token prints the data folder token; --rotate switches the running hub to a new one', async () => {
+  const data = mkdtempSync(path.join(tmpdir(), 'speakerhub-token-'));
+  try {
+    const hub = runCli([
+      'hub',
+      '--port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      '--data',
+      data,
+      '--no-samples',
+      '--virtual-speakers',
+      '1',
+      '--log-level',
+      'warn',
+    ]);
+    const { base } = await waitForBanner(hub);
+    const old = (await cli('token', '--data', data)).trim();
+    expect(old).toBe(readFileSync(path.join(data, 'api-token'), 'utf8').trim());
+    // The token comes from the data folder when neither --token nor SPEAKERHUB_TOKEN is given.
+    const viaData = await cliResult(['speakers', '--json', '--url', base, '--data', data]);
+    expect(JSON.parse(viaData.stdout)).toHaveLength(1);
+
+    const fresh = (await cli('token', '--rotate', '--data', data)).trim();
+    expect(fresh).not.toBe(old);
+    expect(fresh.length).toBeGreaterThanOrEqual(43);
+    const status = async (token: string) => (await fetch(`${base}/api/v1/init_session`, { headers: { Authorization: `Bearer ${token}` } })).status;
+    await eventually(async () => (await status(old)) === 401, 10_000, 'the old token to be refused');
+    expect(await status(fresh)).toBe(200);
+    hub.child.kill('SIGTERM');
+    expect((await within(hub.exit, 10_000, 'hub exit')).code).toBe(0);
+  } finally {
+    rmSync(data, { recursive: true, force: true });
+  }
+});

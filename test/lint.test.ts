@@ -1,0 +1,56 @@
+/**
+ * The architecture rule in eslint.config.js: the hub core imports no front end (REST server,
+ * MQTT, cloud, Node-RED, HomeKit, CLI, client) and no front-end library; front ends may
+ * import the core.
+ */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+
+const ROOT = path.join(__dirname, '..');
+const ESLINT = path.join(ROOT, 'node_modules/eslint/bin/eslint.js');
+
+/** Lints `code` as if it were `file`, with the project's config (eslint runs as the CLI: it loads its config as ESM). */
+function problems(file: string, code: string): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      process.execPath,
+      [ESLINT, '--stdin', '--stdin-filename', file, '--format', 'json'],
+      { cwd: ROOT, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        try {
+          const [result] = JSON.parse(stdout) as { messages: { ruleId: string; message: string }[] }[];
+          resolve(result.messages.map((m) => `${m.ruleId}: ${m.message}`));
+        } catch {
+          reject(new Error(`eslint failed: ${err?.message ?? ''} ${stderr}`));
+        }
+      },
+    );
+    child.stdin!.end(code);
+  });
+}
+
+const FORBIDDEN = [
+  "import { RestServer } from '../server/rest-server';",
+  "import { b } from '../mqtt/bridge';",
+  "import { c } from '../cloud';",
+  "import { d } from '../../nodes/speaker';",
+  "import { e } from '../homebridge/platform';",
+  "import { f } from '../extensions/extension';",
+  "import Fastify from 'fastify';",
+  "import * as mqtt from 'mqtt';",
+];
+
+test('src/core refuses every front-end import', async () => {
+  const code = `${FORBIDDEN.join('\n')}\nexport const all = [RestServer, b, c, d, e, f, Fastify, mqtt];\n`;
+  const found = await problems('src/core/probe.ts', code);
+  for (const line of FORBIDDEN) {
+    const spec = /from '([^']+)'/.exec(line)![1];
+    expect(found.filter((p) => p.startsWith(`no-restricted-imports: '${spec}'`)).length).toBeGreaterThan(0);
+  }
+});
+
+test('the core may import the core, and front ends may import the core and each other', async () => {
+  expect(await problems('src/core/probe.ts', "import { HubError } from './errors';\nexport const y = HubError;\n")).toEqual([]);
+  const front = `${FORBIDDEN.join('\n')}\nimport { HubError } from '../core/errors';\nexport const all = [RestServer, b, c, d, e, f, Fastify, mqtt, HubError];\n`;
+  expect(await problems('src/server/probe.ts', front)).toEqual([]);
+});
