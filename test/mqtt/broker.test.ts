@@ -4,7 +4,6 @@ import { KeyAuth, HUB_USERNAME } from '../../src/mqtt/auth';
 import { EmbeddedBroker } from '../../src/mqtt/broker';
 import { generateKey } from '../../src/mqtt/keys';
 import { createServer, type Server } from 'node:http';
-import { once } from 'node:events';
 
 const keys = { publishKey: generateKey('pub'), subscribeKey: generateKey('sub') };
 let broker: EmbeddedBroker;
@@ -122,7 +121,7 @@ describe('embedded broker: transports and bounds', () => {
 
   test('a packet above the limit closes that connection; others carry on', async () => {
     const big = await client({ username: keys.subscribeKey, password: keys.publishKey });
-    const closed = once(big, 'close');
+    const closed = new Promise<void>((r) => big.once('close', () => r()));
     big.publish('big/1', Buffer.alloc(10_000, 1), { qos: 0 });
     await closed;
     const ok = await client({ username: keys.subscribeKey, password: keys.publishKey });
