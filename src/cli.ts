@@ -5,6 +5,7 @@ import { loadConfig } from './config/load';
 import { SpeakerHub } from './hub';
 import { createLogger } from './logger';
 import { VERSION } from './version';
+import { addMqttOptions, mqttBannerLines, mqttExtension, mqttOverrides, type MqttFlags } from './mqtt/cli-options';
 
 function int(name: string, min: number, max: number) {
   return (v: string): number => {
@@ -57,9 +58,10 @@ function overridesFrom(f: HubFlags): Record<string, unknown> {
   };
 }
 
-async function runHub(flags: HubFlags): Promise<void> {
-  const config = await loadConfig(flags.config, overridesFrom(flags));
-  const hub = new SpeakerHub(config, { logger: createLogger({ level: config.log.level }) });
+async function runHub(flags: HubFlags & MqttFlags): Promise<void> {
+  const config = await loadConfig(flags.config, { ...overridesFrom(flags), ...mqttOverrides(flags) });
+  const mqtt = mqttExtension();
+  const hub = new SpeakerHub(config, { logger: createLogger({ level: config.log.level }), extensions: [mqtt] });
   await hub.start();
   // Printed to the terminal, never to the log: the token is a secret.
   const lines = [`SpeakerHub ${VERSION} is running.`, `  REST API:   ${hub.url}/api/v1/`];
@@ -67,6 +69,7 @@ async function runHub(flags: HubFlags): Promise<void> {
   else lines.push('  API token:  none — authentication is OFF (server.auth=false)');
   lines.push(`  Speakers:   ${hub.core.speakers.size}   Media items: ${hub.library.list().length}`);
   lines.push(`  Try:        curl -H "Authorization: Bearer ${hub.token ? '<token>' : ''}" ${hub.url}/api/v1/init_session`);
+  lines.push(...mqttBannerLines(mqtt));
   process.stdout.write(`${lines.join('\n')}\n`);
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -105,7 +108,7 @@ export function buildCli(): Command {
     .option('--snapcast <host:port>', 'snapserver JSON-RPC control address (repeatable; port 1705 by default)', collect)
     .option('--tts <provider>', 'text-to-speech provider: espeak (default) or voicerss')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent')
-    .action(async (flags: HubFlags) => {
+    .action(async (flags: HubFlags & MqttFlags) => {
       try {
         await runHub(flags);
       } catch (e) {
@@ -113,6 +116,7 @@ export function buildCli(): Command {
         process.exit(2);
       }
     });
+  addMqttOptions(program.commands.find((c) => c.name() === 'hub')!);
   return program;
 }
 
