@@ -118,7 +118,7 @@ describe('bad input on the channel: answered with REST error codes, or logged', 
     expect(r.ResponseOf).toBe(typeof cmd.Command === 'string' ? cmd.Command : JSON.stringify(cmd.Command));
     if (restParams) {
       // Same code and message as REST gives for the same request.
-      const rest = await (await fetch(`${t.base}/api/v1/${String(cmd.Command)}?${new URLSearchParams(fill(restParams) as Record<string, string>)}`, { headers: { Authorization: 'Bearer test-token-0123456789abcdefghij' } })).json();
+      const rest: any = await (await fetch(`${t.base}/api/v1/${String(cmd.Command)}?${new URLSearchParams(fill(restParams) as Record<string, string>)}`, { headers: { Authorization: 'Bearer test-token-0123456789abcdefghij' } })).json();
       expect({ ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage }).toEqual({ ErrorCode: rest.ErrorCode, ErrorMessage: rest.ErrorMessage });
     }
   });

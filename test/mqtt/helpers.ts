@@ -52,7 +52,7 @@ export async function startMqttHub(config: HubConfigInput = {}, options: { clock
   );
   await hub.start();
   const base = hub.url!;
-  const get = async (path: string) => (await fetch(base + path, { headers: { Authorization: `Bearer ${TEST_TOKEN}` } })).json();
+  const get = async (path: string): Promise<any> => (await fetch(base + path, { headers: { Authorization: `Bearer ${TEST_TOKEN}` } })).json();
   const init = await get('/api/v1/init_session');
   const t: MqttTestHub = {
     hub,
