@@ -11,6 +11,8 @@ declare -A NEEDED=(
   [snapclient]=snapclient # … and three real snapclients writing raw PCM
   [gmediarender]=gmediarender   # real UPnP/DLNA MediaRenderers for the UPnP driver tests (run in network namespaces)
   [ip]=iproute2                 # builds the UPnP tests' private namespace LAN
+  [mosquitto]=mosquitto         # the MQTT tests run a real mosquitto (own config, loopback port) as an external broker
+  [mosquitto_pub]=mosquitto-clients   # the README's MQTT examples use mosquitto_pub/mosquitto_sub
 )
 
 missing=()
@@ -39,7 +41,7 @@ $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # an init system runs (a renderer announcing itself on the real network among them); the
 # tests start their own on loopback and in network namespaces, so keep the system ones off.
 if [ -d /run/systemd/system ]; then
-  for svc in gmediarender snapserver snapclient; do
+  for svc in gmediarender snapserver snapclient mosquitto; do
     if printf '%s\n' "${missing[@]}" | grep -qx "$svc"; then $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true; fi
   done
 fi

@@ -1,7 +1,7 @@
 import type { MqttClient } from 'mqtt';
-import { OPERATIONS } from '../../src/operations/table';
 import { eventually } from '../helpers/hub';
-import { ALL_OPERATIONS, bridgeRequest, channelCommand, prepareFor, Probe, startMqttHub, startWebMedia, validParams, type Fixture, type MqttTestHub } from './helpers';
+import { bridgeRequest, channelCommand, Probe, startMqttHub, startWebMedia, type Fixture, type MqttTestHub } from './helpers';
+import { operationTests } from './operation-suite';
 
 const CHANNEL = 'speakerhub/channel';
 let t: MqttTestHub;
@@ -28,14 +28,6 @@ afterAll(async () => {
   await web?.close();
 });
 
-/** Drops the envelope fields of a channel response: what remains is the REST response. */
-function result(msg: Record<string, unknown>): Record<string, unknown> {
-  const { ResponseOf, transaction, ...rest } = msg;
-  void ResponseOf;
-  void transaction;
-  return rest;
-}
-
 describe('the publish/subscribe channel (compatibility.md envelope)', () => {
   test('bridge/state is retained online while the hub runs', async () => {
     const m = await probe.wait((m) => m.topic === 'speakerhub/bridge/state');
@@ -51,30 +43,7 @@ describe('the publish/subscribe channel (compatibility.md envelope)', () => {
     expect(count).toMatchObject({ ResponseOf: 'device_count', DeviceCount: '3', SessionToken: r.SessionToken, HKWHubUUID: t.uuid });
   });
 
-  // Generated from the operation table: every operation, with valid parameters, succeeds and
-  // answers exactly the REST response type.
-  test.each(OPERATIONS.map((op) => [op.name, op] as const))('%s through the channel', async (_name, op) => {
-    await prepareFor(op, t, fx);
-    let session = fx.session;
-    if (op.name === 'close_session') session = (await t.rest('init_session')).SessionToken;
-    const params = validParams(op, fx);
-    const r = await channelCommand(probe, writer, CHANNEL, { Command: op.name, HKWHubUUID: t.uuid, ...(op.needsSession ? { SessionToken: session } : {}), ...params });
-    expect(r.ResponseOf).toBe(op.name);
-    expect(r.HKWHubUUID).toBe(t.uuid);
-    const body = result(r);
-    expect(body.ErrorCode).toBeUndefined();
-    expect(op.response.safeParse(body).success).toBe(true);
-    if ('Result' in body) expect(body.Result).toBe('true');
-  });
-
-  test.each(ALL_OPERATIONS.map((op) => [op.name, op] as const))('%s through bridge/request (no SessionToken)', async (_name, op) => {
-    await prepareFor(op, t, fx);
-    const params: Record<string, unknown> = validParams(op, fx);
-    if (op.name === 'close_session') params.SessionToken = (await t.rest('init_session')).SessionToken;
-    const r = await bridgeRequest(probe, writer, 'speakerhub', op.name, params);
-    expect(r.status).toBe('ok');
-    expect(op.response.safeParse(r.data).success).toBe(true);
-  });
+  operationTests(() => ({ t, probe, fx, channel: CHANNEL, base: 'speakerhub' }));
 
   test('values as JSON numbers, the SesssionToken misspelling and a DeviceIDList array are accepted', async () => {
     const r = await channelCommand(probe, writer, CHANNEL, { Command: 'set_volume_device', HKWHubUUID: t.uuid, SesssionToken: fx.session, DeviceID: Number(fx.deviceIds[1]), Volume: 33 });

@@ -10,7 +10,7 @@ import type { Clock } from '../../src/core/clock';
 import { createLogger } from '../../src/logger';
 import { ensureSampleMedia } from '../../src/media/samples';
 import { MqttExtension } from '../../src/mqtt/extension';
-import { OPERATIONS, type Operation } from '../../src/operations/table';
+import type { Operation } from '../../src/operations/table';
 import { SHARED_SAMPLES, TEST_TOKEN } from '../helpers/hub';
 
 export interface MqttTestHub {
@@ -194,5 +194,3 @@ export async function prepareFor(op: Operation, t: MqttTestHub, f: Fixture): Pro
     if (op.name.startsWith('resume_')) expect((await t.rest('pause_play')).Result).toBe('true');
   }
 }
-
-export const ALL_OPERATIONS = OPERATIONS;
