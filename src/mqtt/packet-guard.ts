@@ -66,7 +66,10 @@ export function guardedStream(transport: Duplex, limit: number, onTooLarge: (e: 
     if (err instanceof PacketTooLargeError) onTooLarge(err);
     transport.destroy();
   });
-  return Duplex.from({ readable: guard, writable: transport });
+  const conn = Duplex.from({ readable: guard, writable: transport });
+  // aedes destroys the connection it was given (drain timeout, protocol error): end the transport with it.
+  conn.once('close', () => transport.destroy());
+  return conn;
 }
 
 /**

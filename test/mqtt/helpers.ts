@@ -19,6 +19,7 @@ export interface MqttTestHub {
   base: string;
   logs: string[];
   uuid: string;
+  /** The embedded broker's keys (empty when MQTT is off). */
   keys: { publishKey: string; subscribeKey: string };
   /** mqtt://127.0.0.1:port of the embedded broker (undefined with an external one). */
   url?: string;
@@ -60,7 +61,7 @@ export async function startMqttHub(config: HubConfigInput = {}, options: { clock
     base,
     logs,
     uuid: init.HKWHubUUID,
-    keys: ext.status!.keys,
+    keys: ext.status?.keys ?? { publishKey: '', subscribeKey: '' },
     url: ext.brokerAddress ? `mqtt://127.0.0.1:${ext.brokerAddress.port}` : undefined,
     session: init.SessionToken,
     async rest(name, params = {}) {
