@@ -5,7 +5,7 @@ import { WebSocketServer, createWebSocketStream } from 'ws';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from '../logger';
 import { HUB_USERNAME, type KeyAuth, type Rights } from './auth';
-import { duplexPair, guardedStream } from './packet-guard';
+import { duplexPair, guardPackets } from './packet-guard';
 
 export interface EmbeddedBrokerOptions {
   auth: KeyAuth;
@@ -177,7 +177,7 @@ export class EmbeddedBroker {
     if (!aedes) return void transport.destroy();
     this.sockets.add(transport);
     transport.once('close', () => this.sockets.delete(transport));
-    const conn = guardedStream(transport, this.options.maxPacketBytes, (e) => this.logRefusal({ size: e.size, limit: e.limit }, 'MQTT connection closed: packet above mqtt.maxPayloadBytes'));
+    const conn = guardPackets(transport, this.options.maxPacketBytes, (e) => this.logRefusal({ size: e.size, limit: e.limit }, 'MQTT connection closed: packet above mqtt.maxPayloadBytes'));
     aedes.handle(conn, req);
   }
 

@@ -1,8 +1,10 @@
 import type { ExtensionContext } from '../extensions/extension';
+import type { DispatchResult } from '../operations/dispatch';
 import type { WireEvent } from '../extensions/wire-events';
 import type { HubLink } from './link';
 import { announceMessage, eventMessage, networkEvent, parseMessage, responseMessage } from './envelope';
 import type { RateLimitedLog } from './rate-limit';
+import { runByName } from './bridge';
 
 /**
  * The spec's publish/subscribe mode on one MQTT topic: commands in, responses and events
@@ -10,13 +12,14 @@ import type { RateLimitedLog } from './rate-limit';
  */
 export class PubsubChannel {
   constructor(
-    private readonly ctx: Pick<ExtensionContext, 'uuid' | 'version' | 'dispatch'>,
+    private readonly ctx: Pick<ExtensionContext, 'uuid' | 'version' | 'dispatch' | 'run'>,
     private readonly link: Pick<HubLink, 'publish'>,
     readonly topic: string,
     private readonly faults: RateLimitedLog,
   ) {}
 
-  async handle(payload: Buffer): Promise<void> {
+  /** Synchronous operations are answered on the spot, without a promise round trip. */
+  handle(payload: Buffer): Promise<void> | void {
     const m = parseMessage(payload, this.ctx.uuid);
     if (m.kind === 'ignore') return;
     if (m.kind === 'invalid') {
@@ -24,9 +27,13 @@ export class PubsubChannel {
       this.faults.warn(`channel:${m.why}`, { topic: this.topic, bytes: payload.length, why: m.why }, 'pubsub: message dropped, it names no operation');
       return;
     }
-    const result = await this.ctx.dispatch(m.command, m.params);
-    const session = result.ok && m.command === 'init_session' ? String(result.body.SessionToken) : m.sessionToken;
-    this.send(responseMessage(this.ctx.uuid, m.command, session, result, m.transaction), 1);
+    const answer = (result: DispatchResult): void => {
+      const session = result.ok && m.command === 'init_session' ? String(result.body.SessionToken) : m.sessionToken;
+      this.send(responseMessage(this.ctx.uuid, m.command, session, result, m.transaction), 1);
+    };
+    const result = runByName(this.ctx, m.command, m.params);
+    if (result instanceof Promise) return result.then(answer);
+    answer(result);
   }
 
   event(e: WireEvent): void {

@@ -1,4 +1,4 @@
-import { Duplex, Transform, pipeline, type TransformCallback } from 'node:stream';
+import { Duplex } from 'node:stream';
 
 /** A typed fault for a client that sent an MQTT packet above the broker's limit. */
 export class PacketTooLargeError extends Error {
@@ -9,67 +9,73 @@ export class PacketTooLargeError extends Error {
 }
 
 /**
- * Watches the MQTT fixed headers going by and fails the stream at the first packet whose
- * remaining length exceeds the limit, before its body is buffered anywhere: aedes itself has
- * no packet size limit and would assemble any packet a client announces.
+ * Watches the MQTT fixed headers going by and reports the first packet whose remaining
+ * length exceeds the limit, before its body is buffered anywhere: aedes itself has no packet
+ * size limit and would assemble any packet a client announces.
  */
-class PacketSizeGuard extends Transform {
+class PacketScanner {
   private state: 'type' | 'length' | 'body' = 'type';
   private length = 0;
   private multiplier = 1;
   private lengthBytes = 0;
   private left = 0;
 
-  constructor(private readonly limit: number) {
-    super();
-  }
+  constructor(private readonly limit: number) {}
 
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+  /** The size of an oversized packet starting in this chunk, or 0 when all is well. */
+  scan(chunk: Buffer): number {
     let i = 0;
     while (i < chunk.length) {
-      if (this.state === 'type') {
+      if (this.state === 'body') {
+        const take = Math.min(this.left, chunk.length - i);
+        i += take;
+        this.left -= take;
+        if (this.left === 0) this.state = 'type';
+      } else if (this.state === 'type') {
         i++;
         this.state = 'length';
         this.length = 0;
         this.multiplier = 1;
         this.lengthBytes = 0;
-      } else if (this.state === 'length') {
+      } else {
         const b = chunk[i++];
         this.length += (b & 0x7f) * this.multiplier;
         this.multiplier *= 128;
         this.lengthBytes++;
         if (b & 0x80) {
-          if (this.lengthBytes >= 4) return done(new PacketTooLargeError(Number.MAX_SAFE_INTEGER, this.limit));
+          if (this.lengthBytes >= 4) return Number.MAX_SAFE_INTEGER;
           continue;
         }
-        if (this.length > this.limit) return done(new PacketTooLargeError(this.length, this.limit));
+        if (this.length > this.limit) return this.length;
         this.left = this.length;
         this.state = this.left > 0 ? 'body' : 'type';
-      } else {
-        const take = Math.min(this.left, chunk.length - i);
-        i += take;
-        this.left -= take;
-        if (this.left === 0) this.state = 'type';
       }
     }
-    done(null, chunk);
+    return 0;
   }
 }
 
 /**
- * The connection as aedes sees it: reads pass the size guard, writes go straight to the
- * transport. A guard failure (or any transport error) destroys the transport.
+ * Puts the size guard on a connection's incoming side. It sits in push(), where the transport
+ * hands over what it read, so it costs no extra stream (and no extra event-loop turn) on the
+ * path of every packet; an oversized packet destroys the connection.
  */
-export function guardedStream(transport: Duplex, limit: number, onTooLarge: (e: PacketTooLargeError) => void): Duplex {
-  const guard = new PacketSizeGuard(limit);
-  pipeline(transport, guard, (err) => {
-    if (err instanceof PacketTooLargeError) onTooLarge(err);
-    transport.destroy();
-  });
-  const conn = Duplex.from({ readable: guard, writable: transport });
-  // aedes destroys the connection it was given (drain timeout, protocol error): end the transport with it.
-  conn.once('close', () => transport.destroy());
-  return conn;
+export function guardPackets(transport: Duplex, limit: number, onTooLarge: (e: PacketTooLargeError) => void): Duplex {
+  const scanner = new PacketScanner(limit);
+  const push = transport.push.bind(transport);
+  transport.push = (chunk: unknown, encoding?: BufferEncoding): boolean => {
+    if (Buffer.isBuffer(chunk)) {
+      const size = scanner.scan(chunk);
+      if (size) {
+        const e = new PacketTooLargeError(size, limit);
+        onTooLarge(e);
+        transport.destroy();
+        return false;
+      }
+    }
+    return push(chunk, encoding);
+  };
+  return transport;
 }
 
 /**
