@@ -4,6 +4,7 @@ import type { DispatchResult } from '../operations/dispatch';
 import { OPERATIONS, OPERATIONS_BY_NAME } from '../operations/table';
 import type { HubLink } from './link';
 import type { Topics } from './topics';
+import { SerialQueues } from './serial';
 
 /** zigbee2mqtt's response shape: `{status:"ok",data}` or `{status:"error",error,code}`, transaction echoed. */
 export function bridgeResponse(result: DispatchResult, transaction?: unknown): Record<string, unknown> {
@@ -55,6 +56,8 @@ export function objectPayload(payload: Buffer): { ok: true; value: Record<string
  * the table works, in the bridge's own session (it is a trusted front end).
  */
 export class BridgeRequests {
+  private readonly order = new SerialQueues();
+
   constructor(
     private readonly ctx: Pick<ExtensionContext, 'dispatch' | 'run'>,
     private readonly link: Pick<HubLink, 'publish'>,
@@ -66,7 +69,7 @@ export class BridgeRequests {
   handle(op: string, payload: Buffer): Promise<void> | void {
     const parsed = objectPayload(payload);
     let transaction: unknown;
-    let result: DispatchResult | Promise<DispatchResult>;
+    let result: DispatchResult;
     if (!parsed.ok) result = parsed.result;
     else {
       const { transaction: t, ...params } = parsed.value;
@@ -77,14 +80,20 @@ export class BridgeRequests {
         // Without a token this would close the bridge's own session.
         result = failed('InvalidParameter', 'close_session over the bridge needs the SessionToken of the session to close.', 'SessionToken');
       } else {
-        result = runByName(this.ctx, op, given === undefined ? { ...params, SessionToken: this.session } : params);
+        // The bridge is one client: its requests are carried out in the order they were sent.
+        return this.order.run('bridge', () => {
+          const r = runByName(this.ctx, op, given === undefined ? { ...params, SessionToken: this.session } : params);
+          if (r instanceof Promise) return r.then((x) => this.answer(op, x, transaction));
+          this.answer(op, r, transaction);
+        });
       }
     }
+    this.answer(op, result, transaction);
+  }
+
+  private answer(op: string, r: DispatchResult, transaction: unknown): void {
     // The topic segment is the client's; keep what goes back into a topic bounded.
-    const topic = this.topics.response(op.slice(0, 100));
-    const answer = (r: DispatchResult): void => this.link.publish(topic, JSON.stringify(bridgeResponse(r, transaction)), { qos: 1 });
-    if (result instanceof Promise) return result.then(answer);
-    answer(result);
+    this.link.publish(this.topics.response(op.slice(0, 100)), JSON.stringify(bridgeResponse(r, transaction)), { qos: 1 });
   }
 }
 

@@ -5,12 +5,15 @@ import type { HubLink } from './link';
 import { announceMessage, eventMessage, networkEvent, parseMessage, responseMessage } from './envelope';
 import type { RateLimitedLog } from './rate-limit';
 import { runByName } from './bridge';
+import { SerialQueues } from './serial';
 
 /**
  * The spec's publish/subscribe mode on one MQTT topic: commands in, responses and events
  * out, every operation of the table through the same dispatch as REST.
  */
 export class PubsubChannel {
+  private readonly order = new SerialQueues();
+
   constructor(
     private readonly ctx: Pick<ExtensionContext, 'uuid' | 'version' | 'dispatch' | 'run'>,
     private readonly link: Pick<HubLink, 'publish'>,
@@ -31,9 +34,12 @@ export class PubsubChannel {
       const session = result.ok && m.command === 'init_session' ? String(result.body.SessionToken) : m.sessionToken;
       this.send(responseMessage(this.ctx.uuid, m.command, session, result, m.transaction), 1);
     };
-    const result = runByName(this.ctx, m.command, m.params);
-    if (result instanceof Promise) return result.then(answer);
-    answer(result);
+    // A session's commands are carried out in the order they were sent.
+    return this.order.run(`session:${m.sessionToken}`, () => {
+      const result = runByName(this.ctx, m.command, m.params);
+      if (result instanceof Promise) return result.then(answer);
+      answer(result);
+    });
   }
 
   event(e: WireEvent): void {

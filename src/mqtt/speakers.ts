@@ -6,6 +6,7 @@ import { bridgeResponse, failed, objectPayload, succeeded } from './bridge';
 import type { FriendlyNames } from './friendly-names';
 import type { HubLink } from './link';
 import type { Topics } from './topics';
+import { SerialQueues } from './serial';
 
 export interface SpeakerView {
   id: string;
@@ -21,6 +22,7 @@ const STOPPED: PlaybackSnapshot = { state: 'PlayerStateStopped', timeElapsed: -1
  * too when mqtt.timeUpdates asks for them); everything again after a reconnect.
  */
 export class SpeakerTopics {
+  private readonly order = new SerialQueues();
   private readonly speakers = new Map<string, SpeakerView>();
   private playback: PlaybackSnapshot = STOPPED;
   private readonly published = new Map<string, string>();
@@ -110,10 +112,14 @@ export class SpeakerTopics {
     this.publishSpeaker(s);
   }
 
-  /** `<base>/<name>/set`: volume, state, announce, play; each through the operation table. */
-  async set(segment: string, payload: Buffer): Promise<void> {
+  /** `<base>/<name>/set`: volume, state, announce, play; a speaker's sets run in the order sent. */
+  set(segment: string, payload: Buffer): Promise<void> | void {
     const s = this.find(segment);
     if (!s) return this.answerUnknown(segment);
+    return this.order.run(s.id, () => this.setNow(s, payload));
+  }
+
+  private async setNow(s: SpeakerView, payload: Buffer): Promise<void> {
     const parsed = objectPayload(payload);
     let transaction: unknown;
     let result: DispatchResult;
@@ -121,6 +127,9 @@ export class SpeakerTopics {
     else {
       transaction = parsed.value.transaction;
       result = await this.apply(s, parsed.value);
+      // Wire events arrive on a later turn of the event loop: let those this set caused land
+      // before the speaker's next set looks at the playback (an announce, then a stop).
+      await new Promise((r) => setImmediate(r));
     }
     this.link.publish(this.topics.setResponse(s.name), JSON.stringify(bridgeResponse(result, transaction)), { qos: 1 });
   }

@@ -227,4 +227,27 @@ describe('events and the bridge', () => {
     expect((await t.rest('get_volume_device', { DeviceID: fx.deviceIds[1] })).Volume).toBe('25');
     await t.rest('stop_play');
   });
+
+  test("a speaker's sets are carried out in the order sent: an announcement, then a stop", async () => {
+    await t.rest('stop_play');
+    writer.publish('speakerhub/virtual_speaker_2/set', JSON.stringify({ announce: 'One moment please', transaction: 'o1' }), { qos: 1 });
+    writer.publish('speakerhub/virtual_speaker_2/set', JSON.stringify({ state: 'stop', transaction: 'o2' }), { qos: 1 });
+    const first = await probe.wait((m) => m.topic.endsWith('/response') && m.json?.transaction === 'o1');
+    const second = await probe.wait((m) => m.topic.endsWith('/response') && m.json?.transaction === 'o2');
+    expect(probe.messages.indexOf(first)).toBeLessThan(probe.messages.indexOf(second));
+    expect(second.json.status).toBe('ok');
+    expect((await t.rest('is_playing')).IsPlaying).toBe('false');
+  });
+
+  test("a session's channel commands are answered in the order sent", async () => {
+    await t.rest('stop_play');
+    const base = { HKWHubUUID: t.uuid, SessionToken: fx.session };
+    writer.publish(CHANNEL, JSON.stringify({ ...base, Command: 'play_tts_party_mode', Text: 'Ordered', transaction: 'c1' }), { qos: 1 });
+    writer.publish(CHANNEL, JSON.stringify({ ...base, Command: 'is_playing', transaction: 'c2' }), { qos: 1 });
+    const second = await probe.wait((m) => m.json?.ResponseOf === 'is_playing' && m.json.transaction === 'c2');
+    const first = probe.messages.find((m) => m.json?.ResponseOf === 'play_tts_party_mode' && m.json.transaction === 'c1');
+    expect(first?.json.Result).toBe('true');
+    expect(second.json.IsPlaying).toBe('true');
+    await t.rest('stop_play');
+  });
 });
