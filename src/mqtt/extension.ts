@@ -62,6 +62,16 @@ export class MqttExtension implements HubExtension {
   }
 
   async start(ctx: ExtensionContext): Promise<void> {
+    try {
+      await this.startSteps(ctx);
+    } catch (e) {
+      // The hub only stops extensions that started: undo what this one had begun.
+      await this.stop().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private async startSteps(ctx: ExtensionContext): Promise<void> {
     const cfg = (ctx.config as { mqtt?: MqttConfig }).mqtt;
     const pubsub = (ctx.config as { pubsub?: PubsubConfig }).pubsub;
     if (!cfg?.enabled || !pubsub) return;

@@ -22,6 +22,10 @@ export interface LinkOptions {
   logger: Logger;
 }
 
+/** Bounds on what the hub's client may hold for a broker that does not keep up. */
+const MAX_UNSENT_BYTES = 4 * 1024 * 1024;
+const MAX_UNACKED = 5000;
+
 export type MessageHandler = (topic: string, payload: Buffer) => Promise<void> | void;
 
 /**
@@ -39,6 +43,9 @@ export class HubLink {
   private readonly waiting: (() => void)[] = [];
   private handler: MessageHandler = () => {};
   private connectedOnce = false;
+  private unacked = 0;
+  private dropped = 0;
+  private lastDropLog = 0;
   private wasConnected = false;
   /** The last connection failure, until the next successful connect. */
   lastError?: Error;
@@ -95,6 +102,8 @@ export class HubLink {
         // Nagle holds back small packets ~40 ms waiting for an ACK: every hop of a QoS 1 command.
         (client.stream as unknown as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true);
         this.delay = o.reconnectMinMs;
+        // What is still unacknowledged now is what mqtt.js resends from the session.
+        this.unacked = Object.keys((client as unknown as { outgoing?: object }).outgoing ?? {}).length;
         client.subscribe(
           o.subscriptions.map((t) => t),
           { qos: 1 },
@@ -137,11 +146,28 @@ export class HubLink {
     });
   }
 
-    /** Publishes when connected; while offline nothing piles up (state is republished on reconnect). */
+    /**
+   * Publishes when connected; while offline nothing piles up (state is republished on
+   * reconnect), and neither does it while the broker does not keep up: beyond
+   * MAX_UNSENT_BYTES unsent or MAX_UNACKED unacknowledged messages, messages are dropped
+   * (counted, logged at most every 5 s) rather than buffered without bound.
+   */
   publish(topic: string, payload: string, options: { retain?: boolean; qos?: 0 | 1 } = {}): void {
     const c = this.client;
     if (!c?.connected) return;
+    const backlog = (c.stream as unknown as { writableLength?: number }).writableLength ?? 0;
+    if (backlog > MAX_UNSENT_BYTES || this.unacked >= MAX_UNACKED) {
+      this.dropped++;
+      const now = Date.now();
+      if (now - this.lastDropLog > 5000) {
+        this.lastDropLog = now;
+        this.options.logger.warn({ dropped: this.dropped, backlog, unacked: this.unacked }, 'MQTT broker does not keep up; hub messages dropped');
+      }
+      return;
+    }
+    if ((options.qos ?? 0) > 0) this.unacked++;
     c.publish(topic, payload, { qos: options.qos ?? 0, retain: options.retain ?? false }, (err) => {
+      if ((options.qos ?? 0) > 0) this.unacked = Math.max(0, this.unacked - 1);
       if (err && !this.stopping) this.options.logger.debug({ err: err.message, topic }, 'MQTT publish failed');
     });
   }

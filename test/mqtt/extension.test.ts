@@ -79,6 +79,21 @@ describe('the MQTT front end in a hub', () => {
     }
   });
 
+  test("the hub's link dies: the broker publishes its last will (bridge/state offline); it reconnects, says NetworkUnavailable and online", async () => {
+    t = await startMqttHub({ mqtt: { reconnectMinMs: 200 } });
+    const p = await Probe.connect(t.url!, { username: t.keys.subscribeKey });
+    await p.client.subscribeAsync(['speakerhub/bridge/state', 'speakerhub/channel']);
+    await p.wait((m) => m.topic === 'speakerhub/bridge/state' && m.json?.state === 'online');
+    // Fault injection: cut the hub client's stream without a DISCONNECT.
+    (t.ext as unknown as { link: { client: { stream: { destroy(): void } } } }).link.client.stream.destroy();
+    const offline = await p.wait((m) => m.topic === 'speakerhub/bridge/state' && m.json?.state === 'offline');
+    const start = p.messages.indexOf(offline);
+    await p.wait((m) => m.json?.Reason === 'NetworkUnavailable' && p.messages.indexOf(m) > start);
+    await p.wait((m) => m.json?.Event === 'HubOnline' && p.messages.indexOf(m) > start);
+    await p.wait((m) => m.topic === 'speakerhub/bridge/state' && m.json?.state === 'online' && p.messages.indexOf(m) > start);
+    await p.end();
+  });
+
   test('--mqtt off: no broker, no MQTT', async () => {
     t = await startMqttHub({ mqtt: { enabled: false } });
     expect(t.ext.status).toBeUndefined();
