@@ -13,6 +13,7 @@ declare -A NEEDED=(
   [ip]=iproute2                 # builds the UPnP tests' private namespace LAN
   [mosquitto]=mosquitto         # the MQTT tests run a real mosquitto (own config, loopback port) as an external broker
   [mosquitto_pub]=mosquitto-clients   # the README's MQTT examples use mosquitto_pub/mosquitto_sub
+  [openssl]=openssl             # the mqtts test makes a throwaway CA and broker certificate
 )
 
 missing=()

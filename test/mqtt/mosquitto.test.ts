@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { labSuite } from '../helpers/labs';
 import { eventually } from '../helpers/hub';
 import { channelCommand, Probe, startMqttHub, startWebMedia, type Fixture, type MqttTestHub } from './helpers';
@@ -84,5 +85,33 @@ suite('an external broker: a real mosquitto with a password file and an ACL', ()
     await probe.wait((m) => m.topic === CHANNEL && m.json?.Event === 'PlaybackTimeChanged', 5000, 'time ticks again');
     expect((await t.rest('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
     await t.rest('stop_play');
+  });
+});
+
+suite('an external broker over TLS (mqtts) with credentials from the config', () => {
+  const broker = new Mosquitto({ tls: true });
+  let t: MqttTestHub | undefined;
+
+  beforeAll(() => broker.start());
+  afterAll(async () => {
+    await t?.close();
+    await broker.stop();
+  });
+
+  test('the hub connects with mqtts, verifies the certificate, and answers bridge requests', async () => {
+    const url = `mqtts://127.0.0.1:${broker.port}`;
+    t = await startMqttHub({ mqtt: { url, username: 'speakerhub', password: USERS.speakerhub, caFile: broker.caFile } });
+    expect(t.ext.connected).toBe(true);
+    const probe = await Probe.connect(url, { username: 'controller', password: USERS.controller, ca: readFileSync(broker.caFile) });
+    await probe.client.subscribeAsync('speakerhub/bridge/response/device_count', { qos: 1 });
+    await probe.client.publishAsync('speakerhub/bridge/request/device_count', JSON.stringify({ transaction: 'tls' }), { qos: 1 });
+    const r = await probe.wait((m) => m.json?.transaction === 'tls');
+    expect(r.json).toEqual({ status: 'ok', data: { DeviceCount: '3' }, transaction: 'tls' });
+    await probe.end();
+    // A hub that does not trust the broker's certificate never connects (and says why in the log).
+    const untrusting = await startMqttHub({ mqtt: { url, username: 'speakerhub', password: USERS.speakerhub, reconnectMinMs: 60_000, reconnectMaxMs: 60_000 } });
+    expect(untrusting.ext.connected).toBe(false);
+    expect(untrusting.logs.some((l) => /certificate/i.test(l))).toBe(true);
+    await untrusting.close();
   });
 });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 
 /** Why mosquitto cannot run here (undefined when it can). */
 export function mosquittoUnavailable(): string | undefined {
-  for (const cmd of ['mosquitto', 'mosquitto_passwd']) {
+  for (const cmd of ['mosquitto', 'mosquitto_passwd', 'openssl']) {
     try {
       execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
     } catch {
@@ -53,6 +53,24 @@ export class Mosquitto {
   private proc?: ChildProcess;
   port = 0;
 
+  /** tls: an mqtts listener with a certificate for 127.0.0.1 signed by a CA made here (`caFile`). */
+  constructor(private readonly options: { tls?: boolean } = {}) {}
+
+  get caFile(): string {
+    return join(this.dir, 'ca.crt');
+  }
+
+  /** A throwaway CA and a server certificate for IP 127.0.0.1 (openssl). */
+  private makeCertificates(): string[] {
+    const d = this.dir;
+    const ssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' });
+    ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=SpeakerHub test CA', '-keyout', join(d, 'ca.key'), '-out', join(d, 'ca.crt'));
+    ssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', join(d, 'server.key'), '-out', join(d, 'server.csr'));
+    writeFileSync(join(d, 'san.ext'), 'subjectAltName=IP:127.0.0.1\n');
+    ssl('x509', '-req', '-in', join(d, 'server.csr'), '-CA', join(d, 'ca.crt'), '-CAkey', join(d, 'ca.key'), '-CAcreateserial', '-days', '2', '-extfile', join(d, 'san.ext'), '-out', join(d, 'server.crt'));
+    return [`cafile ${join(d, 'ca.crt')}`, `certfile ${join(d, 'server.crt')}`, `keyfile ${join(d, 'server.key')}`];
+  }
+
   async start(): Promise<void> {
     if (!this.port) {
       this.port = await freePort();
@@ -77,6 +95,7 @@ export class Mosquitto {
           'log_type error',
           'log_type warning',
           `listener ${this.port} 127.0.0.1`,
+          ...(this.options.tls ? this.makeCertificates() : []),
           '',
         ].join('\n'),
       );
