@@ -13,7 +13,7 @@ export interface MqttFlags {
 
 function broker(v: string): { enabled: boolean; url?: string } {
   if (v === 'off' || v === 'false' || v === 'no') return { enabled: false };
-  if (v === 'on' || v === 'embedded') return { enabled: true };
+  if (v === 'on' || v === 'embedded') return { enabled: true, url: '' };
   if (/^mqtts?:\/\/[^/]+/.test(v)) return { enabled: true, url: v };
   throw new InvalidArgumentError('--mqtt takes off, embedded, or a broker URL (mqtt://host:port or mqtts://host:port).');
 }

@@ -15,9 +15,10 @@ export const MqttConfigSchema = z
     enabled: z.boolean().default(true),
     /**
      * External broker URL (mqtt://host:port, mqtts://host:port). Absent: the hub runs its
-     * embedded broker and talks to it through the same client code.
+     * embedded broker and talks to it through the same client code ("" too: `--mqtt embedded`
+     * overrides a URL in the config file).
      */
-    url: z.url({ protocol: /^mqtts?$/, error: 'mqtt.url must be an mqtt:// or mqtts:// URL' }).optional(),
+    url: z.union([z.literal(''), z.url({ protocol: /^mqtts?$/, error: 'mqtt.url must be an mqtt:// or mqtts:// URL' })]).optional(),
     /** Credentials at the external broker (the embedded broker needs none from the config). */
     username: z.string().min(1).optional(),
     password: z.string().min(1).optional(),

@@ -4,7 +4,6 @@ import { HUB_USERNAME, KeyAuth } from './auth';
 import { BridgeRequests, OPERATION_NAMES } from './bridge';
 import { EmbeddedBroker } from './broker';
 import { PubsubChannel } from './channel';
-import type { MqttConfig, PubsubConfig } from './config';
 import { FriendlyNames } from './friendly-names';
 import { HaDiscovery } from './ha-discovery';
 import { loadOrCreateKeys, type PubsubKeys } from './keys';
@@ -72,15 +71,14 @@ export class MqttExtension implements HubExtension {
   }
 
   private async startSteps(ctx: ExtensionContext): Promise<void> {
-    const cfg = (ctx.config as { mqtt?: MqttConfig }).mqtt;
-    const pubsub = (ctx.config as { pubsub?: PubsubConfig }).pubsub;
-    if (!cfg?.enabled || !pubsub) return;
+    const { mqtt: cfg, pubsub } = ctx.config;
+    if (!cfg.enabled) return;
     this.ctx = ctx;
     const log = ctx.logger;
     const keys = await loadOrCreateKeys(ctx.config.dataDir, pubsub);
     const topics = new Topics(cfg.baseTopic, cfg.haDiscoveryPrefix);
     const clientId = cfg.clientId ?? `speakerhub-${ctx.uuid.slice(0, 8)}`;
-    const external = cfg.url;
+    const external = cfg.url || undefined;
     let auth: KeyAuth | undefined;
     if (!external) {
       auth = new KeyAuth(keys);
@@ -203,7 +201,7 @@ export class MqttExtension implements HubExtension {
     this.link = undefined;
     const ctx = this.ctx;
     // A clean shutdown says offline itself rather than leaving it to the will.
-    if (link && ctx) await link.stop({ topic: `${(ctx.config as { mqtt: MqttConfig }).mqtt.baseTopic}/bridge/state`, payload: JSON.stringify({ state: 'offline' }) });
+    if (link && ctx) await link.stop({ topic: new Topics(ctx.config.mqtt.baseTopic, '').state, payload: JSON.stringify({ state: 'offline' }) });
     await this.broker?.stop();
     this.broker = undefined;
     await this.names?.flush();

@@ -3,6 +3,8 @@ import { createServer, type Server } from 'node:net';
 import { connect as tcpConnect } from 'node:net';
 import { mqttOverrides, mqttBannerLines } from '../../src/mqtt/cli-options';
 import { parseConfig } from '../../src/config/schema';
+import { mergeConfig } from '../../src/config/load';
+import { buildCli } from '../../src/cli';
 import { loadOrCreateKeys } from '../../src/mqtt/keys';
 import { channelCommand, Probe, startMqttHub, type MqttTestHub } from './helpers';
 import { eventually } from '../helpers/hub';
@@ -34,6 +36,17 @@ describe('keys', () => {
     expect(() => parseConfig({ pubsub: { publishKey: 'same-key-0123456789', subscribeKey: 'same-key-0123456789' } })).toThrow(/must differ/);
     expect(() => parseConfig({ mqtt: { url: 'http://broker:1883' } })).toThrow(/mqtt.url/);
     expect(parseConfig(mqttOverrides({ mqtt: { enabled: true, url: 'mqtts://broker.lan:8883' }, channel: 'home/speakers' })).mqtt.url).toBe('mqtts://broker.lan:8883');
+    // --mqtt embedded wins over a broker URL in the config file.
+    const cli = buildCli();
+    const hub = cli.commands.find((c) => c.name() === 'hub')!;
+    hub.action(() => undefined);
+    for (const c of [cli, hub]) c.exitOverride().configureOutput({ writeErr: () => undefined });
+    cli.parse(['node', 'speakerhub', 'hub', '--mqtt', 'embedded', '--mqtt-port', '1884', '--channel', 'home/sh', '--subscribe-key', 'sub-0123456789abcdef']);
+    const flags = hub.opts();
+    const merged = parseConfig(mergeConfig({ mqtt: { url: 'mqtt://broker.lan:1883' } }, mqttOverrides(flags)));
+    expect(merged.mqtt).toMatchObject({ enabled: true, url: '', port: 1884 });
+    expect(merged.pubsub).toMatchObject({ channel: 'home/sh', subscribeKey: 'sub-0123456789abcdef' });
+    expect(() => cli.parse(['node', 'speakerhub', 'hub', '--publish-key', 'short'])).toThrow();
   });
 });
 
