@@ -202,7 +202,11 @@ export class MqttExtension implements HubExtension {
     const ctx = this.ctx;
     // A clean shutdown says offline itself rather than leaving it to the will.
     if (link && ctx) await link.stop({ topic: new Topics(ctx.config.mqtt.baseTopic, '').state, payload: JSON.stringify({ state: 'offline' }) });
-    await this.broker?.stop();
+    if (this.broker) {
+      // aedes forwards on later turns of the event loop: let "offline" reach the subscribers before they are cut.
+      for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+      await this.broker.stop();
+    }
     this.broker = undefined;
     await this.names?.flush();
     if (ctx && this.session) await ctx.dispatch('close_session', { SessionToken: this.session });

@@ -107,6 +107,16 @@ describe('the MQTT front end in a hub', () => {
     await p.end();
   });
 
+  test('a clean stop says bridge/state offline itself', async () => {
+    const hub = await startMqttHub();
+    const p = await Probe.connect(hub.url!, { username: hub.keys.subscribeKey });
+    await p.client.subscribeAsync('speakerhub/bridge/state');
+    await p.wait((m) => m.json?.state === 'online');
+    await hub.close();
+    expect((await p.wait((m) => m.json?.state === 'offline')).retain).toBe(false);
+    await p.end();
+  });
+
   test('--mqtt off: no broker, no MQTT', async () => {
     t = await startMqttHub({ mqtt: { enabled: false } });
     expect(t.ext.status).toBeUndefined();
