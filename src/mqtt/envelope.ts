@@ -8,8 +8,8 @@ import type { WireEvent } from '../extensions/wire-events';
  * `SessionToken`, `ResponseOf` and the result fields; events carry `Event`.
  */
 
-/** Fields of a command that are not operation parameters. */
-const ENVELOPE_FIELDS = new Set(['Command', 'HKWHubUUID', 'transaction']);
+/** Fields of a command that are not operation parameters (and names that must never become keys by assignment). */
+const ENVELOPE_FIELDS = new Set(['Command', 'HKWHubUUID', 'transaction', '__proto__', 'constructor', 'prototype']);
 
 export type Parsed =
   /** A command for this hub. */

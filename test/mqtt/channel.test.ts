@@ -77,6 +77,7 @@ describe('bad input on the channel: answered with REST error codes, or logged', 
     ['an out-of-range volume', { Command: 'set_volume', SessionToken: '$S', Volume: 51 }, 'InvalidParameter', { SessionToken: '$S', Volume: '51' }],
     ['an object where a value belongs', { Command: 'device_info', SessionToken: '$S', DeviceID: { a: 1 } }, 'InvalidParameter', null],
     ['an unsupported URL scheme', { Command: 'play_web_media_party_mode', SessionToken: '$S', MediaUrl: 'ftp://x/y.mp3' }, 'UnsupportedScheme', { SessionToken: '$S', MediaUrl: 'ftp://x/y.mp3' }],
+    ['a __proto__ field smuggling a session', JSON.parse('{"Command":"device_count","__proto__":{"SessionToken":"$S"}}'), 'InvalidParameter', null],
     ['an unknown DeviceID', { Command: 'device_info', SessionToken: '$S', DeviceID: '123' }, 'DeviceNotFound', { SessionToken: '$S', DeviceID: '123' }],
   ];
   test.each(cases)('%s', async (_what, cmd, code, restParams) => {
