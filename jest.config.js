@@ -3,7 +3,7 @@
 // cannot, so jest compiles exactly those packages to CommonJS with ts-jest.
 const esmOnly = [
   'music-metadata', 'strtok3', 'token-types', '@tokenizer', 'file-type', 'uint8array-extras',
-  'win-guid', '@borewit', 'media-typer', 'cookie',
+  'win-guid', '@borewit', 'media-typer', 'cookie', 'aedes',
 ];
 module.exports = {
   testEnvironment: 'node',

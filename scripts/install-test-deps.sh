@@ -15,6 +15,9 @@ declare -A NEEDED=(
   [jq]=jq                       # … and they read JSON answers with jq
   [script]=bsdutils             # runs the CLI on a pseudo-terminal (the banner and logs a person sees)
   [systemd-analyze]=systemd     # verifies packaging/speakerhub.service
+  [mosquitto]=mosquitto         # the MQTT tests run a real mosquitto (own config, loopback port) as an external broker
+  [mosquitto_pub]=mosquitto-clients   # the README's MQTT examples use mosquitto_pub/mosquitto_sub
+  [openssl]=openssl             # the mqtts test makes a throwaway CA and broker certificate
 )
 
 missing=()
@@ -43,7 +46,7 @@ $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # an init system runs (a renderer announcing itself on the real network among them); the
 # tests start their own on loopback and in network namespaces, so keep the system ones off.
 if [ -d /run/systemd/system ]; then
-  for svc in gmediarender snapserver snapclient; do
+  for svc in gmediarender snapserver snapclient mosquitto; do
     if printf '%s\n' "${missing[@]}" | grep -qx "$svc"; then $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true; fi
   done
 fi

@@ -2,6 +2,7 @@
 import { hubCommand, type HubOptionRegistrar } from './cli/hub-command';
 import { remoteCommands } from './cli/commands';
 import { buildProgram, runCli, type CommandRegistrar } from './cli/program';
+import { mqttHubOptions } from './mqtt/cli-options';
 
 /**
  * The `speakerhub` command. This file only lists what plugs in; each part lives in its own
@@ -9,7 +10,7 @@ import { buildProgram, runCli, type CommandRegistrar } from './cli/program';
  */
 
 /** Flags of `speakerhub hub` beyond the core's (e.g. MQTT): each adds options and maps them to config. */
-const HUB_OPTIONS: HubOptionRegistrar[] = [];
+const HUB_OPTIONS: HubOptionRegistrar[] = [mqttHubOptions];
 
 /** Top-level commands: the hub itself, then the commands that talk to a running hub (e.g. cloud, account). */
 const COMMANDS: CommandRegistrar[] = [hubCommand(HUB_OPTIONS), remoteCommands];

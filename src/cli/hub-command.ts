@@ -6,6 +6,7 @@ import { createLogger, prettyLogs } from '../logger';
 import type { LogNames } from '../logging/pretty';
 import { parseInteger } from '../util/values';
 import { bannerLines } from './banner';
+import type { HubExtension } from '../extensions/extension';
 import { EXIT_USAGE, type CommandRegistrar } from './program';
 import { explainStartError } from './start-errors';
 
@@ -20,6 +21,10 @@ export interface FlagConfig {
   overrides: Record<string, unknown>;
   /** Config key path → the flag that set it, e.g. { 'mqtt.url': '--mqtt' }. */
   labels?: Record<string, string>;
+  /** Front ends this part runs with the hub (started after the REST server). */
+  extensions?: HubExtension[];
+  /** Its lines for the start banner, once the hub runs (secrets only when `tty`). */
+  banner?: (options: { tty: boolean }) => string[];
 }
 
 /** The one number rule (src/util/values.ts) for integer flags; the message states the range. */
@@ -131,7 +136,7 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
     process.stderr.write(`speakerhub: warning: ${warning}\n`);
     logger.warn(warning);
   }
-  const hub = new SpeakerHub(config, { logger });
+  const hub = new SpeakerHub(config, { logger, extensions: extra.flatMap((x) => x.extensions ?? []) });
   // Bound before start so that the start's own lines already name speakers (hub.core throws until then).
   const quiet = <T>(f: () => T): T | undefined => {
     try {
@@ -181,7 +186,8 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
   if (!(await run.started) || stopping) return;
   const tty = process.stdout.isTTY === true;
   // On a terminal with pretty logs the banner goes first and stands out; otherwise it is plain lines on stdout.
-  process.stdout.write(`${bannerLines(hub, { tty }).join('\n')}\n`);
+  const banner = [...bannerLines(hub, { tty }), ...extra.flatMap((x) => x.banner?.({ tty }) ?? [])];
+  process.stdout.write(`${banner.join('\n')}\n`);
   if (!prettyLogs(config.log.format) && tty) process.stdout.write('  (logs follow as JSON: --log-format pretty for readable ones)\n');
 }
 

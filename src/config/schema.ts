@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { SnapcastConfigSchema } from '../drivers/snapcast/config';
 import { UpnpConfigSchema } from '../drivers/upnp/config';
+import { MqttConfigSchema, PubsubConfigSchema } from '../mqtt/config';
 
 /** The whole configuration, with the embedded defaults `npm start` runs on. */
 export const ConfigSchema = z
@@ -133,6 +134,9 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    /** MQTT: embedded or external broker, the bridge, Home Assistant discovery; and the spec's pub/sub mode. */
+    mqtt: MqttConfigSchema.prefault({}),
+    pubsub: PubsubConfigSchema.prefault({}),
     log: z
       .object({
         level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -1,0 +1,122 @@
+'use strict';
+/**
+ * Bench child for bench/mqtt.js: either a SpeakerHub with its embedded MQTT broker
+ * (mode "hub"), or the baseline, a bare aedes broker with an echo responder attached the way
+ * the hub's own client is (an mqtt.js client over an in-process stream pair) (mode "bare").
+ *
+ *   node bench/mqtt-server.js hub <dataDir>      node bench/mqtt-server.js bare
+ *
+ * Reports {type:'ready', url, ...} and, on {cmd:'tick'} (bare only), publishes one message
+ * shaped like PlaybackTimeChanged to `bench/fanout`. Listens on 127.0.0.1 only.
+ */
+const { join } = require('node:path');
+const net = require('node:net');
+const { rmSync } = require('node:fs');
+const { report, serveParent } = require('./child-ipc');
+
+const dist = join(__dirname, '..', 'dist');
+const mode = process.argv[2];
+
+async function startHub(dataDir) {
+  const { createHub, MqttExtension } = require(join(dist, 'index.js'));
+  const { createLogger } = require(join(dist, 'logger.js'));
+  const ext = new MqttExtension();
+  const hub = createHub(
+    {
+      dataDir,
+      server: { host: '127.0.0.1', port: 0, token: 'bench-token-0123456789abcdefghij' },
+      mqtt: { host: '127.0.0.1', port: 0, maxClients: 5000 },
+      speakers: { virtual: { count: 3 } },
+      log: { level: 'warn' },
+    },
+    { logger: createLogger({ level: 'warn' }), extensions: [ext] },
+  );
+  await hub.start();
+  const session = hub.core.sessions.create();
+  const speakers = hub.core.speakers.all().map((s) => hub.core.speakers.record(s).DeviceID);
+  const media = hub.library.list()[0];
+  report({
+    type: 'ready',
+    url: `mqtt://127.0.0.1:${ext.brokerAddress.port}`,
+    keys: ext.status.keys,
+    uuid: hub.core.uuid,
+    session,
+    rest: hub.url,
+    persistentId: media && media.persistentId,
+    speakers,
+  });
+  return () => hub.stop().finally(() => rmSync(dataDir, { recursive: true, force: true }));
+}
+
+async function startBare() {
+  const { Aedes } = require('aedes');
+  const mqtt = require('mqtt');
+  const { duplexPair } = require(join(dist, 'mqtt', 'packet-guard.js'));
+  const broker = await Aedes.createBroker({ drainTimeout: 10000 });
+  const server = net.createServer({ noDelay: true }, (s) => {
+    s.setNoDelay(true);
+    broker.handle(s);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const echo = new mqtt.MqttClient(() => {
+    const [a, b] = duplexPair();
+    broker.handle(b);
+    return a;
+  }, { clientId: 'echo', clean: false, protocolVersion: 4, reconnectPeriod: 0 });
+  await new Promise((r) => echo.once('connect', r));
+  await echo.subscribeAsync(['echo/req', 'echo/chan'], { qos: 1 });
+  echo.on('message', (topic, payload) => {
+    // Parse and answer a JSON the size of the hub's answer, as the hub does.
+    const req = JSON.parse(payload.toString());
+    if (topic === 'echo/req') {
+      echo.publish('echo/res', JSON.stringify({ status: 'ok', data: { DeviceCount: '3' }, transaction: req.transaction }), { qos: 1 });
+    } else if (!req.ResponseOf) {
+      // One shared topic, like the pub/sub channel: requests and answers (and the echo's own) all go by.
+      echo.publish('echo/chan', JSON.stringify({ HKWHubUUID: '00000000-0000-4000-8000-000000000000', SessionToken: req.SessionToken, ResponseOf: req.Command, DeviceCount: '3', transaction: req.transaction }), { qos: 1 });
+    }
+  });
+  let tick = 0;
+  report({ type: 'ready', url: `mqtt://127.0.0.1:${server.address().port}` });
+  return {
+    stop: async () => {
+      echo.end(true);
+      await new Promise((r) => server.close(r));
+      await new Promise((r) => broker.close(r));
+    },
+    tick: () => {
+      tick++;
+      broker.publish(
+        {
+          topic: 'bench/fanout',
+          payload: Buffer.from(JSON.stringify({ Event: 'PlaybackTimeChanged', HKWHubUUID: '00000000-0000-4000-8000-000000000000', SessionToken: '', PlaybackTime: String(tick), DeviceIDList: '12106658486352,25350427372477,22178105730409' })),
+          qos: 0,
+          retain: false,
+          cmd: 'publish',
+          dup: false,
+        },
+        () => undefined,
+      );
+    },
+  };
+}
+
+(async () => {
+  let stopFn = async () => undefined;
+  const commands = {};
+  if (mode === 'hub') stopFn = await startHub(process.argv[3]);
+  else {
+    const bare = await startBare();
+    stopFn = bare.stop;
+    commands.tick = () => bare.tick();
+  }
+  let stopping = false;
+  serveParent(async (code) => {
+    if (stopping) return;
+    stopping = true;
+    await stopFn().catch(() => undefined);
+    process.exit(code);
+  }, commands);
+})().catch((e) => {
+  report({ type: 'error', error: e.stack || String(e) });
+  process.exit(1);
+});

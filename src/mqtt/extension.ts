@@ -1,0 +1,231 @@
+import type { ExtensionContext, HubExtension } from '../extensions/extension';
+import type { WireSubscription } from '../extensions/wire-events';
+import { HUB_USERNAME, KeyAuth } from './auth';
+import { BridgeRequests, OPERATION_NAMES } from './bridge';
+import { EmbeddedBroker } from './broker';
+import { PubsubChannel } from './channel';
+import { FriendlyNames } from './friendly-names';
+import { HaDiscovery } from './ha-discovery';
+import { loadOrCreateKeys, type PubsubKeys } from './keys';
+import { HubLink } from './link';
+import { RateLimitedLog } from './rate-limit';
+import { SpeakerTopics } from './speakers';
+import { Topics } from './topics';
+
+/** What the terminal banner shows (keys are printed there, never logged). */
+export interface MqttStatus {
+  mode: 'embedded' | 'external';
+  /** mqtt://host:port of the embedded broker's TCP listener, or the external broker's URL. */
+  url?: string;
+  /** ws://…/mqtt when MQTT over WebSocket runs on the REST port. */
+  wsUrl?: string;
+  /** The embedded broker could not bind its TCP port. */
+  portBusy?: { host: string; port: number };
+  channel: string;
+  baseTopic: string;
+  keys: PubsubKeys;
+  dataDir: string;
+  uuid: string;
+}
+
+/** Events a stalled MQTT link may leave waiting before the view is rebuilt from scratch. */
+const MAX_QUEUED_EVENTS = 10_000;
+
+/**
+ * The MQTT front end: the spec's publish/subscribe mode on one channel topic and a
+ * zigbee2mqtt-style bridge, over the embedded aedes broker or an external one. It reaches
+ * the hub only through the extension context.
+ */
+export class MqttExtension implements HubExtension {
+  readonly name = 'mqtt';
+  private broker?: EmbeddedBroker;
+  private link?: HubLink;
+  private sub?: WireSubscription;
+  private ctx?: ExtensionContext;
+  private session?: string;
+  private names?: FriendlyNames;
+  private _status?: MqttStatus;
+
+  /** Set once started (undefined when MQTT is off). */
+  get status(): MqttStatus | undefined {
+    return this._status;
+  }
+
+  /** The embedded broker's TCP address (tests, the banner). */
+  get brokerAddress(): { host: string; port: number } | undefined {
+    return this.broker?.address;
+  }
+
+  get connected(): boolean {
+    return !!this.link?.connected;
+  }
+
+  async start(ctx: ExtensionContext): Promise<void> {
+    try {
+      await this.startSteps(ctx);
+    } catch (e) {
+      // The hub only stops extensions that started: undo what this one had begun.
+      await this.stop().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private async startSteps(ctx: ExtensionContext): Promise<void> {
+    const { mqtt: cfg, pubsub } = ctx.config;
+    if (!cfg.enabled) return;
+    this.ctx = ctx;
+    const log = ctx.logger;
+    const keys = await loadOrCreateKeys(ctx.config.dataDir, pubsub);
+    const topics = new Topics(cfg.baseTopic, cfg.haDiscoveryPrefix);
+    const clientId = cfg.clientId ?? `speakerhub-${ctx.uuid.slice(0, 8)}`;
+    const external = cfg.url || undefined;
+    let auth: KeyAuth | undefined;
+    if (!external) {
+      auth = new KeyAuth(keys);
+      this.broker = new EmbeddedBroker({
+        auth,
+        logger: log,
+        tcp: { host: cfg.host ?? ctx.config.server.host, port: cfg.port },
+        httpServer: cfg.websocket ? ctx.httpServer : undefined,
+        wsPath: '/mqtt',
+        maxPacketBytes: cfg.maxPayloadBytes,
+        maxClients: cfg.maxClients,
+        drainTimeoutMs: cfg.drainTimeoutMs,
+        hubClientId: clientId,
+        isHubTopic: (t) => t !== pubsub.channel && (t.startsWith('$') || topics.isHubTopic(t)),
+      });
+      await this.broker.start();
+      const busy = this.broker.portBusy;
+      if (busy) {
+        log.warn(
+          { host: busy.host, port: busy.port },
+          `MQTT port ${busy.port} is in use: the embedded broker runs without TCP (MQTT over WebSocket still works); choose another port with --mqtt-port <port>, or use the broker already there with --mqtt mqtt://127.0.0.1:${busy.port}`,
+        );
+      }
+    }
+    const faults = new RateLimitedLog(log);
+    const link = new HubLink({
+      target: external ?? (() => this.broker!.connectInProcess()),
+      clientId,
+      username: external ? cfg.username : HUB_USERNAME,
+      password: external ? cfg.password : auth!.hubPassword,
+      caFile: cfg.caFile,
+      rejectUnauthorized: cfg.rejectUnauthorized,
+      will: { topic: topics.state, payload: JSON.stringify({ state: 'offline' }) },
+      subscriptions: [pubsub.channel, topics.requests, `${topics.base}/+/set`, `${topics.base}/+/get`, ...(cfg.haDiscovery ? [topics.haStatus] : [])],
+      reconnectMinMs: cfg.reconnectMinMs,
+      reconnectMaxMs: cfg.reconnectMaxMs,
+      maxConcurrent: cfg.maxConcurrentCommands,
+      logger: log,
+    });
+    this.link = link;
+    const session = ctx.openTrustedSession();
+    this.session = session;
+    this.names = new FriendlyNames(ctx.config.dataDir, log);
+    const channel = new PubsubChannel(ctx, link, pubsub.channel, faults);
+    const requests = new BridgeRequests(ctx, link, topics, session);
+    const speakers = new SpeakerTopics(ctx, link, topics, this.names, session, cfg.timeUpdates);
+    await speakers.load();
+    const ha = cfg.haDiscovery ? new HaDiscovery(link, topics, ctx.uuid, ctx.version, () => speakers.list()) : undefined;
+    if (ha) speakers.onChange(() => ha.publish());
+
+    const info = {
+      version: ctx.version,
+      hub_uuid: ctx.uuid,
+      base_topic: topics.base,
+      channel: pubsub.channel,
+      broker: external ? 'external' : 'embedded',
+      ha_discovery: cfg.haDiscovery,
+      operations: OPERATION_NAMES,
+    };
+
+    link.onMessage((topic, payload) => {
+      if (topic === pubsub.channel) return channel.handle(payload);
+      const c = topics.classify(topic);
+      if (!c) return;
+      if (c.kind === 'request') return requests.handle(c.op, payload);
+      if (c.kind === 'set') return speakers.set(c.speaker, payload);
+      if (c.kind === 'get') return speakers.get(c.speaker);
+      if (c.kind === 'ha-status') return ha?.haStatus(payload);
+    });
+    link.onConnect((reconnect) => {
+      if (reconnect) log.info('MQTT link restored');
+      link.publish(topics.state, JSON.stringify({ state: 'online' }), { qos: 1, retain: true });
+      link.publish(topics.info, JSON.stringify(info), { qos: 1, retain: true });
+      speakers.publishAll();
+      ha?.publish();
+      channel.announce(reconnect);
+    });
+    link.onOffline(() => log.warn('MQTT link lost'));
+
+    const subscribe = (): void => {
+      this.sub = ctx.subscribe(
+        (e) => {
+          channel.event(e);
+          speakers.event(e);
+        },
+        {
+          maxQueued: MAX_QUEUED_EVENTS,
+          initial: true,
+          // The view may have missed events: start over from the current state.
+          onOverflow: () => {
+            log.warn('MQTT event queue overflowed; resynchronizing');
+            void speakers.load().then(() => speakers.publishAll(), () => undefined);
+            subscribe();
+          },
+        },
+      );
+    };
+    subscribe();
+    await link.start();
+
+    const port = ctx.httpServer?.address();
+    this._status = {
+      mode: external ? 'external' : 'embedded',
+      url: external ? redactUrl(external) : this.broker?.address ? `mqtt://${displayHost(this.broker.address.host)}:${this.broker.address.port}` : undefined,
+      wsUrl: !external && cfg.websocket && port && typeof port === 'object' ? `ws://${displayHost(port.address)}:${port.port}/mqtt` : undefined,
+      portBusy: this.broker?.portBusy ? { host: this.broker.portBusy.host, port: this.broker.portBusy.port } : undefined,
+      channel: pubsub.channel,
+      baseTopic: topics.base,
+      keys,
+      dataDir: ctx.config.dataDir,
+      uuid: ctx.uuid,
+    };
+    log.info({ mode: this._status.mode, url: this._status.url, channel: pubsub.channel, baseTopic: topics.base }, 'MQTT started');
+  }
+
+  async stop(): Promise<void> {
+    this.sub?.close();
+    this.sub = undefined;
+    const link = this.link;
+    this.link = undefined;
+    const ctx = this.ctx;
+    // A clean shutdown says offline itself rather than leaving it to the will.
+    if (link && ctx) await link.stop({ topic: new Topics(ctx.config.mqtt.baseTopic, '').state, payload: JSON.stringify({ state: 'offline' }) });
+    if (this.broker) {
+      // aedes forwards on later turns of the event loop: let "offline" reach the subscribers before they are cut.
+      for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+      await this.broker.stop();
+    }
+    this.broker = undefined;
+    await this.names?.flush();
+    if (ctx && this.session) await ctx.dispatch('close_session', { SessionToken: this.session });
+    this.session = undefined;
+    this._status = undefined;
+  }
+}
+
+function displayHost(h: string): string {
+  return h === '0.0.0.0' || h === '::' ? '127.0.0.1' : h.includes(':') ? `[${h}]` : h;
+}
+
+/** Credentials in a broker URL never reach the log. */
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = 'redacted';
+    return u.toString();
+  } catch {
+    return url;
+  }
+}

@@ -1,0 +1,262 @@
+import type { DeviceRecord, PlaybackSnapshot } from '../core/events';
+import type { ExtensionContext } from '../extensions/extension';
+import type { WireEvent } from '../extensions/wire-events';
+import type { DispatchResult } from '../operations/dispatch';
+import { bridgeResponse, failed, objectPayload, succeeded } from './bridge';
+import type { FriendlyNames } from './friendly-names';
+import type { HubLink } from './link';
+import type { Topics } from './topics';
+import { SerialQueues } from './serial';
+
+export interface SpeakerView {
+  id: string;
+  name: string;
+  record: DeviceRecord;
+}
+
+const STOPPED: PlaybackSnapshot = { state: 'PlayerStateStopped', timeElapsed: -1, deviceIds: [] };
+
+/**
+ * Per-speaker topics (zigbee2mqtt style): retained state and availability, `set` and `get`,
+ * plus the bridge's device list and device events. Published on change only (time ticks
+ * too when mqtt.timeUpdates asks for them); everything again after a reconnect.
+ */
+export class SpeakerTopics {
+  private readonly order = new SerialQueues();
+  private readonly speakers = new Map<string, SpeakerView>();
+  private playback: PlaybackSnapshot = STOPPED;
+  private readonly published = new Map<string, string>();
+  private listeners: (() => void)[] = [];
+
+  constructor(
+    private readonly ctx: Pick<ExtensionContext, 'dispatch'>,
+    private readonly link: Pick<HubLink, 'publish'>,
+    private readonly topics: Topics,
+    private readonly names: FriendlyNames,
+    private readonly session: string,
+    private readonly timeUpdates: boolean,
+  ) {}
+
+  /** Reads the speakers once at start; events keep the view current afterwards. */
+  async load(): Promise<void> {
+    const r = await this.ctx.dispatch('device_list', { SessionToken: this.session });
+    if (!r.ok) throw r.error;
+    for (const record of r.body.DeviceList as DeviceRecord[]) this.track(record);
+  }
+
+  list(): SpeakerView[] {
+    return [...this.speakers.values()];
+  }
+
+  /** Called when the set of speakers or their names/availability changed (HA discovery listens). */
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** After a (re)connect: every retained topic again (the broker may have lost them). */
+  publishAll(): void {
+    this.published.clear();
+    this.publishDevices();
+    for (const s of this.speakers.values()) this.publishSpeaker(s);
+  }
+
+  event(e: WireEvent): void {
+    switch (e.type) {
+      case 'device': {
+        const known = this.speakers.has(e.data.device.DeviceID);
+        const s = this.track(e.data.device);
+        const type = !known ? 'device_joined' : e.data.reason === 'DeviceAvailable' ? 'device_available' : e.data.reason === 'DeviceUnavailable' ? 'device_unavailable' : e.data.reason === 'DeviceError' ? 'device_error' : undefined;
+        if (type) this.link.publish(this.topics.event, JSON.stringify({ type, data: { friendly_name: s.name, device_id: s.id, name: s.record.DeviceName, ...(e.data.detail ? { detail: e.data.detail } : {}) } }), { qos: 1 });
+        this.publishDevices();
+        this.publishSpeaker(s);
+        if (!known || type === 'device_available' || type === 'device_unavailable') for (const l of this.listeners) l();
+        break;
+      }
+      case 'volume': {
+        const s = this.speakers.get(e.data.deviceId);
+        if (s) {
+          s.record = { ...s.record, Volume: e.data.volume };
+          this.publishSpeaker(s);
+        }
+        break;
+      }
+      case 'playbackState': {
+        const touched = new Set([...this.playback.deviceIds, ...e.data.deviceIds]);
+        this.playback = e.data;
+        for (const id of touched) {
+          const s = this.speakers.get(id);
+          if (s) this.publishSpeaker(s);
+        }
+        break;
+      }
+      case 'playbackTime':
+        if (this.timeUpdates) {
+          this.playback = { ...this.playback, timeElapsed: e.data.timeElapsed };
+          for (const id of e.data.deviceIds) {
+            const s = this.speakers.get(id);
+            if (s) this.publishSpeaker(s);
+          }
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** `<base>/<name>/get`: the state again (retained, so late subscribers have it too). */
+  get(segment: string): void {
+    const s = this.find(segment);
+    if (!s) return this.answerUnknown(segment);
+    this.published.delete(`speaker:${s.id}`);
+    this.published.delete(`availability:${s.id}`);
+    this.publishSpeaker(s);
+  }
+
+  /** `<base>/<name>/set`: volume, state, announce, play; a speaker's sets run in the order sent. */
+  set(segment: string, payload: Buffer): Promise<void> | void {
+    const s = this.find(segment);
+    if (!s) return this.answerUnknown(segment);
+    return this.order.run(s.id, () => this.setNow(s, payload));
+  }
+
+  private async setNow(s: SpeakerView, payload: Buffer): Promise<void> {
+    const parsed = objectPayload(payload);
+    let transaction: unknown;
+    let result: DispatchResult;
+    if (!parsed.ok) result = parsed.result;
+    else {
+      transaction = parsed.value.transaction;
+      result = await this.apply(s, parsed.value);
+      // Wire events arrive on a later turn of the event loop: let those this set caused land
+      // before the speaker's next set looks at the playback (an announce, then a stop).
+      await new Promise((r) => setImmediate(r));
+    }
+    this.link.publish(this.topics.setResponse(s.name), JSON.stringify(bridgeResponse(result, transaction)), { qos: 1 });
+  }
+
+  private async apply(s: SpeakerView, cmd: Record<string, unknown>): Promise<DispatchResult> {
+    const known = ['volume', 'state', 'announce', 'play', 'priority', 'transaction'];
+    const unknown = Object.keys(cmd).find((k) => !known.includes(k));
+    if (unknown) return failed('InvalidParameter', `Unknown field ${JSON.stringify(unknown).slice(0, 60)}; a set takes volume, state, announce, play (and priority).`, unknown);
+    if (!['volume', 'state', 'announce', 'play'].some((k) => k in cmd)) return failed('InvalidParameter', 'Nothing to do; a set takes volume, state, announce or play.');
+    const base = { SessionToken: this.session };
+    const priority = cmd.priority === undefined ? {} : { Priority: cmd.priority };
+    let last: DispatchResult | undefined;
+    const run = async (op: string, params: Record<string, unknown>): Promise<boolean> => {
+      last = await this.ctx.dispatch(op, { ...base, ...params });
+      return last.ok;
+    };
+    if ('volume' in cmd && !(await run('set_volume_device', { DeviceID: s.id, Volume: cmd.volume }))) return last!;
+    if ('announce' in cmd && !(await run('play_tts_selected_speakers', { Text: cmd.announce, DeviceIDList: s.id, ...priority }))) return last!;
+    if ('play' in cmd) {
+      const p = cmd.play;
+      if (typeof p !== 'object' || p === null) return failed('InvalidParameter', 'play must be {"url": …} or {"persistent_id": …}.', 'play');
+      const { url, persistent_id } = p as Record<string, unknown>;
+      if (url !== undefined) {
+        if (!(await run('play_web_media_selected_speakers', { MediaUrl: url, DeviceIDList: s.id, ...priority }))) return last!;
+      } else if (persistent_id !== undefined) {
+        if (!(await run('play_hub_media_selected_speakers', { PersistentID: persistent_id, DeviceIDList: s.id, ...priority }))) return last!;
+      } else return failed('InvalidParameter', 'play must be {"url": …} or {"persistent_id": …}.', 'play');
+    }
+    if ('state' in cmd) {
+      const r = await this.transport(s, cmd.state);
+      if (!r.ok) return r;
+      last = r;
+    }
+    return succeeded(last!.ok ? last!.op.name : 'stop_play');
+  }
+
+  /** The hub plays one playback at a time: pause and resume act on the playback this speaker is in. */
+  private async transport(s: SpeakerView, state: unknown): Promise<DispatchResult> {
+    const inPlayback = this.playback.deviceIds.includes(s.id);
+    const base = { SessionToken: this.session };
+    switch (state) {
+      case 'pause':
+        if (!inPlayback || this.playback.state !== 'PlayerStatePlaying') return failed('NotPlaying', `${s.name} is not playing.`);
+        return this.ctx.dispatch('pause_play', base);
+      case 'resume':
+        if (!inPlayback || this.playback.state !== 'PlayerStatePaused' || !this.playback.persistentId) return failed('NotResumable', `${s.name} has no paused hub media to resume.`);
+        return this.ctx.dispatch('resume_hub_media_selected_speakers', { ...base, PersistentID: this.playback.persistentId, DeviceIDList: this.playback.deviceIds.join(',') });
+      case 'stop':
+        if (!inPlayback) return succeeded('stop_play');
+        // Alone, it stops the playback; with others, only this speaker leaves it.
+        return this.playback.deviceIds.length === 1 ? this.ctx.dispatch('stop_play', base) : this.ctx.dispatch('remove_device_from_session', { ...base, DeviceID: s.id });
+      default:
+        return failed('InvalidParameter', 'state must be "pause", "resume" or "stop".', 'state');
+    }
+  }
+
+  private find(segment: string): SpeakerView | undefined {
+    const id = this.names.resolve(segment);
+    return id ? this.speakers.get(id) : undefined;
+  }
+
+  private answerUnknown(segment: string): void {
+    // Reported on the bridge (the segment's own topics may belong to nobody).
+    this.link.publish(this.topics.event, JSON.stringify({ type: 'error', data: { error: `No speaker is named ${JSON.stringify(segment.slice(0, 60))} (friendly name or DeviceID).`, code: 'DeviceNotFound' } }), { qos: 1 });
+  }
+
+  private track(record: DeviceRecord): SpeakerView {
+    const id = record.DeviceID;
+    const s = this.speakers.get(id);
+    if (s) {
+      s.record = record;
+      return s;
+    }
+    const view = { id, name: this.names.nameOf(id, record.DeviceName), record };
+    this.speakers.set(id, view);
+    return view;
+  }
+
+  private stateOf(s: SpeakerView): Record<string, unknown> {
+    const p = this.playback;
+    const inIt = p.deviceIds.includes(s.id);
+    const state = !inIt ? 'stopped' : p.state === 'PlayerStatePlaying' ? 'playing' : p.state === 'PlayerStatePaused' ? 'paused' : 'stopped';
+    const media =
+      state === 'stopped' || !p.kind
+        ? null
+        : {
+            kind: p.kind,
+            title: p.title ?? '',
+            ...(p.persistentId ? { persistent_id: p.persistentId } : {}),
+            // Hub media and TTS URLs carry the media server's secret: only web URLs are shown.
+            ...(p.kind === 'web' && p.url ? { url: p.url } : {}),
+          };
+    return {
+      state,
+      volume: s.record.Volume,
+      muted: s.record.Volume === 0,
+      available: s.record.Active,
+      media,
+      time_elapsed: state === 'stopped' ? -1 : p.timeElapsed,
+      device_id: s.id,
+      name: s.record.DeviceName,
+    };
+  }
+
+  private publishSpeaker(s: SpeakerView): void {
+    this.publishRetained(this.topics.speaker(s.name), `speaker:${s.id}`, this.stateOf(s));
+    this.publishRetained(this.topics.availability(s.name), `availability:${s.id}`, { state: s.record.Active ? 'online' : 'offline' });
+  }
+
+  private publishDevices(): void {
+    const list = this.list().map((s) => ({
+      friendly_name: s.name,
+      device_id: s.id,
+      name: s.record.DeviceName,
+      model: s.record.ModelName,
+      group_id: s.record.GroupID,
+      ip_address: s.record.IPAddress,
+      available: s.record.Active,
+    }));
+    this.publishRetained(this.topics.devices, 'devices', list);
+  }
+
+  /** Retained messages only when their content changed: no churn for subscribers or the broker. */
+  private publishRetained(topic: string, key: string, value: unknown): void {
+    const json = JSON.stringify(value);
+    if (this.published.get(key) === json) return;
+    this.published.set(key, json);
+    this.link.publish(topic, json, { qos: 1, retain: true });
+  }
+}

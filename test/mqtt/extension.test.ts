@@ -1,0 +1,177 @@
+import { stat } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { connect as tcpConnect } from 'node:net';
+import { mqttOverrides, mqttBannerLines } from '../../src/mqtt/cli-options';
+import { parseConfig } from '../../src/config/schema';
+import { mergeConfig } from '../../src/config/load';
+import { buildCli } from '../../src/cli';
+import { loadOrCreateKeys } from '../../src/mqtt/keys';
+import { channelCommand, Probe, startMqttHub, type MqttTestHub } from './helpers';
+import { eventually } from '../helpers/hub';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import mqttPacket from 'mqtt-packet';
+
+describe('keys', () => {
+  test('generated once (>= 128 bits), kept with mode 0600, reused; configured keys win', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'speakerhub-keys-'));
+    try {
+      const a = await loadOrCreateKeys(dir);
+      expect(a.generated).toBe(true);
+      for (const k of [a.publishKey, a.subscribeKey]) expect(Buffer.from(k.slice(4), 'base64url').length * 8).toBeGreaterThanOrEqual(128);
+      expect((await stat(join(dir, 'pubsub-keys.json'))).mode & 0o777).toBe(0o600);
+      const b = await loadOrCreateKeys(dir);
+      expect(b).toEqual({ ...a, generated: false });
+      const c = await loadOrCreateKeys(dir, { publishKey: 'my-own-publish-key-123' });
+      expect(c).toEqual({ publishKey: 'my-own-publish-key-123', subscribeKey: a.subscribeKey, generated: false });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('keys given in the config must be 16+ printable characters and differ', () => {
+    expect(() => parseConfig({ pubsub: { publishKey: 'short' } })).toThrow(/pubsub.publishKey: pubsub.publishKey must be at least 16 characters/);
+    expect(() => parseConfig({ pubsub: { publishKey: 'has spaces in it here' } })).toThrow(/printable/);
+    expect(() => parseConfig({ pubsub: { publishKey: 'same-key-0123456789', subscribeKey: 'same-key-0123456789' } })).toThrow(/must differ/);
+    expect(() => parseConfig({ mqtt: { url: 'http://broker:1883' } })).toThrow(/mqtt.url/);
+    expect(parseConfig(mqttOverrides({ mqtt: { enabled: true, url: 'mqtts://broker.lan:8883' }, channel: 'home/speakers' })).mqtt.url).toBe('mqtts://broker.lan:8883');
+    // --mqtt embedded wins over a broker URL in the config file.
+    const cli = buildCli();
+    const hub = cli.commands.find((c) => c.name() === 'hub')!;
+    hub.action(() => undefined);
+    for (const c of [cli, hub]) c.exitOverride().configureOutput({ writeErr: () => undefined });
+    cli.parse(['node', 'speakerhub', 'hub', '--mqtt', 'embedded', '--mqtt-port', '1884', '--channel', 'home/sh', '--subscribe-key', 'sub-0123456789abcdef']);
+    const flags = hub.opts();
+    const merged = parseConfig(mergeConfig({ mqtt: { url: 'mqtt://broker.lan:1883' } }, mqttOverrides(flags)));
+    expect(merged.mqtt).toMatchObject({ enabled: true, url: '', port: 1884 });
+    expect(merged.pubsub).toMatchObject({ channel: 'home/sh', subscribeKey: 'sub-0123456789abcdef' });
+    expect(() => cli.parse(['node', 'speakerhub', 'hub', '--publish-key', 'short'])).toThrow();
+  });
+});
+
+describe('the MQTT front end in a hub', () => {
+  let t: MqttTestHub | undefined;
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  test('keys are shown on the terminal banner and never logged', async () => {
+    t = await startMqttHub();
+    const banner = mqttBannerLines(t.ext).join('\n');
+    expect(banner).toContain(t.keys.subscribeKey);
+    expect(banner).toContain(t.keys.publishKey);
+    const writer = await Probe.connect(t.url!, { username: t.keys.subscribeKey, password: t.keys.publishKey });
+    await writer.client.subscribeAsync('speakerhub/channel');
+    await channelCommand(writer, writer.client, 'speakerhub/channel', { Command: 'device_count', SessionToken: t.session });
+    await Probe.connect(t.url!, { username: t.keys.subscribeKey, password: 'wrong-wrong-wrong' }).catch(() => undefined);
+    await writer.end();
+    const logs = t.logs.join('');
+    expect(logs).toContain('MQTT started');
+    expect(logs).not.toContain(t.keys.publishKey);
+    expect(logs).not.toContain(t.keys.subscribeKey);
+  });
+
+  test('a busy MQTT port does not stop the hub: one clear line names the flag; WebSocket still works', async () => {
+    const blocker: Server = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      t = await startMqttHub({ mqtt: { port } });
+      const line = t.logs.find((l) => l.includes(`MQTT port ${port} is in use`));
+      expect(line).toContain('--mqtt-port');
+      expect(mqttBannerLines(t.ext).join('\n')).toContain('--mqtt-port');
+      expect((await t.rest('device_count')).DeviceCount).toBe('3');
+      const ws = await Probe.connect(`${t.base.replace('http', 'ws')}/mqtt`, { username: t.keys.subscribeKey, password: t.keys.publishKey });
+      await ws.client.subscribeAsync('speakerhub/channel');
+      expect((await channelCommand(ws, ws.client, 'speakerhub/channel', { Command: 'device_count', SessionToken: t.session })).DeviceCount).toBe('3');
+      await ws.end();
+    } finally {
+      await new Promise((r) => blocker.close(r));
+    }
+  });
+
+  test("the hub's link dies: the broker publishes its last will (bridge/state offline); it reconnects, says NetworkUnavailable and online", async () => {
+    t = await startMqttHub({ mqtt: { reconnectMinMs: 200 } });
+    const p = await Probe.connect(t.url!, { username: t.keys.subscribeKey });
+    await p.client.subscribeAsync(['speakerhub/bridge/state', 'speakerhub/channel']);
+    await p.wait((m) => m.topic === 'speakerhub/bridge/state' && m.json?.state === 'online');
+    // Fault injection: cut the hub client's stream without a DISCONNECT.
+    (t.ext as unknown as { link: { client: { stream: { destroy(): void } } } }).link.client.stream.destroy();
+    const offline = await p.wait((m) => m.topic === 'speakerhub/bridge/state' && m.json?.state === 'offline');
+    const start = p.messages.indexOf(offline);
+    await p.wait((m) => m.json?.Reason === 'NetworkUnavailable' && p.messages.indexOf(m) > start);
+    await p.wait((m) => m.json?.Event === 'HubOnline' && p.messages.indexOf(m) > start);
+    await p.wait((m) => m.topic === 'speakerhub/bridge/state' && m.json?.state === 'online' && p.messages.indexOf(m) > start);
+    await p.end();
+  });
+
+  test('a clean stop says bridge/state offline itself', async () => {
+    const hub = await startMqttHub();
+    const p = await Probe.connect(hub.url!, { username: hub.keys.subscribeKey });
+    await p.client.subscribeAsync('speakerhub/bridge/state');
+    await p.wait((m) => m.json?.state === 'online');
+    await hub.close();
+    expect((await p.wait((m) => m.json?.state === 'offline')).retain).toBe(false);
+    await p.end();
+  });
+
+  test('--mqtt off: no broker, no MQTT', async () => {
+    t = await startMqttHub({ mqtt: { enabled: false } });
+    expect(t.ext.status).toBeUndefined();
+    expect(t.ext.brokerAddress).toBeUndefined();
+  });
+
+  test('a subscriber that stops reading is disconnected; the hub and other clients carry on', async () => {
+    t = await startMqttHub({ mqtt: { drainTimeoutMs: 300 } });
+    // A raw MQTT client that subscribes and then never reads again.
+    const sock = tcpConnect({ host: '127.0.0.1', port: Number(t.url!.split(':')[2]) });
+    const parser = mqttPacket.parser({ protocolVersion: 4 });
+    const acked = new Promise<void>((resolve) => parser.on('packet', (p) => p.cmd === 'suback' && resolve()));
+    sock.on('data', (d) => parser.parse(d));
+    sock.write(mqttPacket.generate({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clean: true, clientId: 'slow', keepalive: 0, username: t.keys.subscribeKey }));
+    sock.write(mqttPacket.generate({ cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: 'flood/#', qos: 0 }] }));
+    await acked;
+    sock.removeAllListeners('data');
+    sock.pause();
+    const closed = new Promise<void>((r) => sock.once('close', () => r()));
+    const writer = await Probe.connect(t.url!, { username: t.keys.subscribeKey, password: t.keys.publishKey });
+    const chunk = Buffer.alloc(200 * 1024, 7);
+    const hub = t;
+    // Publishers are not held up by the stalled reader beyond drainTimeoutMs; it is cut off.
+    for (let n = 0; n < 200 && !hub.logs.some((l) => l.includes('drain timeout')); n++) await writer.client.publishAsync('flood/x', chunk, { qos: 1 });
+    await eventually(() => hub.logs.some((l) => l.includes('drain timeout')), 10_000, 'the broker to drop the stalled reader');
+    // A paused socket cannot see the close; reading again, it finds the connection ended.
+    sock.on('data', () => undefined);
+    sock.resume();
+    await closed;
+    await writer.client.subscribeAsync('speakerhub/channel');
+    expect((await channelCommand(writer, writer.client, 'speakerhub/channel', { Command: 'device_count', SessionToken: t.session })).DeviceCount).toBe('3');
+    await writer.end();
+  });
+
+  test('Home Assistant discovery (when enabled): retained configs, republished when HA comes online', async () => {
+    t = await startMqttHub({ mqtt: { haDiscovery: true } });
+    const ha = await Probe.connect(t.url!, { username: t.keys.subscribeKey, password: t.keys.publishKey });
+    await ha.client.subscribeAsync('homeassistant/#');
+    const speakerId = (await t.rest('device_list')).DeviceList[0].DeviceID;
+    const volume = await ha.wait((m) => m.topic === `homeassistant/number/speakerhub_${speakerId}/volume/config`);
+    expect(volume.retain).toBe(true);
+    expect(volume.json).toMatchObject({ command_topic: 'speakerhub/virtual_speaker_1/set', state_topic: 'speakerhub/virtual_speaker_1', min: 0, max: 50 });
+    for (const kind of ['sensor/%/state', 'button/%/pause', 'button/%/resume', 'button/%/stop', 'notify/%/announce']) {
+      await ha.wait((m) => m.topic === `homeassistant/${kind.replace('%', `speakerhub_${speakerId}`)}/config`);
+    }
+    await ha.wait((m) => /^homeassistant\/notify\/speakerhub_[0-9a-f]{12}\/announce\/config$/.test(m.topic));
+    // HA restarts: it says online, the hub publishes the configs again (not retained deliveries now).
+    const before = ha.messages.length;
+    await ha.client.publishAsync('homeassistant/status', 'online', { qos: 1 });
+    const again = await ha.wait((m) => m.topic === `homeassistant/number/speakerhub_${speakerId}/volume/config` && ha.messages.indexOf(m) >= before);
+    expect(again.retain).toBe(false);
+    // The volume entity's command works as HA would send it.
+    await ha.client.publishAsync('speakerhub/virtual_speaker_1/set', '{"volume": 12}', { qos: 1 });
+    await ha.client.subscribeAsync('speakerhub/virtual_speaker_1');
+    await ha.wait((m) => m.topic === 'speakerhub/virtual_speaker_1' && m.json?.volume === 12);
+    await ha.end();
+  });
+});

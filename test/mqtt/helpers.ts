@@ -1,0 +1,197 @@
+import { readFile, mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { connectAsync, type IClientOptions, type MqttClient } from 'mqtt';
+import { createHub, type SpeakerHub } from '../../src/hub';
+import type { HubConfigInput } from '../../src/config/schema';
+import type { Clock } from '../../src/core/clock';
+import { createLogger } from '../../src/logger';
+import { ensureSampleMedia } from '../../src/media/samples';
+import { MqttExtension } from '../../src/mqtt/extension';
+import type { Operation } from '../../src/operations/table';
+import { SHARED_SAMPLES, TEST_TOKEN } from '../helpers/hub';
+
+export interface MqttTestHub {
+  hub: SpeakerHub;
+  ext: MqttExtension;
+  base: string;
+  logs: string[];
+  uuid: string;
+  /** The embedded broker's keys (empty when MQTT is off). */
+  keys: { publishKey: string; subscribeKey: string };
+  /** mqtt://127.0.0.1:port of the embedded broker (undefined with an external one). */
+  url?: string;
+  rest(name: string, params?: Record<string, string>): Promise<any>;
+  session: string;
+  close(): Promise<void>;
+}
+
+/** A real hub on loopback with the MQTT extension (embedded broker on a free port unless config says otherwise). */
+export async function startMqttHub(config: HubConfigInput = {}, options: { clock?: Clock; dataDir?: string } = {}): Promise<MqttTestHub> {
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'speakerhub-mqtt-')));
+  const logs: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      logs.push(String(chunk));
+      cb();
+    },
+  });
+  await ensureSampleMedia(SHARED_SAMPLES);
+  const ext = new MqttExtension();
+  const hub = createHub(
+    {
+      dataDir,
+      media: { samples: false, folders: [SHARED_SAMPLES] },
+      ...config,
+      mqtt: { port: 0, host: '127.0.0.1', ...config.mqtt },
+      server: { host: '127.0.0.1', port: 0, token: TEST_TOKEN, ...config.server },
+      log: { level: 'debug' },
+    },
+    { clock: options.clock, logger: createLogger({ level: 'debug', stream }), extensions: [ext] },
+  );
+  await hub.start();
+  const base = hub.url!;
+  const get = async (path: string): Promise<any> => (await fetch(base + path, { headers: { Authorization: `Bearer ${TEST_TOKEN}` } })).json();
+  const init = await get('/api/v1/init_session');
+  const t: MqttTestHub = {
+    hub,
+    ext,
+    base,
+    logs,
+    uuid: init.HKWHubUUID,
+    keys: ext.status?.keys ?? { publishKey: '', subscribeKey: '' },
+    url: ext.brokerAddress ? `mqtt://127.0.0.1:${ext.brokerAddress.port}` : undefined,
+    session: init.SessionToken,
+    async rest(name, params = {}) {
+      return get(`/api/v1/${name}?${new URLSearchParams({ SessionToken: t.session, ...params })}`);
+    },
+    async close() {
+      await hub.stop();
+      if (!options.dataDir) await rm(dataDir, { recursive: true, force: true, maxRetries: 5 });
+    },
+  };
+  return t;
+}
+
+/** A client that records every message and waits for the ones a test expects. */
+export class Probe {
+  readonly messages: { topic: string; text: string; json?: any; retain: boolean }[] = [];
+  private waiters: { match: (m: Probe['messages'][number]) => boolean; resolve: (m: Probe['messages'][number]) => void }[] = [];
+
+  constructor(readonly client: MqttClient) {
+    client.on('message', (topic, payload, packet) => {
+      const text = payload.toString();
+      let json: any;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        /* not JSON */
+      }
+      const m = { topic, text, json, retain: packet.retain };
+      this.messages.push(m);
+      this.waiters = this.waiters.filter((w) => {
+        if (!w.match(m)) return true;
+        w.resolve(m);
+        return false;
+      });
+    });
+  }
+
+  static async connect(url: string, opts: IClientOptions): Promise<Probe> {
+    return new Probe(await connectAsync(url, { reconnectPeriod: 0, connectTimeout: 5000, ...opts }));
+  }
+
+  /** The first message (already received or coming) that matches. */
+  wait(match: (m: Probe['messages'][number]) => boolean, timeoutMs = 10_000, what = 'message'): Promise<Probe['messages'][number]> {
+    const seen = this.messages.find(match);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), timeoutMs);
+      timer.unref();
+      this.waiters.push({
+        match,
+        resolve: (m) => {
+          clearTimeout(timer);
+          resolve(m);
+        },
+      });
+    });
+  }
+
+  end(): Promise<void> {
+    return new Promise((r) => this.client.end(true, {}, () => r()));
+  }
+}
+
+let tx = 0;
+/** Publishes a command on the channel and waits for its response (matched by transaction). */
+export async function channelCommand(p: Probe, writer: MqttClient, channel: string, command: Record<string, unknown>): Promise<any> {
+  const transaction = `t${++tx}`;
+  const answer = p.wait((m) => m.topic === channel && m.json?.transaction === transaction && 'ResponseOf' in m.json, 15_000, `response to ${String(command.Command)}`);
+  await writer.publishAsync(channel, JSON.stringify({ ...command, transaction }), { qos: 1 });
+  return (await answer).json;
+}
+
+/** Publishes a bridge request and waits for its response. */
+export async function bridgeRequest(p: Probe, writer: MqttClient, base: string, op: string, params: Record<string, unknown> | string): Promise<any> {
+  const transaction = `b${++tx}`;
+  const answer = p.wait((m) => m.topic === `${base}/bridge/response/${op}` && m.json?.transaction === transaction, 15_000, `bridge response to ${op}`);
+  const payload = typeof params === 'string' ? params : JSON.stringify({ ...params, transaction });
+  await writer.publishAsync(`${base}/bridge/request/${op}`, payload, { qos: 1 });
+  return (await answer).json;
+}
+
+/** A loopback web server with one WAV file (what play_web_media plays). */
+export async function startWebMedia(): Promise<{ url: string; close(): Promise<void> }> {
+  const wav = await readFile(join(SHARED_SAMPLES, 'sample-tone-1-morning-chime.wav'));
+  const server: Server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': wav.length });
+    res.end(wav);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}/tone.wav`,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
+}
+
+export interface Fixture {
+  session: string;
+  deviceIds: string[];
+  persistentId: string;
+  webUrl: string;
+}
+
+/** Parameters that let each operation succeed, derived from its parameter names. */
+export function validParams(op: Operation, f: Fixture): Record<string, string> {
+  const values: Record<string, string> = {
+    DeviceID: f.deviceIds[0],
+    DeviceIDList: f.deviceIds.join(','),
+    PersistentID: f.persistentId,
+    MediaUrl: f.webUrl,
+    Text: 'Hello from MQTT',
+    Volume: '21',
+    Priority: '100',
+  };
+  const out: Record<string, string> = {};
+  for (const k of Object.keys(op.params.shape)) if (values[k] !== undefined) out[k] = values[k];
+  return out;
+}
+
+/**
+ * Puts the hub in a state where the operation can succeed (through REST, so the MQTT call
+ * under test is the only one that changes anything): resumes need a paused hub media, a
+ * pause needs a playback, session-target plays need a speaker in the session.
+ */
+export async function prepareFor(op: Operation, t: MqttTestHub, f: Fixture): Promise<void> {
+  await t.rest('stop_play');
+  await t.rest('add_device_to_session', { DeviceID: f.deviceIds[0] });
+  if (op.name.startsWith('resume_') || op.name === 'pause_play') {
+    const r = await t.rest('play_hub_media_party_mode', { PersistentID: f.persistentId });
+    expect(r.Result).toBe('true');
+    if (op.name.startsWith('resume_')) expect((await t.rest('pause_play')).Result).toBe('true');
+  }
+}
