@@ -48,6 +48,7 @@ const js = blocks.filter((b) => b.lang === 'js' && b.code.includes("require('hom
 
 let hub: Cli;
 let port: string;
+let mqttPort: string | undefined;
 let token: string;
 let dataDir: string;
 const tmpDirs: string[] = [];
@@ -56,9 +57,11 @@ beforeAll(async () => {
   await ensureBuilt();
   dataDir = mkdtempSync(path.join(tmpdir(), 'speakerhub-readme-'));
   tmpDirs.push(dataDir);
-  hub = runCli(['hub', '--port', '0', '--host', '127.0.0.1', '--data', dataDir, '--log-level', 'warn']);
+  // MQTT on a free port too (1883 may be taken); the MQTT examples are pointed at it below.
+  hub = runCli(['hub', '--port', '0', '--host', '127.0.0.1', '--data', dataDir, '--log-level', 'warn', '--mqtt-port', '0']);
   const { base } = await waitForBanner(hub);
   port = new URL(base).port;
+  mqttPort = /MQTT:\s+mqtt:\/\/[^\s:]+:(\d+)/.exec(hub.stdout())?.[1];
   token = readFileSync(path.join(dataDir, 'api-token'), 'utf8').trim();
 }, 120_000);
 
@@ -92,9 +95,11 @@ function run(
   });
 }
 
-/** The README's base URL and token become the test hub's. */
+/** The README's base URL, token, data folder and MQTT port become the test hub's. */
 function substitute(code: string): string {
   return code
+    .replaceAll('~/.speakerhub/', `${dataDir}/`)
+    .replace(/\b(mosquitto_(?:pub|sub)) -h 127\.0\.0\.1 /g, `$1 -h 127.0.0.1 -p ${mqttPort ?? 1883} `)
     .replaceAll('127.0.0.1:8090', `127.0.0.1:${port}`)
     .replaceAll('127.0.0.1%3A8090', `127.0.0.1%3A${port}`)
     .replaceAll('<the token>', token);

@@ -229,8 +229,10 @@ async function durationOf(head: Buffer, contentType: string, total: number, comp
   }
 }
 
+/** The fault for the log (debug): message, code and, for a refused or failed connection, where to. */
 function causeOf(e: unknown): string {
-  const err = e as { message?: string; cause?: { code?: string; message?: string } };
-  return redactText([err.message, err.cause?.code ?? err.cause?.message].filter(Boolean).join(': ') || String(e));
+  const err = e as { message?: string; cause?: { code?: string; message?: string; address?: string; port?: number } };
+  const where = err.cause?.address ? `${err.cause.address}${err.cause.port ? `:${err.cause.port}` : ''}` : undefined;
+  return redactText([err.message, err.cause?.code ?? err.cause?.message, where].filter(Boolean).join(': ') || String(e));
 }
 
