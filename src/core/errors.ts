@@ -25,6 +25,9 @@ export const ERROR_CODES = {
   PlaybackFailed: { status: 200, description: 'No target speaker could start the media (unreachable URL, speaker error).' },
   SpeakerError: { status: 200, description: 'A speaker did not carry out the command (it answered with an error or timed out).' },
   TtsFailed: { status: 200, description: 'The text-to-speech provider could not synthesize the text (not configured, refused, unreachable).' },
+  HubOffline: { status: 503, description: 'Cloud mode: none of your hubs is connected to the cloud now (or its link dropped mid-request).' },
+  HubBusy: { status: 503, description: 'Cloud mode: your hub has too many requests in flight; retry shortly.' },
+  HubTimeout: { status: 504, description: 'Cloud mode: your hub did not answer in time.' },
   InternalError: { status: 500, description: 'An unexpected fault; it is logged with details.' },
 } as const;
 

@@ -3,12 +3,11 @@ import cors from '@fastify/cors';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HubError, errorBody } from '../core/errors';
 import type { HubCore } from '../core/hub-core';
-import { runOperation, SESSION_PARAM_ALIASES, type DispatchResult } from '../operations/dispatch';
-import { OPERATIONS, parameterNames, type Operation } from '../operations/table';
+import { runOperation } from '../operations/dispatch';
 import type { Logger } from '../logger';
 import { BearerAuth } from './auth';
 import { streamEvents } from './event-stream';
-import { parseLenientQuery } from './lenient-query';
+import { apiCorsOptions, DIALECTS, operationAnswer, operationParams, operationRoutes, resolveOperationPath, unroutedError, type Answer, type OperationRoute } from './operation-routes';
 import { installRequestLineRepair } from './request-line-repair';
 import { buildOpenApi } from './openapi';
 
@@ -23,34 +22,12 @@ export interface RestServerOptions {
   version: string;
 }
 
-/** Both API dialects: the current one and the first version's (compatibility.md, Older clients). */
-const DIALECTS = [
-  { prefix: '/api/v1', legacy: false },
-  { prefix: '/v1', legacy: true },
-] as const;
-
-/** Names that never belong to a free-text value even when the operation does not take them. */
-const ALWAYS_KNOWN = ['Priority', 'access_token', '_', ...SESSION_PARAM_ALIASES];
-
 const PUBLIC_PATHS = new Set(['/api/v1/openapi.json', '/openapi.json']);
-
-interface Answer {
-  status: number;
-  body: unknown;
-}
-
-interface OperationRoute {
-  op: Operation;
-  /** Parameter names that end a free-text value in the lenient query parser. */
-  known: ReadonlySet<string>;
-}
 
 export class RestServer {
   readonly app: FastifyInstance;
   private readonly auth: BearerAuth | null;
-  private readonly operationRoutes = new Map<string, OperationRoute>(
-    OPERATIONS.map((op) => [op.name, { op, known: new Set([...parameterNames(op), ...ALWAYS_KNOWN]) }]),
-  );
+  private readonly operationRoutes = operationRoutes();
 
   constructor(
     private readonly hub: HubCore,
@@ -103,12 +80,7 @@ export class RestServer {
 
   private routes(): void {
     const app = this.app;
-    app.register(cors, {
-      origin: this.options.corsOrigin,
-      methods: ['GET', 'HEAD', 'OPTIONS'],
-      allowedHeaders: ['Authorization', 'Content-Type', 'Cache-Control', 'X-Requested-With'],
-      maxAge: 600,
-    });
+    app.register(cors, apiCorsOptions(this.options.corsOrigin));
 
     app.addHook('onRequest', async (req, reply) => {
       if (!this.auth || req.method === 'OPTIONS' || PUBLIC_PATHS.has(req.routeOptions.url ?? '')) return;
@@ -144,12 +116,9 @@ export class RestServer {
     }
 
     app.setNotFoundHandler((req, reply) => {
-      if (req.method !== 'GET' && req.method !== 'OPTIONS') {
-        reply.header('Allow', 'GET, OPTIONS');
-        return this.fail(reply, new HubError('MethodNotAllowed', `${req.method} is not supported; operations are GET requests.`));
-      }
-      const name = req.url.split('?')[0].split('/').filter(Boolean).pop() ?? '';
-      return this.fail(reply, new HubError('UnknownOperation', `No operation at ${req.method} ${req.url.split('?')[0]} (${name || 'empty'}); see /api/v1/openapi.json.`));
+      const e = unroutedError(req.method, req.url);
+      if (e.code === 'MethodNotAllowed') reply.header('Allow', 'GET, OPTIONS');
+      return this.fail(reply, e);
     });
 
     app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
@@ -162,18 +131,8 @@ export class RestServer {
 
   /** Runs an operation for a request URL; shared by the fast path and the fastify routes. */
   private run(route: OperationRoute, legacy: boolean, url: string): Answer | Promise<Answer> {
-    const result = runOperation(this.hub, route.op, parseLenientQuery(url, route.known));
-    return result instanceof Promise ? result.then((r) => this.answer(route, legacy, r)) : this.answer(route, legacy, result);
-  }
-
-  private answer(route: OperationRoute, legacy: boolean, result: DispatchResult): Answer {
-    if (!result.ok) return { status: result.error.status, body: errorBody(result.error) };
-    if (legacy && route.op.name === 'init_session') {
-      // The first API version named the token SessionID.
-      const { SessionToken, ...rest } = result.body;
-      return { status: 200, body: { SessionID: SessionToken, ...rest } };
-    }
-    return { status: 200, body: result.body };
+    const result = runOperation(this.hub, route.op, operationParams(route, url));
+    return result instanceof Promise ? result.then((r) => operationAnswer(route, legacy, r)) : operationAnswer(route, legacy, result);
   }
 
   /**
@@ -185,15 +144,9 @@ export class RestServer {
   private fastPath(req: IncomingMessage, res: ServerResponse): boolean {
     if (req.method !== 'GET') return false;
     const url = req.url ?? '';
-    const q = url.indexOf('?');
-    let path = q < 0 ? url : url.slice(0, q);
-    if (path.includes('//')) path = path.replace(/\/{2,}/g, '/');
-    if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
-    const legacy = path.startsWith('/v1/');
-    if (!legacy && !path.startsWith('/api/v1/')) return false;
-    const route = this.operationRoutes.get(path.slice(legacy ? 4 : 8));
-    if (!route || (this.auth && !this.auth.check(req.headers.authorization))) return false;
-    const answer = this.run(route, legacy, url);
+    const found = resolveOperationPath(this.operationRoutes, url);
+    if (!found || (this.auth && !this.auth.check(req.headers.authorization))) return false;
+    const answer = this.run(found.route, found.legacy, url);
     if (answer instanceof Promise) answer.then((a) => this.send(res, a.status, a.body));
     else this.send(res, answer.status, answer.body);
     return true;

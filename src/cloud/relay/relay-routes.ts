@@ -1,0 +1,41 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { HubError, errorBody } from '../../core/errors';
+import { DIALECTS, operationAnswer, operationParams, operationRoutes, type Answer, type OperationRoute } from '../../server/operation-routes';
+import type { CloudContext } from '../context';
+
+/** The user an OAuth access token belongs to, if the token is live. */
+export async function bearerUser(ctx: CloudContext, authorization: string | undefined): Promise<string | undefined> {
+  const m = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
+  if (!m) return undefined;
+  return (await ctx.tokens.access(m[1]))?.userId;
+}
+
+/**
+ * The cloud's API: every operation of the table in both dialects, parsed exactly as the
+ * local server parses it, forwarded over the link to the token user's hub, answered with
+ * the hub's response (plus ResponseOf on the operations the spec lists).
+ */
+export function relayRoutes(app: FastifyInstance, ctx: CloudContext): void {
+  for (const route of operationRoutes().values()) {
+    for (const d of DIALECTS) {
+      app.get(`${d.prefix}/${route.op.name}`, async (req, reply) => {
+        const userId = await bearerUser(ctx, req.headers.authorization);
+        if (!userId) return unauthorized(reply);
+        const a = await forward(ctx, userId, route, d.legacy, req.url);
+        return reply.code(a.status).send(a.body);
+      });
+    }
+  }
+}
+
+export function unauthorized(reply: FastifyReply): FastifyReply {
+  reply.header('www-authenticate', 'Bearer realm="SpeakerHub Cloud", error="invalid_token"');
+  return reply.code(401).send(errorBody(new HubError('Unauthorized', 'A valid "Authorization: Bearer <access token>" header is required (POST /oauth/token gives one; it lasts an hour).')));
+}
+
+async function forward(ctx: CloudContext, userId: string, route: OperationRoute, legacy: boolean, url: string): Promise<Answer> {
+  const r = await ctx.registry.request(userId, route.op.name, operationParams(route, url));
+  const a = operationAnswer(route, legacy, r.ok ? { ok: true, op: route.op, body: r.body } : { ok: false, op: route.op, error: r.error });
+  if (route.op.cloudResponseOf) a.body = { ...(a.body as Record<string, unknown>), ResponseOf: route.op.name };
+  return a;
+}

@@ -1,0 +1,173 @@
+import cors from '@fastify/cors';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { createServer } from 'node:http';
+import { HubError, errorBody } from '../core/errors';
+import { systemClock, type Clock } from '../core/clock';
+import { createLogger, type Logger } from '../logger';
+import { apiCorsOptions, unroutedError } from '../server/operation-routes';
+import { buildOpenApi } from '../server/openapi';
+import { installRequestLineRepair } from '../server/request-line-repair';
+import { VERSION } from '../version';
+import { registerBrowserClient } from '../web-client/routes';
+import { Accounts } from './accounts/accounts';
+import { Clients, WEB_CLIENT_ID } from './accounts/clients';
+import { LinkTokens } from './accounts/link-tokens';
+import { WebSessions } from './accounts/web-sessions';
+import type { CloudContext } from './context';
+import { accountApi } from './http/account-api';
+import { oauthRoutes } from './http/oauth-routes';
+import { RateLimiter, type RateLimit } from './http/rate-limit';
+import { webRoutes } from './http/web-routes';
+import { CodeStore } from './oauth/code-store';
+import { createOAuthServer } from './oauth/model';
+import { TokenStore } from './oauth/token-store';
+import { HubRegistry } from './relay/hub-registry';
+import { LinkServer, type LinkServerOptions } from './relay/link-server';
+import { relayRoutes } from './relay/relay-routes';
+import type { Database } from './storage/database';
+import { openDatabase } from './storage/open';
+
+export interface CloudOptions {
+  host?: string;
+  port?: number;
+  dataDir: string;
+  /** The origin browsers and hubs use (e.g. https://cloud.example.org); default http://host:port. */
+  publicUrl?: string;
+  /** postgres://… for PostgreSQL; default: the embedded SQLite file in dataDir. */
+  database?: string;
+  clock?: Clock;
+  logger?: Logger;
+  link?: Partial<LinkServerOptions> & { recentlyOnlineMs?: number; reconnectWaitMs?: number };
+  rateLimits?: Partial<Record<'signinByAddress' | 'signinByUser' | 'token' | 'signup', RateLimit>>;
+}
+
+const DEFAULT_LIMITS: Record<'signinByAddress' | 'signinByUser' | 'token' | 'signup', RateLimit> = {
+  signinByAddress: { burst: 30, perSecond: 0.5 },
+  signinByUser: { burst: 10, perSecond: 0.1 },
+  token: { burst: 60, perSecond: 2 },
+  signup: { burst: 10, perSecond: 0.05 },
+};
+
+/**
+ * SpeakerHub Cloud: accounts, OAuth 2.0, hubs' links and the relay of API requests to
+ * them, and the browser client. `speakerhub cloud` runs one.
+ */
+export class CloudServer {
+  readonly app: FastifyInstance;
+  private ctx?: CloudContext;
+  private links?: LinkServer;
+  private db?: Database;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+
+  constructor(private readonly options: CloudOptions) {
+    this.logger = options.logger ?? createLogger();
+    this.clock = options.clock ?? systemClock;
+    this.app = Fastify({
+      logger: false,
+      exposeHeadRoutes: false,
+      trustProxy: false,
+      bodyLimit: 64 * 1024,
+      routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true, maxParamLength: 500 },
+      serverFactory: (handler) => {
+        const server = createServer(handler);
+        installRequestLineRepair(server);
+        return server;
+      },
+    });
+  }
+
+  get url(): string {
+    const addr = this.app.server.address();
+    if (!addr || typeof addr === 'string') throw new Error('the cloud is not listening');
+    const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+    return `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`;
+  }
+
+  get context(): CloudContext {
+    if (!this.ctx) throw new Error('the cloud is not started');
+    return this.ctx;
+  }
+
+  async start(): Promise<string> {
+    const o = this.options;
+    const db = await openDatabase({ dataDir: o.dataDir, database: o.database });
+    this.db = db;
+    const accounts = new Accounts(db);
+    const clients = new Clients(db);
+    const codes = new CodeStore(db, this.clock);
+    const tokens = new TokenStore(db, this.clock);
+    const limits = { ...DEFAULT_LIMITS, ...o.rateLimits };
+    const ctx: CloudContext = {
+      db,
+      accounts,
+      clients,
+      codes,
+      tokens,
+      linkTokens: new LinkTokens(db),
+      webSessions: new WebSessions(db, this.clock),
+      oauth: createOAuthServer({ accounts, clients, codes, tokens, clock: this.clock }),
+      registry: new HubRegistry({ recentlyOnlineMs: o.link?.recentlyOnlineMs ?? 60_000, reconnectWaitMs: o.link?.reconnectWaitMs ?? 5_000, maxWaiting: 10_000 }),
+      clock: this.clock,
+      logger: this.logger,
+      limits: {
+        signinByAddress: new RateLimiter(limits.signinByAddress, this.clock),
+        signinByUser: new RateLimiter(limits.signinByUser, this.clock),
+        token: new RateLimiter(limits.token, this.clock),
+        signup: new RateLimiter(limits.signup, this.clock),
+      },
+      publicUrl: () => (o.publicUrl ?? this.url).replace(/\/+$/, ''),
+    };
+    this.ctx = ctx;
+    this.routes(ctx);
+    try {
+      await this.app.listen({ host: o.host ?? '127.0.0.1', port: o.port ?? 8080 });
+      await clients.registerWebClient(`${ctx.publicUrl()}/`);
+      this.links = new LinkServer(this.app.server, ctx, {
+        heartbeatMs: o.link?.heartbeatMs ?? 15_000,
+        requestTimeoutMs: o.link?.requestTimeoutMs ?? 30_000,
+        maxLinks: o.link?.maxLinks ?? 100_000,
+        maxPayload: o.link?.maxPayload ?? 16 * 1024 * 1024,
+      });
+    } catch (e) {
+      await this.stop();
+      throw e;
+    }
+    this.logger.info({ url: this.url, publicUrl: ctx.publicUrl(), engine: db.engine }, 'cloud started');
+    return this.url;
+  }
+
+  async stop(): Promise<void> {
+    this.links?.close();
+    this.links = undefined;
+    await this.app.close();
+    await this.db?.close();
+    this.db = undefined;
+  }
+
+  private routes(ctx: CloudContext): void {
+    const app = this.app;
+    app.register(cors, apiCorsOptions('*', ['GET', 'HEAD', 'POST', 'OPTIONS']));
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(body as string)));
+    });
+    const openapi = buildOpenApi(VERSION);
+    app.get('/api/v1/openapi.json', async () => openapi);
+    relayRoutes(app, ctx);
+    oauthRoutes(app, ctx);
+    webRoutes(app, ctx);
+    accountApi(app, ctx);
+    registerBrowserClient(app, () => ({ mode: 'cloud', clientId: WEB_CLIENT_ID, redirectUri: `${ctx.publicUrl()}/`, authorizeUrl: '/oauth/authorize', tokenUrl: '/oauth/token' }));
+    app.setNotFoundHandler((req, reply) => {
+      const e = unroutedError(req.method, req.url);
+      if (e.code === 'MethodNotAllowed') reply.header('Allow', 'GET, OPTIONS');
+      return reply.code(e.status).send(errorBody(e));
+    });
+    app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
+      const status = err.statusCode ?? 500;
+      if (status >= 500) this.logger.error({ err: err.message, path: req.url.split('?')[0] }, 'request failed');
+      const e = status < 500 ? new HubError('InvalidParameter', `Malformed request: ${err.message}`) : new HubError('InternalError', 'The cloud hit an unexpected fault; it has been logged.');
+      return reply.code(status < 500 ? status : 500).send(errorBody(e));
+    });
+  }
+}
