@@ -95,3 +95,32 @@ export async function registerClient(t: TestCloud, redirectUri = 'https://app.ex
 export async function passwordGrant(base: string, client: { client_id: string; client_secret: string }, username: string, password = PASSWORD) {
   return postForm(`${base}/oauth/token`, { grant_type: 'password', username, password }, { authorization: basic(client.client_id, client.client_secret) });
 }
+
+/** Signs in on the web pages; returns the session cookie. */
+export async function webSignin(base: string, username: string, password = PASSWORD): Promise<string> {
+  const r = await postForm(`${base}/signin`, { username, password, next: '/account' });
+  if (r.status !== 303) throw new Error(`web signin ${username}: ${r.status}`);
+  return r.headers.get('set-cookie')!.split(';')[0];
+}
+
+/**
+ * The consent step as a browser does it: GET the authorization page (signed in), then POST
+ * its form with the decision. Returns the redirect location (with code or error).
+ */
+export async function authorize(base: string, cookie: string, params: Record<string, string>, decision = 'allow'): Promise<{ status: number; location: string | null; page: string }> {
+  const url = `${base}/oauth/authorize?${new URLSearchParams(params)}`;
+  const res = await fetch(url, { headers: { cookie }, redirect: 'manual' });
+  const page = await res.text();
+  if (res.status !== 200) return { status: res.status, location: res.headers.get('location'), page };
+  const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1];
+  if (!csrf) return { status: res.status, location: null, page };
+  const post = await postForm(`${base}/oauth/authorize`, { ...params, csrf, decision }, { cookie });
+  return { status: post.status, location: post.headers.get('location'), page: String(post.body) };
+}
+
+export function pkcePair(): { verifier: string; challenge: string } {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { createHash, randomBytes } = require('node:crypto') as typeof import('node:crypto');
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+}

@@ -48,6 +48,10 @@ export function oauthRoutes(app: FastifyInstance, ctx: CloudContext): void {
       });
     } catch (e) {
       if (!(e instanceof OAuthError)) throw e;
+      // RFC 6749 §5.2 names a redirect_uri differing from the authorization request's invalid_grant.
+      if (e.name === 'invalid_request' && /redirect_uri/.test(e.message) && body.grant_type === 'authorization_code') {
+        return oauthError(reply, 400, 'invalid_grant', 'redirect_uri does not match the one of the authorization request.');
+      }
       // RFC 6749 §5.2: invalid_client answers 401 when the client tried Basic authentication.
       if (e.name === 'invalid_client' && req.headers.authorization) reply.header('www-authenticate', 'Basic realm="SpeakerHub Cloud"');
       const status = e.name === 'invalid_client' ? (req.headers.authorization ? 401 : 400) : e.name === 'server_error' ? 500 : 400;

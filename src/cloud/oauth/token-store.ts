@@ -101,7 +101,7 @@ export class TokenStore {
       await this.revokeFamily(row.family_id);
       return undefined;
     }
-    if (Number(row.expires_at) <= this.clock.now()) return undefined;
+    // Expiry is judged by the caller (the OAuth library reports "expired" rather than "invalid").
     return { familyId: row.family_id, userId: row.user_id, clientId: row.client_id, expiresAt: Number(row.expires_at) };
   }
 
