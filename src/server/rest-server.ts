@@ -2,8 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import cors from '@fastify/cors';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HubError, errorBody } from '../core/errors';
-import type { HubCore } from '../core/hub-core';
-import { runOperation } from '../operations/dispatch';
+import type { ExtensionContext } from '../extensions/extension';
 import type { Logger } from '../logger';
 import { BearerAuth } from './auth';
 import { streamEvents } from './event-stream';
@@ -30,7 +29,7 @@ export class RestServer {
   private readonly operationRoutes = operationRoutes();
 
   constructor(
-    private readonly hub: HubCore,
+    private readonly ctx: ExtensionContext,
     private readonly options: RestServerOptions,
   ) {
     this.auth = options.token ? new BearerAuth(options.token) : null;
@@ -103,7 +102,7 @@ export class RestServer {
     app.get('/api/v1/events', (req, reply) => {
       streams.add(reply.raw);
       reply.raw.on('close', () => streams.delete(reply.raw));
-      streamEvents(this.hub, req, reply, this.options.corsOrigin);
+      streamEvents(this.ctx, req, reply, this.options.corsOrigin);
     });
 
     for (const route of this.operationRoutes.values()) {
@@ -131,7 +130,7 @@ export class RestServer {
 
   /** Runs an operation for a request URL; shared by the fast path and the fastify routes. */
   private run(route: OperationRoute, legacy: boolean, url: string): Answer | Promise<Answer> {
-    const result = runOperation(this.hub, route.op, operationParams(route, url));
+    const result = this.ctx.run(route.op, operationParams(route, url));
     return result instanceof Promise ? result.then((r) => operationAnswer(route, legacy, r)) : operationAnswer(route, legacy, result);
   }
 
