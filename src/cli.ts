@@ -5,6 +5,7 @@ import { loadConfig } from './config/load';
 import { SpeakerHub } from './hub';
 import { createLogger } from './logger';
 import { VERSION } from './version';
+import { cloudExtensions, cloudOverrides, registerCloudCommands } from './cloud/cli';
 
 function int(name: string, min: number, max: number) {
   return (v: string): number => {
@@ -54,12 +55,13 @@ function overridesFrom(f: HubFlags): Record<string, unknown> {
     speakers: { virtual: { count: f.virtualSpeakers } },
     tts: { provider: f.tts },
     log: { level: f.logLevel },
+    cloud: cloudOverrides(f),
   };
 }
 
 async function runHub(flags: HubFlags): Promise<void> {
   const config = await loadConfig(flags.config, overridesFrom(flags));
-  const hub = new SpeakerHub(config, { logger: createLogger({ level: config.log.level }) });
+  const hub = new SpeakerHub(config, { logger: createLogger({ level: config.log.level }), extensions: cloudExtensions(config) });
   await hub.start();
   // Printed to the terminal, never to the log: the token is a secret.
   const lines = [`SpeakerHub ${VERSION} is running.`, `  REST API:   ${hub.url}/api/v1/`];
@@ -113,6 +115,7 @@ export function buildCli(): Command {
         process.exit(2);
       }
     });
+  registerCloudCommands(program, program.commands.find((c) => c.name() === 'hub'));
   return program;
 }
 

@@ -1,5 +1,6 @@
 import cors from '@fastify/cors';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { HubError, errorBody } from '../core/errors';
 import { systemClock, type Clock } from '../core/clock';
@@ -14,6 +15,7 @@ import { Clients, WEB_CLIENT_ID } from './accounts/clients';
 import { LinkTokens } from './accounts/link-tokens';
 import { WebSessions } from './accounts/web-sessions';
 import type { CloudContext } from './context';
+import { adminRoutes, removeAdminInfo, runningCloud, writeAdminInfo } from './admin';
 import { accountApi } from './http/account-api';
 import { oauthRoutes } from './http/oauth-routes';
 import { RateLimiter, type RateLimit } from './http/rate-limit';
@@ -59,6 +61,7 @@ export class CloudServer {
   private db?: Database;
   private readonly logger: Logger;
   private readonly clock: Clock;
+  private adminToken?: string;
 
   constructor(private readonly options: CloudOptions) {
     this.logger = options.logger ?? createLogger();
@@ -91,6 +94,9 @@ export class CloudServer {
 
   async start(): Promise<string> {
     const o = this.options;
+    await mkdir(o.dataDir, { recursive: true });
+    const other = await runningCloud(o.dataDir);
+    if (other) throw new Error(`Another cloud (process ${other.pid}, ${other.url}) is using the data folder ${o.dataDir}.`);
     const db = await openDatabase({ dataDir: o.dataDir, database: o.database });
     this.db = db;
     const accounts = new Accounts(db);
@@ -123,6 +129,7 @@ export class CloudServer {
     try {
       await this.app.listen({ host: o.host ?? '127.0.0.1', port: o.port ?? 8080 });
       await clients.registerWebClient(`${ctx.publicUrl()}/`);
+      this.adminToken = (await writeAdminInfo(o.dataDir, this.url)).token;
       this.links = new LinkServer(this.app.server, ctx, {
         heartbeatMs: o.link?.heartbeatMs ?? 15_000,
         requestTimeoutMs: o.link?.requestTimeoutMs ?? 30_000,
@@ -140,6 +147,8 @@ export class CloudServer {
   async stop(): Promise<void> {
     this.links?.close();
     this.links = undefined;
+    if (this.adminToken) await removeAdminInfo(this.options.dataDir);
+    this.adminToken = undefined;
     await this.app.close();
     await this.db?.close();
     this.db = undefined;
@@ -157,6 +166,7 @@ export class CloudServer {
     oauthRoutes(app, ctx);
     webRoutes(app, ctx);
     accountApi(app, ctx);
+    adminRoutes(app, ctx.clients, () => this.adminToken);
     registerBrowserClient(app, () => ({ mode: 'cloud', clientId: WEB_CLIENT_ID, redirectUri: `${ctx.publicUrl()}/`, authorizeUrl: '/oauth/authorize', tokenUrl: '/oauth/token' }));
     app.setNotFoundHandler((req, reply) => {
       const e = unroutedError(req.method, req.url);
