@@ -9,6 +9,7 @@ import { streamEvents } from './event-stream';
 import { apiCorsOptions, DIALECTS, operationAnswer, operationParams, operationRoutes, resolveOperationPath, unroutedError, type Answer, type OperationRoute } from './operation-routes';
 import { installRequestLineRepair } from './request-line-repair';
 import { buildOpenApi } from './openapi';
+import { BROWSER_CLIENT_PATHS, registerBrowserClient } from '../web-client/routes';
 
 export interface RestServerOptions {
   host: string;
@@ -82,7 +83,7 @@ export class RestServer {
     app.register(cors, apiCorsOptions(this.options.corsOrigin));
 
     app.addHook('onRequest', async (req, reply) => {
-      if (!this.auth || req.method === 'OPTIONS' || PUBLIC_PATHS.has(req.routeOptions.url ?? '')) return;
+      if (!this.auth || req.method === 'OPTIONS' || PUBLIC_PATHS.has(req.routeOptions.url ?? '') || BROWSER_CLIENT_PATHS.has(req.routeOptions.url ?? '')) return;
       const queryToken = req.routeOptions.url === '/api/v1/events' ? (req.query as Record<string, string>).access_token : undefined;
       if (!this.auth.check(req.headers.authorization, queryToken)) {
         // Only the path: a query can carry secrets under names a redaction pattern misses (Session%54oken=...).
@@ -94,6 +95,7 @@ export class RestServer {
 
     const openapi = buildOpenApi(this.options.version);
     for (const path of PUBLIC_PATHS) app.get(path, async () => openapi);
+    registerBrowserClient(app, () => ({ mode: 'local' }));
     // Open event streams never end by themselves: close() ends them, or it would wait for every client.
     const streams = new Set<ServerResponse>();
     app.addHook('preClose', async () => {
