@@ -24,9 +24,21 @@ export const RELAXED_LIMITS = {
   signup: { burst: 10_000, perSecond: 1000 },
 };
 
-/** The database the suite runs on: SPEAKERHUB_TEST_DATABASE (postgres://…) or the embedded file. */
-export function testDatabase(): string | undefined {
-  return process.env.SPEAKERHUB_TEST_DATABASE || undefined;
+let postgres: { freshDatabase(): Promise<string>; url(db: string): string } | undefined;
+
+/** postgres.test.ts runs the suites on its private cluster; the other files use the embedded file. */
+export function setPostgres(pg: typeof postgres): void {
+  postgres = pg;
+}
+
+/** True when the suite runs on PostgreSQL. */
+export function onPostgres(): boolean {
+  return postgres !== undefined;
+}
+
+/** A new empty database URL on PostgreSQL; undefined (the embedded file in the data folder) otherwise. */
+export async function freshDatabase(): Promise<string | undefined> {
+  return postgres?.freshDatabase();
 }
 
 export async function startCloud(options: Partial<CloudOptions> & { clock?: Clock } = {}, dataDir?: string): Promise<TestCloud> {
@@ -42,7 +54,7 @@ export async function startCloud(options: Partial<CloudOptions> & { clock?: Cloc
     host: '127.0.0.1',
     port: 0,
     dataDir: dir,
-    database: testDatabase(),
+    database: await freshDatabase(),
     logger: createLogger({ level: 'debug', stream }),
     rateLimits: RELAXED_LIMITS,
     ...options,

@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readCredential } from '../../src/cloud-link/credentials';
-import { basic, postForm, testDatabase, PASSWORD } from './helpers';
+import { basic, freshDatabase, postForm, PASSWORD } from './helpers';
 import { startLinkedHub, type LinkedHub } from './hub';
 
 const CLI = join(__dirname, '../../dist/cli.js');
@@ -37,9 +37,9 @@ function run(args: string[], stdin?: string): Promise<{ code: number | null; out
 }
 
 /** Starts `speakerhub cloud`; resolves once it prints that it runs. */
-function startCloudProcess(port: number, data: string): Promise<ChildProcess> {
+function startCloudProcess(port: number, data: string, database?: string): Promise<ChildProcess> {
   const args = [CLI, 'cloud', '--port', String(port), '--host', '127.0.0.1', '--data', data, '--log-level', 'warn'];
-  if (testDatabase()) args.push('--database', testDatabase()!);
+  if (database) args.push('--database', database);
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   return new Promise((resolve, reject) => {
     let out = '';
@@ -72,7 +72,9 @@ test('accounts, clients and tokens survive a SIGKILLed cloud; the hub relinks', 
   const hubData = join(dir, 'hub');
   const pwFile = join(dir, 'pw');
   await writeFile(pwFile, `${PASSWORD}\n`);
-  cloud = await startCloudProcess(port, data);
+  const database = await freshDatabase();
+  const dbFlag = database ? ['--database', database] : [];
+  cloud = await startCloudProcess(port, data, database);
 
   // Sign-up: the password from a file (its trailing newline ignored), or from standard input.
   expect((await run(['account', 'signup', '--cloud', `${base}/some/path`, '--username', 'erin', '--email', 'erin@example.org', '--password-file', pwFile])).code).toBe(0);
@@ -90,7 +92,7 @@ test('accounts, clients and tokens survive a SIGKILLed cloud; the hub relinks', 
   expect(wrong.err).toMatch(/Wrong username or password/);
 
   // A client registered through the running cloud.
-  const add = await run(['cloud', 'client', 'add', '--data', data, '--name', 'App', '--redirect-uri', 'https://app.example.org/cb', '--json', ...(testDatabase() ? ['--database', testDatabase()!] : [])]);
+  const add = await run(['cloud', 'client', 'add', '--data', data, '--name', 'App', '--redirect-uri', 'https://app.example.org/cb', '--json', ...dbFlag]);
   expect(add.code).toBe(0);
   const client = JSON.parse(add.out) as { client_id: string; client_secret: string };
   expect(Object.keys(client).sort()).toEqual(['client_id', 'client_secret']);
@@ -117,12 +119,12 @@ test('accounts, clients and tokens survive a SIGKILLed cloud; the hub relinks', 
   await offline;
 
   // A client added while no cloud runs goes straight into the database.
-  const add2 = await run(['cloud', 'client', 'add', '--data', data, '--name', 'Offline app', '--redirect-uri', 'https://b.example.org/cb', ...(testDatabase() ? ['--database', testDatabase()!] : [])]);
+  const add2 = await run(['cloud', 'client', 'add', '--data', data, '--name', 'Offline app', '--redirect-uri', 'https://b.example.org/cb', ...dbFlag]);
   expect(add2.code).toBe(0);
   const id2 = /client_id:\s+(\S+)/.exec(add2.out)![1];
   const secret2 = /client_secret:\s+(\S+)/.exec(add2.out)![1];
 
-  cloud = await startCloudProcess(port, data);
+  cloud = await startCloudProcess(port, data, database);
   await hub.waitFor('online');
   // The access token from before the kill still works; so does the refresh token.
   const after = await api(grant.body.access_token);

@@ -12,7 +12,7 @@ import { MIGRATIONS } from '../../src/cloud/storage/migrations';
 import { openDatabase } from '../../src/cloud/storage/open';
 import { SqlJsDatabase } from '../../src/cloud/storage/sqljs-database';
 import type { Database } from '../../src/cloud/storage/database';
-import { testDatabase } from './helpers';
+import { freshDatabase, onPostgres } from './helpers';
 
 let dir: string;
 beforeEach(async () => {
@@ -41,7 +41,7 @@ function writeThenKill(file: string, atLeast: number): Promise<number[]> {
   });
 }
 
-const embeddedOnly = testDatabase() ? describe.skip : describe;
+const embeddedOnly = onPostgres() ? describe.skip : describe;
 
 embeddedOnly('embedded SQLite (sql.js) durability', () => {
   test('a SIGKILLed writer loses no commit it reported, over several kills and checkpoints', async () => {
@@ -80,20 +80,21 @@ embeddedOnly('embedded SQLite (sql.js) durability', () => {
   });
 });
 
-describe(`accounts on ${testDatabase() ? 'PostgreSQL' : 'SQLite'}`, () => {
+describe(`accounts on ${onPostgres() ? 'PostgreSQL' : 'SQLite'}`, () => {
   let db: Database;
   let accounts: Accounts;
+  let url: string | undefined;
   beforeEach(async () => {
-    db = await openDatabase({ dataDir: dir, database: testDatabase() });
+    url = await freshDatabase();
+    db = await openDatabase({ dataDir: dir, database: url });
     accounts = new Accounts(db);
   });
   afterEach(async () => {
-    if (testDatabase()) for (const t of ['users']) await db.run(`DELETE FROM ${t}`);
     await db.close();
   });
 
   test('migrations are recorded once and re-running them changes nothing', async () => {
-    const again = await openDatabase({ dataDir: dir, database: testDatabase() });
+    const again = await openDatabase({ dataDir: dir, database: url });
     const rows = await again.all<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
     expect(rows.map((r) => Number(r.version))).toEqual(MIGRATIONS.map((_, i) => i + 1));
     await again.close();
