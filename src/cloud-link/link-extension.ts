@@ -1,6 +1,8 @@
 import WebSocket from 'ws';
 import type { ExtensionContext, HubExtension } from '../extensions/extension';
 import { CLOSE_SHUTDOWN, LINK_PATH, type LinkRequest, type LinkResponse } from '../cloud/link/protocol';
+import type { DispatchResult } from '../operations/dispatch';
+import { OPERATIONS_BY_NAME } from '../operations/table';
 import { backoffDelay } from './backoff';
 import { cloudOrigin, cloudSignin, readCredential, readPasswordFile, saveCredential, type LinkCredential } from './credentials';
 
@@ -163,12 +165,18 @@ export class CloudLinkExtension implements HubExtension {
     }
     if (req.t !== 'req' || typeof req.id !== 'number' || typeof req.op !== 'string') return;
     const params = req.params && typeof req.params === 'object' ? req.params : {};
-    void this.ctx!.dispatch(req.op, params).then((r) => {
-      const res: LinkResponse = r.ok
-        ? { t: 'res', id: req.id, ok: true, body: r.body }
-        : { t: 'res', id: req.id, ok: false, error: { code: r.error.code, message: r.error.message, parameter: r.error.parameter } };
-      if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(res));
-    });
+    const op = OPERATIONS_BY_NAME.get(req.op);
+    // run() answers synchronous operations without a promise round trip, as the local server does.
+    const result = op ? this.ctx!.run(op, params) : this.ctx!.dispatch(req.op, params);
+    if (result instanceof Promise) void result.then((r) => this.answer(ws, req.id, r));
+    else this.answer(ws, req.id, result);
+  }
+
+  private answer(ws: WebSocket, id: number, r: DispatchResult): void {
+    const res: LinkResponse = r.ok
+      ? { t: 'res', id, ok: true, body: r.body }
+      : { t: 'res', id, ok: false, error: { code: r.error.code, message: r.error.message, parameter: r.error.parameter } };
+    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(res));
   }
 
   private setState(s: LinkState): void {

@@ -25,7 +25,7 @@ import { createOAuthServer } from './oauth/model';
 import { TokenStore } from './oauth/token-store';
 import { HubRegistry } from './relay/hub-registry';
 import { LinkServer, type LinkServerOptions } from './relay/link-server';
-import { relayRoutes } from './relay/relay-routes';
+import { relayFastPath, relayRoutes } from './relay/relay-routes';
 import type { Database } from './storage/database';
 import { openDatabase } from './storage/open';
 
@@ -73,7 +73,9 @@ export class CloudServer {
       bodyLimit: 64 * 1024,
       routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true, maxParamLength: 500 },
       serverFactory: (handler) => {
-        const server = createServer(handler);
+        const server = createServer((req, res) => {
+          if (!this.ctx || !relayFastPath(this.ctx, req, res)) handler(req, res);
+        });
         installRequestLineRepair(server);
         return server;
       },

@@ -66,7 +66,8 @@ test('cloud: sign up, sign in through the consent page, play TTS on a virtual sp
   await page.waitForSelector('#message.ok');
   await page.fill('#tts-text', 'Hello from the browser. This sentence is long enough to keep playing while the test looks at the hub.');
   await page.click('#speak');
-  await page.waitForFunction("document.getElementById('state')?.textContent === 'Playing'");
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  await page.waitForFunction(() => (globalThis as any).document.getElementById('state')?.textContent === 'Playing');
   const status = hub.hub.core.playback.snapshot();
   expect(status.state).toBe('PlayerStatePlaying');
   expect(status.kind).toBe('tts');

@@ -70,6 +70,16 @@ export class TokenStore {
     return t;
   }
 
+  /**
+   * The grant behind a bearer token when it is in the cache (the relay's fast path):
+   * undefined means "look it up" (access()), null means "known and expired".
+   */
+  cachedAccess(token: string): AccessGrant | null | undefined {
+    const grant = this.cache.get(digest(token));
+    if (!grant) return undefined;
+    return grant.expiresAt > this.clock.now() ? grant : null;
+  }
+
   /** The grant behind a bearer token, if it is live. */
   async access(token: string): Promise<AccessGrant | undefined> {
     const key = digest(token);
