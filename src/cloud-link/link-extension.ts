@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import type { ExtensionContext, HubExtension } from '../extensions/extension';
 import { CLOSE_SHUTDOWN, LINK_PATH, type LinkRequest, type LinkResponse } from '../cloud/link/protocol';
+import { HubError } from '../core/errors';
 import type { DispatchResult } from '../operations/dispatch';
 import { OPERATIONS_BY_NAME } from '../operations/table';
 import { backoffDelay } from './backoff';
@@ -10,6 +11,8 @@ export type LinkState = 'connecting' | 'online' | 'offline' | 'stopped';
 
 /** Largest request the cloud may send; requests are one operation's parameters. */
 const MAX_PAYLOAD = 1024 * 1024;
+/** Requests the hub runs at once for the cloud; beyond, it answers HubBusy (the cloud itself sends at most 256). */
+const MAX_IN_FLIGHT = 512;
 
 /**
  * The hub's link to SpeakerHub Cloud (`hub --cloud <url>`): a WebSocket it keeps open, on
@@ -28,6 +31,7 @@ export class CloudLinkExtension implements HubExtension {
   private timer?: NodeJS.Timeout;
   private heartbeat?: NodeJS.Timeout;
   private _state: LinkState = 'offline';
+  private inFlight = 0;
   private readonly listeners = new Set<(s: LinkState) => void>();
 
   get state(): LinkState {
@@ -165,11 +169,19 @@ export class CloudLinkExtension implements HubExtension {
     }
     if (req.t !== 'req' || typeof req.id !== 'number' || typeof req.op !== 'string') return;
     const params = req.params && typeof req.params === 'object' ? req.params : {};
+    if (this.inFlight >= MAX_IN_FLIGHT) {
+      return this.answer(ws, req.id, { ok: false, error: new HubError('HubBusy', `The hub is running ${this.inFlight} cloud requests; retry shortly.`) });
+    }
     const op = OPERATIONS_BY_NAME.get(req.op);
     // run() answers synchronous operations without a promise round trip, as the local server does.
     const result = op ? this.ctx!.run(op, params) : this.ctx!.dispatch(req.op, params);
-    if (result instanceof Promise) void result.then((r) => this.answer(ws, req.id, r));
-    else this.answer(ws, req.id, result);
+    if (result instanceof Promise) {
+      this.inFlight++;
+      void result.then((r) => {
+        this.inFlight--;
+        this.answer(ws, req.id, r);
+      });
+    } else this.answer(ws, req.id, result);
   }
 
   private answer(ws: WebSocket, id: number, r: DispatchResult): void {

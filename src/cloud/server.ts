@@ -62,6 +62,7 @@ export class CloudServer {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private adminToken?: string;
+  private housekeeping?: NodeJS.Timeout;
 
   constructor(private readonly options: CloudOptions) {
     this.logger = options.logger ?? createLogger();
@@ -132,6 +133,10 @@ export class CloudServer {
       await this.app.listen({ host: o.host ?? '127.0.0.1', port: o.port ?? 8080 });
       await clients.registerWebClient(`${ctx.publicUrl()}/`);
       this.adminToken = (await writeAdminInfo(o.dataDir, this.url)).token;
+      // Expired codes, tokens and web sessions would otherwise pile up forever.
+      this.housekeeping = setInterval(() => void this.purgeExpired(), 10 * 60_000);
+      this.housekeeping.unref();
+      await this.purgeExpired();
       this.links = new LinkServer(this.app.server, ctx, {
         heartbeatMs: o.link?.heartbeatMs ?? 15_000,
         requestTimeoutMs: o.link?.requestTimeoutMs ?? 30_000,
@@ -147,6 +152,7 @@ export class CloudServer {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.housekeeping);
     this.links?.close();
     this.links = undefined;
     if (this.adminToken) await removeAdminInfo(this.options.dataDir);
@@ -154,6 +160,24 @@ export class CloudServer {
     await this.app.close();
     await this.db?.close();
     this.db = undefined;
+  }
+
+  /** Deletes what can no longer be used; failures are logged and retried next time. */
+  async purgeExpired(): Promise<void> {
+    const db = this.db;
+    if (!db) return;
+    const now = this.clock.now();
+    try {
+      await db.transaction(async (q) => {
+        await q.run('DELETE FROM auth_codes WHERE expires_at < $1', [now]);
+        await q.run('DELETE FROM access_tokens WHERE expires_at < $1', [now]);
+        await q.run('DELETE FROM refresh_tokens WHERE expires_at < $1', [now]);
+        await q.run('DELETE FROM web_sessions WHERE expires_at < $1', [now]);
+        await q.run('DELETE FROM token_families WHERE NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.family_id = token_families.id)');
+      });
+    } catch (e) {
+      this.logger.warn({ err: (e as Error).message }, 'purging expired tokens failed');
+    }
   }
 
   private routes(ctx: CloudContext): void {

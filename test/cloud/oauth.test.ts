@@ -210,6 +210,50 @@ describe('refresh grant', () => {
   });
 });
 
+describe('web pages', () => {
+  test('sign-up shows clear errors and signs the new user in', async () => {
+    const taken = await postForm(`${t.base}/signup`, { username: 'ALICE', email: 'a@example.org', password: PASSWORD });
+    expect(taken.status).toBe(409);
+    expect(taken.body).toMatch(/username &quot;ALICE&quot; is taken/);
+    const weak = await postForm(`${t.base}/signup`, { username: 'henry', email: 'h@example.org', password: 'short' });
+    expect(weak.status).toBe(400);
+    expect(weak.body).toMatch(/password is too weak/);
+    expect(weak.body).toMatch(/value="henry"/); // the form keeps what was typed
+    const ok = await postForm(`${t.base}/signup`, { username: 'henry', email: 'h@example.org', password: PASSWORD, next: '/account' });
+    expect(ok.status).toBe(303);
+    expect(ok.headers.get('location')).toBe('/account');
+    expect(ok.headers.get('set-cookie')).toMatch(/^shcloud=[^;]+; Path=\/; HttpOnly; SameSite=Lax/);
+    const bad = await postForm(`${t.base}/signin`, { username: 'henry', password: 'wrong horse battery' });
+    expect(bad.status).toBe(401);
+    expect(bad.body).toMatch(/Wrong username or password/);
+    // Only same-site paths are followed after a sign-in.
+    const evil = await postForm(`${t.base}/signin`, { username: 'henry', password: PASSWORD, next: '//evil.example.org/' });
+    expect(evil.headers.get('location')).toBe('/account');
+  });
+
+  test('a client registered on the account page (CSRF-protected) works for the code grant', async () => {
+    const cookie = await webSignin(t.base, 'alice');
+    const page = await (await fetch(`${t.base}/account`, { headers: { cookie } })).text();
+    const csrf = /name="csrf" value="([^"]+)"/.exec(page)![1];
+    const forged = await postForm(`${t.base}/account/clients`, { name: 'Forged', redirect_uris: 'https://x.example.org/cb' }, { cookie });
+    expect(forged.status).toBe(403);
+    const badUri = await postForm(`${t.base}/account/clients`, { csrf, name: 'Bad', redirect_uris: 'https://x.example.org/cb#frag' }, { cookie });
+    expect(badUri.status).toBe(400);
+    expect(badUri.body).toMatch(/must not contain a fragment/);
+    const reg = await postForm(`${t.base}/account/clients`, { csrf, name: 'Web app', redirect_uris: 'https://web.example.org/cb\nhttps://web.example.org/cb2' }, { cookie });
+    expect(reg.status).toBe(201);
+    const id = /id="client-id">([^<]+)</.exec(reg.body)![1];
+    const secret = /id="client-secret">([^<]+)</.exec(reg.body)![1];
+    const a = await authorize(t.base, cookie, { response_type: 'code', client_id: id, redirect_uri: 'https://web.example.org/cb2' });
+    const code = new URL(a.location!).searchParams.get('code')!;
+    expectTokenResponse(await token({ grant_type: 'authorization_code', code, client_id: id, client_secret: secret, redirect_uri: 'https://web.example.org/cb2' }));
+    // The page lists it afterwards, without the secret.
+    const after = await (await fetch(`${t.base}/account`, { headers: { cookie } })).text();
+    expect(after).toContain(id);
+    expect(after).not.toContain(secret);
+  });
+});
+
 describe('rate limits', () => {
   test('the token endpoint and sign-in answer 429 with Retry-After once the budget is spent', async () => {
     const limited = await startCloud({ rateLimits: { token: { burst: 3, perSecond: 0.01 }, signinByUser: { burst: 2, perSecond: 0.01 } } });

@@ -136,4 +136,23 @@ test('accounts, clients and tokens survive a SIGKILLed cloud; the hub relinks', 
   // The account and the client registered while the cloud was down.
   const g2 = await postForm(`${base}/oauth/token`, { grant_type: 'password', username: 'frank', password: PASSWORD }, { authorization: basic(id2, secret2) });
   expect(g2.status).toBe(200);
+
+  // `speakerhub hub --cloud` itself: refused without a sign-in, linked after one.
+  const frankData = join(dir, 'frank-hub');
+  const hubArgs = ['hub', '--cloud', base, '--data', frankData, '--port', '0', '--host', '127.0.0.1', '--virtual-speakers', '1', '--no-samples', '--log-level', 'warn'];
+  const refused = await run(hubArgs);
+  expect(refused.code).toBe(2);
+  expect(refused.err).toMatch(/speakerhub account signin --cloud/);
+  expect((await run(['account', 'signin', '--cloud', base, '--username', 'frank', '--data', frankData], `${PASSWORD}\n`)).code).toBe(0);
+  const frankHub = spawn(process.execPath, [CLI, ...hubArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    const hubs = async () => ((await (await fetch(`${base}/api/account/hubs`, { headers: { authorization: `Bearer ${g2.body.access_token}` } })).json()) as { hubs: unknown[] }).hubs;
+    while (!(await hubs()).length) await new Promise((r) => setTimeout(r, 50));
+    const init = await api(g2.body.access_token);
+    expect(init.status).toBe(200);
+    expect(init.body.HKWHubUUID).not.toBe(hub.hub.core.uuid);
+  } finally {
+    frankHub.kill('SIGTERM');
+    await new Promise((r) => frankHub.once('exit', r));
+  }
 }, 90_000);

@@ -39,8 +39,4 @@ export class CodeStore {
   async take(code: string): Promise<boolean> {
     return (await this.db.run('DELETE FROM auth_codes WHERE code_hash = $1', [digest(code)])) > 0;
   }
-
-  async purgeExpired(): Promise<void> {
-    await this.db.run('DELETE FROM auth_codes WHERE expires_at < $1', [this.clock.now()]);
-  }
 }
