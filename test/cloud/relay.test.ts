@@ -5,7 +5,8 @@
  * HubOffline; cross-user isolation; links dropped mid-request; re-authentication; heartbeats.
  */
 import WebSocket from 'ws';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ERROR_CODES } from '../../src/core/errors';
 import { OPERATIONS } from '../../src/operations/table';
@@ -22,6 +23,13 @@ let bob: LinkedHub;
 let aliceToken: string;
 let bobToken: string;
 let carolToken: string;
+/** Data folders the tests make themselves (startLinkedHub removes only its own). */
+const dirs: string[] = [];
+async function tempDir(prefix: string): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), prefix));
+  dirs.push(d);
+  return d;
+}
 
 beforeAll(async () => {
   t = await startCloud({ link: { heartbeatMs: 1000 } });
@@ -33,8 +41,7 @@ beforeAll(async () => {
   // Alice's hub signs in itself (--cloud-username/--cloud-password-file); Bob's uses the
   // link token `speakerhub account signin` saved in its data folder.
   alice = await startLinkedHub(t.base, 'alice');
-  const { mkdtemp } = await import('node:fs/promises');
-  const bobDir = await mkdtemp(join(require('node:os').tmpdir(), 'speakerhub-bob-'));
+  const bobDir = await tempDir('speakerhub-bob-');
   await saveCredential(bobDir, await cloudSignin(t.base, 'bob', PASSWORD));
   bob = await startLinkedHub(t.base, 'bob', { dataDir: bobDir, withPassword: false, speakers: 2 });
   await Promise.all([alice.waitFor('online'), bob.waitFor('online')]);
@@ -44,6 +51,7 @@ afterAll(async () => {
   await alice?.close();
   await bob?.close();
   await t?.close();
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
 async function call(base: string, path: string, token: string, init: RequestInit = {}) {
@@ -222,8 +230,7 @@ describe('link faults', () => {
 
   test('a refused link token makes the hub sign in again (re-authentication)', async () => {
     const cred = (await readCredential(alice.dataDir))!;
-    const { mkdtemp } = await import('node:fs/promises');
-    const dir = await mkdtemp(join(require('node:os').tmpdir(), 'speakerhub-reauth-'));
+    const dir = await tempDir('speakerhub-reauth-');
     await saveCredential(dir, { ...cred, linkToken: 'revoked-or-unknown-token-000000000000000000' });
     const h = await startLinkedHub(t.base, 'alice', { dataDir: dir });
     try {
@@ -263,8 +270,7 @@ describe('link faults', () => {
 });
 
 test('the hub refuses to start with --cloud and no sign-in, saying what to run', async () => {
-  const { mkdtemp } = await import('node:fs/promises');
-  const dir = await mkdtemp(join(require('node:os').tmpdir(), 'speakerhub-nosignin-'));
+  const dir = await tempDir('speakerhub-nosignin-');
   await writeFile(join(dir, 'x'), '');
   await expect(startLinkedHub(t.base, 'alice', { dataDir: dir, withPassword: false })).rejects.toThrow(/speakerhub account signin --cloud/);
 });
