@@ -17,3 +17,4 @@ export { UpnpDriver, UpnpConfigSchema, type UpnpConfig } from './drivers/upnp';
 export { SnapcastDriver, SnapcastConfigSchema, type SnapcastConfig } from './drivers/snapcast';
 export { SpeakerHubClient } from './client/client';
 export { VERSION } from './version';
+export { CloudLinkExtension } from './cloud-link/link-extension';

@@ -5,7 +5,7 @@ import { HubError } from '../core/errors';
 import type { DispatchResult } from '../operations/dispatch';
 import { OPERATIONS_BY_NAME } from '../operations/table';
 import { backoffDelay } from './backoff';
-import { cloudOrigin, cloudSignin, readCredential, readPasswordFile, saveCredential, type LinkCredential } from './credentials';
+import { CloudAccountError, cloudOrigin, cloudSignin, readCredential, readPasswordFile, saveCredential, type LinkCredential } from './credentials';
 
 export type LinkState = 'connecting' | 'online' | 'offline' | 'stopped';
 
@@ -26,6 +26,7 @@ export class CloudLinkExtension implements HubExtension {
   private ctx?: ExtensionContext;
   private ws?: WebSocket;
   private credential?: LinkCredential;
+  private origin = '';
   private password?: string;
   private attempt = 0;
   private timer?: NodeJS.Timeout;
@@ -50,11 +51,21 @@ export class CloudLinkExtension implements HubExtension {
     this.ctx = ctx;
     const origin = cloudOrigin(c.url);
     if (c.passwordFile) this.password = await readPasswordFile(c.passwordFile);
+    this.origin = origin;
     const saved = await readCredential(ctx.config.dataDir);
     if (saved && saved.cloud === origin && (!c.username || c.username.toLowerCase() === saved.username.toLowerCase())) {
       this.credential = saved;
     } else if (c.username && this.password !== undefined) {
-      this.credential = await this.signin(origin);
+      try {
+        this.credential = await this.signin(origin);
+      } catch (e) {
+        // Wrong credentials stop the hub with the cloud's message; an unreachable or failing
+        // cloud does not: the hub runs locally and keeps trying.
+        if (!(e instanceof CloudAccountError) || (e.status !== 0 && e.status < 500)) throw e;
+        ctx.logger.warn({ err: e.message }, 'cloud sign-in failed; the hub runs and keeps trying');
+        this.scheduleReconnect(true);
+        return;
+      }
     } else {
       throw new Error(`No cloud sign-in for ${origin} in ${ctx.config.dataDir}: run \`speakerhub account signin --cloud ${origin} --username <name> --data ${ctx.config.dataDir}\` first, or give --cloud-username and --cloud-password-file.`);
     }
@@ -129,7 +140,7 @@ export class CloudLinkExtension implements HubExtension {
     const delay = backoffDelay(this.attempt++, c.reconnectBaseMs, c.maxBackoffSeconds * 1000);
     this.timer = setTimeout(() => {
       if (reauthenticate && c.username && this.password !== undefined) {
-        this.signin(this.credential!.cloud).then(
+        this.signin(this.origin).then(
           (cred) => {
             this.credential = cred;
             this.connect();

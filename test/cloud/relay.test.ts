@@ -274,3 +274,26 @@ test('the hub refuses to start with --cloud and no sign-in, saying what to run',
   await writeFile(join(dir, 'x'), '');
   await expect(startLinkedHub(t.base, 'alice', { dataDir: dir, withPassword: false })).rejects.toThrow(/speakerhub account signin --cloud/);
 });
+
+test('a hub whose cloud is unreachable at start runs locally and links once the cloud is up', async () => {
+  const { createServer } = await import('node:net');
+  const port = await new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const p = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(p));
+    });
+  });
+  const h = await startLinkedHub(`http://127.0.0.1:${port}`, 'ivy');
+  let later: TestCloud | undefined;
+  try {
+    expect(h.link.state).not.toBe('online');
+    expect((await local(h, '/api/v1/init_session')).status).toBe(200);
+    later = await startCloud({ port });
+    await signup(later.base, 'ivy');
+    await h.waitFor('online');
+    expect(later.cloud.context.registry.count).toBe(1);
+  } finally {
+    await h.close();
+    await later?.close();
+  }
+});
