@@ -67,7 +67,9 @@ describe('password grant', () => {
 
   test('RFC 6749 §5.2 errors: unsupported grant type, missing parameters, wrong content type', async () => {
     expectOAuthError(await token({ grant_type: 'magic' }, { authorization: basic(client.client_id, client.client_secret) }), 400, 'unsupported_grant_type');
-    expectOAuthError(await token({ grant_type: 'password', username: 'alice' }, { authorization: basic(client.client_id, client.client_secret) }), 400, 'invalid_request');
+    const missing = await token({ grant_type: 'password', username: 'alice' }, { authorization: basic(client.client_id, client.client_secret) });
+    expectOAuthError(missing, 400, 'invalid_request');
+    expect(missing.body.error_description).toMatch(/password/);
     const json = await fetch(`${t.base}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: basic(client.client_id, client.client_secret) }, body: '{"grant_type":"password"}' });
     expectOAuthError({ status: json.status, body: await json.json() }, 400, 'invalid_request');
   });

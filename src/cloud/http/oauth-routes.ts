@@ -135,5 +135,5 @@ function withParams(uri: string, params: Record<string, string | undefined>): st
 
 /** The library's messages start with "Invalid grant: …"; the error field already says that. */
 function describe(e: OAuthError): string {
-  return e.message.replace(/^[A-Za-z ]+: /, (m) => (m.length < 30 ? '' : m));
+  return e.message.replace(/^(Invalid (grant|client|request|argument)|Unsupported grant type|Unauthorized client|Server error): /, '');
 }
