@@ -5,90 +5,95 @@
  * on a local hub it signs in with the API token. A screenshot goes to docs/images/.
  */
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { labSuite } from '../helpers/labs';
 import { TEST_TOKEN } from '../helpers/hub';
 import { startCloud, PASSWORD, type TestCloud } from './helpers';
 import { startLinkedHub, type LinkedHub } from './hub';
 
 const LAB_FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps', '--disable-domain-reliability', '--metrics-recording-only', '--no-default-browser-check', '--disable-features=MediaRouter,OptimizationHints,Translate'];
 
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let browser: Browser;
 let t: TestCloud;
 let hub: LinkedHub | undefined;
 
-beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true, args: LAB_FLAGS });
-  t = await startCloud();
-}, 30_000);
-afterAll(async () => {
-  await browser?.close();
-  await hub?.close();
-  await t?.close();
+labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIUM} (Debian package chromium)`)('browser client', () => {
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAB_FLAGS });
+    t = await startCloud();
+  }, 30_000);
+  afterAll(async () => {
+    await browser?.close();
+    await hub?.close();
+    await t?.close();
+  });
+
+  /** Waits until check() holds, polling the hub (a positive signal; the test timeout bounds it). */
+  async function until(check: () => boolean | Promise<boolean>): Promise<void> {
+    while (!(await check())) await new Promise((r) => setTimeout(r, 25));
+  }
+
+  test('cloud: sign up, sign in through the consent page, play TTS on a virtual speaker, move a volume slider', async () => {
+    const page: Page = await browser.newPage({ viewport: { width: 420, height: 1100 } });
+    // Sign up on the web site, then sign out: the client's sign-in must go through the consent page.
+    await page.goto(`${t.base}/signup`);
+    await page.fill('#username', 'browser.user');
+    await page.fill('#email', 'browser@example.org');
+    await page.fill('#password', PASSWORD);
+    await page.click('button[type=submit]');
+    await page.waitForURL(`${t.base}/account`);
+    await page.click('text=Sign out');
+    await page.waitForURL(`${t.base}/signin`);
+
+    // The user's hub links with the new account.
+    hub = await startLinkedHub(t.base, 'browser.user', { speakers: 2 });
+    await hub.waitFor('online');
+
+    await page.goto(`${t.base}/`);
+    await page.click('#cloud-signin');
+    await page.waitForURL(/\/oauth\/authorize\?/);
+    expect(await page.textContent('main')).toMatch(/Sign in first/);
+    await page.fill('#username', 'browser.user');
+    await page.fill('#password', PASSWORD);
+    await page.click('button[type=submit]');
+    await page.waitForSelector('#allow');
+    await page.click('#allow');
+    await page.waitForURL(`${t.base}/`);
+    await page.waitForSelector('#speakers li');
+    expect(await page.locator('#speakers li').count()).toBe(2);
+
+    const ids = (await page.locator('#speakers input[type=checkbox]').evaluateAll((els) => els.map((e) => e.id.replace('spk-', ''))));
+    const first = ids[0];
+    await page.check(`#spk-${first}`);
+    await page.waitForSelector('#message.ok');
+    await page.fill('#tts-text', 'Hello from the browser. This sentence is long enough to keep playing while the test looks at the hub.');
+    await page.click('#speak');
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    await page.waitForFunction(() => (globalThis as any).document.getElementById('state')?.textContent === 'Playing');
+    const status = hub.hub.core.playback.snapshot();
+    expect(status.state).toBe('PlayerStatePlaying');
+    expect(status.kind).toBe('tts');
+    expect(status.deviceIds).toEqual([first]);
+
+    await page.locator(`#spk-${first}-vol`).fill('35');
+    await until(() => hub!.hub.core.volume.of(first) === 35);
+    expect(await page.textContent(`output[for="spk-${first}-vol"]`)).toBe('35');
+
+    await page.screenshot({ path: join(__dirname, '../../docs/images/browser-client.png'), fullPage: true });
+    await page.close();
+  }, 60_000);
+
+  test('local hub: the same client at / signs in with the API token and lists the speakers', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${hub!.base}/`);
+    await page.waitForSelector('#signin-local:not([hidden])');
+    await page.fill('#api-token', TEST_TOKEN);
+    await page.click('#signin-local button[type=submit]');
+    await page.waitForSelector('#speakers li');
+    expect(await page.locator('#speakers li').count()).toBe(2);
+    expect(await page.textContent('#where')).toMatch(/Local hub/);
+    await page.close();
+  }, 30_000);
 });
-
-/** Waits until check() holds, polling the hub (a positive signal; the test timeout bounds it). */
-async function until(check: () => boolean | Promise<boolean>): Promise<void> {
-  while (!(await check())) await new Promise((r) => setTimeout(r, 25));
-}
-
-test('cloud: sign up, sign in through the consent page, play TTS on a virtual speaker, move a volume slider', async () => {
-  const page: Page = await browser.newPage({ viewport: { width: 420, height: 1100 } });
-  // Sign up on the web site, then sign out: the client's sign-in must go through the consent page.
-  await page.goto(`${t.base}/signup`);
-  await page.fill('#username', 'browser.user');
-  await page.fill('#email', 'browser@example.org');
-  await page.fill('#password', PASSWORD);
-  await page.click('button[type=submit]');
-  await page.waitForURL(`${t.base}/account`);
-  await page.click('text=Sign out');
-  await page.waitForURL(`${t.base}/signin`);
-
-  // The user's hub links with the new account.
-  hub = await startLinkedHub(t.base, 'browser.user', { speakers: 2 });
-  await hub.waitFor('online');
-
-  await page.goto(`${t.base}/`);
-  await page.click('#cloud-signin');
-  await page.waitForURL(/\/oauth\/authorize\?/);
-  expect(await page.textContent('main')).toMatch(/Sign in first/);
-  await page.fill('#username', 'browser.user');
-  await page.fill('#password', PASSWORD);
-  await page.click('button[type=submit]');
-  await page.waitForSelector('#allow');
-  await page.click('#allow');
-  await page.waitForURL(`${t.base}/`);
-  await page.waitForSelector('#speakers li');
-  expect(await page.locator('#speakers li').count()).toBe(2);
-
-  const ids = (await page.locator('#speakers input[type=checkbox]').evaluateAll((els) => els.map((e) => e.id.replace('spk-', ''))));
-  const first = ids[0];
-  await page.check(`#spk-${first}`);
-  await page.waitForSelector('#message.ok');
-  await page.fill('#tts-text', 'Hello from the browser. This sentence is long enough to keep playing while the test looks at the hub.');
-  await page.click('#speak');
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  await page.waitForFunction(() => (globalThis as any).document.getElementById('state')?.textContent === 'Playing');
-  const status = hub.hub.core.playback.snapshot();
-  expect(status.state).toBe('PlayerStatePlaying');
-  expect(status.kind).toBe('tts');
-  expect(status.deviceIds).toEqual([first]);
-
-  await page.locator(`#spk-${first}-vol`).fill('35');
-  await until(() => hub!.hub.core.volume.of(first) === 35);
-  expect(await page.textContent(`output[for="spk-${first}-vol"]`)).toBe('35');
-
-  await page.screenshot({ path: join(__dirname, '../../docs/images/browser-client.png'), fullPage: true });
-  await page.close();
-}, 60_000);
-
-test('local hub: the same client at / signs in with the API token and lists the speakers', async () => {
-  const page = await browser.newPage();
-  await page.goto(`${hub!.base}/`);
-  await page.waitForSelector('#signin-local:not([hidden])');
-  await page.fill('#api-token', TEST_TOKEN);
-  await page.click('#signin-local button[type=submit]');
-  await page.waitForSelector('#speakers li');
-  expect(await page.locator('#speakers li').count()).toBe(2);
-  expect(await page.textContent('#where')).toMatch(/Local hub/);
-  await page.close();
-}, 30_000);

@@ -3,23 +3,26 @@
  * on a free loopback port), a fresh database for every cloud. The suites read the engine
  * through onPostgres()/freshDatabase() in helpers.ts.
  */
-import { PrivatePostgres } from './postgres';
+import { labSuite } from '../helpers/labs';
+import { PrivatePostgres, postgresMissing } from './postgres';
 import { setPostgres } from './helpers';
 
-const pg = new PrivatePostgres();
-setPostgres(pg);
-beforeAll(() => pg.start(), 60_000);
-afterAll(() => pg.stop());
+labSuite('PostgreSQL', postgresMissing())('the cloud on PostgreSQL', () => {
+  const pg = new PrivatePostgres();
+  setPostgres(pg);
+  beforeAll(() => pg.start(), 60_000);
+  afterAll(() => pg.stop());
 
-describe('storage on PostgreSQL', () => {
-  require('./storage.test');
-});
-describe('OAuth on PostgreSQL', () => {
-  require('./oauth.test');
-});
-describe('relay on PostgreSQL', () => {
-  require('./relay.test');
-});
-describe('command line and SIGKILL on PostgreSQL', () => {
-  require('./restart.test');
+  describe('storage on PostgreSQL', () => {
+    require('./storage.test');
+  });
+  describe('OAuth on PostgreSQL', () => {
+    require('./oauth.test');
+  });
+  describe('relay on PostgreSQL', () => {
+    require('./relay.test');
+  });
+  describe('command line and SIGKILL on PostgreSQL', () => {
+    require('./restart.test');
+  });
 });

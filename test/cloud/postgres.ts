@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { chown, mkdtemp, readdir, rm } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,6 +56,13 @@ export class PrivatePostgres {
     await this.stopAs?.().catch(() => undefined);
     if (this.dir) await rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/** Why no private cluster can start here, or undefined when one can. */
+export function postgresMissing(): string | undefined {
+  const root = '/usr/lib/postgresql';
+  if (existsSync(root) && readdirSync(root).some((v) => existsSync(join(root, v, 'bin', 'initdb')))) return undefined;
+  return 'initdb not found (Debian package postgresql)';
 }
 
 async function binDir(): Promise<string> {
