@@ -81,6 +81,28 @@ labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIU
     await until(() => hub!.hub.core.volume.of(first) === 35);
     expect(await page.textContent(`output[for="spk-${first}-vol"]`)).toBe('35');
 
+    // Hub media on every speaker, then pause, resume and stop from the page.
+    const state = (text: string) => page.waitForFunction((t) => (globalThis as any).document.getElementById('state')?.textContent === t, text); // eslint-disable-line @typescript-eslint/no-explicit-any
+    await page.check('input[name=target][value=party]');
+    await page.click('#play-media button[type=submit]');
+    await state('Playing');
+    expect(hub.hub.core.playback.snapshot()).toMatchObject({ kind: 'hub', deviceIds: ids });
+    await page.click('#pause');
+    await state('Paused');
+    expect(hub.hub.core.playback.snapshot().state).toBe('PlayerStatePaused');
+    await page.click('#resume');
+    await state('Playing');
+    await page.locator('#master-volume').fill('30');
+    await until(() => ids.every((id) => hub!.hub.core.volume.of(id) === 30));
+    await page.click('#stop');
+    await state('Stopped');
+    expect(hub.hub.core.playback.snapshot().state).toBe('PlayerStateStopped');
+    await page.check('input[name=target][value=session]');
+    await page.fill('#tts-text', 'Hello from the browser. This sentence is long enough to keep playing while the test looks at the hub.');
+    await page.click('#speak');
+    await state('Playing');
+    await page.locator('#speakers li', { hasText: 'playing' }).first().waitFor(); // the badges follow playback
+
     await page.screenshot({ path: join(__dirname, '../../docs/images/browser-client.png'), fullPage: true });
     await page.close();
   }, 60_000);

@@ -56,7 +56,11 @@ export function relayFastPath(ctx: CloudContext, req: IncomingMessage, res: Serv
   const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
   const grant = m ? ctx.tokens.cachedAccess(m[1]) : undefined;
   if (!grant) return false;
-  forward(ctx, grant.userId, found.route, found.legacy, url).then((a) => {
+  const failed = (e: unknown): Answer => {
+    ctx.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'relay failed');
+    return { status: 500, body: errorBody(new HubError('InternalError', 'The cloud hit an unexpected fault; it has been logged.')) };
+  };
+  forward(ctx, grant.userId, found.route, found.legacy, url).catch(failed).then((a) => {
     const json = JSON.stringify(a.body);
     res.writeHead(a.status, {
       'access-control-allow-origin': '*',
