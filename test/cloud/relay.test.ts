@@ -210,17 +210,26 @@ describe('link faults', () => {
   test('a request made while the link is being restored waits for the hub and succeeds', async () => {
     await signup(t.base, 'dave');
     const daveToken = (await passwordGrant(t.base, await registerClient(t), 'dave')).body.access_token;
-    const dave = await startLinkedHub(t.base, 'dave', { reconnectBaseMs: 1500 });
+    const dave = await startLinkedHub(t.base, 'dave');
     try {
       await dave.waitFor('online');
       const s = await session(daveToken);
-      const offline = dave.waitFor('offline');
+      // Hold the hub's reconnection until the request is waiting at the cloud.
+      const ext = dave.link as unknown as { connect(): void };
+      const connect = ext.connect;
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      ext.connect = function (this: unknown) {
+        void gate.then(() => connect.call(this));
+      };
+      const registry = t.cloud.context.registry as unknown as { waitingCount: number; count: number };
+      const before = registry.count;
       dave.link.dropLink();
-      await offline;
-      // Wait until the cloud has seen the drop too, so the request finds no hub.
-      while ((await call(t.base, '/api/account/hubs', daveToken)).body.hubs.length) await new Promise((r) => setTimeout(r, 10));
-      expect(dave.link.state).not.toBe('online');
-      const r = await viaCloud(`/api/v1/get_volume?SessionToken=${s}`, daveToken);
+      while (registry.count >= before) await new Promise((r) => setTimeout(r, 5));
+      const pending = viaCloud(`/api/v1/get_volume?SessionToken=${s}`, daveToken);
+      while (registry.waitingCount < 1) await new Promise((r) => setTimeout(r, 5));
+      release();
+      const r = await pending;
       expect(r.status).toBe(200);
       expect(r.body.Volume).toMatch(/^\d+$/);
     } finally {
