@@ -84,22 +84,28 @@ labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIU
     // Hub media on every speaker, then pause, resume and stop from the page.
     const state = (text: string) => page.waitForFunction((t) => (globalThis as any).document.getElementById('state')?.textContent === t, text); // eslint-disable-line @typescript-eslint/no-explicit-any
     await page.check('input[name=target][value=party]');
+    const done = (label: string) => page.locator('#message.ok', { hasText: `${label}: done.` }).waitFor();
     await page.click('#play-media button[type=submit]');
+    await done('Play');
     await state('Playing');
     expect(hub.hub.core.playback.snapshot()).toMatchObject({ kind: 'hub', deviceIds: ids });
     await page.click('#pause');
+    await done('Pause');
     await state('Paused');
     expect(hub.hub.core.playback.snapshot().state).toBe('PlayerStatePaused');
     await page.click('#resume');
+    await done('Resume');
     await state('Playing');
     await page.locator('#master-volume').fill('30');
     await until(() => ids.every((id) => hub!.hub.core.volume.of(id) === 30));
     await page.click('#stop');
+    await done('Stop');
     await state('Stopped');
     expect(hub.hub.core.playback.snapshot().state).toBe('PlayerStateStopped');
     await page.check('input[name=target][value=session]');
     await page.fill('#tts-text', 'Hello from the browser. This sentence is long enough to keep playing while the test looks at the hub.');
     await page.click('#speak');
+    await done('Speak');
     await state('Playing');
     await page.locator('#speakers li', { hasText: 'playing' }).first().waitFor(); // the badges follow playback
 
