@@ -182,7 +182,13 @@ export class CloudServer {
 
   private routes(ctx: CloudContext): void {
     const app = this.app;
-    app.register(cors, apiCorsOptions('*', ['GET', 'HEAD', 'POST', 'OPTIONS']));
+    // The API's CORS exactly as the local server's; the token endpoint also allows POST
+    // (browser clients on other origins exchange codes there).
+    const api = apiCorsOptions('*');
+    const tokenEndpoint = apiCorsOptions('*', ['POST', 'OPTIONS']);
+    app.register(cors, {
+      delegator: (req, cb) => cb(null, (req.url ?? '').startsWith('/oauth/token') ? tokenEndpoint : api),
+    });
     app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
       done(null, Object.fromEntries(new URLSearchParams(body as string)));
     });

@@ -65,6 +65,13 @@ describe('password grant', () => {
     expect(['invalid_client', 'unauthorized_client', 'invalid_request']).toContain(r.body.error);
   });
 
+  test('browsers on other origins may POST to the token endpoint (CORS preflight)', async () => {
+    const res = await fetch(`${t.base}/oauth/token`, { method: 'OPTIONS', headers: { origin: 'https://app.example.org', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    expect(res.status).toBe(204);
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    expect(res.headers.get('access-control-allow-methods')).toMatch(/POST/);
+  });
+
   test('RFC 6749 §5.2 errors: unsupported grant type, missing parameters, wrong content type', async () => {
     expectOAuthError(await token({ grant_type: 'magic' }, { authorization: basic(client.client_id, client.client_secret) }), 400, 'unsupported_grant_type');
     const missing = await token({ grant_type: 'password', username: 'alice' }, { authorization: basic(client.client_id, client.client_secret) });

@@ -142,7 +142,7 @@ describe('the same requests as the local server', () => {
       fetch(`${base}/api/v1/device_count`, { method: 'OPTIONS', headers: { origin: 'https://app.example.org', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' } });
     const [c, l] = await Promise.all([pre(t.base), pre(alice.base)]);
     expect(c.status).toBe(l.status);
-    for (const h of ['access-control-allow-origin', 'access-control-allow-headers', 'access-control-max-age']) expect([h, c.headers.get(h)]).toEqual([h, l.headers.get(h)]);
+    for (const h of ['access-control-allow-origin', 'access-control-allow-methods', 'access-control-allow-headers', 'access-control-max-age']) expect([h, c.headers.get(h)]).toEqual([h, l.headers.get(h)]);
     const s = await session();
     const get = await fetch(`${t.base}/api/v1/device_count?SessionToken=${s}`, { headers: { authorization: `Bearer ${aliceToken}`, origin: 'https://app.example.org' } });
     expect(get.headers.get('access-control-allow-origin')).toBe('*');
