@@ -32,7 +32,7 @@ async function tempDir(prefix: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  t = await startCloud({ link: { heartbeatMs: 1000 } });
+  t = await startCloud({ link: { heartbeatMs: 1000, requestTimeoutMs: 5000 } });
   for (const u of ['alice', 'bob', 'carol']) await signup(t.base, u);
   const client = await registerClient(t);
   aliceToken = (await passwordGrant(t.base, client, 'alice')).body.access_token;
@@ -257,6 +257,26 @@ describe('link faults', () => {
     const closed = await new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
     expect(closed).toBe(1006); // terminated, not closed politely
   });
+
+  test('a hub that does not answer: 256 requests in flight, the next gets HubBusy at once, then all HubTimeout', async () => {
+    // A simulated hub for Carol that accepts requests and never answers them.
+    const token = (await cloudSignin(t.base, 'carol', PASSWORD)).linkToken;
+    const ws = new WebSocket(`${t.base.replace('http', 'ws')}/hub/link`, { headers: { authorization: `Bearer ${token}` } });
+    let received = 0;
+    ws.on('message', () => received++);
+    await new Promise((resolve) => ws.once('open', resolve));
+    try {
+      const stuck = Array.from({ length: 256 }, () => viaCloud('/api/v1/init_session', carolToken));
+      while (received < 256) await new Promise((r) => setTimeout(r, 10));
+      const busy = await viaCloud('/api/v1/init_session', carolToken);
+      expect(busy.status).toBe(503);
+      expect(busy.body.ErrorCode).toBe('HubBusy');
+      const answers = await Promise.all(stuck);
+      expect(new Set(answers.map((a) => `${a.status} ${a.body.ErrorCode}`))).toEqual(new Set(['504 HubTimeout']));
+    } finally {
+      ws.terminate();
+    }
+  }, 30_000);
 
   test('an unknown link token is refused with 401 before any WebSocket exists', async () => {
     const ws = new WebSocket(`${t.base.replace('http', 'ws')}/hub/link`, { headers: { authorization: 'Bearer nope' } });
