@@ -8,9 +8,29 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:c
 const PARAMS = { N: 1 << 15, r: 8, p: 1 } as const;
 const KEY_LENGTH = 32;
 
-function derive(password: string, salt: Buffer, o: { N: number; r: number; p: number }): Promise<Buffer> {
-  const options: ScryptOptions = { ...o, maxmem: 128 * o.N * o.r * 2 };
-  return new Promise((resolve, reject) => scrypt(password.normalize('NFC'), salt, KEY_LENGTH, options, (e, key) => (e ? reject(e) : resolve(key))));
+/**
+ * Each hash holds 32 MiB while it runs: at most this many run at once (the others queue,
+ * and the queue is bounded), so a burst of sign-ins cannot exhaust memory.
+ */
+const MAX_CONCURRENT = 2;
+const MAX_QUEUED = 200;
+let running = 0;
+const queue: (() => void)[] = [];
+
+async function derive(password: string, salt: Buffer, o: { N: number; r: number; p: number }): Promise<Buffer> {
+  if (running >= MAX_CONCURRENT) {
+    if (queue.length >= MAX_QUEUED) throw new Error('too many password checks in progress');
+    // The finishing hash hands its slot over: `running` stays counted for us.
+    await new Promise<void>((resolve) => queue.push(resolve));
+  } else running++;
+  try {
+    const options: ScryptOptions = { ...o, maxmem: 128 * o.N * o.r * 2 };
+    return await new Promise((resolve, reject) => scrypt(password.normalize('NFC'), salt, KEY_LENGTH, options, (e, key) => (e ? reject(e) : resolve(key))));
+  } finally {
+    const next = queue.shift();
+    if (next) next();
+    else running--;
+  }
 }
 
 export async function hashPassword(password: string): Promise<string> {

@@ -1,6 +1,5 @@
 import type { Database } from './database';
 import { migrate } from './migrations';
-import { PgDatabase } from './pg-database';
 import { defaultSqlitePath, SqlJsDatabase } from './sqljs-database';
 
 /**
@@ -11,7 +10,8 @@ import { defaultSqlitePath, SqlJsDatabase } from './sqljs-database';
 export async function openDatabase(options: { dataDir: string; database?: string }): Promise<Database> {
   const url = options.database;
   const db = url && /^postgres(ql)?:\/\//i.test(url)
-    ? await PgDatabase.open(url)
+    ? // pg loads only when used (about 10 MB the embedded setup never needs).
+      await (require('./pg-database') as typeof import('./pg-database')).PgDatabase.open(url)
     : await SqlJsDatabase.open(url ? url.replace(/^sqlite:(\/\/)?/i, '') : defaultSqlitePath(options.dataDir));
   try {
     await migrate(db);
