@@ -2,10 +2,13 @@
  * The browser sample client in a real headless Chromium (Debian's, through playwright-core):
  * on the cloud it signs up, signs in through the consent page (authorization code + PKCE),
  * plays TTS on a virtual speaker and moves a volume slider, all checked on the hub itself;
- * on a local hub it signs in with the API token. A screenshot goes to docs/images/.
+ * on a local hub it signs in with the API token. UPDATE_SCREENSHOTS=1 refreshes the README's
+ * screenshot (docs/images/browser-client.png).
  */
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { labSuite } from '../helpers/labs';
 import { TEST_TOKEN } from '../helpers/hub';
@@ -109,7 +112,10 @@ labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIU
     await state('Playing');
     await page.locator('#speakers li', { hasText: 'playing' }).first().waitFor(); // the badges follow playback
 
-    await page.screenshot({ path: join(__dirname, '../../docs/images/browser-client.png'), fullPage: true });
+    // The README's picture is refreshed on request only, so test runs leave the tree clean.
+    const shot = process.env.UPDATE_SCREENSHOTS === '1' ? join(__dirname, '../../docs/images/browser-client.png') : join(tmpdir(), `speakerhub-client-${process.pid}.png`);
+    await page.screenshot({ path: shot, fullPage: true });
+    if (process.env.UPDATE_SCREENSHOTS !== '1') await rm(shot, { force: true });
     await page.close();
   }, 60_000);
 
