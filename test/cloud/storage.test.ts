@@ -122,6 +122,32 @@ describe(`accounts on ${onPostgres() ? 'PostgreSQL' : 'SQLite'}`, () => {
     await refuse({ username: 'bob', email: 'bob@example.org', password: 'aaaaaaaaaaaa' }, 'invalid_field', 'password', /too weak/);
   });
 
+  test('at most two memory-hard hashes run at once; the others queue and complete', async () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const crypto = require('node:crypto') as typeof import('node:crypto');
+    const { hashPassword, verifyPassword } = await import('../../src/cloud/accounts/password');
+    const real = crypto.scrypt;
+    let running = 0;
+    let most = 0;
+    const spy = jest.spyOn(crypto, 'scrypt').mockImplementation(((...args: unknown[]) => {
+      const cb = args[args.length - 1] as (e: Error | null, k: Buffer) => void;
+      running++;
+      most = Math.max(most, running);
+      (real as unknown as (...a: unknown[]) => void)(...args.slice(0, -1), (e: Error | null, k: Buffer) => {
+        running--;
+        cb(e, k);
+      });
+    }) as typeof crypto.scrypt);
+    try {
+      const hashes = await Promise.all(Array.from({ length: 6 }, (_, i) => hashPassword(`password number ${i}`)));
+      expect(await Promise.all(hashes.map((h, i) => verifyPassword(`password number ${i}`, h)))).toEqual(Array(6).fill(true));
+      expect(spy).toHaveBeenCalledTimes(12);
+      expect(most).toBe(2);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   test('sign-in checks the password and does not tell which part was wrong', async () => {
     await accounts.signup({ username: 'carol', email: 'carol@example.org', password: 'correct horse battery' });
     await expect(accounts.signin('CAROL', 'correct horse battery')).resolves.toMatchObject({ username: 'carol' });
