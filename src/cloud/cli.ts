@@ -46,13 +46,14 @@ interface ServeFlags {
   data: string;
   publicUrl?: string;
   database?: string;
+  trustProxy?: boolean;
   logLevel: string;
 }
 
 async function serve(f: ServeFlags): Promise<void> {
   if (f.publicUrl) cloudOrigin(f.publicUrl);
   const logger = createLogger({ level: f.logLevel });
-  const cloud = new CloudServer({ host: f.host, port: f.port, dataDir: f.data, publicUrl: f.publicUrl, database: f.database, logger });
+  const cloud = new CloudServer({ host: f.host, port: f.port, dataDir: f.data, publicUrl: f.publicUrl, database: f.database, trustProxy: f.trustProxy, logger });
   await cloud.start();
   const pub = cloud.context.publicUrl();
   process.stdout.write(
@@ -126,6 +127,7 @@ export function registerCloudCommands(program: Command, hub?: Command): void {
     .option('-d, --data <dir>', `data folder (default ${DEFAULT_CLOUD_DATA})`, DEFAULT_CLOUD_DATA)
     .option('--public-url <url>', 'the origin browsers and hubs use, e.g. https://cloud.example.org (default http://<host>:<port>)')
     .option('--database <url>', 'postgres://user@host/db for PostgreSQL (default: SQLite file in the data folder)')
+    .option('--trust-proxy', 'behind a reverse proxy: client addresses (for rate limits) from X-Forwarded-For')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent', 'info')
     .action(guard(serve));
   cloud

@@ -37,6 +37,8 @@ export interface CloudOptions {
   publicUrl?: string;
   /** postgres://… for PostgreSQL; default: the embedded SQLite file in dataDir. */
   database?: string;
+  /** Behind a reverse proxy: take the client address from X-Forwarded-For (for the rate limits). */
+  trustProxy?: boolean;
   clock?: Clock;
   logger?: Logger;
   link?: Partial<LinkServerOptions> & { recentlyOnlineMs?: number; reconnectWaitMs?: number };
@@ -70,7 +72,7 @@ export class CloudServer {
     this.app = Fastify({
       logger: false,
       exposeHeadRoutes: false,
-      trustProxy: false,
+      trustProxy: options.trustProxy ?? false,
       bodyLimit: 64 * 1024,
       routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true, maxParamLength: 500 },
       serverFactory: (handler) => {

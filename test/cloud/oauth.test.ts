@@ -281,4 +281,17 @@ describe('rate limits', () => {
       await limited.close();
     }
   });
+
+  test('behind a proxy (trustProxy) the limits apply per forwarded client address', async () => {
+    const limited = await startCloud({ trustProxy: true, rateLimits: { token: { burst: 1, perSecond: 0.01 } } });
+    try {
+      const c = await registerClient(limited);
+      const from = (ip: string) => postForm(`${limited.base}/oauth/token`, { grant_type: 'password', username: 'x', password: 'y' }, { authorization: basic(c.client_id, c.client_secret), 'x-forwarded-for': ip });
+      expect((await from('192.0.2.1')).status).toBe(400);
+      expect((await from('192.0.2.1')).status).toBe(429);
+      expect((await from('192.0.2.2')).status).toBe(400);
+    } finally {
+      await limited.close();
+    }
+  });
 });
