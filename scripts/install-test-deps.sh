@@ -18,6 +18,7 @@ declare -A NEEDED=(
   [mosquitto]=mosquitto         # the MQTT tests run a real mosquitto (own config, loopback port) as an external broker
   [mosquitto_pub]=mosquitto-clients   # the README's MQTT examples use mosquitto_pub/mosquitto_sub
   [openssl]=openssl             # the mqtts test makes a throwaway CA and broker certificate
+  [chromium]=chromium           # the browser client's end-to-end test (headless, through playwright-core)
 )
 
 missing=()
@@ -28,6 +29,9 @@ done
 gst_plugins=$(pkg-config --variable=pluginsdir gstreamer-1.0 2>/dev/null || echo "/usr/lib/$(uname -m)-linux-gnu/gstreamer-1.0")
 [ -e "$gst_plugins/libgstwavparse.so" ] && [ -e "$gst_plugins/libgstsoup.so" ] && [ -e "$gst_plugins/libgstmpg123.so" ] || missing+=(gstreamer1.0-plugins-good)
 [ -e "$gst_plugins/libgstplayback.so" ] && [ -e "$gst_plugins/libgstaudioconvert.so" ] || missing+=(gstreamer1.0-plugins-base)
+# PostgreSQL: the cloud suite runs again on a private cluster (initdb + pg_ctl); Debian keeps
+# the binaries off PATH, in /usr/lib/postgresql/<version>/bin.
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null 2>&1 || missing+=(postgresql)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then

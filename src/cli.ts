@@ -3,6 +3,7 @@ import { hubCommand, type HubOptionRegistrar } from './cli/hub-command';
 import { remoteCommands } from './cli/commands';
 import { buildProgram, runCli, type CommandRegistrar } from './cli/program';
 import { mqttHubOptions } from './mqtt/cli-options';
+import { cloudHubOptions, registerCloudCommands } from './cloud/cli';
 
 /**
  * The `speakerhub` command. This file only lists what plugs in; each part lives in its own
@@ -10,10 +11,10 @@ import { mqttHubOptions } from './mqtt/cli-options';
  */
 
 /** Flags of `speakerhub hub` beyond the core's (e.g. MQTT): each adds options and maps them to config. */
-const HUB_OPTIONS: HubOptionRegistrar[] = [mqttHubOptions];
+const HUB_OPTIONS: HubOptionRegistrar[] = [mqttHubOptions, cloudHubOptions];
 
 /** Top-level commands: the hub itself, then the commands that talk to a running hub (e.g. cloud, account). */
-const COMMANDS: CommandRegistrar[] = [hubCommand(HUB_OPTIONS), remoteCommands];
+const COMMANDS: CommandRegistrar[] = [hubCommand(HUB_OPTIONS), remoteCommands, (program) => registerCloudCommands(program)];
 
 export function buildCli() {
   return buildProgram(COMMANDS);

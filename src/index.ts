@@ -18,3 +18,4 @@ export { SnapcastDriver, SnapcastConfigSchema, type SnapcastConfig } from './dri
 export { SpeakerHubClient } from './client/client';
 export { VERSION } from './version';
 export { MqttExtension, type MqttStatus } from './mqtt/extension';
+export { CloudLinkExtension } from './cloud-link/link-extension';

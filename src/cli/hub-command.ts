@@ -21,8 +21,8 @@ export interface FlagConfig {
   overrides: Record<string, unknown>;
   /** Config key path → the flag that set it, e.g. { 'mqtt.url': '--mqtt' }. */
   labels?: Record<string, string>;
-  /** Front ends this part runs with the hub (started after the REST server). */
-  extensions?: HubExtension[];
+  /** Front ends this part runs with the hub (started after the REST server), given the loaded config. */
+  extensions?: (config: HubConfig) => HubExtension[];
   /** Its lines for the start banner, once the hub runs (secrets only when `tty`). */
   banner?: (options: { tty: boolean }) => string[];
 }
@@ -136,7 +136,7 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
     process.stderr.write(`speakerhub: warning: ${warning}\n`);
     logger.warn(warning);
   }
-  const hub = new SpeakerHub(config, { logger, extensions: extra.flatMap((x) => x.extensions ?? []) });
+  const hub = new SpeakerHub(config, { logger, extensions: extra.flatMap((x) => x.extensions?.(config) ?? []) });
   // Bound before start so that the start's own lines already name speakers (hub.core throws until then).
   const quiet = <T>(f: () => T): T | undefined => {
     try {

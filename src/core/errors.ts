@@ -30,6 +30,9 @@ export const ERROR_CODES = {
   TtsFailed: { status: 200, description: 'The text-to-speech provider could not synthesize the text (not configured, refused, unreachable).' },
   TtsBusy: { status: 200, description: 'Too many texts are waiting for synthesis (limits.ttsQueue); retry in a moment.' },
   Busy: { status: 503, description: 'The hub is at one of its limits (event streams); retry later. The message names the limit.' },
+  HubOffline: { status: 503, description: 'Cloud mode: none of your hubs is connected to the cloud now (or its link dropped mid-request).' },
+  HubBusy: { status: 503, description: 'Cloud mode: your hub has too many requests in flight; retry shortly.' },
+  HubTimeout: { status: 504, description: 'Cloud mode: your hub did not answer in time.' },
   InternalError: { status: 500, description: 'An unexpected fault; it is logged with details.' },
 } as const;
 

@@ -65,7 +65,7 @@ export function mqttHubOptions(cmd: Command): (flags: Record<string, unknown>) =
     return {
       overrides: mqttOverrides(flags as MqttFlags),
       labels: MQTT_FLAG_LABELS,
-      extensions: [ext],
+      extensions: () => [ext],
       banner: ({ tty }) => mqttBannerLines(ext, { tty }),
     };
   };

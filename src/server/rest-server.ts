@@ -3,19 +3,17 @@ import cors from '@fastify/cors';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HubError, errorBody } from '../core/errors';
 import type { ExtensionContext } from '../extensions/extension';
-import { SESSION_PARAM_ALIASES, type DispatchResult } from '../operations/dispatch';
-import { OPERATIONS, parameterNames, type Operation } from '../operations/table';
 import type { Logger } from '../logger';
 import { clip } from '../redact';
 import { BearerAuth } from './auth';
 import { installConnectionLimits, type ConnectionLimits } from './connection-limits';
 import { registerSampleRoute, SAMPLE_ROUTE } from './sample-route';
 import { streamEvents } from './event-stream';
-import { parseLenientQuery } from './lenient-query';
-import { legacyErrorBody } from './legacy-errors';
 import { LimitedLog } from './limited-log';
+import { apiCorsOptions, DIALECTS, operationAnswer, operationParams, operationRoutes, resolveOperationPath, unroutedError, type Answer, type OperationRoute } from './operation-routes';
 import { installRequestLineRepair } from './request-line-repair';
 import { buildOpenApi } from './openapi';
+import { BROWSER_CLIENT_PATHS, registerBrowserClient } from '../web-client/routes';
 
 /** The server's bounds (config `limits.*`, README "Security"). */
 export interface RestLimits extends ConnectionLimits {
@@ -60,29 +58,9 @@ export interface RestServerOptions {
   limits?: Partial<RestLimits>;
 }
 
-/** Both API dialects: the current one and the first version's (compatibility.md, Older clients). */
-const DIALECTS = [
-  { prefix: '/api/v1', legacy: false },
-  { prefix: '/v1', legacy: true },
-] as const;
-
-/** Names that never belong to a free-text value even when the operation does not take them. */
-const ALWAYS_KNOWN = ['Priority', 'access_token', '_', ...SESSION_PARAM_ALIASES];
-
 const OPENAPI_PATHS = ['/api/v1/openapi.json', '/v1/openapi.json', '/openapi.json'];
 /** Served without a token: the API description and the health check. */
 const PUBLIC_PATHS = new Set([...OPENAPI_PATHS, '/healthz']);
-
-interface Answer {
-  status: number;
-  body: unknown;
-}
-
-interface OperationRoute {
-  op: Operation;
-  /** Parameter names that end a free-text value in the lenient query parser. */
-  known: ReadonlySet<string>;
-}
 
 export class RestServer {
   readonly app: FastifyInstance;
@@ -95,9 +73,7 @@ export class RestServer {
   private readonly timeouts: LimitedLog;
   /** Requests are logged one by one only at debug level (speed; URLs carry session tokens). */
   private readonly accessLog: boolean;
-  private readonly operationRoutes = new Map<string, OperationRoute>(
-    OPERATIONS.map((op) => [op.name, { op, known: new Set([...parameterNames(op), ...ALWAYS_KNOWN]) }]),
-  );
+  private readonly operationRoutes = operationRoutes();
 
   constructor(
     private readonly ctx: ExtensionContext,
@@ -191,16 +167,11 @@ export class RestServer {
 
   private routes(): void {
     const app = this.app;
-    app.register(cors, {
-      origin: this.options.corsOrigin,
-      // Not HEAD: operations answer it with 405 (it would run a play and drop the answer).
-      methods: ['GET', 'OPTIONS'],
-      allowedHeaders: ['Authorization', 'Content-Type', 'Cache-Control', 'X-Requested-With'],
-      maxAge: 600,
-    });
+    app.register(cors, apiCorsOptions(this.options.corsOrigin));
 
     app.addHook('onRequest', async (req, reply) => {
-      if (!this.auth || req.method === 'OPTIONS' || PUBLIC_PATHS.has(req.routeOptions.url ?? '') || req.routeOptions.url === SAMPLE_ROUTE) return;
+      const routeUrl = req.routeOptions.url ?? '';
+      if (!this.auth || req.method === 'OPTIONS' || PUBLIC_PATHS.has(routeUrl) || routeUrl === SAMPLE_ROUTE || BROWSER_CLIENT_PATHS.has(routeUrl)) return;
       const queryToken = req.routeOptions.url === '/api/v1/events' ? (req.query as Record<string, string>).access_token : undefined;
       if (!this.auth.check(req.headers.authorization, queryToken)) {
         // Only the path, cut short: a query can carry secrets, and a 15 KB path must not cost 15 KB of log.
@@ -220,6 +191,7 @@ export class RestServer {
     for (const path of OPENAPI_PATHS) app.get(path, async () => openapi);
     app.get('/healthz', async () => this.health());
     registerSampleRoute(app, this.ctx.config.dataDir);
+    registerBrowserClient(app, () => ({ mode: 'local' }));
     // Open event streams never end by themselves: close() ends them, or it would wait for every client.
     const streams = new Set<ServerResponse>();
     app.addHook('preClose', async () => {
@@ -253,13 +225,9 @@ export class RestServer {
     }
 
     app.setNotFoundHandler((req, reply) => {
-      if (req.method !== 'GET' && req.method !== 'OPTIONS') {
-        reply.header('Allow', 'GET, OPTIONS');
-        return this.fail(reply, new HubError('MethodNotAllowed', `${req.method} is not supported; operations are GET requests.`));
-      }
-      const path = clip(req.url.split('?')[0], 200);
-      const name = path.split('/').filter(Boolean).pop() ?? '';
-      return this.fail(reply, new HubError('UnknownOperation', `No operation at ${req.method} ${path} (${name || 'empty'}); see /api/v1/openapi.json.`));
+      const e = unroutedError(req.method, req.url);
+      if (e.code === 'MethodNotAllowed') reply.header('Allow', 'GET, OPTIONS');
+      return this.fail(reply, e);
     });
 
     app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
@@ -272,18 +240,8 @@ export class RestServer {
 
   /** Runs an operation for a request URL; shared by the fast path and the fastify routes. */
   private run(route: OperationRoute, legacy: boolean, url: string): Answer | Promise<Answer> {
-    const result = this.ctx.run(route.op, parseLenientQuery(url, route.known));
-    return result instanceof Promise ? result.then((r) => this.answer(route, legacy, r)) : this.answer(route, legacy, result);
-  }
-
-  private answer(route: OperationRoute, legacy: boolean, result: DispatchResult): Answer {
-    if (!result.ok) return { status: result.error.status, body: legacy ? legacyErrorBody(result.error) : errorBody(result.error) };
-    if (legacy && route.op.name === 'init_session') {
-      // The first API version named the token SessionID.
-      const { SessionToken, ...rest } = result.body;
-      return { status: 200, body: { SessionID: SessionToken, ...rest } };
-    }
-    return { status: 200, body: result.body };
+    const result = this.ctx.run(route.op, operationParams(route, url));
+    return result instanceof Promise ? result.then((r) => operationAnswer(route, legacy, r)) : operationAnswer(route, legacy, result);
   }
 
   /**
@@ -295,17 +253,12 @@ export class RestServer {
   private fastPath(req: IncomingMessage, res: ServerResponse): boolean {
     if (req.method !== 'GET') return false;
     const url = req.url ?? '';
-    const q = url.indexOf('?');
-    let path = q < 0 ? url : url.slice(0, q);
-    if (path.includes('//')) path = path.replace(/\/{2,}/g, '/');
-    if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
-    const legacy = path.startsWith('/v1/');
-    if (!legacy && !path.startsWith('/api/v1/')) return false;
-    const route = this.operationRoutes.get(path.slice(legacy ? 4 : 8));
-    if (!route || (this.auth && !this.auth.check(req.headers.authorization))) return false;
-    const answer = this.run(route, legacy, url);
+    const found = resolveOperationPath(this.operationRoutes, url);
+    if (!found || (this.auth && !this.auth.check(req.headers.authorization))) return false;
+    const answer = this.run(found.route, found.legacy, url);
     if (this.accessLog) {
       const t0 = performance.now();
+      const path = clip(url.split('?')[0], 100);
       res.once('finish', () => this.options.logger.debug({ method: 'GET', path, status: res.statusCode, ms: Math.round(performance.now() - t0) }, 'request'));
     }
     if (answer instanceof Promise) answer.then((a) => this.send(res, a.status, a.body));

@@ -1,0 +1,205 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { HubConfig } from '../config/schema';
+import type { HubExtension } from '../extensions/extension';
+import type { FlagConfig } from '../cli/hub-command';
+import { createLogger } from '../logger';
+import { CloudLinkExtension } from '../cloud-link/link-extension';
+import { CloudAccountError, cloudOrigin, cloudSignin, cloudSignup, readPasswordFile, saveCredential } from '../cloud-link/credentials';
+import { AccountError } from './accounts/accounts';
+import { Clients } from './accounts/clients';
+import { runningCloud } from './admin';
+import { askPassword } from './prompt';
+import { CloudServer } from './server';
+import { openDatabase } from './storage/open';
+
+/**
+ * The cloud's command line: `speakerhub cloud` (the server), `speakerhub cloud client add`,
+ * `speakerhub account signup|signin`, and the hub's `--cloud*` flags. cli.ts hooks these
+ * in; nothing here runs unless one of them is used.
+ */
+
+const collect = (v: string, acc: string[] = []): string[] => [...acc, v];
+
+function port(v: string): number {
+  if (!/^\d+$/.test(v) || Number(v) > 65535) throw new InvalidArgumentError('--port must be an integer from 0 to 65535.');
+  return Number(v);
+}
+
+const DEFAULT_CLOUD_DATA = join(homedir(), '.speakerhub-cloud');
+const DEFAULT_HUB_DATA = join(homedir(), '.speakerhub');
+
+/** Stops with a message (exit code 1 for refusals, 2 for usage problems). */
+function fail(message: string, code = 1): never {
+  process.stderr.write(`speakerhub: ${message}\n`);
+  process.exit(code);
+}
+
+async function password(file: string | undefined, question: string): Promise<string> {
+  if (file) return readPasswordFile(file);
+  return askPassword(question);
+}
+
+interface ServeFlags {
+  port: number;
+  host: string;
+  data: string;
+  publicUrl?: string;
+  database?: string;
+  trustProxy?: boolean;
+  logLevel: string;
+}
+
+async function serve(f: ServeFlags): Promise<void> {
+  if (f.publicUrl) cloudOrigin(f.publicUrl);
+  const logger = createLogger({ level: f.logLevel });
+  const cloud = new CloudServer({ host: f.host, port: f.port, dataDir: f.data, publicUrl: f.publicUrl, database: f.database, trustProxy: f.trustProxy, logger });
+  await cloud.start();
+  const pub = cloud.context.publicUrl();
+  process.stdout.write(
+    [
+      'SpeakerHub Cloud is running.',
+      `  Web site:   ${pub}/   (browser client; sign up at ${pub}/signup)`,
+      `  API:        ${pub}/api/v1/<operation>   (OAuth 2.0 bearer tokens from ${pub}/oauth/token)`,
+      `  Storage:    ${cloud.context.db.engine === 'postgres' ? 'PostgreSQL' : `SQLite file in ${f.data}`}`,
+      '',
+    ].join('\n'),
+  );
+  let stopping = false;
+  const shutdown = () => {
+    if (stopping) return;
+    stopping = true;
+    cloud.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
+}
+
+async function addClient(f: { data: string; name: string; redirectUri: string[]; json?: boolean; database?: string }): Promise<void> {
+  let result: { client_id: string; client_secret: string };
+  const running = await runningCloud(f.data);
+  if (running) {
+    const res = await fetch(`${running.url}/admin/clients`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${running.token}` },
+      body: JSON.stringify({ name: f.name, redirectUris: f.redirectUri }),
+    });
+    const body = (await res.json()) as { client_id: string; client_secret: string; error_description?: string };
+    if (!res.ok) fail(body.error_description ?? `the cloud answered HTTP ${res.status}`);
+    result = body;
+  } else {
+    const db = await openDatabase({ dataDir: f.data, database: f.database });
+    try {
+      result = await new Clients(db).register({ name: f.name, redirectUris: f.redirectUri });
+    } catch (e) {
+      if (e instanceof AccountError) fail(e.message, 2);
+      throw e;
+    } finally {
+      await db.close();
+    }
+  }
+  if (f.json) process.stdout.write(`${JSON.stringify({ client_id: result.client_id, client_secret: result.client_secret })}\n`);
+  else process.stdout.write(`client_id:     ${result.client_id}\nclient_secret: ${result.client_secret}\n(The secret is shown only now; keep it safe.)\n`);
+}
+
+function guard<A extends unknown[]>(fn: (...a: A) => Promise<void>) {
+  return async (...a: A) => {
+    try {
+      await fn(...a);
+    } catch (e) {
+      if (e instanceof CloudAccountError) fail(e.message);
+      fail((e as Error).message ?? String(e), 2);
+    }
+  };
+}
+
+export function registerCloudCommands(program: Command, hub?: Command): void {
+  if (hub) addCloudHubOptions(hub);
+  const cloud = program.command('cloud').description('SpeakerHub Cloud: accounts, OAuth 2.0, hub links, the browser client.');
+  cloud
+    .command('serve', { isDefault: true })
+    .description('Run the cloud server (the default subcommand).')
+    .option('-p, --port <port>', 'port (default 8080)', port, 8080)
+    .option('--host <address>', 'bind address (default 0.0.0.0)', '0.0.0.0')
+    .option('-d, --data <dir>', `data folder (default ${DEFAULT_CLOUD_DATA})`, DEFAULT_CLOUD_DATA)
+    .option('--public-url <url>', 'the origin browsers and hubs use, e.g. https://cloud.example.org (default http://<host>:<port>)')
+    .option('--database <url>', 'postgres://user@host/db for PostgreSQL (default: SQLite file in the data folder)')
+    .option('--trust-proxy', 'behind a reverse proxy: client addresses (for rate limits) from X-Forwarded-For')
+    .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent', 'info')
+    .action(guard(serve));
+  cloud
+    .command('client')
+    .description('OAuth clients of the cloud.')
+    .command('add')
+    .description('Register an OAuth client; prints its client_id and client_secret (works with the cloud running or not).')
+    .option('-d, --data <dir>', `the cloud's data folder (default ${DEFAULT_CLOUD_DATA})`, DEFAULT_CLOUD_DATA)
+    .requiredOption('--name <name>', 'the application\'s name, shown on the consent page')
+    .requiredOption('--redirect-uri <uri>', 'a redirect URI (repeatable)', collect)
+    .option('--json', 'print {"client_id","client_secret"}')
+    .option('--database <url>', 'postgres://… when the cloud uses PostgreSQL')
+    .action(guard(addClient));
+
+  const account = program.command('account').description('Your SpeakerHub Cloud account (for `speakerhub hub --cloud`).');
+  account
+    .command('signup')
+    .description('Create an account on a cloud.')
+    .requiredOption('--cloud <url>', 'the cloud\'s URL')
+    .requiredOption('--username <name>', '2–32 letters, digits, ".", "_" or "-"')
+    .requiredOption('--email <address>', 'your e-mail address')
+    .option('--password-file <file>', 'read the password from this file (else it is asked for)')
+    .action(
+      guard(async (f: { cloud: string; username: string; email: string; passwordFile?: string }) => {
+        const pw = await password(f.passwordFile, 'Choose a password (at least 10 characters): ');
+        await cloudSignup(f.cloud, f.username, f.email, pw);
+        process.stdout.write(`Account ${f.username} created on ${cloudOrigin(f.cloud)}. Next: speakerhub account signin --cloud ${cloudOrigin(f.cloud)} --username ${f.username}\n`);
+      }),
+    );
+  account
+    .command('signin')
+    .description('Sign the hub in: keeps a link token in the hub\'s data folder for `speakerhub hub --cloud`.')
+    .requiredOption('--cloud <url>', 'the cloud\'s URL')
+    .requiredOption('--username <name>', 'your username')
+    .option('--password-file <file>', 'read the password from this file (else it is asked for)')
+    .option('-d, --data <dir>', `the hub's data folder (default ${DEFAULT_HUB_DATA})`, DEFAULT_HUB_DATA)
+    .action(
+      guard(async (f: { cloud: string; username: string; passwordFile?: string; data: string }) => {
+        const pw = await password(f.passwordFile, `Password for ${f.username}: `);
+        const cred = await cloudSignin(f.cloud, f.username, pw);
+        await saveCredential(f.data, cred);
+        process.stdout.write(`Signed in as ${cred.username} on ${cred.cloud}; link token saved in ${f.data}. Start the hub with: speakerhub hub --cloud ${cred.cloud} --data ${f.data}\n`);
+      }),
+    );
+}
+
+/** The hub's cloud flags. */
+export function addCloudHubOptions(hub: Command): Command {
+  return hub
+    .option('--cloud <url>', 'link the hub to SpeakerHub Cloud at this URL (after `speakerhub account signin`)')
+    .option('--cloud-username <name>', 'sign in to the cloud as this user (with --cloud-password-file)')
+    .option('--cloud-password-file <file>', 'file holding the cloud password');
+}
+
+/** Config overrides from the hub's cloud flags. */
+export function cloudOverrides(flags: object): Record<string, unknown> {
+  const f = flags as { cloud?: string; cloudUsername?: string; cloudPasswordFile?: string };
+  return { url: f.cloud, username: f.cloudUsername, passwordFile: f.cloudPasswordFile };
+}
+
+/** `speakerhub hub`'s cloud part: the --cloud* flags, their config and the link extension. */
+export function cloudHubOptions(cmd: Command): (flags: Record<string, unknown>) => FlagConfig {
+  addCloudHubOptions(cmd);
+  return (flags) => ({
+    overrides: { cloud: cloudOverrides(flags) },
+    labels: { 'cloud.url': '--cloud', 'cloud.username': '--cloud-username', 'cloud.passwordFile': '--cloud-password-file' },
+    extensions: cloudExtensions,
+  });
+}
+
+/** The extensions cloud mode adds to a hub (none without cloud.url). */
+export function cloudExtensions(config: HubConfig): HubExtension[] {
+  return config.cloud.url ? [new CloudLinkExtension()] : [];
+}

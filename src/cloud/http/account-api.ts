@@ -1,0 +1,50 @@
+import type { FastifyInstance } from 'fastify';
+import { AccountError } from '../accounts/accounts';
+import type { CloudContext } from '../context';
+import { bearerUser } from '../relay/relay-routes';
+import { signinDelay } from './web-routes';
+
+type Body = Record<string, unknown>;
+
+/**
+ * The JSON account API the hub application uses (`speakerhub account signup|signin`):
+ * POST /api/account/signup {username,email,password} → 201 {username};
+ * POST /api/account/signin {username,password} → {username, link_token} (the hub's link
+ * credential); GET /api/account/hubs (OAuth bearer) → the user's connected hubs.
+ * Errors: {error, error_description, field?}.
+ */
+export function accountApi(app: FastifyInstance, ctx: CloudContext): void {
+  app.post('/api/account/signup', async (req, reply) => {
+    const b = (req.body ?? {}) as Body;
+    const wait = ctx.limits.signup.take(req.ip);
+    if (wait) return reply.code(429).header('retry-after', String(wait)).send({ error: 'rate_limited', error_description: `Too many sign-ups; retry in ${wait} s.` });
+    try {
+      const user = await ctx.accounts.signup(b);
+      return reply.code(201).send({ username: user.username });
+    } catch (e) {
+      if (!(e instanceof AccountError)) throw e;
+      return reply.code(e.code === 'username_taken' ? 409 : 400).send({ error: e.code, error_description: e.message, field: e.field });
+    }
+  });
+
+  app.post('/api/account/signin', async (req, reply) => {
+    const b = (req.body ?? {}) as Body;
+    const wait = signinDelay(ctx, req.ip, String(b.username ?? ''));
+    if (wait) return reply.code(429).header('retry-after', String(wait)).send({ error: 'rate_limited', error_description: `Too many sign-in attempts; retry in ${wait} s.` });
+    try {
+      const user = await ctx.accounts.signin(b.username, b.password);
+      const linkToken = await ctx.linkTokens.create(user.id);
+      return reply.header('cache-control', 'no-store').send({ username: user.username, link_token: linkToken });
+    } catch (e) {
+      if (!(e instanceof AccountError)) throw e;
+      return reply.code(401).send({ error: e.code, error_description: e.message });
+    }
+  });
+
+  app.get('/api/account/hubs', async (req, reply) => {
+    const userId = await bearerUser(ctx, req.headers.authorization);
+    if (!userId) return reply.code(401).header('www-authenticate', 'Bearer realm="SpeakerHub Cloud", error="invalid_token"').send({ error: 'invalid_token', error_description: 'A valid access token is required.' });
+    const user = await ctx.accounts.byId(userId);
+    return { username: user?.username, hubs: ctx.registry.hubsOf(userId).map((h) => ({ HKWHubUUID: h.uuid, connectedAt: new Date(h.connectedAt).toISOString() })) };
+  });
+}

@@ -1,0 +1,92 @@
+import type { WebSocket } from 'ws';
+import { HubError, ERROR_CODES, type ErrorCode } from '../../core/errors';
+import type { HubToCloud, LinkRequest } from '../link/protocol';
+
+/** Requests one hub may have in flight; more get HubBusy instead of queueing without bound. */
+export const MAX_IN_FLIGHT = 256;
+/** Beyond this much unsent data the link is congested: refuse rather than buffer. */
+const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+
+/** What a hub answered (or why it could not). */
+export type LinkResult = { ok: true; body: Record<string, unknown> } | { ok: false; error: HubError };
+
+interface Pending {
+  resolve(r: LinkResult): void;
+  timer: NodeJS.Timeout;
+}
+
+/** The cloud's end of one connected hub's link. */
+export class HubLink {
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  uuid = '';
+  alive = true;
+  readonly connectedAt = Date.now();
+
+  constructor(
+    readonly userId: string,
+    readonly ws: WebSocket,
+    private readonly timeoutMs: number,
+  ) {
+    ws.on('message', (data) => this.onMessage(String(data)));
+    ws.on('pong', () => (this.alive = true));
+  }
+
+  /** Runs an operation on the hub; always resolves (HubOffline/HubBusy/HubTimeout on link trouble). */
+  request(op: string, params: Record<string, string>): Promise<LinkResult> {
+    if (this.pending.size >= MAX_IN_FLIGHT || this.ws.bufferedAmount > MAX_BUFFERED_BYTES) {
+      return Promise.resolve({ ok: false, error: new HubError('HubBusy', `Your hub has ${this.pending.size} requests in flight; retry shortly.`) });
+    }
+    const id = this.nextId++;
+    const msg: LinkRequest = { t: 'req', id, op, params };
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        resolve({ ok: false, error: new HubError('HubTimeout', `Your hub did not answer within ${Math.round(this.timeoutMs / 1000)} s.`) });
+      }, this.timeoutMs);
+      this.pending.set(id, { resolve, timer });
+      this.ws.send(JSON.stringify(msg), (err) => {
+        if (err) this.settle(id, { ok: false, error: new HubError('HubOffline', 'The link to your hub failed while sending the request.') });
+      });
+    });
+  }
+
+  /** The link went away: every request in flight fails now (it may or may not have run). */
+  failAll(): void {
+    for (const id of [...this.pending.keys()]) {
+      this.settle(id, { ok: false, error: new HubError('HubOffline', 'The link to your hub dropped while the request was in flight; it may or may not have been carried out.') });
+    }
+  }
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  private onMessage(text: string): void {
+    let msg: HubToCloud;
+    try {
+      msg = JSON.parse(text) as HubToCloud;
+    } catch {
+      return;
+    }
+    if (msg.t === 'hello') {
+      if (typeof msg.uuid === 'string') this.uuid = msg.uuid.slice(0, 64);
+      return;
+    }
+    if (msg.t !== 'res' || typeof msg.id !== 'number') return;
+    if (msg.ok) {
+      this.settle(msg.id, { ok: true, body: msg.body && typeof msg.body === 'object' ? msg.body : {} });
+    } else {
+      const code = (msg.error && msg.error.code in ERROR_CODES ? msg.error.code : 'InternalError') as ErrorCode;
+      this.settle(msg.id, { ok: false, error: new HubError(code, String(msg.error?.message ?? 'The hub reported an error.'), { parameter: msg.error?.parameter }) });
+    }
+  }
+
+  private settle(id: number, r: LinkResult): void {
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
+    clearTimeout(p.timer);
+    p.resolve(r);
+  }
+}

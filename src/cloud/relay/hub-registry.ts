@@ -1,0 +1,89 @@
+import { HubError } from '../../core/errors';
+import type { HubLink, LinkResult } from './hub-link';
+
+export interface RegistryOptions {
+  /** A request for a user whose hub dropped at most this long ago waits for it to come back… */
+  recentlyOnlineMs: number;
+  /** …for at most this long; otherwise (or then) HubOffline at once. */
+  reconnectWaitMs: number;
+  /** Bound on requests waiting for hubs to come back, all users together. */
+  maxWaiting: number;
+}
+
+/**
+ * The connected hubs, by user. A user's requests go to their most recently connected hub;
+ * nothing here can route a request to another user's hub (the key is the token's user).
+ */
+export class HubRegistry {
+  private readonly links = new Map<string, HubLink[]>();
+  private readonly lastSeen = new Map<string, number>();
+  private readonly waiting = new Map<string, Set<() => void>>();
+  private waitingCount = 0;
+
+  constructor(private readonly options: RegistryOptions) {}
+
+  add(link: HubLink): void {
+    const list = this.links.get(link.userId) ?? [];
+    list.push(link);
+    this.links.set(link.userId, list);
+    const waiters = this.waiting.get(link.userId);
+    if (waiters) for (const w of [...waiters]) w();
+  }
+
+  remove(link: HubLink): void {
+    const list = this.links.get(link.userId);
+    if (!list) return;
+    const i = list.indexOf(link);
+    if (i >= 0) list.splice(i, 1);
+    if (!list.length) this.links.delete(link.userId);
+    this.lastSeen.set(link.userId, Date.now());
+    if (this.lastSeen.size > 100_000) this.lastSeen.delete(this.lastSeen.keys().next().value as string);
+    link.failAll();
+  }
+
+  hubsOf(userId: string): readonly HubLink[] {
+    return this.links.get(userId) ?? [];
+  }
+
+  get count(): number {
+    let n = 0;
+    for (const l of this.links.values()) n += l.length;
+    return n;
+  }
+
+  all(): HubLink[] {
+    return [...this.links.values()].flat();
+  }
+
+  /** Runs an operation on the user's hub; never hangs (HubOffline when none is connected). */
+  async request(userId: string, op: string, params: Record<string, string>): Promise<LinkResult> {
+    const link = this.current(userId) ?? (await this.waitForReconnect(userId));
+    if (!link) return { ok: false, error: new HubError('HubOffline', 'None of your hubs is connected to the cloud. Start it with `speakerhub hub --cloud <url>` after `speakerhub account signin`.') };
+    return link.request(op, params);
+  }
+
+  private current(userId: string): HubLink | undefined {
+    const list = this.links.get(userId);
+    return list?.[list.length - 1];
+  }
+
+  /** A hub whose link just dropped is usually back within seconds: wait briefly for it. */
+  private waitForReconnect(userId: string): Promise<HubLink | undefined> {
+    const seen = this.lastSeen.get(userId);
+    if (seen === undefined || Date.now() - seen > this.options.recentlyOnlineMs || this.waitingCount >= this.options.maxWaiting) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      const set = this.waiting.get(userId) ?? new Set();
+      this.waiting.set(userId, set);
+      this.waitingCount++;
+      const done = () => {
+        clearTimeout(timer);
+        set.delete(done);
+        if (!set.size) this.waiting.delete(userId);
+        this.waitingCount--;
+        resolve(this.current(userId));
+      };
+      const timer = setTimeout(done, this.options.reconnectWaitMs);
+      set.add(done);
+    });
+  }
+}

@@ -1,0 +1,94 @@
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { CloudContext } from '../context';
+import { CLOSE_SHUTDOWN, LINK_PATH } from '../link/protocol';
+import { HubLink } from './hub-link';
+
+export interface LinkServerOptions {
+  /** Ping interval; a hub that misses a whole interval's pong is dropped. */
+  heartbeatMs: number;
+  /** How long a forwarded request waits for the hub's answer. */
+  requestTimeoutMs: number;
+  /** Connected hubs, all users together (each holds a socket and a little memory). */
+  maxLinks: number;
+  /** Largest message a hub may send (a device_list of thousands of speakers fits). */
+  maxPayload: number;
+}
+
+/**
+ * Accepts hub links at /hub/link: `Authorization: Bearer <link token>` on the upgrade
+ * request, refused with 401 before any WebSocket exists when the token is unknown.
+ */
+export class LinkServer {
+  private readonly wss: WebSocketServer;
+  private readonly heartbeat: NodeJS.Timeout;
+  private readonly sockets = new Set<WebSocket>();
+
+  constructor(
+    private readonly server: Server,
+    private readonly ctx: CloudContext,
+    private readonly options: LinkServerOptions,
+  ) {
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayload, perMessageDeflate: false });
+    server.on('upgrade', this.onUpgrade);
+    this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== LINK_PATH) return void refuse(socket, 404, 'Not Found');
+    if (this.sockets.size >= this.options.maxLinks) return void refuse(socket, 503, 'Service Unavailable');
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+    if (!m) return void refuse(socket, 401, 'Unauthorized');
+    this.ctx.linkTokens.user(m[1]).then(
+      (userId) => {
+        if (!userId) return refuse(socket, 401, 'Unauthorized');
+        if (socket.destroyed) return;
+        this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, userId));
+      },
+      (e: Error) => {
+        this.ctx.logger.error({ err: e.message }, 'hub link authentication failed');
+        refuse(socket, 503, 'Service Unavailable');
+      },
+    );
+  };
+
+  private accept(ws: WebSocket, userId: string): void {
+    const link = new HubLink(userId, ws, this.options.requestTimeoutMs);
+    this.sockets.add(ws);
+    this.ctx.registry.add(link);
+    this.ctx.logger.info({ userId, links: this.sockets.size }, 'hub linked');
+    ws.on('error', () => undefined);
+    ws.on('close', () => {
+      this.sockets.delete(ws);
+      this.ctx.registry.remove(link);
+      this.ctx.logger.info({ userId, links: this.sockets.size }, 'hub link closed');
+    });
+  }
+
+  private beat(): void {
+    for (const link of this.ctx.registry.all()) {
+      if (!link.alive) {
+        link.ws.terminate();
+        continue;
+      }
+      link.alive = false;
+      link.ws.ping();
+    }
+  }
+
+  close(): void {
+    clearInterval(this.heartbeat);
+    this.server.off('upgrade', this.onUpgrade);
+    for (const ws of this.sockets) ws.close(CLOSE_SHUTDOWN, 'cloud shutting down');
+    for (const ws of this.sockets) ws.terminate();
+    this.wss.close();
+  }
+}
+
+function refuse(socket: Duplex, status: number, text: string): void {
+  if (socket.destroyed) return;
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+}

@@ -1,0 +1,85 @@
+import { HubError, errorBody } from '../core/errors';
+import { SESSION_PARAM_ALIASES, type DispatchResult } from '../operations/dispatch';
+import { OPERATIONS, parameterNames, type Operation } from '../operations/table';
+import { clip } from '../redact';
+import { legacyErrorBody } from './legacy-errors';
+import { parseLenientQuery } from './lenient-query';
+
+/**
+ * How an operation request on the wire maps to an operation and its parameters, and how
+ * its result maps back: shared by the local REST server and the cloud relay, so both
+ * accept exactly the same requests (both dialects, lenient queries, doubled slashes) and
+ * answer in exactly the same shapes.
+ */
+
+/** Both API dialects: the current one and the first version's (compatibility.md, Older clients). */
+export const DIALECTS = [
+  { prefix: '/api/v1', legacy: false },
+  { prefix: '/v1', legacy: true },
+] as const;
+
+/** Names that never belong to a free-text value even when the operation does not take them. */
+const ALWAYS_KNOWN = ['Priority', 'access_token', '_', ...SESSION_PARAM_ALIASES];
+
+export interface Answer {
+  status: number;
+  body: unknown;
+}
+
+export interface OperationRoute {
+  op: Operation;
+  /** Parameter names that end a free-text value in the lenient query parser. */
+  known: ReadonlySet<string>;
+}
+
+export function operationRoutes(): Map<string, OperationRoute> {
+  return new Map(OPERATIONS.map((op) => [op.name, { op, known: new Set([...parameterNames(op), ...ALWAYS_KNOWN]) }]));
+}
+
+/** The operation a GET path names (tolerating doubled and trailing slashes), if any. */
+export function resolveOperationPath(routes: ReadonlyMap<string, OperationRoute>, url: string): { route: OperationRoute; legacy: boolean } | undefined {
+  const q = url.indexOf('?');
+  let path = q < 0 ? url : url.slice(0, q);
+  if (path.includes('//')) path = path.replace(/\/{2,}/g, '/');
+  if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+  const legacy = path.startsWith('/v1/');
+  if (!legacy && !path.startsWith('/api/v1/')) return undefined;
+  const route = routes.get(path.slice(legacy ? 4 : 8));
+  return route ? { route, legacy } : undefined;
+}
+
+/** The request's parameters, parsed leniently (see lenient-query.ts). */
+export function operationParams(route: OperationRoute, url: string): Record<string, string> {
+  return parseLenientQuery(url, route.known);
+}
+
+/** The HTTP answer for a dispatch result, in the request's dialect. */
+export function operationAnswer(route: OperationRoute, legacy: boolean, result: DispatchResult): Answer {
+  if (!result.ok) return { status: result.error.status, body: legacy ? legacyErrorBody(result.error) : errorBody(result.error) };
+  if (legacy && route.op.name === 'init_session') {
+    // The first API version named the token SessionID.
+    const { SessionToken, ...rest } = result.body;
+    return { status: 200, body: { SessionID: SessionToken, ...rest } };
+  }
+  return { status: 200, body: result.body };
+}
+
+/** CORS as the API answers it: any origin by default, preflights without a token. */
+// Not HEAD: operations answer it with 405 (it would run a play and drop the answer).
+export function apiCorsOptions(origin: string, methods: string[] = ['GET', 'OPTIONS']) {
+  return {
+    origin,
+    methods,
+    allowedHeaders: ['Authorization', 'Content-Type', 'Cache-Control', 'X-Requested-With'],
+    maxAge: 600,
+  };
+}
+
+/** The error for a request no route took: a non-GET method, or an unknown operation. */
+export function unroutedError(method: string, url: string): HubError {
+  if (method !== 'GET' && method !== 'OPTIONS') return new HubError('MethodNotAllowed', `${method} is not supported; operations are GET requests.`);
+  // Cut short: a 15 KB path must not come back (or reach the log) whole.
+  const path = clip(url.split('?')[0], 200);
+  const name = path.split('/').filter(Boolean).pop() ?? '';
+  return new HubError('UnknownOperation', `No operation at ${method} ${path} (${name || 'empty'}); see /api/v1/openapi.json.`);
+}

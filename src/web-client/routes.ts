@@ -1,0 +1,44 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * The browser sample client (plain HTML/CSS/JS in the package's web/client folder, no build
+ * step), served at `/` by the local hub and by the cloud. `/client/config.json` tells the
+ * page which server it is on: the local hub (sign in with the API token) or the cloud
+ * (authorization code + PKCE).
+ */
+const FILES: Record<string, string> = {
+  '/': 'index.html',
+  '/client/app.js': 'app.js',
+  '/client/style.css': 'style.css',
+};
+const TYPES: Record<string, string> = { html: 'text/html; charset=utf-8', js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8' };
+
+/** Paths the client is served at; they need no token (the page holds no secret). */
+export const BROWSER_CLIENT_PATHS: ReadonlySet<string> = new Set([...Object.keys(FILES), '/client/config.json']);
+
+function clientDir(): string {
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    const candidate = join(dir, 'web', 'client');
+    if (existsSync(join(candidate, 'index.html'))) return candidate;
+    if (dirname(dir) === dir) throw new Error('the browser client files (web/client) are missing from the package');
+  }
+}
+
+export function registerBrowserClient(app: FastifyInstance, config: () => Record<string, unknown>): void {
+  const dir = clientDir();
+  for (const [path, file] of Object.entries(FILES)) {
+    const body = readFileSync(join(dir, file));
+    const type = TYPES[file.split('.').pop()!];
+    app.get(path, async (_req, reply) =>
+      reply
+        .header('content-type', type)
+        .header('cache-control', 'no-cache')
+        .header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', "default-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'")
+        .send(body),
+    );
+  }
+  app.get('/client/config.json', async (_req, reply) => reply.header('cache-control', 'no-store').send(config()));
+}

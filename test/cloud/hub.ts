@@ -1,0 +1,79 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { CloudLinkExtension, type LinkState } from '../../src/cloud-link/link-extension';
+import { createHub, type SpeakerHub } from '../../src/hub';
+import { createLogger } from '../../src/logger';
+import { ensureSampleMedia } from '../../src/media/samples';
+import { SHARED_SAMPLES, TEST_TOKEN } from '../helpers/hub';
+import { PASSWORD } from './helpers';
+
+export interface LinkedHub {
+  hub: SpeakerHub;
+  link: CloudLinkExtension;
+  dataDir: string;
+  /** The hub's local REST base URL. */
+  base: string;
+  logs: string[];
+  /** Resolves when the link reaches the state (at once if it is there). */
+  waitFor(state: LinkState): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A real hub (virtual speakers, sample media) linked to the cloud as `speakerhub hub
+ * --cloud <url> --cloud-username U --cloud-password-file F` runs it, unless `dataDir`
+ * already holds a sign-in (then only --cloud).
+ */
+export async function startLinkedHub(cloud: string, username: string, o: { dataDir?: string; withPassword?: boolean; speakers?: number; reconnectBaseMs?: number } = {}): Promise<LinkedHub> {
+  const dataDir = o.dataDir ?? (await mkdtemp(join(tmpdir(), 'speakerhub-linked-')));
+  const logs: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      logs.push(String(chunk));
+      cb();
+    },
+  });
+  await ensureSampleMedia(SHARED_SAMPLES);
+  let passwordFile: string | undefined;
+  if (o.withPassword !== false) {
+    passwordFile = join(dataDir, 'cloud-password');
+    await writeFile(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
+  }
+  const link = new CloudLinkExtension();
+  const hub = createHub(
+    {
+      dataDir,
+      media: { samples: false, folders: [SHARED_SAMPLES] },
+      server: { host: '127.0.0.1', port: 0, token: TEST_TOKEN },
+      speakers: { virtual: { count: o.speakers ?? 3 } },
+      cloud: { url: cloud, username: passwordFile ? username : undefined, passwordFile, heartbeatSeconds: 1, reconnectBaseMs: o.reconnectBaseMs ?? 50 },
+      log: { level: 'debug' },
+    },
+    { logger: createLogger({ level: 'debug', stream }), extensions: [link] },
+  );
+  await hub.start();
+  const waitFor = (state: LinkState) =>
+    new Promise<void>((resolve) => {
+      if (link.state === state) return resolve();
+      const off = link.onState((s) => {
+        if (s === state) {
+          off();
+          resolve();
+        }
+      });
+    });
+  return {
+    hub,
+    link,
+    dataDir,
+    base: hub.url!,
+    logs,
+    waitFor,
+    async close() {
+      await hub.stop();
+      if (!o.dataDir) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
