@@ -11,6 +11,7 @@ import { createLogger, type Logger } from './logger';
 import { MediaLibrary } from './media/library';
 import { MediaServer } from './media/media-server';
 import { metadataReader } from './media/metadata-reader';
+import { ensureChime } from './media/chime';
 import { sampleMediaDir } from './media/sample-location';
 import { loadOrCreateToken } from './server/auth';
 import { RestServer } from './server/rest-server';
@@ -117,6 +118,8 @@ export class SpeakerHub {
       mediaHost: this.mediaServer,
       tts: this.tts,
       sessions: { idleMs: config.sessions.idleMinutes * 60_000, maxSessions: config.sessions.maxSessions },
+      chimeFile: await ensureChime(join(config.dataDir, 'chime-v1.wav')),
+      partyRejoin: config.playback.partyRejoin,
     });
     this._core = core;
     for (const driver of this.drivers) await core.addDriver(driver);
@@ -143,6 +146,8 @@ export class SpeakerHub {
   }
 
   async stop(): Promise<void> {
+    // Playback first, while the front ends still run: their clients get the final state.
+    await this._core?.playback.shutdown();
     await this.rest?.stop();
     this.rest = undefined;
     await this._core?.stop();

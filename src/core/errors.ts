@@ -25,6 +25,8 @@ export const ERROR_CODES = {
   PlaybackFailed: { status: 200, description: 'No target speaker could start the media (unreachable URL, speaker error).' },
   SpeakerError: { status: 200, description: 'A speaker did not carry out the command (it answered with an error or timed out).' },
   TtsFailed: { status: 200, description: 'The text-to-speech provider could not synthesize the text (not configured, refused, unreachable).' },
+  AnnouncementNotFound: { status: 200, description: 'No announcement has that AnnouncementID (unknown, or older than the last 1,000 finished ones). Beyond the spec.' },
+  AnnouncementQueueFull: { status: 200, description: 'Too many announcements wait for a target speaker (16) or in all (256); try again later. Beyond the spec.' },
   InternalError: { status: 500, description: 'An unexpected fault; it is logged with details.' },
 } as const;
 

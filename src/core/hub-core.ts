@@ -1,6 +1,7 @@
 import { HubError } from './errors';
 import type { Clock } from './clock';
 import { HubEventBus } from './events';
+import { AnnouncementManager } from './announcements';
 import { PlaybackEngine, type PlayableMedia } from './playback-engine';
 import { Selection } from './selection';
 import { SessionStore } from './sessions';
@@ -15,7 +16,8 @@ import type { Logger } from '../logger';
 export interface TextToSpeech {
   /** Throws InvalidParameter/TextTooLong for text that can never be spoken. */
   validate(text: string): void;
-  speak(text: string): Promise<TtsAudio>;
+  /** voice: the provider's voice/language for this text; undefined = the configured one. */
+  speak(text: string, voice?: string): Promise<TtsAudio>;
 }
 
 export interface HubCoreOptions {
@@ -27,6 +29,10 @@ export interface HubCoreOptions {
   mediaHost: MediaHost;
   tts: TextToSpeech;
   sessions: { idleMs: number; maxSessions: number };
+  /** The pre-rendered announcement chime (a WAV file), if the hub made one. */
+  chimeFile?: string;
+  /** Speakers that come back while a party play runs join it (default true). */
+  partyRejoin?: boolean;
 }
 
 /**
@@ -42,11 +48,13 @@ export class HubCore {
   readonly speakers: SpeakerRegistry;
   readonly selection: Selection;
   readonly playback: PlaybackEngine;
+  readonly announcements: AnnouncementManager;
   readonly volume: VolumeControl;
   readonly catalog: MediaCatalog;
   private readonly mediaHost: MediaHost;
   private readonly tts: TextToSpeech;
   private readonly drivers: SpeakerDriver[] = [];
+  private readonly chimeFile?: string;
 
   constructor(options: HubCoreOptions) {
     this.uuid = options.uuid;
@@ -58,7 +66,11 @@ export class HubCore {
     this.sessions = new SessionStore(options.clock, options.sessions);
     this.speakers = new SpeakerRegistry(this.events, options.logger);
     this.selection = new Selection(this.speakers, this.events);
-    this.playback = new PlaybackEngine(this.speakers, this.selection, options.clock, this.events, options.logger);
+    this.chimeFile = options.chimeFile;
+    this.playback = new PlaybackEngine(this.speakers, this.selection, options.clock, this.events, options.logger, {
+      partyRejoin: options.partyRejoin,
+    });
+    this.announcements = new AnnouncementManager(this.speakers, this.playback, options.clock, this.events, options.logger);
     this.volume = new VolumeControl(this.speakers, options.logger);
   }
 
@@ -97,8 +109,14 @@ export class HubCore {
     this.tts.validate(text);
   }
 
-  async ttsMedia(text: string): Promise<PlayableMedia> {
-    const audio = await this.tts.speak(text);
+  /** The pre-rendered chime, as media. */
+  chimeMedia(): PlayableMedia {
+    if (!this.chimeFile) throw new HubError('MediaNotFound', 'This hub has no chime.', { parameter: 'Chime' });
+    return { kind: 'hub', url: this.mediaHost.publish(this.chimeFile, 'audio/wav'), contentType: 'audio/wav', title: 'Chime', duration: 0.9 };
+  }
+
+  async ttsMedia(text: string, voice?: string): Promise<PlayableMedia> {
+    const audio = await this.tts.speak(text, voice);
     return {
       kind: 'tts',
       url: this.mediaHost.publish(audio.file, audio.contentType),

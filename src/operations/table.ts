@@ -3,7 +3,11 @@ import { HubError } from '../core/errors';
 import type { HubCore } from '../core/hub-core';
 import { DEFAULT_PRIORITY, type PlayableMedia, type Target } from '../core/playback-engine';
 import {
+  AnnouncementIDParam,
+  AnnouncementStateSchema,
   Bool,
+  ChimeParam,
+  VoiceParam,
   DeviceIDListParam,
   DeviceIDParam,
   DeviceSchema,
@@ -22,7 +26,7 @@ import {
  * routes, OpenAPI, the client, and the other front ends are generated from it by a loop.
  */
 
-export type OperationGroup = 'session' | 'device' | 'playback' | 'volume';
+export type OperationGroup = 'session' | 'device' | 'playback' | 'volume' | 'announcement';
 
 export interface OperationContext {
   /** The caller's SessionToken (already checked and renewed), for session operations. */
@@ -42,6 +46,8 @@ export interface Operation<P extends z.ZodObject = z.ZodObject, R extends z.ZodT
   response: R;
   /** An example request's parameters, for the docs. */
   example: Record<string, string>;
+  /** Not in the Speaker Control Service spec (SpeakerHub's own additions). */
+  beyondSpec?: boolean;
   handler(hub: HubCore, params: z.output<P>, ctx: OperationContext): Promise<z.input<R>> | z.input<R>;
 }
 
@@ -329,7 +335,74 @@ const transportAndVolume: Operation[] = [
   }),
 ];
 
-export const OPERATIONS: readonly Operation[] = Object.freeze([...sessionAndDevices, ...plays, ...resumes, ...transportAndVolume]);
+// ---- announcements (beyond the spec) ------------------------------------------------------
+
+const announcements: Operation[] = [
+  define({
+    name: 'announce',
+    group: 'announcement',
+    beyondSpec: true,
+    summary:
+      'Beyond the spec. Speaks Text (or plays MediaUrl or PersistentID) on DeviceIDList (default: every available speaker) as an overlay, then puts every speaker back as it was (music rejoins in sync; volume, mute, other apps\' media restored). Optional Volume (0–50, the level while it speaks), Chime (true/false or a PersistentID played first; default false), Priority (default 100: lower than the music on a target is refused; a higher one cuts in on announcements, others queue), Voice (TTS voice). Answers at once with the AnnouncementID.',
+    params: z.object({
+      Text: TextParam.optional(),
+      MediaUrl: MediaUrlParam.optional(),
+      PersistentID: PersistentIDParam.optional(),
+      DeviceIDList: DeviceIDListParam.optional(),
+      Volume: VolumeParam.optional(),
+      Chime: ChimeParam,
+      Priority: PriorityParam,
+      Voice: VoiceParam,
+    }),
+    response: z.object({ Result: Bool, AnnouncementID: z.string() }),
+    example: { Text: 'Dinner is ready', Volume: '30', Chime: 'true' },
+    handler: (hub, p) => {
+      if (p.Text !== undefined) hub.validateText(p.Text);
+      const sources = (['Text', 'MediaUrl', 'PersistentID'] as const).filter((k) => p[k] !== undefined);
+      if (sources.length !== 1) {
+        throw new HubError('InvalidParameter', 'announce needs exactly one of Text, MediaUrl or PersistentID.', { parameter: sources[1] ?? 'Text' });
+      }
+      // Media that cannot exist fails now; synthesis happens in the background, before any speaker is touched.
+      const main = p.PersistentID !== undefined ? hub.hubMedia(p.PersistentID) : p.MediaUrl !== undefined ? hub.webMedia(p.MediaUrl) : undefined;
+      const chime = p.Chime === true ? hub.chimeMedia() : typeof p.Chime === 'string' ? hub.hubMedia(p.Chime) : undefined;
+      const status = hub.announcements.announce({
+        deviceIds: p.DeviceIDList,
+        volume: p.Volume,
+        priority: p.Priority ?? DEFAULT_PRIORITY,
+        load: async () => [...(chime ? [chime] : []), main ?? (await hub.ttsMedia(p.Text!, p.Voice))],
+      });
+      return { Result: 'true' as const, AnnouncementID: status.id };
+    },
+  }),
+  define({
+    name: 'announcement_status',
+    group: 'announcement',
+    beyondSpec: true,
+    summary:
+      'Beyond the spec. An announcement\'s State: queued, playing, done (played and every speaker restored) or failed (Reason says why); unknown IDs are AnnouncementNotFound.',
+    params: z.object({ AnnouncementID: AnnouncementIDParam }),
+    response: z.object({
+      AnnouncementID: z.string(),
+      State: AnnouncementStateSchema,
+      DeviceIDList: z.string(),
+      Priority: z.string(),
+      Reason: z.string().optional(),
+    }),
+    example: { AnnouncementID: 'q3Zp0sQm8kVd' },
+    handler: (hub, p) => {
+      const s = hub.announcements.status(p.AnnouncementID);
+      return {
+        AnnouncementID: s.id,
+        State: s.state,
+        DeviceIDList: s.deviceIds.join(','),
+        Priority: String(s.priority),
+        ...(s.reason ? { Reason: s.reason } : {}),
+      };
+    },
+  }),
+];
+
+export const OPERATIONS: readonly Operation[] = Object.freeze([...sessionAndDevices, ...plays, ...resumes, ...transportAndVolume, ...announcements]);
 
 export const OPERATIONS_BY_NAME: ReadonlyMap<string, Operation> = new Map(OPERATIONS.map((o) => [o.name, o]));
 

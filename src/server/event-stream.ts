@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { HubCore } from '../core/hub-core';
 import type { HubEvents } from '../core/events';
 
-const EVENT_NAMES: (keyof HubEvents)[] = ['playbackState', 'playbackTime', 'device', 'volume', 'selection'];
+const EVENT_NAMES: (keyof HubEvents)[] = ['playbackState', 'playbackTime', 'device', 'volume', 'selection', 'announcement'];
 const HEARTBEAT_MS = 25_000;
 
 /**
