@@ -151,9 +151,10 @@ const sessionAndDevices: Operation[] = [
     summary: 'Adds every available speaker to the playback session; if something is playing, they all join in.',
     response: ResultResponse,
     handler: async (hub) => {
-      const added = hub.selection.addAll();
+      hub.selection.addAll();
       if (!hub.selection.list().length) throw new HubError('NoSpeakerAvailable', 'No speaker is available to add.');
-      await hub.playback.join(added);
+      // Every selected speaker plays what plays, also one selected before but left out of a DeviceIDList play.
+      await hub.playback.join(hub.selection.list());
       return ok;
     },
   }),
