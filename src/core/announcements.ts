@@ -452,7 +452,9 @@ export class AnnouncementManager implements OverlayHost {
     const s = lane.speaker;
     const member = this.engine.isMember(s.id);
     let transport: SpeakerSnapshot | undefined;
-    if (!member && s.state !== 'stopped' && s.snapshot) {
+    // Read from the speaker itself: what another app plays (the hub may not know), and the
+    // exact volume and mute in the protocol's own terms.
+    if (s.snapshot) {
       try {
         transport = await s.snapshot();
       } catch (e) {
@@ -472,12 +474,19 @@ export class AnnouncementManager implements OverlayHost {
       const s = lane.speaker;
       const snap = lane.snapshot;
       if (snap) {
-        if (lane.setVolume !== undefined && s.volume !== snap.volume) await this.putVolume(s, snap.volume);
-        if (snap.muted && s.setMute && !s.isMuted?.()) await s.setMute(true).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'mute not restored'));
+        const t = snap.transport;
+        if (t && s.restore && s.available) {
+          if (lane.setVolume !== undefined || !!t.muted !== !!s.isMuted?.()) {
+            await s.restore(t, { volumeOnly: true }).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'volume not restored'));
+          }
+        } else {
+          if (lane.setVolume !== undefined && s.volume !== snap.volume) await this.putVolume(s, snap.volume);
+          if (snap.muted && s.setMute && !s.isMuted?.()) await s.setMute(true).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'mute not restored'));
+        }
         // The music playback, if the speaker is (still, or now) one of its members.
         const back = await this.engine.giveBack(s.id);
-        if (back === 'none' && transport && snap.transport && snap.transport.state !== 'stopped' && s.restore && s.available) {
-          await s.restore(snap.transport).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'what the speaker played could not be restored'));
+        if (back === 'none' && transport && !snap.member && t && t.state !== 'stopped' && t.url && s.restore && s.available) {
+          await s.restore(t).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'what the speaker played could not be restored'));
         } else if (back === 'none' && s.state !== 'stopped' && s.available) {
           await s.stop().catch(() => undefined);
         }

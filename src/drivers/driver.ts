@@ -82,8 +82,12 @@ export interface Speaker extends EventEmitter<SpeakerEvents> {
    * started on it), so that an overlay (an announcement) can put it back afterwards.
    */
   snapshot?(): Promise<SpeakerSnapshot>;
-  /** Puts back a snapshot taken by this speaker: transport (URI, position, state), volume, mute. */
-  restore?(snapshot: SpeakerSnapshot): Promise<void>;
+  /**
+   * Puts back a snapshot taken by this speaker: volume and mute exactly as they were (the
+   * protocol's own level, no rounding through 0–50), then, unless `volumeOnly`, the
+   * transport (URI and metadata, position, playing/paused/stopped).
+   */
+  restore?(snapshot: SpeakerSnapshot, options?: { volumeOnly?: boolean }): Promise<void>;
 }
 
 export interface SpeakerCapabilities {

@@ -145,10 +145,11 @@ export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speak
   }
 
   /** Loads the snapshot's media again at its position, in its state, at its volume and mute. */
-  async restore(snap: SpeakerSnapshot): Promise<void> {
+  async restore(snap: SpeakerSnapshot, options: { volumeOnly?: boolean } = {}): Promise<void> {
     this.assertAvailable();
     await this.setVolume(snap.volume);
     this._muted = !!snap.muted;
+    if (options.volumeOnly) return;
     if (snap.state === 'stopped' || !snap.url) {
       await this.stop();
       return;
