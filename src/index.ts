@@ -5,7 +5,7 @@ export { loadConfig } from './config/load';
 export { HubCore } from './core/hub-core';
 export { HubError, ERROR_CODES, errorBody, type ErrorCode, type ErrorBody } from './core/errors';
 export { ManualClock, systemClock, type Clock } from './core/clock';
-export type { HubEvents, DeviceRecord, PlaybackSnapshot, PlaybackState, DeviceReason } from './core/events';
+export type { HubEvents, DeviceRecord, PlaybackSnapshot, PlaybackState, DeviceReason, AnnouncementEvent, AnnouncementState } from './core/events';
 export { OPERATIONS, OPERATIONS_BY_NAME, parameterNames, type Operation } from './operations/table';
 export { dispatch, type DispatchResult } from './operations/dispatch';
 export type { Speaker, SpeakerDriver, SpeakerInfo, MediaRequest } from './drivers/driver';
