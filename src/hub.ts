@@ -10,7 +10,7 @@ import type { SpeakerDriver } from './drivers/driver';
 import { createLogger, type Logger } from './logger';
 import { MediaLibrary } from './media/library';
 import { MediaServer } from './media/media-server';
-import { metadataReader } from './media/metadata-reader';
+import { MetadataReader } from './media/metadata-reader';
 import { ensureChime } from './media/chime';
 import { sampleMediaDir } from './media/sample-location';
 import { loadOrCreateToken } from './server/auth';
@@ -39,6 +39,8 @@ export class SpeakerHub {
   private _library?: MediaLibrary;
   readonly mediaServer: MediaServer;
   readonly tts: TtsService;
+  /** This hub's tag reader (a helper process while it has work): closed by this hub's stop only. */
+  private readonly metadata = new MetadataReader();
   /** The configured drivers (virtual, upnp, snapcast) and any extra ones, in start order. */
   readonly drivers: SpeakerDriver[];
   /** The virtual driver, when it runs (tests and demos drive its speakers' faults). */
@@ -69,6 +71,7 @@ export class SpeakerHub {
       maxTextLength: config.tts.maxTextLength,
       maxCacheEntries: config.tts.maxCacheEntries,
       logger: this.logger.child({ component: 'tts' }),
+      reader: this.metadata,
     });
     this.drivers = [
       ...createConfiguredDrivers(config, { clock: this.clock, logger: this.logger, version: VERSION, networkAddress: this.networkAddress }),
@@ -107,7 +110,7 @@ export class SpeakerHub {
     await mkdir(config.dataDir, { recursive: true });
     const folders = [...config.media.folders];
     if (config.media.samples) folders.push(await sampleMediaDir(config.dataDir));
-    this._library = new MediaLibrary({ folders, logger: this.logger.child({ component: 'media' }) });
+    this._library = new MediaLibrary({ folders, logger: this.logger.child({ component: 'media' }), reader: this.metadata });
     await this._library.scan();
     await this.mediaServer.start();
     const core = new HubCore({
@@ -152,7 +155,7 @@ export class SpeakerHub {
     this.rest = undefined;
     await this._core?.stop();
     await this.mediaServer.stop();
-    metadataReader.close();
+    this.metadata.close();
     this.logger.info('hub stopped');
   }
 

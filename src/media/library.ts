@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Logger } from '../logger';
 import { audioContentType } from './audio-types';
 import { findDrmProtection, protectedCodec } from './drm';
-import { metadataReader } from './metadata-reader';
+import { metadataReader, type MetadataReader } from './metadata-reader';
 import { persistentIdFor } from './persistent-id';
 import type { MediaCatalog, MediaItem } from './types';
 import { walkFiles } from './walk';
@@ -11,6 +11,8 @@ export interface MediaLibraryOptions {
   /** Folders scanned recursively; a missing one is logged and skipped. */
   folders: string[];
   logger: Logger;
+  /** The hub's own tag reader (default: one shared by the process, for standalone use). */
+  reader?: MetadataReader;
 }
 
 /** Why a file was left out of the library, for the scan summary. */
@@ -44,8 +46,10 @@ export class MediaLibrary implements MediaCatalog {
   private items: MediaItem[] = [];
   private byId = new Map<string, MediaItem>();
   private scanning: Promise<void> = Promise.resolve();
+  private readonly reader: MetadataReader;
 
   constructor(options: MediaLibraryOptions) {
+    this.reader = options.reader ?? metadataReader;
     this.folders = options.folders.map((f) => path.resolve(f));
     this.log = options.logger;
   }
@@ -114,7 +118,7 @@ export class MediaLibrary implements MediaCatalog {
     try {
       const drm = await findDrmProtection(file);
       if (drm) return this.refuse(file, drm);
-      const meta = await metadataReader.read(file);
+      const meta = await this.reader.read(file);
       const drmCodec = protectedCodec(meta.codecNames);
       if (drmCodec) return this.refuse(file, drmCodec);
       const seconds = meta.duration;

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, stat, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { audioDuration } from '../media/duration';
+import type { MetadataReader } from '../media/metadata-reader';
 import { HubError } from '../core/errors';
 import type { Logger } from '../logger';
 import { EspeakProvider, type EspeakMode } from './espeak';
@@ -16,6 +17,8 @@ export interface TtsServiceOptions {
   maxTextLength?: number;
   maxCacheEntries?: number;
   logger: Logger;
+  /** The hub's own metadata reader, for durations of non-WAV audio (default: the process-wide one). */
+  reader?: MetadataReader;
 }
 
 // Finished cache entries only; temp files start with '.' and never match.
@@ -29,6 +32,7 @@ export class TtsService {
   private readonly maxTextLength: number;
   private readonly maxCacheEntries: number;
   private readonly log: Logger;
+  private readonly reader?: MetadataReader;
   private readonly inFlight = new Map<string, Promise<TtsAudio>>();
   private evicting?: Promise<void>;
   private evictAgain = false;
@@ -40,6 +44,7 @@ export class TtsService {
     this.maxTextLength = options.maxTextLength ?? 1000;
     this.maxCacheEntries = Math.max(1, options.maxCacheEntries ?? 500);
     this.log = options.logger;
+    this.reader = options.reader;
   }
 
   /** Throws for text that can never be spoken: empty, or over maxTextLength. */
@@ -96,7 +101,7 @@ export class TtsService {
 
   private async duration(file: string): Promise<number | undefined> {
     try {
-      return await audioDuration(file);
+      return await audioDuration(file, this.reader);
     } catch (e) {
       // Unknown length only costs the playback engine its end-of-media estimate.
       this.log.warn({ file, err: messageOf(e) }, 'could not read TTS audio duration');
