@@ -321,6 +321,7 @@ export class AnnouncementManager implements OverlayHost {
       title: item.title,
       duration: item.duration,
       startAt: 0,
+      overlay: true,
     });
     const failures: string[] = [];
     speakers.forEach((s, i) => {

@@ -35,6 +35,11 @@ export interface MediaRequest {
   duration?: number;
   /** Seconds to start into the media (resume on a speaker that was not paused). */
   startAt?: number;
+  /**
+   * Played over another playback for a while (an announcement): drivers whose speakers share
+   * one stream (Snapcast) play it on a stream of its own, so the others keep the music.
+   */
+  overlay?: boolean;
 }
 
 export type SpeakerPlayState = 'playing' | 'paused' | 'stopped';
