@@ -72,6 +72,8 @@ interface Announcement {
   stepDone: Set<string>;
   interrupted: string[];
   ended: boolean;
+  /** At least one speaker started it. */
+  played: boolean;
 }
 
 interface Lane {
@@ -177,6 +179,7 @@ export class AnnouncementManager implements OverlayHost {
       stepDone: new Set(),
       interrupted: [],
       ended: false,
+      played: false,
     };
     this.pending.set(a.status.id, a);
     for (const s of speakers) {
@@ -336,6 +339,7 @@ export class AnnouncementManager implements OverlayHost {
         this.dropSpeaker(a, s.id, true);
         return;
       }
+      a.played = true;
       this.watch(a, s);
     });
     if (failures.length) {
@@ -529,10 +533,13 @@ export class AnnouncementManager implements OverlayHost {
   /** done = played out and every speaker restored (visible through the API). */
   private maybeDone(a: Announcement): void {
     if (a.unrestored.size || !a.ended || a.status.state === 'done' || a.status.state === 'failed') return;
-    a.status.state = 'done';
+    // Played nowhere (every target failed or vanished before it started): failed, with the reason.
+    a.status.state = a.played || a.status.reason?.includes('stop_play') ? 'done' : 'failed';
+    a.status.reason ??= a.played ? undefined : 'No target speaker could play the announcement.';
+    if (a.status.reason === undefined) delete a.status.reason;
     a.status.restoredAt = this.clock.now();
     this.retire(a);
-    this.emit(a, 'restored');
+    this.emit(a, a.status.state === 'done' ? 'restored' : 'failed');
     this.logger.info({ announcement: a.status.id }, 'announcement done; speakers restored');
   }
 

@@ -211,11 +211,12 @@ const MEDIA_KINDS = [
   {
     name: 'play_tts',
     what: 'Speaks a text (text-to-speech)',
-    shape: { Text: TextParam, Priority: PriorityParam },
+    // Voice (beyond the spec, optional): a TTS voice/language for this text.
+    shape: { Text: TextParam, Priority: PriorityParam, Voice: VoiceParam },
     example: { Text: 'Dinner is ready' },
-    load: (hub: HubCore, p: { Text?: string }) => {
+    load: (hub: HubCore, p: { Text?: string; Voice?: string }) => {
       hub.validateText(p.Text!);
-      return () => hub.ttsMedia(p.Text!);
+      return () => hub.ttsMedia(p.Text!, p.Voice);
     },
   },
 ] as const;

@@ -258,6 +258,22 @@ describe('announcements (virtual speakers)', () => {
     expect(announcements.map((e) => e.phase)).toEqual(['failed']);
   });
 
+  test('play_tts* take an optional Voice (beyond the spec): another voice is another synthesis; a bad one is TtsFailed', async () => {
+    expect(await t.op('play_tts_selected_speakers', { Text: 'Guten Tag', DeviceIDList: ids[1] })).toEqual({ Result: 'true' });
+    const english = lastFetch(1)!.url;
+    expect(await t.op('play_tts_selected_speakers', { Text: 'Guten Tag', DeviceIDList: ids[1], Voice: 'de' })).toEqual({ Result: 'true' });
+    expect(lastFetch(1)!.url).not.toBe(english);
+    expect(await t.op('play_tts_selected_speakers', { Text: 'Guten Tag', DeviceIDList: ids[1], Voice: 'nosuchvoice' })).toMatchObject({ Result: 'false', ErrorCode: 'TtsFailed' });
+  });
+
+  test('an announcement no speaker can play is failed, with every speaker\'s reason', async () => {
+    speaker(0).failNextPlay('injected fault A');
+    const r = await t.op('announce', { Text: 'Nobody hears this', DeviceIDList: ids[0], Volume: '42' });
+    await untilState(r.AnnouncementID, 'failed');
+    expect((await status(r.AnnouncementID)).Reason).toContain('injected fault A');
+    expect(speaker(0).volume).toBe(20);
+  });
+
   test('a speaker that vanishes mid-announcement is skipped; the others finish and are restored', async () => {
     await t.op('play_hub_media_party_mode', { PersistentID: pid });
     const before0 = lastFetch(0);

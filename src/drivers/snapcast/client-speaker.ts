@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { digitId, type MediaRequest, type Speaker, type SpeakerEvents, type SpeakerInfo, type SpeakerPlayState, type StopReason } from '../driver';
+import { digitId, type MediaRequest, type Speaker, type SpeakerCapabilities, type SpeakerEvents, type SpeakerInfo, type SpeakerPlayState, type StopReason } from '../driver';
 import type { StreamMember } from './hub-stream';
 import type { GroupState, RawClient, RawVolume } from './model';
 
@@ -53,6 +53,8 @@ export function describeClient(serverAddress: string, c: RawClient, g: GroupStat
 /** One snapclient as a hub speaker. */
 export class SnapcastSpeaker extends EventEmitter<SpeakerEvents> implements Speaker, StreamMember {
   readonly driver = 'snapcast';
+  /** Plays of several clients start sample-synchronously; no snapshot/restore, mute only through volume 0. */
+  readonly capabilities: SpeakerCapabilities = { mute: false, snapshot: false, seek: true, syncGroup: true };
   private _available: boolean;
   private _state: SpeakerPlayState = 'stopped';
   private _volume: number;
