@@ -9,7 +9,7 @@ import { ManualClock } from '../../src/core/clock';
 import type { AnnouncementEvent, PlaybackSnapshot } from '../../src/core/events';
 import type { SpeakerPlayState } from '../../src/drivers/driver';
 import { encodeWav } from '../../src/media/wav';
-import { eventually, startHub, type TestHub } from '../helpers/hub';
+import { TEST_TOKEN, eventually, startHub, type TestHub } from '../helpers/hub';
 
 /** A loopback web server: /tone.wav (20 s), /hang (accepts, never answers). */
 async function webServer() {
@@ -103,6 +103,22 @@ describe('announcements (virtual speakers)', () => {
     await untilState(r.AnnouncementID, 'done');
     expect(speaker(0).state).toBe('stopped');
     expect(announcements.filter((e) => e.announcementId === r.AnnouncementID).map((e) => e.phase)).toEqual(['started', 'ended', 'restored']);
+  });
+
+  test('the event stream (SSE) carries announcement events', async () => {
+    const res = await fetch(`${t.base}/api/v1/events`, { headers: { Authorization: `Bearer ${TEST_TOKEN}` } });
+    const reader = res.body!.getReader();
+    let text = '';
+    const before = lastFetch(2);
+    const r = await t.op('announce', { Text: 'Over the wire', DeviceIDList: ids[2] });
+    await playsNew(2, before);
+    playOut();
+    await untilState(r.AnnouncementID, 'done');
+    while (!text.includes('"phase":"restored"')) text += Buffer.from((await reader.read()).value!).toString();
+    await reader.cancel();
+    const phases = [...text.matchAll(/event: announcement\ndata: (.*)\n/g)].map((m) => JSON.parse(m[1])).filter((e) => e.announcementId === r.AnnouncementID);
+    expect(phases.map((e) => e.phase)).toEqual(['started', 'ended', 'restored']);
+    expect(phases[2]).toMatchObject({ state: 'done', deviceIds: [ids[2]], priority: 100 });
   });
 
   test('music on 3 speakers, announce on 1: the other 2 never stop, the 1 rejoins at the current position at its own volume', async () => {
