@@ -490,7 +490,9 @@ export class AnnouncementManager implements OverlayHost {
         }
         // The music playback, if the speaker is (still, or now) one of its members.
         const back = await this.engine.giveBack(s.id);
-        if (back === 'none' && transport && !snap.member && t && t.state !== 'stopped' && t.url && s.restore && s.available) {
+        // What no hub playback holds: the driver puts back what it read (another app's media,
+        // a Snapcast client's group and stream); a snapshot of a stopped speaker stops it.
+        if (back === 'none' && transport && !snap.member && t && s.restore && s.available) {
           await s.restore(t).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'what the speaker played could not be restored'));
         } else if (back === 'none' && s.state !== 'stopped' && s.available) {
           await s.stop().catch(() => undefined);

@@ -8,7 +8,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { snapcastDeviceId } from '../../src/drivers/snapcast';
 import type { SpeakerPlayState } from '../../src/drivers/driver';
-import { freePort, groupOf, HUB_STREAM, SnapcastEnv, snapcastInstalled, waitFor } from '../snapcast/harness';
+import { allClients, freePort, groupOf, HUB_STREAM, OTHER_STREAM, SnapcastEnv, snapcastInstalled, waitFor } from '../snapcast/harness';
 import { startSnapcastHub, toneWav, type SnapcastHub } from '../snapcast/hub';
 import { labSuite } from '../helpers/labs';
 
@@ -72,5 +72,25 @@ suite('announcements on Snapcast clients', () => {
     expect((await t.op('device_list')).DeviceList.filter((d: any) => d.IsPlaying)).toHaveLength(3);
     expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
     await t.op('stop_play');
+  });
+
+  test('a client grouped with another on some other stream goes back into that group and stream at its exact volume', async () => {
+    // As a snapcast app would leave it: clients 1 and 2 together on "Other", client 1 at 37 %.
+    const g = groupOf(await env.status(), clientIds[0]);
+    await env.rpc('Group.SetClients', { id: g.id, clients: [clientIds[0], clientIds[1]] });
+    await env.rpc('Group.SetStream', { id: groupOf(await env.status(), clientIds[0]).id, stream_id: OTHER_STREAM });
+    await env.rpc('Client.SetVolume', { id: clientIds[0], volume: { percent: 37, muted: false } });
+    await waitFor(async () => (await t.op('get_volume_device', { DeviceID: ids[0] })).Volume === '19', 5000, 'the hub to see the volume');
+    const before = groupOf(await env.status(), clientIds[0]);
+    const a = await t.op('announce', { Text: 'Back to your group', DeviceIDList: ids[0], Volume: '45' });
+    await waitFor(async () => groupOf(await env.status(), clientIds[0])?.stream_id === ANNOUNCE_STREAM, 15_000, 'client 1 on the announcement stream');
+    // Client 2 stays where it was.
+    expect(groupOf(await env.status(), clientIds[1]).stream_id).toBe(OTHER_STREAM);
+    await waitFor(async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done', 30_000, 'announcement done');
+    const after = await env.status();
+    expect(groupOf(after, clientIds[0]).id).toBe(before.id);
+    expect(groupOf(after, clientIds[0]).stream_id).toBe(OTHER_STREAM);
+    expect(groupOf(after, clientIds[0]).clients.map((c: any) => c.id).sort()).toEqual([clientIds[0], clientIds[1]].sort());
+    expect(allClients(after).find((c: any) => c.id === clientIds[0]).config.volume).toEqual({ percent: 37, muted: false });
   });
 });

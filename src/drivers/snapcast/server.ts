@@ -1,6 +1,6 @@
 import type { Clock } from '../../core/clock';
 import type { Logger } from '../../logger';
-import type { MediaRequest } from '../driver';
+import type { MediaRequest, SpeakerSnapshot } from '../driver';
 import { describeClient, hubVolume, snapcastDeviceId, snapVolume, SnapcastSpeaker, type SpeakerControl } from './client-speaker';
 import type { ResolvedServerConfig, SnapcastConfig } from './config';
 import { HubStream } from './hub-stream';
@@ -13,6 +13,13 @@ export interface SnapServerOptions {
   clock: Clock;
   logger: Logger;
   added: (s: SnapcastSpeaker) => void;
+}
+
+/** Where a client sat: its group (and who else was in it) and the group's stream. */
+interface SnapcastPlacement {
+  groupId: string;
+  clientIds: string[];
+  streamId: string;
 }
 
 /** Notifications after which the grouping may break the hub-stream invariant. */
@@ -122,7 +129,43 @@ export class SnapServer {
     },
     position: (s) => this.streamOf(s).position(s),
     setVolume: (s, v) => this.setVolume(s, v),
+    snapshot: (s) => this.snapshot(s),
+    restore: (s, snap, volumeOnly) => this.restore(s, snap, volumeOnly),
   };
+
+  private snapshot(s: SnapcastSpeaker): SpeakerSnapshot {
+    const c = this.model.clients.get(s.clientId);
+    const g = this.model.groupOf(s.clientId);
+    const volume = c?.config.volume ?? { percent: s.volume * 2, muted: false };
+    const group: SnapcastPlacement | undefined = g ? { groupId: g.id, clientIds: [...g.clientIds], streamId: g.streamId } : undefined;
+    return { state: s.state, volume: hubVolume(volume), muted: volume.muted, takenAt: this.opts.clock.now(), driver: { percent: volume.percent, group } };
+  }
+
+  /**
+   * Volume (percent and mute exactly), then, unless volumeOnly, the group and stream the
+   * client had, when that was not one of the hub's own streams (the music rejoins by a play).
+   */
+  private async restore(s: SnapcastSpeaker, snap: SpeakerSnapshot, volumeOnly: boolean): Promise<void> {
+    const d = (snap.driver ?? {}) as { percent?: number; group?: SnapcastPlacement };
+    const res = await this.connection.request<{ volume: RawVolume }>('Client.SetVolume', {
+      id: s.clientId,
+      volume: { percent: d.percent ?? snap.volume * 2, muted: !!snap.muted },
+    });
+    this.apply(this.model.setVolume(s.clientId, res.volume));
+    const g = d.group;
+    const own = [this.opts.server.stream, this.opts.server.announceStream];
+    if (volumeOnly || !g || own.includes(g.streamId) || !this.model.streams.has(g.streamId)) return;
+    const original = this.model.groups.get(g.groupId);
+    if (original && !original.clientIds.includes(s.clientId)) {
+      const r = await this.connection.request<{ server: RawServer }>('Group.SetClients', { id: original.id, clients: [...original.clientIds, s.clientId] });
+      this.apply(this.model.applyServer(r.server));
+    }
+    const now = this.model.groupOf(s.clientId);
+    if (now && now.streamId !== g.streamId) {
+      await this.connection.request('Group.SetStream', { id: now.id, stream_id: g.streamId });
+      this.apply(this.model.setGroupStream(now.id, g.streamId));
+    }
+  }
 
   private async play(s: SnapcastSpeaker, media: MediaRequest): Promise<void> {
     const [result] = await this.playGroup([s], media);
