@@ -419,7 +419,8 @@ export class PlaybackEngine {
    */
   private cancelStart(priority: number): void {
     const s = this.starting;
-    if (!s || s.cancelled || s.priority === undefined || priority < s.priority) return;
+    // stop_play and shutdown (Infinity) cancel any start, joins and resumes included.
+    if (!s || s.cancelled || (priority !== Infinity && (s.priority === undefined || priority < s.priority))) return;
     s.cancelled = true;
     this.logger.info({ speakers: s.speakers.map((x) => x.id), priority: s.priority }, 'cancelling a play still starting');
     for (const sp of s.speakers) sp.stop().catch(() => undefined);
