@@ -93,4 +93,14 @@ suite('announcements on Snapcast clients', () => {
     expect(groupOf(after, clientIds[0]).clients.map((c: any) => c.id).sort()).toEqual([clientIds[0], clientIds[1]].sort());
     expect(allClients(after).find((c: any) => c.id === clientIds[0]).config.volume).toEqual({ percent: 37, muted: false });
   });
+
+  test('a muted client is unmuted for an announcement with a Volume, and muted again afterwards at its percent', async () => {
+    await env.rpc('Client.SetVolume', { id: clientIds[2], volume: { percent: 30, muted: true } });
+    await waitFor(async () => (await t.op('get_volume_device', { DeviceID: ids[2] })).Volume === '0', 5000, 'the hub to see the mute');
+    const a = await t.op('announce', { Text: 'Even when muted', DeviceIDList: ids[2], Volume: '45' });
+    await waitFor(async () => groupOf(await env.status(), clientIds[2])?.stream_id === ANNOUNCE_STREAM, 15_000, 'client 3 on the announcement stream');
+    expect(allClients(await env.status()).find((c: any) => c.id === clientIds[2]).config.volume).toEqual({ percent: 90, muted: false });
+    await waitFor(async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done', 30_000, 'announcement done');
+    expect(allClients(await env.status()).find((c: any) => c.id === clientIds[2]).config.volume).toEqual({ percent: 30, muted: true });
+  });
 });

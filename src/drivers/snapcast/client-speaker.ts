@@ -28,6 +28,8 @@ export interface SpeakerControl {
   position(s: SnapcastSpeaker): number | undefined;
   setVolume(s: SnapcastSpeaker, volume: number): Promise<void>;
   snapshot(s: SnapcastSpeaker): SpeakerSnapshot;
+  isMuted(s: SnapcastSpeaker): boolean;
+  setMute(s: SnapcastSpeaker, muted: boolean): Promise<void>;
   restore(s: SnapcastSpeaker, snap: SpeakerSnapshot, volumeOnly: boolean): Promise<void>;
 }
 
@@ -55,8 +57,8 @@ export function describeClient(serverAddress: string, c: RawClient, g: GroupStat
 /** One snapclient as a hub speaker. */
 export class SnapcastSpeaker extends EventEmitter<SpeakerEvents> implements Speaker, StreamMember {
   readonly driver = 'snapcast';
-  /** Plays of several clients start sample-synchronously; snapshot = group, stream and volume; mute only through volume 0. */
-  readonly capabilities: SpeakerCapabilities = { mute: false, snapshot: true, seek: true, syncGroup: true };
+  /** Plays of several clients start sample-synchronously; snapshot = group, stream and volume; the client's own mute. */
+  readonly capabilities: SpeakerCapabilities = { mute: true, snapshot: true, seek: true, syncGroup: true };
   private _available: boolean;
   private _state: SpeakerPlayState = 'stopped';
   private _volume: number;
@@ -115,6 +117,16 @@ export class SnapcastSpeaker extends EventEmitter<SpeakerEvents> implements Spea
   async setVolume(volume: number): Promise<void> {
     this.assertAvailable();
     await this.control.setVolume(this, volume);
+  }
+
+  /** snapcast's client mute (a muted client reads volume 0 and keeps its percent). */
+  isMuted(): boolean {
+    return this.control.isMuted(this);
+  }
+
+  async setMute(muted: boolean): Promise<void> {
+    this.assertAvailable();
+    await this.control.setMute(this, muted);
   }
 
   /** Its group (with the other clients in it), the group's stream, and its volume and mute. */

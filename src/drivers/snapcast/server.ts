@@ -130,6 +130,12 @@ export class SnapServer {
     position: (s) => this.streamOf(s).position(s),
     setVolume: (s, v) => this.setVolume(s, v),
     snapshot: (s) => this.snapshot(s),
+    isMuted: (s) => this.model.clients.get(s.clientId)?.config.volume.muted ?? false,
+    setMute: async (s, muted) => {
+      const percent = this.model.clients.get(s.clientId)?.config.volume.percent ?? s.volume * 2;
+      const res = await this.connection.request<{ volume: RawVolume }>('Client.SetVolume', { id: s.clientId, volume: { percent, muted } });
+      this.apply(this.model.setVolume(s.clientId, res.volume));
+    },
     restore: (s, snap, volumeOnly) => this.restore(s, snap, volumeOnly),
   };
 
