@@ -11,7 +11,8 @@ import type { SpeakerDriver } from './drivers/driver';
 import { createLogger, type Logger } from './logger';
 import { MediaLibrary } from './media/library';
 import { MediaServer } from './media/media-server';
-import { metadataReader } from './media/metadata-reader';
+import { MetadataReader } from './media/metadata-reader';
+import { ensureChime } from './media/chime';
 import { sampleMediaDir } from './media/sample-location';
 import { SessionFile } from './persistence/session-file';
 import { loadOrCreateToken } from './server/auth';
@@ -45,6 +46,8 @@ export class SpeakerHub {
   private _library?: MediaLibrary;
   readonly mediaServer: MediaServer;
   readonly tts: TtsService;
+  /** This hub's tag reader (a helper process while it has work): closed by this hub's stop only. */
+  private readonly metadata = new MetadataReader();
   /** The configured drivers (virtual, upnp, snapcast) and any extra ones, in start order. */
   readonly drivers: SpeakerDriver[];
   /** The virtual driver, when it runs (tests and demos drive its speakers' faults). */
@@ -85,6 +88,7 @@ export class SpeakerHub {
       maxCacheBytes: config.limits.ttsCacheMB * 1024 * 1024,
       maxQueue: config.limits.ttsQueue,
       logger: this.logger.child({ component: 'tts' }),
+      reader: this.metadata,
     });
     this.drivers = [
       ...createConfiguredDrivers(config, { clock: this.clock, logger: this.logger, version: VERSION, networkAddress: this.networkAddress }),
@@ -155,11 +159,11 @@ export class SpeakerHub {
     const { config } = this;
     await mkdir(config.dataDir, { recursive: true });
     await checkMediaFolders(config.media.folders);
-    this.undo.push({ what: 'metadata reader', run: () => metadataReader.close() });
+    this.undo.push({ what: 'metadata reader', run: () => this.metadata.close() });
     const folders = [...config.media.folders];
     const samples = config.media.samples ? await sampleMediaDir(config.dataDir) : undefined;
     if (samples) folders.push(samples);
-    this._library = new MediaLibrary({ folders, sampleFolder: samples, logger: this.logger.child({ component: 'media' }) });
+    this._library = new MediaLibrary({ folders, sampleFolder: samples, logger: this.logger.child({ component: 'media' }), reader: this.metadata });
     await this._library.scan();
     if (config.media.watch) {
       this._library.watch({ debounceMs: config.media.watchDebounceMs });
@@ -177,6 +181,8 @@ export class SpeakerHub {
       tts: this.tts,
       sessions: { idleMs: config.sessions.idleMinutes * 60_000, maxSessions: config.sessions.maxSessions },
       refuseLocalMediaUrls: config.webMedia.refuseLocalAddresses,
+      chimeFile: await ensureChime(join(config.dataDir, 'chime-v1.wav')),
+      partyRejoin: config.playback.partyRejoin,
     });
     this._core = core;
     this.undo.push({
@@ -304,6 +310,12 @@ export class SpeakerHub {
    * the failures are logged and rethrown together.
    */
   async stop(): Promise<void> {
+    // Playback first, while the front ends still run: their clients get the final state
+    // (the wire feed delivers on a later turn of the event loop, hence the wait).
+    if (this._core) {
+      await this._core.playback.shutdown().catch((e) => this.logger.warn({ err: String(e) }, 'stopping the playback at shutdown failed'));
+      await new Promise((r) => setImmediate(r));
+    }
     const errors = await this.runUndo();
     this.logger.info('hub stopped');
     if (errors.length) throw new AggregateError(errors, `hub stop: ${errors.length} step(s) failed`);

@@ -152,6 +152,14 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    // Playback and announcements (core-announce).
+    playback: z
+      .object({
+        /** Speakers that come back (or appear) while a party play runs join it. */
+        partyRejoin: z.boolean().default(true),
+      })
+      .strict()
+      .prefault({}),
     log: z
       .object({
         level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -43,6 +43,22 @@ export interface PlaybackSnapshot {
   reason?: string;
 }
 
+export type AnnouncementState = 'queued' | 'playing' | 'done' | 'failed';
+
+/**
+ * An announcement's life (beyond the spec): 'started' when its first speaker starts it,
+ * 'ended' when it has played out (or was stopped) on every speaker, 'restored' when every
+ * speaker is back to what it did before (state done), 'failed' when it could not play at all.
+ */
+export interface AnnouncementEvent {
+  announcementId: string;
+  phase: 'started' | 'ended' | 'restored' | 'failed';
+  state: AnnouncementState;
+  deviceIds: string[];
+  priority: number;
+  reason?: string;
+}
+
 /** What the core tells front ends; MQTT, SSE, HomeKit and the cloud publish these. */
 export interface HubEvents {
   playbackState: [PlaybackSnapshot];
@@ -50,13 +66,14 @@ export interface HubEvents {
   device: [{ reason: DeviceReason; device: DeviceRecord; detail?: string }];
   volume: [{ deviceId: string; volume: number }];
   selection: [{ deviceIds: string[] }];
+  announcement: [AnnouncementEvent];
 }
 
 /**
  * Every event name of HubEvents, at run time (the wire-event feed subscribes to each).
  * The type check below fails to compile when an event is added to HubEvents but not here.
  */
-export const HUB_EVENT_NAMES = ['playbackState', 'playbackTime', 'device', 'volume', 'selection'] as const satisfies readonly (keyof HubEvents)[];
+export const HUB_EVENT_NAMES = ['playbackState', 'playbackTime', 'device', 'volume', 'selection', 'announcement'] as const satisfies readonly (keyof HubEvents)[];
 type Unlisted = Exclude<keyof HubEvents, (typeof HUB_EVENT_NAMES)[number]>;
 const everyEventListed: [Unlisted] extends [never] ? true : Unlisted = true;
 void everyEventListed;

@@ -1,6 +1,7 @@
 import { HubError } from './errors';
 import type { Clock } from './clock';
 import { HubEventBus } from './events';
+import { AnnouncementManager } from './announcements';
 import { PlaybackEngine, type PlayableMedia } from './playback-engine';
 import { Selection } from './selection';
 import { SessionStore } from './sessions';
@@ -17,7 +18,8 @@ import { redactUrl } from '../redact';
 export interface TextToSpeech {
   /** Throws InvalidParameter/TextTooLong for text that can never be spoken. */
   validate(text: string): void;
-  speak(text: string): Promise<TtsAudio>;
+  /** voice: the provider's voice/language for this text; undefined = the configured one. */
+  speak(text: string, voice?: string): Promise<TtsAudio>;
 }
 
 export interface HubCoreOptions {
@@ -31,6 +33,10 @@ export interface HubCoreOptions {
   sessions: { idleMs: number; maxSessions: number };
   /** webMedia.refuseLocalAddresses: MediaUrls at loopback/link-local addresses fail with MediaUrlRefused. */
   refuseLocalMediaUrls?: boolean;
+  /** The pre-rendered announcement chime (a WAV file), if the hub made one. */
+  chimeFile?: string;
+  /** Speakers that come back while a party play runs join it (default true). */
+  partyRejoin?: boolean;
 }
 
 /**
@@ -46,6 +52,7 @@ export class HubCore {
   readonly speakers: SpeakerRegistry;
   readonly selection: Selection;
   readonly playback: PlaybackEngine;
+  readonly announcements: AnnouncementManager;
   readonly volume: VolumeControl;
   readonly catalog: MediaCatalog;
   private readonly mediaHost: MediaHost;
@@ -54,6 +61,7 @@ export class HubCore {
   private readonly refuseLocalMediaUrls: boolean;
   /** Media-host URLs handed out and not yet released. */
   private readonly published = new Set<string>();
+  private readonly chimeFile?: string;
 
   constructor(options: HubCoreOptions) {
     this.uuid = options.uuid;
@@ -69,9 +77,14 @@ export class HubCore {
     this.sessions = new SessionStore(options.clock, options.sessions);
     this.speakers = new SpeakerRegistry(this.events, options.logger);
     this.selection = new Selection(this.speakers, this.events);
-    this.playback = new PlaybackEngine(this.speakers, this.selection, options.clock, this.events, options.logger);
+    this.chimeFile = options.chimeFile;
+    this.playback = new PlaybackEngine(this.speakers, this.selection, options.clock, this.events, options.logger, {
+      partyRejoin: options.partyRejoin,
+    });
+    this.announcements = new AnnouncementManager(this.speakers, this.playback, options.clock, this.events, options.logger);
     this.volume = new VolumeControl(this.speakers, options.logger);
     this.events.on('playbackState', () => this.releaseUnusedMedia());
+    this.events.on('announcement', () => this.releaseUnusedMedia());
   }
 
   /**
@@ -84,13 +97,16 @@ export class HubCore {
   private releaseUnusedMedia(): void {
     const host = this.mediaHost;
     if (!host.release) return;
+    // The music playback's media and every unfinished announcement's stay reachable.
+    const keep = this.announcements.mediaInUse();
     const current = this.playback.currentMedia?.url;
+    if (current) keep.add(current);
     for (const url of this.published) {
-      if (url === current) continue;
+      if (keep.has(url)) continue;
       host.release(url);
       this.published.delete(url);
     }
-    if (current && !this.published.has(current) && host.retain?.(current)) this.published.add(current);
+    for (const url of keep) if (!this.published.has(url) && host.retain?.(url)) this.published.add(url);
   }
 
   private publish(file: string, contentType: string): string {
@@ -139,8 +155,14 @@ export class HubCore {
     this.tts.validate(text);
   }
 
-  async ttsMedia(text: string): Promise<PlayableMedia> {
-    const audio = await this.tts.speak(text);
+  /** The pre-rendered chime, as media. */
+  chimeMedia(): PlayableMedia {
+    if (!this.chimeFile) throw new HubError('MediaNotFound', 'This hub has no chime.', { parameter: 'Chime' });
+    return { kind: 'hub', url: this.publish(this.chimeFile, 'audio/wav'), contentType: 'audio/wav', title: 'Chime', duration: 0.9 };
+  }
+
+  async ttsMedia(text: string, voice?: string): Promise<PlayableMedia> {
+    const audio = await this.tts.speak(text, voice);
     return {
       kind: 'tts',
       url: this.publish(audio.file, audio.contentType),

@@ -22,6 +22,25 @@ export interface PlayableMedia {
 
 export const DEFAULT_PRIORITY = 100;
 
+/** Seconds a playback waits, after its first speaker reports the end of the media, for the others to end too. */
+const END_GRACE_MS = 2000;
+
+/**
+ * What the engine needs of the overlays (announcements) that borrow its speakers for a while.
+ * The engine never starts its playback on a busy speaker; it keeps it as a member and lets
+ * it rejoin when the overlay gives it back.
+ */
+export interface OverlayHost {
+  busy(speakerId: string): boolean;
+  /** Ends every overlay (stop_play): volumes and mutes go back, transports stay stopped. */
+  stopAll(reason: string): Promise<void>;
+}
+
+export interface PlaybackEngineOptions {
+  /** Speakers that come back (or appear) while a party play runs join it. Default true. */
+  partyRejoin?: boolean;
+}
+
 interface Playback {
   media: PlayableMedia;
   priority: number;
@@ -29,6 +48,13 @@ interface Playback {
   state: Exclude<PlaybackState, 'PlayerStateStopped'>;
   /** Speakers carrying the playback now, with the listener that watches each. */
   speakers: Map<string, { speaker: Speaker; unwatch: () => void }>;
+  /**
+   * Members that do not carry the media now: lent to an overlay (an announcement), or given
+   * back while the playback is paused. They rejoin when given back / on resume.
+   */
+  idle: Map<string, Speaker>;
+  /** Pending end-of-media settlement (the first speaker reported the end). */
+  ending?: TimerHandle;
   /** Seconds banked before the last (re)start. */
   offset: number;
   /** Clock ms of the last (re)start. */
@@ -36,9 +62,21 @@ interface Playback {
   tick?: TimerHandle;
 }
 
+interface Starting {
+  speakers: Speaker[];
+  cancelled: boolean;
+  /** Priority of the play being started; undefined for joins and rejoins, which are never cancelled by a play. */
+  priority?: number;
+}
+
 /**
- * One playback at a time, hub-wide, as on the original hub: a new play (with enough
- * Priority) replaces the current one, whichever speakers either uses.
+ * The music playback: one at a time, hub-wide, as on the original hub: a new play (with
+ * enough Priority) replaces the current one, whichever speakers either uses.
+ *
+ * Overlays (announcements, src/core/announcements.ts) borrow speakers from it for a while:
+ * a borrowed speaker stays a member of the playback (idle), the others play on, and when
+ * it is given back it rejoins at the current position (restarts a web stream), or stays
+ * parked while the playback is paused. The spec's operations act on this playback only.
  *
  * State changes run one after another through `exclusive`; media loading (TTS synthesis)
  * happens before a play joins that queue so a slow synthesis never holds up stop_play.
@@ -46,8 +84,10 @@ interface Playback {
 export class PlaybackEngine {
   private current?: Playback;
   private queue: Promise<unknown> = Promise.resolve();
-  /** Speakers a play is starting on; stop_play stops them at once instead of waiting. */
-  private starting?: { speakers: Speaker[]; cancelled: boolean };
+  /** Speakers a play is starting on; stop_play and stronger plays stop them at once instead of waiting. */
+  private starting?: Starting;
+  private overlays?: OverlayHost;
+  private readonly partyRejoin: boolean;
 
   constructor(
     private readonly registry: SpeakerRegistry,
@@ -55,7 +95,22 @@ export class PlaybackEngine {
     private readonly clock: Clock,
     private readonly events: HubEventBus,
     private readonly logger: Logger,
-  ) {}
+    options: PlaybackEngineOptions = {},
+  ) {
+    this.partyRejoin = options.partyRejoin ?? true;
+    // A speaker that comes back (or is discovered) while a party play runs joins it.
+    events.on('device', (e) => {
+      if (e.reason !== 'DeviceAvailable' || !this.partyRejoin) return;
+      const p = this.current;
+      if (!p || p.target !== 'party' || p.state !== 'PlayerStatePlaying' || p.speakers.has(e.device.DeviceID)) return;
+      this.join([e.device.DeviceID]).catch((err) => this.logger.warn({ deviceId: e.device.DeviceID, err: String(err) }, 'party rejoin failed'));
+    });
+  }
+
+  /** Lets the overlays (announcements) borrow speakers. */
+  attachOverlays(overlays: OverlayHost): void {
+    this.overlays = overlays;
+  }
 
   // ---- queries -------------------------------------------------------------------------
 
@@ -87,7 +142,7 @@ export class PlaybackEngine {
       url: p.media.kind === 'web' ? redactUrl(p.media.url) : undefined,
       title: p.media.title,
       priority: p.priority,
-      deviceIds: [...p.speakers.keys()],
+      deviceIds: this.members(p),
       ...(reason ? { reason } : {}),
     };
   }
@@ -102,28 +157,39 @@ export class PlaybackEngine {
     this.resolveTarget(target);
     this.checkPriority(priority);
     const media = await load();
+    // A play with at least the priority of one still starting does not wait behind it.
+    this.cancelStart(priority);
     await this.exclusive(async () => {
-      const speakers = this.resolveTarget(target);
+      const targets = this.resolveTarget(target);
       this.checkPriority(priority);
+      // Speakers lent to an overlay become members now and join when it gives them back.
+      const speakers = targets.filter((s) => !this.isBusy(s.id));
+      const lent = targets.filter((s) => this.isBusy(s.id));
       if (this.current) {
         // Speakers of the new target switch media directly; the others are stopped first.
         await this.stopSpeakers(this.current, new Set(speakers.map((s) => s.id)));
         this.finish('interrupted');
       }
-      const started = await this.startOn(speakers, media, 0);
-      this.current = {
+      const started = speakers.length ? await this.startOn(speakers, media, 0, false, priority) : [];
+      const p: Playback = {
         media,
         priority,
         target: target.kind,
         state: 'PlayerStatePlaying',
         speakers: new Map(),
+        idle: new Map(lent.map((s) => [s.id, s])),
         offset: 0,
         startedAt: this.clock.now(),
       };
-      for (const s of started) this.watch(this.current, s);
-      this.logger.info({ kind: media.kind, priority, target: target.kind, speakers: started.map((s) => s.id) }, 'playback started');
+      this.current = p;
+      for (const s of started) {
+        // Lent while it was starting: it is the overlay's now.
+        if (this.isBusy(s.id)) p.idle.set(s.id, s);
+        else this.watch(p, s);
+      }
+      this.logger.info({ kind: media.kind, priority, target: target.kind, speakers: started.map((s) => s.id), lent: lent.map((s) => s.id) }, 'playback started');
       this.changed();
-      this.scheduleTick(this.current);
+      this.scheduleTick(p);
     });
   }
 
@@ -166,7 +232,10 @@ export class PlaybackEngine {
         p.speakers.delete(id);
         entry.speaker.stop().catch((e) => this.logger.warn({ deviceId: id, err: String(e) }, 'stop failed'));
       }
-      const fresh = wanted.filter((s) => !p.speakers.has(s.id));
+      for (const id of [...p.idle.keys()]) if (!wantedIds.has(id)) p.idle.delete(id);
+      // Lent speakers stay members and join when their overlay gives them back.
+      for (const s of wanted) if (this.isBusy(s.id) && !p.speakers.has(s.id)) p.idle.set(s.id, s);
+      const fresh = wanted.filter((s) => !p.speakers.has(s.id) && !this.isBusy(s.id));
       const resumed = await Promise.allSettled([...p.speakers.values()].map(({ speaker }) => speaker.resume()));
       [...p.speakers.values()].forEach(({ speaker, unwatch }, i) => {
         if (resumed[i].status === 'rejected') {
@@ -175,9 +244,10 @@ export class PlaybackEngine {
           this.logger.warn({ deviceId: speaker.id, err: String((resumed[i] as PromiseRejectedResult).reason) }, 'resume failed');
         }
       });
-      const joined = fresh.length ? await this.startOn(fresh, p.media, p.offset, p.speakers.size > 0) : [];
+      for (const s of fresh) p.idle.delete(s.id);
+      const joined = fresh.length ? await this.startOn(fresh, p.media, p.offset, p.speakers.size > 0 || p.idle.size > 0) : [];
       for (const s of joined) this.watch(p, s);
-      if (p.speakers.size === 0) {
+      if (p.speakers.size === 0 && p.idle.size === 0) {
         this.finish('error');
         throw new HubError('PlaybackFailed', 'No target speaker could resume the media.');
       }
@@ -188,17 +258,21 @@ export class PlaybackEngine {
     });
   }
 
+  /**
+   * stop_play: stops the playback, ends every overlay (announcements: volumes go back), and
+   * stops any speaker still playing that no playback holds (what another app or a crashed
+   * hub left playing on a renderer), so that "stop" means silence.
+   */
   async stop(): Promise<void> {
-    if (this.starting) {
-      this.starting.cancelled = true;
-      for (const s of this.starting.speakers) s.stop().catch(() => undefined);
-    }
+    this.cancelStart(Infinity);
     await this.exclusive(async () => {
       const p = this.current;
       if (!p) return;
       await this.stopSpeakers(p);
       this.finish('stopped');
     });
+    await this.overlays?.stopAll('stopped by stop_play');
+    await this.stopStrays();
   }
 
   /** A speaker added to the playback session joins what is playing, at the current position. */
@@ -206,10 +280,13 @@ export class PlaybackEngine {
     await this.exclusive(async () => {
       const p = this.current;
       if (!p || p.state !== 'PlayerStatePlaying') return;
-      const fresh = speakerIds
+      const candidates = speakerIds
         .map((id) => this.registry.find(id))
         .filter((s): s is Speaker => !!s && s.available && !p.speakers.has(s.id));
+      for (const s of candidates) if (this.isBusy(s.id)) p.idle.set(s.id, s);
+      const fresh = candidates.filter((s) => !this.isBusy(s.id));
       if (!fresh.length) return;
+      for (const s of fresh) p.idle.delete(s.id);
       const joined = await this.startOn(fresh, p.media, this.elapsed(p), true);
       if (this.current !== p) {
         for (const s of joined) s.stop().catch(() => undefined);
@@ -224,22 +301,146 @@ export class PlaybackEngine {
   async leave(speakerId: string): Promise<void> {
     await this.exclusive(async () => {
       const p = this.current;
-      const entry = p?.speakers.get(speakerId);
-      if (!p || !entry) return;
+      if (!p) return;
+      if (p.idle.delete(speakerId)) {
+        if (p.speakers.size === 0 && p.idle.size === 0) this.finish('stopped');
+        else this.changed();
+        return;
+      }
+      const entry = p.speakers.get(speakerId);
+      if (!entry) return;
       entry.unwatch();
       p.speakers.delete(speakerId);
       await entry.speaker.stop().catch((e) => this.logger.warn({ deviceId: speakerId, err: String(e) }, 'stop failed'));
-      if (p.speakers.size === 0) this.finish('stopped');
+      if (p.speakers.size === 0 && p.idle.size === 0) this.finish('stopped');
       else this.changed();
     });
   }
 
-  /** Stops everything; used at hub shutdown. */
+  /** Stops everything; used at hub shutdown. The final state goes out with reason 'shutdown'. */
   async shutdown(): Promise<void> {
-    await this.stop();
+    this.cancelStart(Infinity);
+    await this.exclusive(async () => {
+      const p = this.current;
+      if (!p) return;
+      await this.stopSpeakers(p);
+      this.finish('shutdown');
+    });
+    await this.overlays?.stopAll('hub shutdown');
+  }
+
+  // ---- overlays (announcements) ----------------------------------------------------------
+
+  /** Whether the speaker is a member of the playback (carrying it, or lent/parked). */
+  isMember(speakerId: string): boolean {
+    const p = this.current;
+    return !!p && (p.speakers.has(speakerId) || p.idle.has(speakerId));
+  }
+
+  /** Priority of the playback the speaker plays now, if it plays one. */
+  priorityOn(speakerId: string): number | undefined {
+    const p = this.current;
+    return p && p.state === 'PlayerStatePlaying' && p.speakers.has(speakerId) ? p.priority : undefined;
+  }
+
+  /**
+   * An overlay takes speakers (already marked busy by it): they stop carrying the playback
+   * but stay its members; the others play on untouched. A play still starting on them is
+   * cancelled when `priority` is at least its own, else awaited.
+   */
+  async lend(speakerIds: string[], priority: number): Promise<void> {
+    const ids = new Set(speakerIds);
+    const s = this.starting;
+    if (s && s.speakers.some((sp) => ids.has(sp.id))) {
+      this.cancelStart(priority);
+      await this.exclusive(async () => undefined);
+    }
+    const p = this.current;
+    if (!p) return;
+    for (const id of ids) {
+      const entry = p.speakers.get(id);
+      if (!entry) continue;
+      entry.unwatch();
+      p.speakers.delete(id);
+      p.idle.set(id, entry.speaker);
+    }
+  }
+
+  /**
+   * An overlay gives a speaker back: if it is still a member of a playing playback it
+   * rejoins in sync at the current position (hub media and TTS) or restarts the stream (web
+   * media); while the playback is paused it stays parked and starts on resume. Resolves
+   * once the speaker plays again (or it is clear it will not).
+   */
+  async giveBack(speakerId: string): Promise<'rejoined' | 'parked' | 'none'> {
+    return this.exclusive(async () => {
+      const p = this.current;
+      const speaker = p?.idle.get(speakerId);
+      if (!p || !speaker) return 'none';
+      if (p.state === 'PlayerStatePaused') return 'parked';
+      if (p.media.duration !== undefined && this.elapsed(p) >= p.media.duration - 0.5) {
+        p.idle.delete(speakerId);
+        if (p.speakers.size === 0 && p.idle.size === 0) this.finish('ended');
+        return 'none';
+      }
+      p.idle.delete(speakerId);
+      const joined = speaker.available ? await this.startOn([speaker], p.media, this.rejoinAt(p), true).catch(() => []) : [];
+      if (this.current !== p) {
+        for (const s of joined) s.stop().catch(() => undefined);
+        return 'none';
+      }
+      for (const s of joined) this.watch(p, s);
+      if (!joined.length) {
+        this.logger.warn({ deviceId: speakerId }, 'speaker could not rejoin the playback after an overlay');
+        if (p.speakers.size === 0 && p.idle.size === 0) this.finish('error');
+        else this.changed();
+        return 'none';
+      }
+      return 'rejoined';
+    });
+  }
+
+  /** Plays on speakers outside the music playback (for overlays): same grouping as plays. */
+  playOverlay(speakers: Speaker[], request: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+    return this.playAll(speakers, request);
   }
 
   // ---- internals -----------------------------------------------------------------------
+
+  private isBusy(id: string): boolean {
+    return this.overlays?.busy(id) ?? false;
+  }
+
+  private members(p: Playback): string[] {
+    return [...p.speakers.keys(), ...p.idle.keys()];
+  }
+
+  /** Where a speaker joining now starts: the current position, or the live edge of a web stream. */
+  private rejoinAt(p: Playback): number {
+    return p.media.kind === 'web' && p.media.duration === undefined ? 0 : this.elapsed(p);
+  }
+
+  /**
+   * Cancels a play still starting when `priority` is at least its own (stop_play passes
+   * Infinity): its speakers are stopped, which makes their pending starts fail at once.
+   */
+  private cancelStart(priority: number): void {
+    const s = this.starting;
+    // stop_play and shutdown (Infinity) cancel any start, joins and resumes included.
+    if (!s || s.cancelled || (priority !== Infinity && (s.priority === undefined || priority < s.priority))) return;
+    s.cancelled = true;
+    this.logger.info({ speakers: s.speakers.map((x) => x.id), priority: s.priority }, 'cancelling a play still starting');
+    for (const sp of s.speakers) sp.stop().catch(() => undefined);
+  }
+
+  /** Stops speakers that play although no playback and no overlay holds them. */
+  private async stopStrays(): Promise<void> {
+    const strays = this.registry.available().filter((s) => s.state !== 'stopped' && !this.isMember(s.id) && !this.isBusy(s.id));
+    if (!strays.length) return;
+    this.logger.info({ speakers: strays.map((s) => s.id) }, 'stopping speakers that play outside any playback');
+    const results = await Promise.allSettled(strays.map((s) => s.stop()));
+    this.logFailures('stop', strays.map((s) => s.id), results);
+  }
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.queue.then(fn, fn);
@@ -280,12 +481,12 @@ export class PlaybackEngine {
    * Starts media on speakers in parallel. Returns those that started; throws PlaybackFailed
    * when none did (unless `lenient`, for speakers joining a playback that goes on anyway).
    */
-  private async startOn(speakers: Speaker[], media: PlayableMedia, startAt: number, lenient = false): Promise<Speaker[]> {
-    const starting = { speakers, cancelled: false };
+  private async startOn(speakers: Speaker[], media: PlayableMedia, startAt: number, lenient = false, priority?: number): Promise<Speaker[]> {
+    const starting: Starting = { speakers, cancelled: false, priority };
     this.starting = starting;
     const request = { url: media.url, contentType: media.contentType, title: media.title, duration: media.duration, startAt };
     const results = await this.playAll(speakers, request);
-    this.starting = undefined;
+    if (this.starting === starting) this.starting = undefined;
     const started = speakers.filter((_, i) => results[i].status === 'fulfilled');
     const failures = this.logFailures('play', speakers.map((s) => s.id), results);
     if (starting.cancelled) {
@@ -340,9 +541,24 @@ export class PlaybackEngine {
     if (!entry || this.current !== p) return;
     entry.unwatch();
     p.speakers.delete(id);
-    if (reason !== 'ended') this.logger.warn({ deviceId: id, reason }, 'speaker dropped out of the playback');
-    if (p.speakers.size === 0) this.finish(reason === 'ended' ? 'ended' : reason === 'error' ? 'error' : 'stopped');
-    else this.changed();
+    if (reason === 'ended') {
+      // The media ended: the playback is over once every speaker has ended. Speakers report
+      // the end one by one; the others get a grace period, so that clients see one Stopped
+      // rather than a Playing with a shrinking device list per speaker.
+      if (p.speakers.size === 0) {
+        this.finish('ended');
+        return;
+      }
+      p.ending ??= this.clock.setTimer(() => {
+        p.ending = undefined;
+        if (this.current === p) this.changed();
+      }, END_GRACE_MS);
+      return;
+    }
+    this.logger.warn({ deviceId: id, reason }, 'speaker dropped out of the playback');
+    // Lent speakers keep the playback alive: it goes on (in time) and they rejoin it.
+    if (p.speakers.size === 0 && p.idle.size === 0) this.finish(reason === 'error' ? 'error' : 'stopped');
+    else if (!p.ending) this.changed();
   }
 
   /** Detaches every speaker from the playback and stops those not in `keep`. */
@@ -360,6 +576,7 @@ export class PlaybackEngine {
     const p = this.current;
     if (!p) return;
     p.tick?.cancel();
+    p.ending?.cancel();
     for (const e of p.speakers.values()) e.unwatch();
     this.current = undefined;
     this.logger.info({ reason }, 'playback stopped');
@@ -379,7 +596,12 @@ export class PlaybackEngine {
     const ms = (p.offset * 1000 + (this.clock.now() - p.startedAt)) % 1000;
     p.tick = this.clock.setTimer(() => {
       if (this.current !== p || p.state !== 'PlayerStatePlaying') return;
-      this.events.emit('playbackTime', { timeElapsed: Math.floor(this.elapsed(p)), deviceIds: [...p.speakers.keys()] });
+      // Every member lent to an overlay: no speaker reports the end, the clock does.
+      if (p.speakers.size === 0 && p.media.duration !== undefined && this.elapsed(p) >= p.media.duration) {
+        this.finish('ended');
+        return;
+      }
+      this.events.emit('playbackTime', { timeElapsed: Math.floor(this.elapsed(p)), deviceIds: this.members(p) });
       this.scheduleTick(p);
       // A few ms past the boundary: timers may fire a hair early and floor() would repeat a second.
     }, 1000 - ms + 5);

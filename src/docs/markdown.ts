@@ -17,6 +17,7 @@ const GROUP_TITLES: Record<Operation['group'], string> = {
   device: 'Device management',
   playback: 'Media playback',
   volume: 'Volume control',
+  announcement: 'Announcements (beyond the spec)',
 };
 
 export function operationsMarkdown(): string {
@@ -25,7 +26,7 @@ export function operationsMarkdown(): string {
     out.push(`#### ${GROUP_TITLES[group]}`, '', '| Operation | Parameters | Response | What it does |', '|---|---|---|---|');
     for (const op of OPERATIONS.filter((o) => o.group === group)) {
       const params = parameterNames(op)
-        .map((p) => (p === 'Priority' ? '[Priority]' : p))
+        .map((p) => (isOptional(op, p) ? `[${p}]` : p))
         .join(', ');
       out.push(`| \`${op.name}\` | ${params || '—'} | \`${responseShape(op)}\` | ${op.summary} |`);
     }
@@ -43,8 +44,12 @@ export function operationsMarkdown(): string {
 }
 
 const curl = (op: Operation) => {
-  const qs = [`SessionToken=$S`, ...Object.entries(op.example).map(([k, v]) => `${k}=${encodeURIComponent(v)}`)].join('&');
-  return `curl -s -H "Authorization: Bearer $T" "http://127.0.0.1:8090/api/v1/${op.name}?${qs}"`;
+  // "$X" stays a shell variable: an earlier example's answer set it (exampleCaptures).
+  const value = (v: string) => (/^\$[A-Z]$/.test(v) ? v : encodeURIComponent(v));
+  const qs = [`SessionToken=$S`, ...Object.entries(op.example).map(([k, v]) => `${k}=${value(v)}`)].join('&');
+  const cmd = `curl -s -H "Authorization: Bearer $T" "http://127.0.0.1:8090/api/v1/${op.name}?${qs}"`;
+  const c = op.exampleCaptures;
+  return c ? `${c.variable}=$(${cmd} | jq -r .${c.field})` : cmd;
 };
 
 /**
@@ -105,4 +110,10 @@ export function renderReadme(readme: string): string {
     text = `${text.slice(0, start + open.length)}\n${body}\n${text.slice(end)}`;
   }
   return text;
+}
+
+/** Optional parameters are shown in brackets. */
+function isOptional(op: Operation, name: string): boolean {
+  const schema = (op.params.shape as Record<string, { safeParse(v: unknown): { success: boolean } }>)[name];
+  return !!schema && schema.safeParse(undefined).success;
 }

@@ -35,6 +35,11 @@ export interface MediaRequest {
   duration?: number;
   /** Seconds to start into the media (resume on a speaker that was not paused). */
   startAt?: number;
+  /**
+   * Played over another playback for a while (an announcement): drivers whose speakers share
+   * one stream (Snapcast) play it on a stream of its own, so the others keep the music.
+   */
+  overlay?: boolean;
 }
 
 export type SpeakerPlayState = 'playing' | 'paused' | 'stopped';
@@ -66,6 +71,59 @@ export interface Speaker extends EventEmitter<SpeakerEvents> {
   position(): number | undefined;
   /** 0–50; the driver maps to its protocol's range and clamps. */
   setVolume(volume: number): Promise<void>;
+
+  // ---- optional (additive) parts: drivers that lack them still work -----------------
+
+  /** What this speaker can do beyond the basics; absent means none of the optional parts. */
+  readonly capabilities?: SpeakerCapabilities;
+  /**
+   * Mute, apart from volume: a muted speaker keeps its level. Drivers that have no mute of
+   * their own leave these out (volume 0 is then the only silence).
+   */
+  isMuted?(): boolean;
+  setMute?(muted: boolean): Promise<void>;
+  /**
+   * What the speaker is doing now, read from the speaker itself (also what another app
+   * started on it), so that an overlay (an announcement) can put it back afterwards.
+   */
+  snapshot?(): Promise<SpeakerSnapshot>;
+  /**
+   * Puts back a snapshot taken by this speaker: volume and mute exactly as they were (the
+   * protocol's own level, no rounding through 0–50), then, unless `volumeOnly`, the
+   * transport (URI and metadata, position, playing/paused/stopped).
+   */
+  restore?(snapshot: SpeakerSnapshot, options?: { volumeOnly?: boolean }): Promise<void>;
+}
+
+export interface SpeakerCapabilities {
+  /** setMute()/isMuted() are the speaker's own mute. */
+  mute: boolean;
+  /** snapshot()/restore() read and put back the speaker's transport. */
+  snapshot: boolean;
+  /** play() honours startAt (a seek into the media). */
+  seek: boolean;
+  /** Plays of several speakers of this driver start in sync (driver playGroup). */
+  syncGroup: boolean;
+}
+
+/** A speaker's own state, as snapshot() reads it. Drivers may add their own fields in `driver`. */
+export interface SpeakerSnapshot {
+  state: SpeakerPlayState;
+  /** The media it has loaded (any app's), when it has one. */
+  url?: string;
+  /** Protocol metadata for url (UPnP: DIDL-Lite), passed back as it came. */
+  metadata?: string;
+  contentType?: string;
+  title?: string;
+  duration?: number;
+  /** Seconds into the media when the snapshot was taken. */
+  position?: number;
+  volume: number;
+  muted?: boolean;
+  /** Clock ms when it was taken (a playing snapshot is restored that much further on). */
+  takenAt: number;
+  /** Driver-private data (Snapcast: stream and group). */
+  driver?: unknown;
 }
 
 export interface DriverEvents {

@@ -1,11 +1,11 @@
-import { metadataReader } from './metadata-reader';
+import { metadataReader, type MetadataReader } from './metadata-reader';
 import { wavDuration } from './wav-duration';
 
 /** Seconds of audio in a file: from the header for WAV, else from the metadata reader. */
-export async function audioDuration(file: string): Promise<number | undefined> {
+export async function audioDuration(file: string, reader: MetadataReader = metadataReader): Promise<number | undefined> {
   if (/\.wav$/i.test(file)) {
     const d = await wavDuration(file).catch(() => undefined);
     if (d !== undefined) return d;
   }
-  return (await metadataReader.read(file)).duration;
+  return (await reader.read(file)).duration;
 }

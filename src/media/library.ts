@@ -3,7 +3,7 @@ import type { Logger } from '../logger';
 import { audioContentType } from './audio-types';
 import { FolderWatcher } from './folder-watcher';
 import { findDrmProtection, protectedCodec } from './drm';
-import { metadataReader } from './metadata-reader';
+import { metadataReader, type MetadataReader } from './metadata-reader';
 import { persistentIdFor, samplePersistentId } from './persistent-id';
 import type { MediaCatalog, MediaItem } from './types';
 import { walkFiles } from './walk';
@@ -14,6 +14,8 @@ export interface MediaLibraryOptions {
   /** The sample tracks' folder: its items get install-independent PersistentIDs (samplePersistentId). */
   sampleFolder?: string;
   logger: Logger;
+  /** The hub's own tag reader (default: one shared by the process, for standalone use). */
+  reader?: MetadataReader;
 }
 
 /** Why a file was left out of the library, for the scan summary. */
@@ -51,8 +53,10 @@ export class MediaLibrary implements MediaCatalog {
   /** The scan that will start after the running one; callers in the meantime share it. */
   private followUp?: Promise<void>;
   private watcher?: FolderWatcher;
+  private readonly reader: MetadataReader;
 
   constructor(options: MediaLibraryOptions) {
+    this.reader = options.reader ?? metadataReader;
     this.folders = options.folders.map((f) => path.resolve(f));
     this.sampleFolder = options.sampleFolder === undefined ? undefined : path.resolve(options.sampleFolder);
     this.log = options.logger;
@@ -151,7 +155,7 @@ export class MediaLibrary implements MediaCatalog {
     try {
       const drm = await findDrmProtection(file);
       if (drm) return this.refuse(file, drm);
-      const meta = await metadataReader.read(file);
+      const meta = await this.reader.read(file);
       const drmCodec = protectedCodec(meta.codecNames);
       if (drmCodec) return this.refuse(file, drmCodec);
       const seconds = meta.duration;

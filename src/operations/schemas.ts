@@ -125,3 +125,27 @@ export const MediaItemSchema = z.object({
 });
 
 export const PlaybackStateSchema = z.enum(['PlayerStatePlaying', 'PlayerStatePaused', 'PlayerStateStopped']);
+
+// ---- announcements (beyond the spec) -------------------------------------------------------
+
+/** Chime: "true"/"false" (the built-in chime) or a PersistentID (hub media played first). */
+export const ChimeParam = text()
+  .pipe(
+    z
+      .string()
+      .transform(unquote)
+      .pipe(z.string().regex(/^(true|false|\d{1,40})$/i, 'Chime must be true, false or a PersistentID'))
+      .transform((v): boolean | string => (/^true$/i.test(v) ? true : /^false$/i.test(v) ? false : v)),
+  )
+  .optional();
+
+/** A TTS voice/language: espeak-ng voices ("en-us", "de"), VoiceRSS "language[:voice]". */
+export const VoiceParam = text()
+  .pipe(z.string().transform(unquote).pipe(z.string().regex(/^[A-Za-z0-9_+:-]{1,64}$/, 'Voice must be 1 to 64 letters, digits or _ + : -')))
+  .optional();
+
+export const AnnouncementIDParam = text().pipe(
+  z.string().transform(unquote).pipe(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'AnnouncementID must be the id announce returned')),
+);
+
+export const AnnouncementStateSchema = z.enum(['queued', 'playing', 'done', 'failed']);

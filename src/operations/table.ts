@@ -3,7 +3,11 @@ import { HubError } from '../core/errors';
 import type { HubCore } from '../core/hub-core';
 import { DEFAULT_PRIORITY, type PlayableMedia, type Target } from '../core/playback-engine';
 import {
+  AnnouncementIDParam,
+  AnnouncementStateSchema,
   Bool,
+  ChimeParam,
+  VoiceParam,
   DeviceIDListParam,
   DeviceIDParam,
   DeviceSchema,
@@ -22,7 +26,7 @@ import {
  * routes, OpenAPI, the client, and the other front ends are generated from it by a loop.
  */
 
-export type OperationGroup = 'session' | 'device' | 'playback' | 'volume';
+export type OperationGroup = 'session' | 'device' | 'playback' | 'volume' | 'announcement';
 
 export interface OperationContext {
   /** The caller's SessionToken (already checked and renewed), for session operations. */
@@ -40,8 +44,12 @@ export interface Operation<N extends string = string, P extends z.ZodObject = z.
   /** Parameters other than SessionToken. */
   params: P;
   response: R;
-  /** An example request's parameters, for the docs. */
+  /** An example request's parameters, for the docs ("$X" names a shell variable an earlier example set). */
   example: Record<string, string>;
+  /** For the docs' example script: the shell variable this example's answer sets, from which field. */
+  exampleCaptures?: { variable: string; field: string };
+  /** Not in the Speaker Control Service spec (SpeakerHub's own additions). */
+  beyondSpec?: boolean;
   // Method syntax on purpose: a typed entry (Operation<'set_volume', …>) stays assignable to
   // the general Operation that front ends loop over.
   handler(hub: HubCore, params: z.output<P>, ctx: OperationContext): Promise<z.input<R>> | z.input<R>;
@@ -162,9 +170,10 @@ const sessionAndDevices = [
     summary: 'Adds every available speaker to the playback session; if something is playing, they all join in.',
     response: ResultResponse,
     handler: async (hub) => {
-      const added = hub.selection.addAll();
+      hub.selection.addAll();
       if (!hub.selection.list().length) throw new HubError('NoSpeakerAvailable', 'No speaker is available to add.');
-      await hub.playback.join(added);
+      // Every selected speaker plays what plays, also one selected before but left out of a DeviceIDList play.
+      await hub.playback.join(hub.selection.list());
       return ok;
     },
   }),
@@ -188,6 +197,7 @@ const sessionAndDevices = [
     // are found by the folder watcher; this is for scripts that want them listed now.
     name: 'rescan_media',
     group: 'playback',
+    beyondSpec: true,
     summary: 'Beyond the spec: rescans the media folders now; answers when the new library is in place, with its item count.',
     response: z.object({ Result: Bool, MediaCount: z.string().regex(/^\d+$/) }),
     handler: async (hub) => {
@@ -236,11 +246,12 @@ const MEDIA_KINDS = [
   {
     name: 'play_tts',
     what: 'Speaks a text (text-to-speech)',
-    shape: { Text: TextParam, Priority: PriorityParam },
+    // Voice (beyond the spec, optional): a TTS voice/language for this text.
+    shape: { Text: TextParam, Priority: PriorityParam, Voice: VoiceParam },
     example: { Text: 'Dinner is ready' },
-    load: (hub: HubCore, p: { Text?: string }) => {
+    load: (hub: HubCore, p: { Text?: string; Voice?: string }) => {
       hub.validateText(p.Text!);
-      return () => hub.ttsMedia(p.Text!);
+      return () => hub.ttsMedia(p.Text!, p.Voice);
     },
   },
 ] as const;
@@ -361,7 +372,75 @@ const transportAndVolume = [
   }),
 ];
 
-const TABLE = [...sessionAndDevices, ...plays, ...resumes, ...transportAndVolume];
+// ---- announcements (beyond the spec) ------------------------------------------------------
+
+const announcements = [
+  define({
+    name: 'announce',
+    group: 'announcement',
+    beyondSpec: true,
+    summary:
+      'Beyond the spec. Speaks Text (or plays MediaUrl or PersistentID) on DeviceIDList (default: every available speaker) as an overlay, then puts every speaker back as it was (music rejoins in sync; volume, mute, other apps\' media restored). Optional Volume (0–50, the level while it speaks), Chime (true/false or a PersistentID played first; default false), Priority (default 100: lower than the music on a target is refused; a higher one cuts in on announcements, others queue), Voice (TTS voice). Answers at once with the AnnouncementID.',
+    params: z.object({
+      Text: TextParam.optional(),
+      MediaUrl: MediaUrlParam.optional(),
+      PersistentID: PersistentIDParam.optional(),
+      DeviceIDList: DeviceIDListParam.optional(),
+      Volume: VolumeParam.optional(),
+      Chime: ChimeParam,
+      Priority: PriorityParam,
+      Voice: VoiceParam,
+    }),
+    response: z.object({ Result: Bool, AnnouncementID: z.string() }),
+    example: { Text: 'Dinner is ready', Volume: '30', Chime: 'true' },
+    exampleCaptures: { variable: 'A', field: 'AnnouncementID' },
+    handler: async (hub, p) => {
+      if (p.Text !== undefined) hub.validateText(p.Text);
+      const sources = (['Text', 'MediaUrl', 'PersistentID'] as const).filter((k) => p[k] !== undefined);
+      if (sources.length !== 1) {
+        throw new HubError('InvalidParameter', 'announce needs exactly one of Text, MediaUrl or PersistentID.', { parameter: sources[1] ?? 'Text' });
+      }
+      // Media that cannot exist fails now; synthesis happens in the background, before any speaker is touched.
+      const main = p.PersistentID !== undefined ? hub.hubMedia(p.PersistentID) : p.MediaUrl !== undefined ? await hub.webMedia(p.MediaUrl) : undefined;
+      const chime = p.Chime === true ? hub.chimeMedia() : typeof p.Chime === 'string' ? hub.hubMedia(p.Chime) : undefined;
+      const status = hub.announcements.announce({
+        deviceIds: p.DeviceIDList,
+        volume: p.Volume,
+        priority: p.Priority ?? DEFAULT_PRIORITY,
+        load: async () => [...(chime ? [chime] : []), main ?? (await hub.ttsMedia(p.Text!, p.Voice))],
+      });
+      return { Result: 'true' as const, AnnouncementID: status.id };
+    },
+  }),
+  define({
+    name: 'announcement_status',
+    group: 'announcement',
+    beyondSpec: true,
+    summary:
+      'Beyond the spec. An announcement\'s State: queued, playing, done (played and every speaker restored) or failed (Reason says why); unknown IDs are AnnouncementNotFound.',
+    params: z.object({ AnnouncementID: AnnouncementIDParam }),
+    response: z.object({
+      AnnouncementID: z.string(),
+      State: AnnouncementStateSchema,
+      DeviceIDList: z.string(),
+      Priority: z.string(),
+      Reason: z.string().optional(),
+    }),
+    example: { AnnouncementID: '$A' },
+    handler: (hub, p) => {
+      const s = hub.announcements.status(p.AnnouncementID);
+      return {
+        AnnouncementID: s.id,
+        State: s.state,
+        DeviceIDList: s.deviceIds.join(','),
+        Priority: String(s.priority),
+        ...(s.reason ? { Reason: s.reason } : {}),
+      };
+    },
+  }),
+];
+
+const TABLE = [...sessionAndDevices, ...plays, ...resumes, ...transportAndVolume, ...announcements];
 
 /** Every operation, typed: `OPERATIONS[i].name` is the union of the operation names. */
 export const OPERATIONS: readonly (typeof TABLE)[number][] = Object.freeze(TABLE);

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, stat, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { audioDuration } from '../media/duration';
+import type { MetadataReader } from '../media/metadata-reader';
 import { HubError } from '../core/errors';
 import type { Logger } from '../logger';
 import { EspeakProvider, type EspeakMode } from './espeak';
@@ -20,6 +21,8 @@ export interface TtsServiceOptions {
   /** Texts synthesizing or waiting for it at once; one more fails at once with TtsBusy. Default 16. */
   maxQueue?: number;
   logger: Logger;
+  /** The hub's own metadata reader, for durations of non-WAV audio (default: the process-wide one). */
+  reader?: MetadataReader;
 }
 
 // Finished cache entries only; temp files start with '.' and never match.
@@ -37,6 +40,7 @@ export class TtsService {
   /** Syntheses started and not finished (the provider may run them one at a time). */
   private synthesizing = 0;
   private readonly log: Logger;
+  private readonly reader?: MetadataReader;
   private readonly inFlight = new Map<string, Promise<TtsAudio>>();
   private evicting?: Promise<void>;
   private evictAgain = false;
@@ -50,6 +54,7 @@ export class TtsService {
     this.maxCacheBytes = Math.max(1, options.maxCacheBytes ?? 200 * 1024 * 1024);
     this.maxQueue = Math.max(1, options.maxQueue ?? 16);
     this.log = options.logger;
+    this.reader = options.reader;
   }
 
   /** Throws for text that can never be spoken: empty, or over maxTextLength. */
@@ -120,7 +125,7 @@ export class TtsService {
 
   private async duration(file: string): Promise<number | undefined> {
     try {
-      return await audioDuration(file);
+      return await audioDuration(file, this.reader);
     } catch (e) {
       // Unknown length only costs the playback engine its end-of-media estimate.
       this.log.warn({ file, err: messageOf(e) }, 'could not read TTS audio duration');

@@ -38,11 +38,19 @@ function validParams(op: Operation): Record<string, string> {
     Text: 'ok',
     Volume: '10',
     Priority: '100',
+    Chime: 'false',
+    Voice: 'en',
+    AnnouncementID: 'AAAAAAAAAAAA',
   };
   const out: Record<string, string> = {};
   for (const name of parameterNames(op)) {
     if (!(name in valid)) throw new Error(`no valid value for ${op.name}.${name}: extend the test`);
     out[name] = valid[name];
+  }
+  // announce takes exactly one of Text, MediaUrl and PersistentID.
+  if (op.name === 'announce') {
+    delete out.MediaUrl;
+    delete out.PersistentID;
   }
   return out;
 }
@@ -51,12 +59,21 @@ async function call(op: string, params: Record<string, string>) {
   return httpGet(`${h.base}/api/v1/${op}?${new URLSearchParams(params)}`, AUTH);
 }
 
-const REQUIRED = OPERATIONS.flatMap((op) => parameterNames(op).filter((p) => p !== 'Priority').map((p) => [op.name, p] as const));
+/** Optional parameters (Priority; most of announce's) can be left out. */
+const isOptional = (op: Operation, p: string) => {
+  const schema = (op.params.shape as Record<string, { safeParse(v: unknown): { success: boolean } }>)[p];
+  return !!schema && schema.safeParse(undefined).success;
+};
+const REQUIRED = OPERATIONS.flatMap((op) => parameterNames(op).filter((p) => !isOptional(op, p)).map((p) => [op.name, p] as const));
 
 describe('a missing required parameter: 400 InvalidParameter naming it', () => {
   test('every parameter is covered (sanity)', () => {
     const names = new Set(OPERATIONS.flatMap((op) => parameterNames(op)));
-    expect([...names].sort()).toEqual(['DeviceID', 'DeviceIDList', 'MediaUrl', 'PersistentID', 'Priority', 'SessionToken', 'Text', 'Volume']);
+    expect([...names].sort()).toEqual(['AnnouncementID', 'Chime', 'DeviceID', 'DeviceIDList', 'MediaUrl', 'PersistentID', 'Priority', 'SessionToken', 'Text', 'Voice', 'Volume']);
+    // Spec operations: Priority optional everywhere it exists, plus Voice on play_tts* (beyond the spec).
+    expect(OPERATIONS.filter((o) => !o.beyondSpec).flatMap((op) => parameterNames(op).filter((p) => isOptional(op, p)))).toEqual(
+      OPERATIONS.filter((o) => !o.beyondSpec && parameterNames(o).includes('Priority')).flatMap((o) => (o.name.startsWith('play_tts') ? ['Priority', 'Voice'] : ['Priority'])),
+    );
     // Every operation but init_session takes SessionToken.
     expect(REQUIRED.filter(([, p]) => p === 'SessionToken')).toHaveLength(OPERATIONS.length - 1);
   });
@@ -129,6 +146,21 @@ const MALFORMED: Record<string, [string, keyof typeof ERROR_CODES][]> = {
     ['data:audio/wav;base64,UklGRg==', 'UnsupportedScheme'],
     ['gopher://127.0.0.1/x', 'UnsupportedScheme'],
   ],
+  Chime: [
+    ['yes', 'InvalidParameter'],
+    ['', 'InvalidParameter'],
+    ['-1', 'InvalidParameter'],
+  ],
+  Voice: [
+    ['', 'InvalidParameter'],
+    ['en us', 'InvalidParameter'],
+    ['x'.repeat(65), 'InvalidParameter'],
+  ],
+  AnnouncementID: [
+    ['', 'InvalidParameter'],
+    ['a/b', 'InvalidParameter'],
+    ['x'.repeat(65), 'InvalidParameter'],
+  ],
   Text: [
     ['', 'InvalidParameter'],
     ['""', 'InvalidParameter'],
@@ -172,7 +204,7 @@ describe('malformed values: 400 with the documented code, naming the parameter',
 });
 
 describe('accepted MediaUrl schemes pass validation', () => {
-  const cases = OPERATIONS.filter((o) => parameterNames(o).includes('MediaUrl')).flatMap((o) =>
+  const cases = OPERATIONS.filter((o) => !o.beyondSpec && parameterNames(o).includes('MediaUrl')).flatMap((o) =>
     ['http', 'HTTP', 'https', 'rtsp', 'rstp', 'mms'].map((scheme) => [o.name, scheme] as const),
   );
   test.each(cases)('%s with a %s: URL', async (opName, scheme) => {

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { digitId, type MediaRequest, type Speaker, type SpeakerEvents, type SpeakerInfo, type SpeakerPlayState, type StopReason } from '../driver';
+import { digitId, type MediaRequest, type Speaker, type SpeakerCapabilities, type SpeakerSnapshot, type SpeakerEvents, type SpeakerInfo, type SpeakerPlayState, type StopReason } from '../driver';
 import type { StreamMember } from './hub-stream';
 import type { GroupState, RawClient, RawVolume } from './model';
 
@@ -27,6 +27,10 @@ export interface SpeakerControl {
   stop(s: SnapcastSpeaker): Promise<void>;
   position(s: SnapcastSpeaker): number | undefined;
   setVolume(s: SnapcastSpeaker, volume: number): Promise<void>;
+  snapshot(s: SnapcastSpeaker): SpeakerSnapshot;
+  isMuted(s: SnapcastSpeaker): boolean;
+  setMute(s: SnapcastSpeaker, muted: boolean): Promise<void>;
+  restore(s: SnapcastSpeaker, snap: SpeakerSnapshot, volumeOnly: boolean): Promise<void>;
 }
 
 /** Stable across restarts: derived from the server address and snapserver's client id. */
@@ -53,6 +57,8 @@ export function describeClient(serverAddress: string, c: RawClient, g: GroupStat
 /** One snapclient as a hub speaker. */
 export class SnapcastSpeaker extends EventEmitter<SpeakerEvents> implements Speaker, StreamMember {
   readonly driver = 'snapcast';
+  /** Plays of several clients start sample-synchronously; snapshot = group, stream and volume; the client's own mute. */
+  readonly capabilities: SpeakerCapabilities = { mute: true, snapshot: true, seek: true, syncGroup: true };
   private _available: boolean;
   private _state: SpeakerPlayState = 'stopped';
   private _volume: number;
@@ -111,6 +117,28 @@ export class SnapcastSpeaker extends EventEmitter<SpeakerEvents> implements Spea
   async setVolume(volume: number): Promise<void> {
     this.assertAvailable();
     await this.control.setVolume(this, volume);
+  }
+
+  /** snapcast's client mute (a muted client reads volume 0 and keeps its percent). */
+  isMuted(): boolean {
+    return this.control.isMuted(this);
+  }
+
+  async setMute(muted: boolean): Promise<void> {
+    this.assertAvailable();
+    await this.control.setMute(this, muted);
+  }
+
+  /** Its group (with the other clients in it), the group's stream, and its volume and mute. */
+  async snapshot(): Promise<SpeakerSnapshot> {
+    this.assertAvailable();
+    return this.control.snapshot(this);
+  }
+
+  /** Back into its group, on its stream, at its volume (percent and mute as they were). */
+  async restore(snap: SpeakerSnapshot, options: { volumeOnly?: boolean } = {}): Promise<void> {
+    this.assertAvailable();
+    await this.control.restore(this, snap, !!options.volumeOnly);
   }
 
   // ---- driver side --------------------------------------------------------------------

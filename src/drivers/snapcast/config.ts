@@ -23,6 +23,8 @@ export const SnapcastServerSchema = z
     idleStream: z.string().min(1).optional(),
     /** snapserver's [stream] buffer (ms): audio still to be heard when the feed ends. */
     bufferMs: z.number().int().min(0).max(60_000).optional(),
+    /** Id of a second declared stream for announcements (tcp server-mode or pipe source). */
+    announceStream: z.string().min(1).optional(),
   })
   .strict();
 
@@ -35,6 +37,11 @@ export const SnapcastConfigSchema = z
     stream: z.string().min(1).default('SpeakerHub'),
     /** Default idle stream; unset: the first stream that is not the hub's. */
     idleStream: z.string().min(1).optional(),
+    /**
+     * A second declared stream that announcements play on, so that the music goes on for
+     * the other clients of the server. Unset: announcements use the hub stream.
+     */
+    announceStream: z.string().min(1).optional(),
     /** Default snapserver buffer (ms), snapserver's own default. */
     bufferMs: z.number().int().min(0).max(60_000).default(1000),
     /** The ffmpeg binary that decodes media to PCM. */
@@ -65,6 +72,7 @@ export interface ResolvedServerConfig {
   source?: string;
   idleStream?: string;
   bufferMs: number;
+  announceStream?: string;
 }
 
 export const DEFAULT_CONTROL_PORT = 1705;
@@ -92,6 +100,7 @@ export function resolveServers(config: SnapcastConfig): ResolvedServerConfig[] {
       source: s.source,
       idleStream: s.idleStream ?? config.idleStream,
       bufferMs: s.bufferMs ?? config.bufferMs,
+      announceStream: s.announceStream ?? config.announceStream,
     };
   });
 }

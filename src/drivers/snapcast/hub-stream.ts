@@ -137,6 +137,11 @@ export class HubStream {
     });
   }
 
+  /** Whether the client carries (or is paused in) this stream's media. */
+  has(clientId: string): boolean {
+    return this.members.has(clientId);
+  }
+
   position(m: StreamMember): number | undefined {
     if (m.state === 'stopped' || !this.members.has(m.clientId)) return undefined;
     if (m.state === 'paused') return this.pausedPositions.get(m.clientId) ?? this.pausedAt ?? 0;
@@ -328,9 +333,17 @@ export class HubStream {
           if (this.feed !== feed) return;
           this.feed = undefined;
           this.media = undefined;
-          this.dropMembers('ended');
+          // Groups are released before the members hear of the end: one that goes on at
+          // once elsewhere (back to the music after an announcement) is not caught by this.
+          const gone = [...this.members.values()];
+          this.members.clear();
+          this.pausedPositions.clear();
           this.log.info('media ended');
-          await this.reconcile();
+          try {
+            await this.reconcile();
+          } finally {
+            for (const m of gone) m.changeState('stopped', 'ended');
+          }
         }).catch((e) => this.log.warn({ err: String(e) }, 'could not release groups after the end of the media'));
       }, this.opts.server.bufferMs);
     });

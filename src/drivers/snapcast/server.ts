@@ -1,6 +1,6 @@
 import type { Clock } from '../../core/clock';
 import type { Logger } from '../../logger';
-import type { MediaRequest } from '../driver';
+import type { MediaRequest, SpeakerSnapshot } from '../driver';
 import { describeClient, hubVolume, snapcastDeviceId, snapVolume, SnapcastSpeaker, type SpeakerControl } from './client-speaker';
 import type { ResolvedServerConfig, SnapcastConfig } from './config';
 import { HubStream } from './hub-stream';
@@ -13,6 +13,13 @@ export interface SnapServerOptions {
   clock: Clock;
   logger: Logger;
   added: (s: SnapcastSpeaker) => void;
+}
+
+/** Where a client sat: its group (and who else was in it) and the group's stream. */
+interface SnapcastPlacement {
+  groupId: string;
+  clientIds: string[];
+  streamId: string;
 }
 
 /** Notifications after which the grouping may break the hub-stream invariant. */
@@ -28,6 +35,8 @@ export class SnapServer {
   private readonly connection: ServerConnection;
   private readonly model = new ServerModel();
   private readonly hubStream: HubStream;
+  /** Announcements' own stream (snapcast.announceStream), when one is declared. */
+  private readonly overlayStream?: HubStream;
   private readonly speakers = new Map<string, SnapcastSpeaker>();
   private serverVersion = '';
   private readonly log: Logger;
@@ -56,6 +65,19 @@ export class SnapServer {
       clock,
       logger: this.log,
     });
+    if (server.announceStream) {
+      this.overlayStream = new HubStream({
+        server: { ...server, stream: server.announceStream, source: undefined },
+        control: this.connection,
+        model: this.model,
+        applied: (change) => this.apply(change),
+        ffmpegPath: config.ffmpegPath,
+        startTimeoutMs: config.startTimeoutMs,
+        connectTimeoutMs: config.requestTimeoutMs,
+        clock,
+        logger: this.log.child({ stream: server.announceStream }),
+      });
+    }
     this.connection.on('up', (status) => this.onUp(status));
     this.connection.on('down', (reason) => this.onDown(reason));
     this.connection.on('notification', (method, params) => this.onNotification(method, params));
@@ -74,12 +96,25 @@ export class SnapServer {
   }
 
   async stop(): Promise<void> {
-    await this.hubStream.shutdown();
+    await Promise.all([this.hubStream.shutdown(), this.overlayStream?.shutdown()]);
     this.connection.stop();
   }
 
-  playGroup(list: SnapcastSpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
-    return this.hubStream.playGroup(list, media);
+  /**
+   * Overlays (announcements) go to the announce stream when there is one: their clients
+   * leave the music's group first, and the music plays on for the others. A client moves
+   * back by a play on the hub stream (the music rejoined).
+   */
+  async playGroup(list: SnapcastSpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+    const overlay = this.overlayStream;
+    if (!overlay) return this.hubStream.playGroup(list, media);
+    const [to, from] = media.overlay ? [overlay, this.hubStream] : [this.hubStream, overlay];
+    for (const s of list) if (from.has(s.clientId)) await from.stop(s).catch((e) => this.log.warn({ clientId: s.clientId, err: String(e) }, 'could not take the client off the other stream'));
+    return to.playGroup(list, media);
+  }
+
+  private streamOf(s: SnapcastSpeaker): HubStream {
+    return this.overlayStream?.has(s.clientId) ? this.overlayStream : this.hubStream;
   }
 
   // ---- what speakers ask (SpeakerControl) ----------------------------------------------
@@ -87,15 +122,59 @@ export class SnapServer {
   /** Handed to each speaker; routes its commands to this server. */
   private readonly control: SpeakerControl = {
     play: (s, m) => this.play(s, m),
-    pause: (s) => this.hubStream.pause(s),
-    resume: (s) => this.hubStream.resume(s),
-    stop: (s) => this.hubStream.stop(s),
-    position: (s) => this.hubStream.position(s),
+    pause: (s) => this.streamOf(s).pause(s),
+    resume: (s) => this.streamOf(s).resume(s),
+    stop: async (s) => {
+      await Promise.all([this.hubStream.stop(s), this.overlayStream?.stop(s)]);
+    },
+    position: (s) => this.streamOf(s).position(s),
     setVolume: (s, v) => this.setVolume(s, v),
+    snapshot: (s) => this.snapshot(s),
+    isMuted: (s) => this.model.clients.get(s.clientId)?.config.volume.muted ?? false,
+    setMute: async (s, muted) => {
+      const percent = this.model.clients.get(s.clientId)?.config.volume.percent ?? s.volume * 2;
+      const res = await this.connection.request<{ volume: RawVolume }>('Client.SetVolume', { id: s.clientId, volume: { percent, muted } });
+      this.apply(this.model.setVolume(s.clientId, res.volume));
+    },
+    restore: (s, snap, volumeOnly) => this.restore(s, snap, volumeOnly),
   };
 
+  private snapshot(s: SnapcastSpeaker): SpeakerSnapshot {
+    const c = this.model.clients.get(s.clientId);
+    const g = this.model.groupOf(s.clientId);
+    const volume = c?.config.volume ?? { percent: s.volume * 2, muted: false };
+    const group: SnapcastPlacement | undefined = g ? { groupId: g.id, clientIds: [...g.clientIds], streamId: g.streamId } : undefined;
+    return { state: s.state, volume: hubVolume(volume), muted: volume.muted, takenAt: this.opts.clock.now(), driver: { percent: volume.percent, group } };
+  }
+
+  /**
+   * Volume (percent and mute exactly), then, unless volumeOnly, the group and stream the
+   * client had, when that was not one of the hub's own streams (the music rejoins by a play).
+   */
+  private async restore(s: SnapcastSpeaker, snap: SpeakerSnapshot, volumeOnly: boolean): Promise<void> {
+    const d = (snap.driver ?? {}) as { percent?: number; group?: SnapcastPlacement };
+    const res = await this.connection.request<{ volume: RawVolume }>('Client.SetVolume', {
+      id: s.clientId,
+      volume: { percent: d.percent ?? snap.volume * 2, muted: !!snap.muted },
+    });
+    this.apply(this.model.setVolume(s.clientId, res.volume));
+    const g = d.group;
+    const own = [this.opts.server.stream, this.opts.server.announceStream];
+    if (volumeOnly || !g || own.includes(g.streamId) || !this.model.streams.has(g.streamId)) return;
+    const original = this.model.groups.get(g.groupId);
+    if (original && !original.clientIds.includes(s.clientId)) {
+      const r = await this.connection.request<{ server: RawServer }>('Group.SetClients', { id: original.id, clients: [...original.clientIds, s.clientId] });
+      this.apply(this.model.applyServer(r.server));
+    }
+    const now = this.model.groupOf(s.clientId);
+    if (now && now.streamId !== g.streamId) {
+      await this.connection.request('Group.SetStream', { id: now.id, stream_id: g.streamId });
+      this.apply(this.model.setGroupStream(now.id, g.streamId));
+    }
+  }
+
   private async play(s: SnapcastSpeaker, media: MediaRequest): Promise<void> {
-    const [result] = await this.hubStream.playGroup([s], media);
+    const [result] = await this.playGroup([s], media);
     if (result.status === 'rejected') throw result.reason;
   }
 
@@ -117,16 +196,21 @@ export class SnapServer {
       );
     }
     this.hubStream.scheduleReconcile();
+    this.overlayStream?.scheduleReconcile();
   }
 
   private onDown(reason: string): void {
     this.log.warn({ reason }, 'lost the snapserver control connection; its clients are unavailable until it is back');
     this.hubStream.connectionLost();
+    this.overlayStream?.connectionLost();
     for (const s of this.speakers.values()) s.setAvailable(false);
   }
 
   private onNotification(method: string, params: any): void {
-    if (method === 'Group.OnStreamChanged' && params?.id) this.hubStream.groupTakenOver(params.id, params.stream_id);
+    if (method === 'Group.OnStreamChanged' && params?.id) {
+      this.hubStream.groupTakenOver(params.id, params.stream_id);
+      this.overlayStream?.groupTakenOver(params.id, params.stream_id);
+    }
     let change: ModelChange;
     try {
       change = this.model.applyNotification(method, params);
@@ -136,7 +220,10 @@ export class SnapServer {
     }
     this.apply(change);
     if (change.unknown) this.refresh();
-    if (TOPOLOGY.has(method)) this.hubStream.scheduleReconcile();
+    if (TOPOLOGY.has(method)) {
+      this.hubStream.scheduleReconcile();
+      this.overlayStream?.scheduleReconcile();
+    }
   }
 
   /** Re-reads the whole status (a notification named something the model did not know). */
@@ -146,6 +233,7 @@ export class SnapServer {
       .then((r) => {
         this.apply(this.model.applyServer(r.server));
         this.hubStream.scheduleReconcile();
+        this.overlayStream?.scheduleReconcile();
       })
       .catch((e) => this.log.warn({ err: String(e) }, 'Server.GetStatus failed'));
   }
@@ -168,7 +256,10 @@ export class SnapServer {
         continue;
       }
       s.update(info, volume);
-      if (!available && s.available) this.hubStream.clientGone(id, 'snapclient disconnected');
+      if (!available && s.available) {
+        this.hubStream.clientGone(id, 'snapclient disconnected');
+        this.overlayStream?.clientGone(id, 'snapclient disconnected');
+      }
       s.setAvailable(available);
     }
     // A client missing from a full status may be deleted, or the server may have restarted
@@ -178,6 +269,7 @@ export class SnapServer {
       const s = this.speakers.get(id);
       if (!s) continue;
       this.hubStream.clientGone(id, 'snapserver no longer lists the snapclient');
+      this.overlayStream?.clientGone(id, 'snapserver no longer lists the snapclient');
       s.setAvailable(false);
     }
   }

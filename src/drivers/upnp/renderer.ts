@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Clock, TimerHandle } from '../../core/clock';
 import type { Logger } from '../../logger';
-import type { MediaRequest, Speaker, SpeakerEvents, SpeakerInfo, SpeakerPlayState, StopReason } from '../driver';
+import type { MediaRequest, Speaker, SpeakerCapabilities, SpeakerEvents, SpeakerInfo, SpeakerPlayState, SpeakerSnapshot, StopReason } from '../driver';
 import type { UpnpConfig } from './config';
 import { fetchDescription, fetchVolumeRange, type RendererDescription, type ServiceEndpoint } from './description';
 import { didlLite, formatTime, parseTime } from './didl';
@@ -347,6 +347,110 @@ export class UpnpSpeaker extends EventEmitter<SpeakerEvents> implements Speaker 
       this.muted = false;
     }
     this.applyVolume(v);
+  }
+
+  // ---- overlays: mute, snapshot and restore (announcements) ------------------------------
+
+  readonly capabilities: SpeakerCapabilities = { mute: true, snapshot: true, seek: true, syncGroup: false };
+
+  isMuted(): boolean {
+    return this.muted;
+  }
+
+  async setMute(muted: boolean): Promise<void> {
+    this.assertAvailable();
+    const rc = this.desc.renderingControl;
+    if (!rc) throw new Error('the renderer has no RenderingControl service');
+    await this.call(rc, 'SetMute', { InstanceID: 0, Channel: 'Master', DesiredMute: muted ? 1 : 0 });
+    const before = this.volume;
+    this.muted = muted;
+    if (this.volume !== before) this.emit('volume', this.volume);
+  }
+
+  /**
+   * What the renderer has now, read from it (GetMediaInfo, GetPositionInfo, GetTransportInfo,
+   * GetVolume, GetMute), whoever loaded it: another control point's URI and metadata too.
+   */
+  async snapshot(): Promise<SpeakerSnapshot> {
+    this.assertAvailable();
+    const media = await this.avtCall('GetMediaInfo');
+    const pos = await this.avtCall('GetPositionInfo');
+    const transport = await this.readTransport();
+    let raw: number | undefined;
+    let muted = this.muted;
+    const rc = this.desc.renderingControl;
+    if (rc) {
+      const v = await this.call(rc, 'GetVolume', { InstanceID: 0, Channel: 'Master' }).catch(() => undefined);
+      if (v && v.CurrentVolume !== undefined && Number.isFinite(Number(v.CurrentVolume))) raw = Number(v.CurrentVolume);
+      const m = await this.call(rc, 'GetMute', { InstanceID: 0, Channel: 'Master' }).catch(() => undefined);
+      if (m?.CurrentMute !== undefined) muted = m.CurrentMute === '1' || m.CurrentMute.toLowerCase() === 'true';
+    }
+    const state: SpeakerPlayState =
+      transport.state === 'PLAYING' || transport.state === 'TRANSITIONING' ? 'playing' : transport.state === 'PAUSED_PLAYBACK' ? 'paused' : 'stopped';
+    const url = media.CurrentURI || pos.TrackURI || undefined;
+    return {
+      state,
+      url,
+      metadata: media.CurrentURIMetaData && media.CurrentURIMetaData !== 'NOT_IMPLEMENTED' ? media.CurrentURIMetaData : undefined,
+      position: parseTime(pos.RelTime),
+      duration: parseTime(pos.TrackDuration) || undefined,
+      volume: raw !== undefined ? this.scale.toHub(raw) : this._volume,
+      muted,
+      takenAt: this.ctx.clock.now(),
+      driver: { rawVolume: raw },
+    };
+  }
+
+  /**
+   * Puts a snapshot back: the renderer's own volume level and mute, then (unless volumeOnly)
+   * its URI with the original metadata, played from the position it had, or paused there.
+   * The media stays the other app's: the hub keeps no playback of its own on it.
+   */
+  async restore(snap: SpeakerSnapshot, options: { volumeOnly?: boolean } = {}): Promise<void> {
+    this.assertAvailable();
+    const rc = this.desc.renderingControl;
+    if (rc) {
+      const raw = (snap.driver as { rawVolume?: number } | undefined)?.rawVolume ?? this.scale.toRenderer(snap.volume);
+      await this.call(rc, 'SetVolume', { InstanceID: 0, Channel: 'Master', DesiredVolume: raw });
+      this.lastSet = { hub: snap.volume, raw };
+      await this.call(rc, 'SetMute', { InstanceID: 0, Channel: 'Master', DesiredMute: snap.muted ? 1 : 0 }).catch((e) => {
+        if (!(e instanceof SoapFault)) throw e;
+      });
+      this.muted = !!snap.muted;
+      this.applyVolume(snap.volume);
+    }
+    if (options.volumeOnly || !snap.url) return;
+    this.gen++;
+    this.epoch++;
+    const gen = this.gen;
+    this.endSession();
+    if (this._state !== 'stopped') this.setState('stopped', 'stopped');
+    const url = snap.url;
+    await this.serial(async () => {
+      await this.avtCall('Stop').catch((e) => {
+        if (!(e instanceof SoapFault)) throw e;
+      });
+      await this.avtCall('SetAVTransportURI', { CurrentURI: url, CurrentURIMetaData: snap.metadata ?? '' });
+      if (snap.state !== 'stopped') await this.avtCall('Play', { Speed: '1' });
+    });
+    if (snap.state === 'stopped') return;
+    // Renderers refuse a seek before they play; a live stream (no duration) has nothing to seek.
+    const deadline = this.ctx.clock.now() + this.ctx.config.playTimeoutSeconds * 1000;
+    for (;;) {
+      if (gen !== this.gen) return;
+      const t = await this.readTransport();
+      if (t.state === 'PLAYING') break;
+      if (this.ctx.clock.now() > deadline) throw new Error(`the renderer did not play the restored media (TransportState ${t.state})`);
+      await this.sleep(CONFIRM_STEP_MS);
+    }
+    if (snap.position !== undefined && snap.position >= 1 && snap.duration) {
+      await this.serial(() => this.avtCall('Seek', { Unit: 'REL_TIME', Target: formatTime(snap.position!) })).catch((e) => {
+        if (!(e instanceof SoapFault)) throw e;
+        this.log.debug({ err: e.message }, 'the renderer refused to seek the restored media');
+      });
+    }
+    if (snap.state === 'paused' && gen === this.gen) await this.serial(() => this.avtCall('Pause'));
+    this.log.info({ url: redactUrl(url), position: snap.position, state: snap.state }, 'restored what the renderer played before');
   }
 
   // ---- driver side ---------------------------------------------------------------------

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Clock, TimerHandle } from '../../core/clock';
-import type { MediaRequest, Speaker, SpeakerEvents, SpeakerInfo, SpeakerPlayState, StopReason } from '../driver';
+import type { MediaRequest, Speaker, SpeakerCapabilities, SpeakerEvents, SpeakerInfo, SpeakerPlayState, SpeakerSnapshot, StopReason } from '../driver';
 import type { Logger } from '../../logger';
 import { MediaDownloads, MediaFetchError, type ProbeResult } from './media-probe';
 
@@ -15,7 +15,11 @@ export interface FetchRecord extends ProbeResult {
  */
 export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speaker {
   readonly driver = 'virtual';
+  readonly capabilities: SpeakerCapabilities = { mute: true, snapshot: true, seek: true, syncGroup: false };
   private _available = true;
+  private _muted = false;
+  /** What it has loaded now, as a renderer's transport URI (snapshot/restore read it). */
+  private media?: MediaRequest;
   private _state: SpeakerPlayState = 'stopped';
   private _volume: number;
   private _info: SpeakerInfo;
@@ -92,6 +96,7 @@ export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speak
     this.fetches.push(record);
     if (this.fetches.length > 20) this.fetches.shift();
     this.duration = media.duration ?? probe.duration;
+    this.media = { url: media.url, contentType: media.contentType, title: media.title, duration: this.duration };
     this.offset = Math.max(0, media.startAt ?? 0);
     this.startRunning();
   }
@@ -128,6 +133,41 @@ export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speak
     if (v === this._volume) return;
     this._volume = v;
     this.emit('volume', v);
+  }
+
+  isMuted(): boolean {
+    return this._muted;
+  }
+
+  async setMute(muted: boolean): Promise<void> {
+    this.assertAvailable();
+    this._muted = muted;
+  }
+
+  /** Reads its own transport, as a UPnP renderer answers GetMediaInfo/GetPositionInfo/GetTransportInfo. */
+  async snapshot(): Promise<SpeakerSnapshot> {
+    this.assertAvailable();
+    return {
+      state: this._state,
+      ...(this._state !== 'stopped' && this.media ? { ...this.media, position: this.position() } : {}),
+      volume: this._volume,
+      muted: this._muted,
+      takenAt: this.clock.now(),
+    };
+  }
+
+  /** Loads the snapshot's media again at its position, in its state, at its volume and mute. */
+  async restore(snap: SpeakerSnapshot, options: { volumeOnly?: boolean } = {}): Promise<void> {
+    this.assertAvailable();
+    await this.setVolume(snap.volume);
+    this._muted = !!snap.muted;
+    if (options.volumeOnly) return;
+    if (snap.state === 'stopped' || !snap.url) {
+      await this.stop();
+      return;
+    }
+    await this.play({ url: snap.url, contentType: snap.contentType, title: snap.title, duration: snap.duration, startAt: snap.position ?? 0 });
+    if (snap.state === 'paused') await this.pause();
   }
 
   // ---- fault injection -------------------------------------------------------------
