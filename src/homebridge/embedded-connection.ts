@@ -3,7 +3,7 @@ import { createHub, type SpeakerHub } from '../hub';
 import type { HubConfigInput } from '../config/schema';
 import type { Logger } from '../logger';
 import type { HubConnection, HubListener, OperationParams } from './hub-connection';
-import { startExtension, type ExtensionContext, type HubExtension } from './extension-host';
+import type { ExtensionContext, HubExtension } from '../extensions/extension';
 
 /** Events queued for HomeKit before the subscription counts as overflowing (then: resync). */
 const MAX_QUEUED_EVENTS = 10_000;
@@ -42,13 +42,14 @@ export class EmbeddedConnection implements HubConnection {
         this.subscription = undefined;
       },
     };
-    this.hub = createHub(this.config, { logger: this.logger });
-    await startExtension(this.hub, extension);
+    this.hub = createHub(this.config, { logger: this.logger, extensions: [extension] });
+    await this.hub.start();
   }
 
   private follow(listener: HubListener): void {
     this.subscription = this.ctx!.subscribe((e) => listener.event(e), {
       maxQueued: MAX_QUEUED_EVENTS,
+      initial: true,
       onOverflow: () => {
         // HomeKit fell behind a burst of events: start afresh from the full state.
         this.follow(listener);
@@ -73,8 +74,10 @@ export class EmbeddedConnection implements HubConnection {
 
   async stop(): Promise<void> {
     const hub = this.hub;
+    const ctx = this.ctx;
     this.hub = undefined;
     this.ctx = undefined;
+    if (ctx && this.session) await ctx.dispatch('close_session', { SessionToken: this.session });
     await hub?.stop();
   }
 }

@@ -1,7 +1,7 @@
-import type { HubEvents } from '../core/events';
+import type { WireEvent } from '../extensions/wire-events';
 
 /** A core event as front ends receive it (the same shape as the hub's SSE stream). */
-export type HubWireEvent = { [K in keyof HubEvents]: { type: K; data: HubEvents[K][0] } }[keyof HubEvents];
+export type HubWireEvent = WireEvent;
 
 export type OperationParams = Record<string, string | number | string[]>;
 

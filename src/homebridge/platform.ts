@@ -80,7 +80,16 @@ export class SpeakerHubPlatform {
       if (acc.context.kind === 'speaker' && !this.hidden(String(acc.context.deviceId), String(acc.context.name ?? ''))) this.attachSpeaker(acc, String(acc.context.name ?? ''));
     }
     this.setUpSwitches();
-    await this.hub.start({ event: (e) => this.state.apply(e), resync: () => void this.resync() });
+    await this.hub.start({
+      event: (e) => {
+        try {
+          this.state.apply(e);
+        } catch (err) {
+          this.log.error(`Handling a ${e.type} event failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+        }
+      },
+      resync: () => void this.resync(),
+    });
     if (this.stopped) return;
     if (this.hub instanceof EmbeddedConnection) {
       const running = this.hub.runningHub;
