@@ -137,6 +137,7 @@ export class SpeakerAccessory {
     if (name === this.accessory.displayName) return false;
     this.accessory.displayName = name;
     s.updateCharacteristic(C.Name, name);
+    this.accessory.getService(hap.Service.AccessoryInformation)?.updateCharacteristic(C.Name, name);
     return true;
   }
 

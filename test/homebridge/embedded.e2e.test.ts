@@ -11,7 +11,7 @@ const TOKEN = 'hb-test-token-0123456789abcdef';
 const NAMES = ['Kitchen', 'Living Room', 'Bath'];
 const hasAnnounce = OPERATIONS_BY_NAME.has('announce');
 
-jest.setTimeout(60_000);
+jest.setTimeout(30_000);
 beforeAll(() => installHomebridgeDeps(), 10 * 60_000);
 afterAll(() => removePluginDir());
 

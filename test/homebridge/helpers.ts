@@ -178,6 +178,9 @@ export class Controller {
   client: any;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   pairing: any;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  private readonly eventClients: any[] = [];
+  private run!: HomebridgeRun;
 
   static async pair(run: HomebridgeRun): Promise<Controller> {
     const { HttpClient } = hapController();
@@ -199,6 +202,7 @@ export class Controller {
   }
 
   private connect(run: HomebridgeRun): void {
+    this.run = run;
     const { HttpClient } = hapController();
     this.client = new HttpClient(run.username, '127.0.0.1', run.port, this.pairing, { usePersistentConnections: true });
   }
@@ -231,26 +235,37 @@ export class Controller {
     return v === true || v === 1;
   }
 
+  /** Writes a value; rejects with the HAP status when the accessory answers one. */
   async write(aid: number, iid: number, value: unknown): Promise<void> {
-    await this.client.setCharacteristics({ [`${aid}.${iid}`]: value });
+    const r = await this.client.setCharacteristics({ [`${aid}.${iid}`]: value });
+    const status = r?.characteristics?.[0]?.status;
+    if (status) throw Object.assign(new Error(`HAP status ${status}`), { status });
   }
 
-  /** Subscribes and records every event value, per "aid.iid". */
+  /**
+   * Subscribes and records every event value, per "aid.iid". Each subscription gets its own
+   * connection (as each Home hub or iPhone has): hap-controller 0.10 does not answer a second
+   * subscribe on a connection that already receives events.
+   */
   async subscribe(ids: string[]): Promise<Map<string, unknown[]>> {
+    const { HttpClient } = hapController();
+    const client = new HttpClient(this.run.username, '127.0.0.1', this.run.port, this.pairing, { usePersistentConnections: true });
+    this.eventClients.push(client);
     const seen = new Map<string, unknown[]>();
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    this.client.on('event', (ev: any) => {
+    client.on('event', (ev: any) => {
       for (const c of ev.characteristics ?? []) {
         const k = `${c.aid}.${c.iid}`;
         seen.set(k, [...(seen.get(k) ?? []), c.value]);
       }
     });
-    await this.client.subscribeCharacteristics(ids);
+    await client.subscribeCharacteristics(ids);
     return seen;
   }
 
   close(): void {
     this.client?.close?.();
+    for (const c of this.eventClients.splice(0)) c.close?.();
   }
 }
 
