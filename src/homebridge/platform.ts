@@ -1,11 +1,9 @@
 import type { DeviceRecord, PlaybackState } from '../core/events';
 import { parsePlatformConfig, type MediaChoice, type PlatformSettings, type ServiceKind } from './config';
-import { EmbeddedConnection } from './embedded-connection';
-import { embeddedHubConfig } from './hub-config';
+import type { EmbeddedConnection } from './embedded-connection';
 import type { HubConnection } from './hub-connection';
 import { HubState } from './hub-state';
 import { PLATFORM_NAME, PLUGIN_NAME, type API, type Logging, type PlatformAccessory, type PlatformConfig } from './homebridge-api';
-import { hubLoggerFor } from './log-bridge';
 import { homekitName } from './names';
 import { RemoteConnection } from './remote-connection';
 import { SpeakerAccessory } from './speaker-accessory';
@@ -66,10 +64,7 @@ export class SpeakerHubPlatform {
       this.log.warn('No speaker drivers are configured (hub.drivers): SpeakerHub starts nothing. Choose upnp, snapcast or virtual, or a remote hub.');
       return;
     }
-    this.hub =
-      s.hub.mode === 'remote'
-        ? new RemoteConnection({ url: s.hub.url!, token: s.hub.token, log: this.log })
-        : new EmbeddedConnection(embeddedHubConfig(s, this.api.user.storagePath()), hubLoggerFor(this.log, s.hub.logLevel));
+    this.hub = s.hub.mode === 'remote' ? new RemoteConnection({ url: s.hub.url!, token: s.hub.token, log: this.log }) : this.embeddedHub(s);
     this.control = new SpeakerControl(this.hub, this.state, (id) => this.defaultMediaOf(id));
     this.state.on('device', (d) => this.onDevice(d));
     this.state.on('missing', (id) => this.speakerOf(id)?.refresh());
@@ -91,13 +86,21 @@ export class SpeakerHubPlatform {
       resync: () => void this.resync(),
     });
     if (this.stopped) return;
-    if (this.hub instanceof EmbeddedConnection) {
-      const running = this.hub.runningHub;
+    if (this.hub.mode === 'embedded') {
+      const running = (this.hub as EmbeddedConnection).runningHub;
       this.log.info(`SpeakerHub hub running in Homebridge${running?.url ? `; REST API at ${running.url}` : ''}`);
     }
     await this.resync();
     this.resyncTimer = setInterval(() => void this.resync(), RESYNC_MS);
     this.resyncTimer.unref();
+  }
+
+  /** The hub (and everything it loads) is required only when an embedded hub is configured. */
+  private embeddedHub(s: PlatformSettings): EmbeddedConnection {
+    const { EmbeddedConnection: Embedded } = require('./embedded-connection') as typeof import('./embedded-connection');
+    const { embeddedHubConfig } = require('./hub-config') as typeof import('./hub-config');
+    const { hubLoggerFor } = require('./log-bridge') as typeof import('./log-bridge');
+    return new Embedded(embeddedHubConfig(s, this.api.user.storagePath()), hubLoggerFor(this.log, s.hub.logLevel));
   }
 
   private async stop(): Promise<void> {
