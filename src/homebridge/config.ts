@@ -44,6 +44,11 @@ const Announcement = z
     speakers: z.array(z.string().min(1)).max(1000).optional().meta({ title: 'Speakers (DeviceIDs or names; empty: every available speaker)' }),
     volume: z.number().int().min(0).max(50).optional().meta({ title: 'Announcement volume (0–50)' }),
     chime: z.boolean().optional().meta({ title: 'Chime before speech' }),
+    voice: z
+      .string()
+      .regex(/^[A-Za-z0-9_+:-]{1,64}$/, 'must be 1 to 64 letters, digits or _ + : -')
+      .optional()
+      .meta({ title: 'Voice (TTS voice or language for this announcement)' }),
     priority: z.number().int().optional().meta({ title: 'Priority' }),
   })
   .strict();

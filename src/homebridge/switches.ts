@@ -32,6 +32,7 @@ export function announceParams(preset: AnnouncementPreset, state: HubState): Ope
   if (preset.volume !== undefined) p.Volume = preset.volume;
   if (preset.chime !== undefined) p.Chime = String(preset.chime);
   if (preset.priority !== undefined) p.Priority = preset.priority;
+  if (preset.voice !== undefined) p.Voice = preset.voice;
   return p;
 }
 
