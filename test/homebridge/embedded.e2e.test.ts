@@ -121,6 +121,16 @@ describe.each(VERSIONS)('embedded hub in $label', ({ major }) => {
     await until(async () => !(await ctrl.isOn(b.aid, b.iid[HAP.On])), 'Bath Off after stop_play');
   });
 
+  test('the Party Mode switch plays on every available speaker; off stops', async () => {
+    const party = byName('Party Mode');
+    await ctrl.write(party.aid, party.iid[HAP.On], true);
+    await until(async () => (await rest.devices()).every((d) => d.IsPlaying), 'every speaker playing');
+    await until(async () => ctrl.isOn(party.aid, party.iid[HAP.On]), 'Party Mode reading on');
+    await ctrl.write(party.aid, party.iid[HAP.On], false);
+    expect((await rest.op('playback_status')).PlaybackState).toBe('PlayerStateStopped');
+    expect((await rest.devices()).some((d) => d.IsPlaying)).toBe(false);
+  });
+
   (hasAnnounce ? test : test.skip)('an announcement switch announces on its speakers and turns itself off (needs the announce operation)', async () => {
     const sw = byName('Dinner');
     const key = `${sw.aid}.${sw.iid[HAP.On]}`;

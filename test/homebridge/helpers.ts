@@ -60,6 +60,12 @@ export interface HomebridgeSetup {
   username?: string;
 }
 
+/** Homebridge children still running when this (jest worker) process exits are killed with it. */
+const children = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
 /** A plugin folder for -P holding this package (a symlink to the repository). */
 let pluginDir: Promise<string> | undefined;
 function plugins(): Promise<string> {
@@ -100,6 +106,8 @@ export async function startHomebridge(setup: HomebridgeSetup): Promise<Homebridg
     env: { ...process.env, PATH: `${dirname(node)}:${process.env.PATH}`, NODE_OPTIONS: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
   const output: string[] = [];
   const waiters: { re: RegExp; done: (m: RegExpMatchArray) => void }[] = [];
   let partial = '';
