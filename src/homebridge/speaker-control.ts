@@ -47,19 +47,21 @@ export class SpeakerControl {
   }
 
   private async playDefault(id: string): Promise<void> {
+    const media = await this.defaultMedia(id);
+    if ('url' in media) await this.hub.call('play_web_media_selected_speakers', { MediaUrl: media.url, DeviceIDList: [id] });
+    else await this.hub.call('play_hub_media_selected_speakers', { PersistentID: media.persistentId, DeviceIDList: [id] });
+  }
+
+  /** The speaker's (or, for '', the global) defaultMedia; with none configured, the library's first item. */
+  private async defaultMedia(id: string): Promise<{ url: string } | { persistentId: string }> {
     const choice = this.defaultMediaOf(id);
-    if (choice?.url) {
-      await this.hub.call('play_web_media_selected_speakers', { MediaUrl: choice.url, DeviceIDList: [id] });
-      return;
-    }
-    let persistentId = choice?.persistentId;
-    if (!persistentId) {
-      // Nothing configured: the first item of the library (a fresh hub has its sample tracks).
-      const list = (await this.hub.call('media_list')).MediaList as { PersistentID: string }[] | undefined;
-      persistentId = list?.[0]?.PersistentID;
-      if (!persistentId) throw new HubError('MediaNotFound', 'Nothing to play: the media library is empty and no defaultMedia is configured.');
-    }
-    await this.hub.call('play_hub_media_selected_speakers', { PersistentID: persistentId, DeviceIDList: [id] });
+    if (choice?.url) return { url: choice.url };
+    if (choice?.persistentId) return { persistentId: choice.persistentId };
+    // Nothing configured: the first item of the library (a fresh hub has its sample tracks).
+    const list = (await this.hub.call('media_list')).MediaList as { PersistentID: string }[] | undefined;
+    const first = list?.[0]?.PersistentID;
+    if (!first) throw new HubError('MediaNotFound', 'Nothing to play: the media library is empty and no defaultMedia is configured.');
+    return { persistentId: first };
   }
 
   async setVolume(id: string, volume: number): Promise<void> {
@@ -88,18 +90,9 @@ export class SpeakerControl {
       await this.hub.call('set_party_mode');
       return;
     }
-    const choice = this.defaultMediaOf('');
-    if (choice?.url) {
-      await this.hub.call('play_web_media_party_mode', { MediaUrl: choice.url });
-      return;
-    }
-    let persistentId = choice?.persistentId;
-    if (!persistentId) {
-      const list = (await this.hub.call('media_list')).MediaList as { PersistentID: string }[] | undefined;
-      persistentId = list?.[0]?.PersistentID;
-      if (!persistentId) throw new HubError('MediaNotFound', 'Nothing to play: the media library is empty and no defaultMedia is configured.');
-    }
-    await this.hub.call('play_hub_media_party_mode', { PersistentID: persistentId });
+    const media = await this.defaultMedia('');
+    if ('url' in media) await this.hub.call('play_web_media_party_mode', { MediaUrl: media.url });
+    else await this.hub.call('play_hub_media_party_mode', { PersistentID: media.persistentId });
   }
 
   /** Party mode reads on while a playback plays on every available speaker. */
