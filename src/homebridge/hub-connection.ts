@@ -9,6 +9,8 @@ export interface HubListener {
   event(e: HubWireEvent): void;
   /** Events may have been missed (a reconnect, a queue overflow): re-read the full state. */
   resync(): void;
+  /** The hub cannot be reached (remote): its speakers count as unavailable until the next resync. */
+  lost?(): void;
 }
 
 /**

@@ -62,6 +62,11 @@ export class HubState extends EventEmitter<HubStateEvents> {
     this.emit('synced', list);
   }
 
+  /** The hub is out of reach: every speaker reads as unavailable until the next full list. */
+  markUnreachable(): void {
+    for (const d of this.all()) if (d.Active) this.upsert({ ...d, Active: false, IsPlaying: false });
+  }
+
   setPlayback(snapshot: PlaybackSnapshot): void {
     this._playback = snapshot;
     const playing = snapshot.state === 'PlayerStatePlaying' ? new Set(snapshot.deviceIds) : new Set<string>();

@@ -84,6 +84,7 @@ export class SpeakerHubPlatform {
         }
       },
       resync: () => void this.resync(),
+      lost: () => this.state.markUnreachable(),
     });
     if (this.stopped) return;
     if (this.hub.mode === 'embedded') {

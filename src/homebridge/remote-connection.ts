@@ -46,7 +46,6 @@ export class RemoteConnection implements HubConnection {
 
   private async follow(listener: HubListener): Promise<void> {
     let delay = BACKOFF_MIN_MS;
-    let connectedBefore = false;
     while (!this.stopped) {
       this.abort = new AbortController();
       try {
@@ -57,12 +56,14 @@ export class RemoteConnection implements HubConnection {
         if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
         this.options.log.info(`Following the hub's events at ${this.options.url}`);
         delay = BACKOFF_MIN_MS;
-        if (connectedBefore) listener.resync();
-        connectedBefore = true;
+        // Events may have been missed while disconnected (or the hub was down at start): re-read.
+        listener.resync();
         await this.read(res.body, listener);
         if (!this.stopped) this.options.log.warn('The hub closed its event stream; reconnecting');
+        if (!this.stopped) listener.lost?.();
       } catch (e) {
         if (this.stopped) return;
+        listener.lost?.();
         this.options.log.warn(`Hub events at ${this.options.url} unavailable (${e instanceof Error ? e.message : String(e)}); retrying in ${Math.round(delay / 1000)} s`);
       }
       if (this.stopped) return;

@@ -136,13 +136,14 @@ describe('the platform on real hap-nodejs, remote hub in this process', () => {
     expect((await hub.op('get_volume_device', { DeviceID: id })).Volume).toBe('23');
   });
 
-  test('a hub that goes away: writes answer a HAP status (no exception escapes); it comes back and works', async () => {
+  test('a hub that goes away: StatusFault, writes answer a HAP status (no exception escapes); it comes back and works', async () => {
     const d = byName('Desk');
     await hub.close();
-    await until(() => hb.lines.some((l) => /Hub events at .* unavailable/.test(l)), 'the plugin noticing');
+    await until(async () => (await ctrl.read(d.aid, d.iid[HAP.StatusFault])).value === 1, 'StatusFault once the hub is gone');
     await expect(ctrl.write(d.aid, d.iid[HAP.Brightness], 30)).rejects.toMatchObject({ status: -70402 });
     hub = await startHub({ server: { port: hubPort }, speakers: { virtual: { count: 3, names: ['Desk', 'Porch', 'Garage'] } } });
     await until(() => hb.lines.filter((l) => /Following the hub's events/.test(l)).length >= 2, 'the reconnect', 15_000);
+    await until(async () => (await ctrl.read(d.aid, d.iid[HAP.StatusFault])).value === 0, 'StatusFault cleared after the reconnect');
     await ctrl.write(d.aid, d.iid[HAP.Brightness], 30);
     expect((await hub.op('get_volume_device', { DeviceID: hub.hub.virtual!.speakers()[0].id })).Volume).toBe('15');
     expect(unhandled).toEqual([]);
