@@ -66,6 +66,8 @@ describe.each(VERSIONS)('embedded hub in $label', ({ major }) => {
     }
     expect(byName('Dinner').serviceType).toBe(HAP.services.switch);
     expect(byName('Party Mode').serviceType).toBe(HAP.services.switch);
+    // Homebridge and HAP-NodeJS warn about plugins that break HAP's rules (names, characteristics, slow handlers).
+    expect(run.output.filter((l) => /WARNING|generated a warning|slow to respond|unhandled|deprecated/i.test(l))).toEqual([]);
   });
 
   test('writing Brightness sets the hub volume (percent = 2 × volume)', async () => {

@@ -190,7 +190,9 @@ describe('mappings', () => {
   test.each([
     ['Kitchen', 'Kitchen'],
     ['Büro – Regal', 'Büro Regal'],
+    ["Tom's Room: Sonos/Play:1", "Tom's Room: Sonos/Play:1"],
     ['  "Living Room" (2)  ', 'Living Room 2'],
+    ['Bath 🛁', 'Bath'],
     ['Office Desk!', 'Office Desk'],
     ['!!!', 'Speaker 1234'],
   ])('HomeKit name of %j is %j', (input, out) => {
