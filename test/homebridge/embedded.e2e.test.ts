@@ -1,4 +1,5 @@
-import { rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { OPERATIONS_BY_NAME } from '../../src/operations/table';
 import { Controller, HAP, freePort, installHomebridgeDeps, removePluginDir, startHomebridge, until, VERSIONS, type ControllerAccessory, type HomebridgeRun } from './helpers';
 import { longMediaFolder, Rest } from './rest';
@@ -68,6 +69,10 @@ describe.each(VERSIONS)('embedded hub in $label', ({ major }) => {
     expect(byName('Party Mode').serviceType).toBe(HAP.services.switch);
     // Homebridge and HAP-NodeJS warn about plugins that break HAP's rules (names, characteristics, slow handlers).
     expect(run.output.filter((l) => /WARNING|generated a warning|slow to respond|unhandled|deprecated/i.test(l))).toEqual([]);
+  });
+
+  test("the embedded hub keeps its files in Homebridge's storage path", async () => {
+    expect(await readdir(join(run.storage, 'speakerhub'))).toEqual(expect.arrayContaining(['hub-uuid']));
   });
 
   test('writing Brightness sets the hub volume (percent = 2 × volume)', async () => {
