@@ -100,7 +100,7 @@ export class SpeakerControl {
     const pb = this.state.playback;
     if (pb.state !== 'PlayerStatePlaying') return false;
     const available = this.state.all().filter((d) => d.Active);
-    return available.length > 1 && available.every((d) => pb.deviceIds.includes(d.DeviceID));
+    return available.length > 0 && available.every((d) => pb.deviceIds.includes(d.DeviceID));
   }
 
   private available(id: string) {
