@@ -21,6 +21,9 @@ declare -A NEEDED=(
   [chromium]=chromium           # the browser client's end-to-end test (headless, through playwright-core)
 )
 
+# npm-installed test tools (Homebridge 1 and 2, Node 24, hap-controller) go into .cache/homebridge:
+bash "$(dirname "$0")/install-homebridge-test-deps.sh" >/dev/null
+
 missing=()
 for cmd in "${!NEEDED[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${NEEDED[$cmd]}")

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { PlatformConfigSchema } from './config';
+import { PLATFORM_NAME } from './homebridge-api';
+
+/**
+ * config.schema.json for the Homebridge UI, derived from the zod schema so the form can never
+ * offer a key the plugin rejects (or miss one it reads). Homebridge's own keys (platform,
+ * _bridge) are the UI's business and left out of the form.
+ */
+export function buildConfigSchemaJson(): Record<string, unknown> {
+  const json = z.toJSONSchema(PlatformConfigSchema, { target: 'draft-7', io: 'input', unrepresentable: 'any' }) as Record<string, any>;
+  delete json.$schema;
+  const properties = { ...json.properties };
+  delete properties.platform;
+  delete properties._bridge;
+  return {
+    pluginAlias: PLATFORM_NAME,
+    pluginType: 'platform',
+    singular: true,
+    headerDisplay:
+      'Your speakers in the Home app and under Siri. Pick the speaker drivers (or a remote hub), then the HomeKit service. See the README for the service trade-offs.',
+    footerDisplay: 'Generated from the plugin’s configuration schema (npm run homebridge:schema).',
+    schema: {
+      type: 'object',
+      properties,
+      required: (json.required as string[] | undefined)?.filter((k) => k !== 'platform') ?? [],
+    },
+  };
+}
+
+export function configSchemaJsonText(): string {
+  return `${JSON.stringify(buildConfigSchemaJson(), null, 2)}\n`;
+}
