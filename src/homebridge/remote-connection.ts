@@ -1,3 +1,4 @@
+import { OPERATIONS_BY_NAME } from '../operations/table';
 import { SpeakerHubClient } from '../client/client';
 import type { HubConnection, HubListener, HubWireEvent, OperationParams } from './hub-connection';
 import type { Logging } from './homebridge-api';
@@ -35,7 +36,8 @@ export class RemoteConnection implements HubConnection {
   }
 
   call(operation: string, params: OperationParams = {}): Promise<Record<string, unknown>> {
-    return this.client.call(operation, params);
+    // By name as the plugin's config gives it; the hub validates (UnknownOperation otherwise).
+    return this.client.callRemote(operation, params, { needsSession: OPERATIONS_BY_NAME.get(operation)?.needsSession ?? true });
   }
 
   async stop(): Promise<void> {
