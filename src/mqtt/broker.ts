@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, createWebSocketStream } from 'ws';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from '../logger';
-import { HUB_USERNAME, type KeyAuth, type Rights } from './auth';
+import type { KeyAuth, Rights } from './auth';
 import { duplexPair, guardPackets } from './packet-guard';
 
 export interface EmbeddedBrokerOptions {

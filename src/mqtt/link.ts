@@ -96,7 +96,7 @@ export class HubLink {
     const client = typeof target === 'string' ? connect(target, opts) : new MqttClient(() => target() as never, opts);
     this.client = client;
     client.handleMessage = (packet: IPublishPacket, done: (e?: Error) => void) => this.admit(packet, done);
-    return new Promise((resolve, reject) => {
+    return new Promise((resolve) => {
       let settled = false;
       client.on('connect', () => {
         // Nagle holds back small packets ~40 ms waiting for an ACK: every hop of a QoS 1 command.

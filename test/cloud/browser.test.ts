@@ -73,7 +73,7 @@ labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIU
     await page.waitForSelector('#message.ok');
     await page.fill('#tts-text', 'Hello from the browser. This sentence is long enough to keep playing while the test looks at the hub.');
     await page.click('#speak');
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+     
     await page.waitForFunction(() => (globalThis as any).document.getElementById('state')?.textContent === 'Playing');
     const status = hub.hub.core.playback.snapshot();
     expect(status.state).toBe('PlayerStatePlaying');
@@ -85,7 +85,7 @@ labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIU
     expect(await page.textContent(`output[for="spk-${first}-vol"]`)).toBe('35');
 
     // Hub media on every speaker, then pause, resume and stop from the page.
-    const state = (text: string) => page.waitForFunction((t) => (globalThis as any).document.getElementById('state')?.textContent === t, text); // eslint-disable-line @typescript-eslint/no-explicit-any
+    const state = (text: string) => page.waitForFunction((t) => (globalThis as any).document.getElementById('state')?.textContent === t, text);  
     await page.check('input[name=target][value=party]');
     const done = (label: string) => page.locator('#message.ok', { hasText: `${label}: done.` }).waitFor();
     await page.click('#play-media button[type=submit]');

@@ -131,7 +131,7 @@ export async function authorize(base: string, cookie: string, params: Record<str
 }
 
 export function pkcePair(): { verifier: string; challenge: string } {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+   
   const { createHash, randomBytes } = require('node:crypto') as typeof import('node:crypto');
   const verifier = randomBytes(32).toString('base64url');
   return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };

@@ -123,7 +123,7 @@ describe(`accounts on ${onPostgres() ? 'PostgreSQL' : 'SQLite'}`, () => {
   });
 
   test('at most two memory-hard hashes run at once; the others queue and complete', async () => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+     
     const crypto = require('node:crypto') as typeof import('node:crypto');
     const { hashPassword, verifyPassword } = await import('../../src/cloud/accounts/password');
     const real = crypto.scrypt;

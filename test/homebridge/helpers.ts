@@ -22,7 +22,7 @@ export const VERSIONS: { major: HomebridgeMajor; label: string }[] = [
 ];
 
 /** hap-controller, the HomeKit controller side (loaded from the cache, not a package dependency). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+ 
 export function hapController(): any {
   return require(join(CACHE, 'hb1', 'node_modules', 'hap-controller'));
 }
@@ -182,11 +182,11 @@ export interface ControllerAccessory {
 
 /** A paired HomeKit controller (hap-controller) talking to the bridge by address. */
 export class Controller {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+   
   client: any;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+   
   pairing: any;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+   
   private readonly eventClients: any[] = [];
   private run!: HomebridgeRun;
 
@@ -201,7 +201,7 @@ export class Controller {
     return c;
   }
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+   
   static reuse(run: HomebridgeRun, pairing: any): Controller {
     const c = new Controller();
     c.pairing = pairing;
@@ -218,13 +218,13 @@ export class Controller {
   async accessories(): Promise<ControllerAccessory[]> {
     const { accessories } = await this.client.getAccessories();
     const short = (t: string) => t.replace(/^0+/, '').replace(/-0000-1000-8000-0026BB765291$/i, '').toUpperCase();
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+     
     return accessories.map((a: any) => {
-      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+       
       const info = a.services.find((s: any) => short(s.type) === HAP.services.info);
-      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+       
       const name = info?.characteristics.find((c: any) => short(c.type) === HAP.Name)?.value;
-      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+       
       const primary = a.services.find((s: any) => short(s.type) !== HAP.services.info && short(s.type) !== 'A2');
       const iid: Record<string, number> = {};
       for (const c of primary?.characteristics ?? []) iid[short(c.type)] = c.iid;
@@ -260,7 +260,7 @@ export class Controller {
     const client = new HttpClient(this.run.username, '127.0.0.1', this.run.port, this.pairing, { usePersistentConnections: true });
     this.eventClients.push(client);
     const seen = new Map<string, unknown[]>();
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+     
     client.on('event', (ev: any) => {
       for (const c of ev.characteristics ?? []) {
         const k = `${c.aid}.${c.iid}`;

@@ -17,7 +17,7 @@ import { CACHE, Controller, freePort, HAP, installHomebridgeDeps, until, type Co
 jest.setTimeout(30_000);
 beforeAll(() => installHomebridgeDeps(), 10 * 60_000);
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
+ 
 class MiniHomebridge {
   readonly hap: any = require(join(CACHE, 'hb1/node_modules/homebridge/node_modules/hap-nodejs'));
   readonly bridge: any;

@@ -11,7 +11,7 @@ export class Rest {
     private readonly token: string,
   ) {}
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+   
   async op(name: string, params: Record<string, string> = {}): Promise<any> {
     this.session ??= (await this.raw('init_session', {})).SessionToken;
     const body = await this.raw(name, { SessionToken: this.session!, ...params });
@@ -20,7 +20,7 @@ export class Rest {
     return this.raw(name, { SessionToken: this.session!, ...params });
   }
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+   
   private async raw(name: string, params: Record<string, string>): Promise<any> {
     const res = await fetch(`${this.base}/api/v1/${name}?${new URLSearchParams(params)}`, { headers: { Authorization: `Bearer ${this.token}` } });
     return res.json();
