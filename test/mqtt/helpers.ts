@@ -163,6 +163,8 @@ export interface Fixture {
   deviceIds: string[];
   persistentId: string;
   webUrl: string;
+  /** Set by prepareFor for announcement_status: an announcement the hub knows. */
+  announcementId?: string;
 }
 
 /** Parameters that let each operation succeed, derived from its parameter names. */
@@ -175,9 +177,12 @@ export function validParams(op: Operation, f: Fixture): Record<string, string> {
     Text: 'Hello from MQTT',
     Volume: '21',
     Priority: '100',
+    ...(f.announcementId ? { AnnouncementID: f.announcementId } : {}),
   };
+  // announce takes exactly one source: speak the text.
+  const skip = op.name === 'announce' ? new Set(['MediaUrl', 'PersistentID']) : new Set<string>();
   const out: Record<string, string> = {};
-  for (const k of Object.keys(op.params.shape)) if (values[k] !== undefined) out[k] = values[k];
+  for (const k of Object.keys(op.params.shape)) if (values[k] !== undefined && !skip.has(k)) out[k] = values[k];
   return out;
 }
 
@@ -189,6 +194,11 @@ export function validParams(op: Operation, f: Fixture): Record<string, string> {
 export async function prepareFor(op: Operation, t: MqttTestHub, f: Fixture): Promise<void> {
   await t.rest('stop_play');
   await t.rest('add_device_to_session', { DeviceID: f.deviceIds[0] });
+  if (op.name === 'announcement_status') {
+    const a = await t.rest('announce', { Text: 'Hello from MQTT' });
+    expect(a.Result).toBe('true');
+    f.announcementId = a.AnnouncementID;
+  }
   if (op.name.startsWith('resume_') || op.name === 'pause_play') {
     const r = await t.rest('play_hub_media_party_mode', { PersistentID: f.persistentId });
     expect(r.Result).toBe('true');
