@@ -146,8 +146,13 @@ export class SpeakerTopics {
       last = await this.ctx.dispatch(op, { ...base, ...params });
       return last.ok;
     };
-    if ('volume' in cmd && !(await run('set_volume_device', { DeviceID: s.id, Volume: cmd.volume }))) return last!;
-    if ('announce' in cmd && !(await run('play_tts_selected_speakers', { Text: cmd.announce, DeviceIDList: s.id, ...priority }))) return last!;
+    // With an announcement, volume is its level on this speaker, and the speaker's own level comes back afterwards.
+    const announcing = 'announce' in cmd;
+    if ('volume' in cmd && !announcing && !(await run('set_volume_device', { DeviceID: s.id, Volume: cmd.volume }))) return last!;
+    if (announcing) {
+      const level = 'volume' in cmd ? { Volume: cmd.volume } : {};
+      if (!(await run('announce', { Text: cmd.announce, DeviceIDList: s.id, ...level, ...priority }))) return last!;
+    }
     if ('play' in cmd) {
       const p = cmd.play;
       if (typeof p !== 'object' || p === null) return failed('InvalidParameter', 'play must be {"url": …} or {"persistent_id": …}.', 'play');
@@ -163,7 +168,8 @@ export class SpeakerTopics {
       if (!r.ok) return r;
       last = r;
     }
-    return succeeded(last!.ok ? last!.op.name : 'stop_play');
+    // The last operation's answer (an announcement's carries its AnnouncementID).
+    return last?.ok ? last : succeeded('stop_play');
   }
 
   /** The hub plays one playback at a time: pause and resume act on the playback this speaker is in. */

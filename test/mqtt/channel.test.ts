@@ -221,11 +221,17 @@ describe('events and the bridge', () => {
     await probe.wait((m) => m.topic === 'speakerhub/bridge/event' && m.json?.type === 'error' && m.json.data.code === 'DeviceNotFound');
   });
 
-  test('announce with a volume through set', async () => {
+  test('announce with a volume through set: spoken at that level, the own level restored', async () => {
     await t.rest('stop_play');
+    expect((await t.rest('set_volume_device', { DeviceID: fx.deviceIds[1], Volume: '12' })).Result).toBe('true');
     await writer.publishAsync('speakerhub/virtual_speaker_2/set', JSON.stringify({ announce: 'Dinner is ready', volume: 25, transaction: 'ann' }), { qos: 1 });
-    expect((await probe.wait((m) => m.topic.endsWith('/response') && m.json?.transaction === 'ann')).json.status).toBe('ok');
-    expect((await t.rest('get_volume_device', { DeviceID: fx.deviceIds[1] })).Volume).toBe('25');
+    const answer = (await probe.wait((m) => m.topic.endsWith('/response') && m.json?.transaction === 'ann')).json;
+    expect(answer.status).toBe('ok');
+    expect(answer.data.AnnouncementID).toEqual(expect.any(String));
+    // While it speaks, the speaker's retained state shows the announcement's level.
+    await probe.wait((m) => m.topic === 'speakerhub/virtual_speaker_2' && m.json?.volume === 25);
+    await eventually(async () => (await t.rest('announcement_status', { AnnouncementID: answer.data.AnnouncementID })).State === 'done', 15000, 'the announcement done');
+    expect((await t.rest('get_volume_device', { DeviceID: fx.deviceIds[1] })).Volume).toBe('12');
     await t.rest('stop_play');
   });
 
