@@ -1,0 +1,61 @@
+import { OPERATIONS, type Operation } from '../operations/table';
+import { hubOf } from './config-node';
+import { mergeParams, operationParams, validateParams } from './params';
+import type { NodeRedApi, RedNode } from './red-types';
+
+export const CATEGORY = 'SpeakerHub';
+
+/** The Node-RED type of an operation's node. */
+export function operationNodeType(op: Operation): string {
+  return `speakerhub-${op.name}`;
+}
+
+/** Every operation node type, in table order: the same loop REST routes come from. */
+export function operationNodeTypes(): string[] {
+  return OPERATIONS.map(operationNodeType);
+}
+
+/**
+ * One node type per operation of the table. A message runs the operation with the node's
+ * settings overridden by msg.payload; the response goes out in msg.payload, exactly as REST
+ * answers it. A failure sends nothing and calls node.error(err, msg) (err.code = the
+ * operation's error code, which a catch node sees as msg.error.code) with a red status.
+ */
+export function registerOperationNodes(RED: NodeRedApi): void {
+  for (const op of OPERATIONS) {
+    const names = operationParams(op);
+    function OperationNode(this: RedNode, config: Record<string, unknown>): void {
+      RED.nodes.createNode(this, config);
+      const settings: Record<string, unknown> = {};
+      for (const n of names) settings[n] = config[n];
+      let failed = false;
+      this.on('input', (msg, send, done) => {
+        const hub = hubOf(RED, config.hub);
+        const fail = (e: unknown) => {
+          failed = true;
+          const code = (e as { code?: string }).code ?? 'InternalError';
+          this.status({ fill: 'red', shape: 'ring', text: code });
+          done(e instanceof Error ? e : new Error(String(e)));
+        };
+        if (hub instanceof Error) return fail(hub);
+        let params: Record<string, unknown>;
+        try {
+          params = mergeParams(op, settings, msg.payload);
+          validateParams(op, params);
+        } catch (e) {
+          return fail(e);
+        }
+        hub.connection.run(op.name, params).then((body) => {
+          if (failed) {
+            failed = false;
+            this.status({});
+          }
+          msg.payload = body;
+          send(msg);
+          done();
+        }, fail);
+      });
+    }
+    RED.nodes.registerType(operationNodeType(op), OperationNode);
+  }
+}
