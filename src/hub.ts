@@ -13,7 +13,10 @@ import { MediaServer } from './media/media-server';
 import { metadataReader } from './media/metadata-reader';
 import { sampleMediaDir } from './media/sample-location';
 import { loadOrCreateToken } from './server/auth';
-import { RestServer } from './server/rest-server';
+import { RestExtension } from './server/rest-extension';
+import type { ExtensionContext, HubExtension } from './extensions/extension';
+import { WireEventFeed } from './extensions/wire-events';
+import { dispatch, runOperation } from './operations/dispatch';
 import { createTtsProvider, TtsService } from './tts/service';
 import { VERSION } from './version';
 import { interfaceAddress } from './net/interface-address';
@@ -24,6 +27,8 @@ export interface HubOptions {
   logger?: Logger;
   /** Extra drivers (beyond the configured ones), e.g. for embedding. */
   drivers?: SpeakerDriver[];
+  /** Front ends started after the REST server, in this order (see also use()). */
+  extensions?: HubExtension[];
 }
 
 /**
@@ -43,7 +48,11 @@ export class SpeakerHub {
   /** The virtual driver, when it runs (tests and demos drive its speakers' faults). */
   readonly virtual?: VirtualDriver;
   private _core?: HubCore;
-  private rest?: RestServer;
+  private rest?: RestExtension;
+  private feed?: WireEventFeed;
+  private readonly extensions: HubExtension[];
+  /** Undo steps of what start() has done so far, run in reverse by stop() or a failed start. */
+  private undo: { what: string; run: () => Promise<void> | void }[] = [];
   private _token: string | null = null;
   private _tokenGenerated = false;
   /** IPv4 address of network.interface, when one is configured. */
@@ -74,6 +83,14 @@ export class SpeakerHub {
       ...(options.drivers ?? []),
     ];
     this.virtual = this.drivers.find((d): d is VirtualDriver => d instanceof VirtualDriver);
+    this.extensions = [...(options.extensions ?? [])];
+  }
+
+  /** Adds a front end; it starts with the hub, after the REST server and the ones added before. */
+  use(extension: HubExtension): this {
+    if (this._core) throw new Error('extensions are added before start()');
+    this.extensions.push(extension);
+    return this;
   }
 
   get library(): MediaLibrary {
@@ -96,19 +113,46 @@ export class SpeakerHub {
     return this._tokenGenerated;
   }
 
+  /** Open wire-event subscriptions (SSE streams, bridges): for health reports and leak checks. */
+  get eventSubscribers(): number {
+    return this.feed?.size ?? 0;
+  }
+
   /** Base URL of the local REST server, when it runs. */
   get url(): string | undefined {
     return this.rest?.url;
   }
 
+  /**
+   * Starts, in order: media library and server, the core and its drivers, the REST server,
+   * then the other extensions. If any step fails, what had started is stopped again in
+   * reverse (no port stays bound, no driver runs), and the error is rethrown.
+   */
   async start(): Promise<void> {
+    if (this._core) throw new Error('the hub is already started');
+    try {
+      await this.startSteps();
+    } catch (e) {
+      await this.runUndo().catch(() => undefined);
+      throw e;
+    }
+    const core = this.core;
+    this.logger.info(
+      { speakers: core.speakers.size, media: this.library.list().length, url: this.rest?.url, auth: !!this._token, extensions: this.extensions.map((x) => x.name) },
+      'hub started',
+    );
+  }
+
+  private async startSteps(): Promise<void> {
     const { config } = this;
     await mkdir(config.dataDir, { recursive: true });
+    this.undo.push({ what: 'metadata reader', run: () => metadataReader.close() });
     const folders = [...config.media.folders];
     if (config.media.samples) folders.push(await sampleMediaDir(config.dataDir));
     this._library = new MediaLibrary({ folders, logger: this.logger.child({ component: 'media' }) });
     await this._library.scan();
     await this.mediaServer.start();
+    this.undo.push({ what: 'media server', run: () => this.mediaServer.stop() });
     const core = new HubCore({
       uuid: await this.hubUuid(),
       clock: this.clock,
@@ -119,14 +163,27 @@ export class SpeakerHub {
       sessions: { idleMs: config.sessions.idleMinutes * 60_000, maxSessions: config.sessions.maxSessions },
     });
     this._core = core;
+    this.undo.push({
+      what: 'core',
+      run: async () => {
+        this._core = undefined;
+        await core.stop();
+      },
+    });
     for (const driver of this.drivers) await core.addDriver(driver);
+    const feed = new WireEventFeed(core.events, () => core.playback.snapshot(), (err) =>
+      this.logger.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'event subscriber failed'),
+    );
+    this.feed = feed;
+    this.undo.push({ what: 'event feed', run: () => feed.close() });
+    const extensions = [...this.extensions];
     if (config.server.enabled) {
       if (config.server.auth) {
         const t = await loadOrCreateToken(config.dataDir, config.server.token);
         this._token = t.token;
         this._tokenGenerated = t.generated;
       }
-      this.rest = new RestServer(core, {
+      this.rest = new RestExtension({
         host: config.server.host,
         port: config.server.port,
         token: this._token,
@@ -134,21 +191,61 @@ export class SpeakerHub {
         logger: this.logger,
         version: VERSION,
       });
-      await this.rest.start();
+      extensions.unshift(this.rest);
     }
-    this.logger.info(
-      { speakers: core.speakers.size, media: this.library.list().length, url: this.rest?.url, auth: !!this._token },
-      'hub started',
-    );
+    for (const ext of extensions) {
+      await ext.start(this.extensionContext(ext, core, feed));
+      this.undo.push({
+        what: `extension ${ext.name}`,
+        run: async () => {
+          if (ext === this.rest) this.rest = undefined;
+          await ext.stop();
+        },
+      });
+    }
   }
 
+  /** What a front end may use of the hub: dispatch, trusted sessions and wire events. */
+  private extensionContext(ext: HubExtension, core: HubCore, feed: WireEventFeed): ExtensionContext {
+    const hub = this;
+    return {
+      uuid: core.uuid,
+      config: this.config,
+      logger: this.logger.child({ ext: ext.name }),
+      version: VERSION,
+      dispatch: async (operation, params) => dispatch(core, operation, params),
+      run: (op, params) => runOperation(core, op, params),
+      openTrustedSession: () => core.sessions.createTrusted(),
+      subscribe: (handler, options) => feed.subscribe(handler, options),
+      get httpServer() {
+        return hub.rest?.httpServer;
+      },
+    };
+  }
+
+  /**
+   * Stops everything that started, in reverse order. Every step runs even when one fails;
+   * the failures are logged and rethrown together.
+   */
   async stop(): Promise<void> {
-    await this.rest?.stop();
-    this.rest = undefined;
-    await this._core?.stop();
-    await this.mediaServer.stop();
-    metadataReader.close();
+    const errors = await this.runUndo();
     this.logger.info('hub stopped');
+    if (errors.length) throw new AggregateError(errors, `hub stop: ${errors.length} step(s) failed`);
+  }
+
+  private async runUndo(): Promise<unknown[]> {
+    const errors: unknown[] = [];
+    while (this.undo.length) {
+      const step = this.undo.pop()!;
+      try {
+        await step.run();
+      } catch (e) {
+        errors.push(e);
+        this.logger.error({ step: step.what, err: e instanceof Error ? e.message : String(e) }, 'stop step failed');
+      }
+    }
+    this.feed = undefined;
+    return errors;
   }
 
   /** The hub's UUID (HKWHubUUID on the wire), made once and kept in the data folder. */

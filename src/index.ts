@@ -3,6 +3,8 @@ export { createHub, SpeakerHub, type HubOptions } from './hub';
 export { parseConfig, ConfigSchema, ConfigError, type HubConfig, type HubConfigInput } from './config/schema';
 export { loadConfig } from './config/load';
 export { HubCore } from './core/hub-core';
+export type { HubExtension, ExtensionContext } from './extensions/extension';
+export type { WireEvent, WireEventType, SubscribeOptions, WireSubscription } from './extensions/wire-events';
 export { HubError, ERROR_CODES, errorBody, type ErrorCode, type ErrorBody } from './core/errors';
 export { ManualClock, systemClock, type Clock } from './core/clock';
 export type { HubEvents, DeviceRecord, PlaybackSnapshot, PlaybackState, DeviceReason } from './core/events';

@@ -52,10 +52,42 @@ export interface HubEvents {
   selection: [{ deviceIds: string[] }];
 }
 
+/**
+ * Every event name of HubEvents, at run time (the wire-event feed subscribes to each).
+ * The type check below fails to compile when an event is added to HubEvents but not here.
+ */
+export const HUB_EVENT_NAMES = ['playbackState', 'playbackTime', 'device', 'volume', 'selection'] as const satisfies readonly (keyof HubEvents)[];
+type Unlisted = Exclude<keyof HubEvents, (typeof HUB_EVENT_NAMES)[number]>;
+const everyEventListed: [Unlisted] extends [never] ? true : Unlisted = true;
+void everyEventListed;
+
+export type ListenerFault = (err: unknown, event: string) => void;
+
+/**
+ * The core's event bus. Core code emits inside state changes, so a listener that throws
+ * must never reach the emitter (it would fail a play while speakers play, or a hub stop):
+ * each listener runs guarded, and a fault is reported to `onFault` and skipped.
+ */
 export class HubEventBus extends EventEmitter<HubEvents> {
-  constructor() {
+  constructor(private readonly onFault: ListenerFault = () => undefined) {
     super();
     // Every SSE client, MQTT bridge and HomeKit accessory listens; that is not a leak.
     this.setMaxListeners(0);
+  }
+
+  override emit<K extends keyof HubEvents>(event: K, ...args: HubEvents[K]): boolean {
+    const listeners = this.rawListeners(event) as ((...a: unknown[]) => void)[];
+    for (const fn of listeners) {
+      try {
+        fn.apply(this, args);
+      } catch (err) {
+        try {
+          this.onFault(err, String(event));
+        } catch {
+          /* a faulty fault reporter must not break the core either */
+        }
+      }
+    }
+    return listeners.length > 0;
   }
 }

@@ -37,7 +37,7 @@ export class HubCore {
   readonly uuid: string;
   readonly clock: Clock;
   readonly logger: Logger;
-  readonly events = new HubEventBus();
+  readonly events: HubEventBus;
   readonly sessions: SessionStore;
   readonly speakers: SpeakerRegistry;
   readonly selection: Selection;
@@ -55,6 +55,9 @@ export class HubCore {
     this.catalog = options.catalog;
     this.mediaHost = options.mediaHost;
     this.tts = options.tts;
+    this.events = new HubEventBus((err, event) =>
+      options.logger.error({ event, err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'event listener failed'),
+    );
     this.sessions = new SessionStore(options.clock, options.sessions);
     this.speakers = new SpeakerRegistry(this.events, options.logger);
     this.selection = new Selection(this.speakers, this.events);

@@ -17,6 +17,8 @@ export interface SessionOptions {
  */
 export class SessionStore {
   private readonly byHash = new Map<string, { lastUsed: number }>();
+  /** Sessions of trusted front ends (MQTT bridge, Node-RED, HomeKit): no expiry, no eviction. */
+  private readonly trusted = new Set<string>();
 
   constructor(
     private readonly clock: Clock,
@@ -39,9 +41,20 @@ export class SessionStore {
     return token;
   }
 
+  /**
+   * A session for a front end the hub itself runs: it never expires and is never evicted,
+   * so a bridge's commands cannot fail with SessionNotFound. The front end closes it at stop.
+   */
+  createTrusted(): string {
+    const token = randomBytes(24).toString('base64url');
+    this.trusted.add(hash(token));
+    return token;
+  }
+
   /** Checks the token and renews its idle timer; throws SessionNotFound otherwise. */
   touch(token: string): void {
     const key = hash(token);
+    if (this.trusted.has(key)) return;
     const entry = this.byHash.get(key);
     const now = this.clock.now();
     if (!entry || now - entry.lastUsed >= this.options.idleMs) {
@@ -55,7 +68,9 @@ export class SessionStore {
 
   close(token: string): void {
     this.touch(token);
-    this.byHash.delete(hash(token));
+    const key = hash(token);
+    this.byHash.delete(key);
+    this.trusted.delete(key);
   }
 
   /** Drops expired sessions from the idle end of the table. */

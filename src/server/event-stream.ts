@@ -1,15 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { HubCore } from '../core/hub-core';
-import type { HubEvents } from '../core/events';
+import type { ExtensionContext } from '../extensions/extension';
 
-const EVENT_NAMES: (keyof HubEvents)[] = ['playbackState', 'playbackTime', 'device', 'volume', 'selection'];
 const HEARTBEAT_MS = 25_000;
 
 /**
  * Server-sent events: the core's events pushed to automations (beyond the spec, whose REST
- * modes only poll). Each event is `event: <name>` with a JSON `data:` line.
+ * modes only poll). Each event is `event: <name>` with a JSON `data:` line. Events arrive
+ * through the hub's bounded wire-event feed: a client whose queue overflows is closed.
  */
-export function streamEvents(hub: HubCore, req: FastifyRequest, reply: FastifyReply, corsOrigin: string): void {
+export function streamEvents(ctx: ExtensionContext, req: FastifyRequest, reply: FastifyReply, corsOrigin: string): void {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -20,17 +19,17 @@ export function streamEvents(hub: HubCore, req: FastifyRequest, reply: FastifyRe
     // The hijacked reply bypasses @fastify/cors, so the header is set here.
     'Access-Control-Allow-Origin': corsOrigin,
   });
-  res.write(`: SpeakerHub ${hub.uuid}\n\n`);
-  const send = (name: string) => (payload: unknown) => res.write(`event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`);
-  const listeners = EVENT_NAMES.map((name) => [name, send(name)] as const);
-  for (const [name, fn] of listeners) hub.events.on(name, fn as never);
-  // The current playback state first, so a client needs no separate poll to start.
-  send('playbackState')(hub.playback.snapshot());
+  res.write(`: SpeakerHub ${ctx.uuid}\n\n`);
+  // The current playback state comes first (initial), so a client needs no separate poll to start.
+  const subscription = ctx.subscribe((e) => res.write(`event: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`), {
+    initial: true,
+    onOverflow: () => res.destroy(),
+  });
   const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
   heartbeat.unref();
   const close = () => {
     clearInterval(heartbeat);
-    for (const [name, fn] of listeners) hub.events.off(name, fn as never);
+    subscription.close();
   };
   req.raw.on('close', close);
   res.on('error', close);

@@ -2,8 +2,8 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import cors from '@fastify/cors';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HubError, errorBody } from '../core/errors';
-import type { HubCore } from '../core/hub-core';
-import { runOperation, SESSION_PARAM_ALIASES, type DispatchResult } from '../operations/dispatch';
+import type { ExtensionContext } from '../extensions/extension';
+import { SESSION_PARAM_ALIASES, type DispatchResult } from '../operations/dispatch';
 import { OPERATIONS, parameterNames, type Operation } from '../operations/table';
 import type { Logger } from '../logger';
 import { BearerAuth } from './auth';
@@ -53,7 +53,7 @@ export class RestServer {
   );
 
   constructor(
-    private readonly hub: HubCore,
+    private readonly ctx: ExtensionContext,
     private readonly options: RestServerOptions,
   ) {
     this.auth = options.token ? new BearerAuth(options.token) : null;
@@ -131,7 +131,7 @@ export class RestServer {
     app.get('/api/v1/events', (req, reply) => {
       streams.add(reply.raw);
       reply.raw.on('close', () => streams.delete(reply.raw));
-      streamEvents(this.hub, req, reply, this.options.corsOrigin);
+      streamEvents(this.ctx, req, reply, this.options.corsOrigin);
     });
 
     for (const route of this.operationRoutes.values()) {
@@ -162,7 +162,7 @@ export class RestServer {
 
   /** Runs an operation for a request URL; shared by the fast path and the fastify routes. */
   private run(route: OperationRoute, legacy: boolean, url: string): Answer | Promise<Answer> {
-    const result = runOperation(this.hub, route.op, parseLenientQuery(url, route.known));
+    const result = this.ctx.run(route.op, parseLenientQuery(url, route.known));
     return result instanceof Promise ? result.then((r) => this.answer(route, legacy, r)) : this.answer(route, legacy, result);
   }
 
