@@ -49,14 +49,24 @@ const creds = { cfg: { token: TEST_TOKEN } };
 async function loadOp(type: string, settings: Record<string, unknown> = {}, url?: string) {
   const flow = [cfg(url), { id: 'op', type, hub: 'cfg', wires: [['out']], ...settings }, { id: 'out', type: 'helper' }];
   await helper.load(ALL, flow, creds);
-  return { op: helper.getNode('op'), out: helper.getNode('out') };
+  const op = helper.getNode('op');
+  const out = helper.getNode('out');
+  attach(op, out);
+  return { op, out };
+}
+
+// Node-RED keeps its own list of input handlers, so `once('input')` leaves stale ones behind:
+// each pair gets one listener, and run() sets what it resolves.
+const waiters = new WeakMap<object, { resolve(m: unknown): void; reject(e: unknown): void }>();
+function attach(op: any, out: any): void {
+  out.on('input', (m: unknown) => waiters.get(out)?.resolve(m));
+  op.on('call:error', (c: any) => waiters.get(out)?.reject(c.args[0]));
 }
 
 /** Sends a message and resolves with the output message, or rejects with the error the node reported. */
 function run(op: any, out: any, msg: Record<string, unknown>): Promise<any> {
   return new Promise((resolve, reject) => {
-    out.once('input', resolve);
-    op.once('call:error', (call: any) => reject(call.args[0]));
+    waiters.set(out, { resolve, reject });
     op.receive(msg);
   });
 }
@@ -172,6 +182,7 @@ test('the admin endpoint lists the hub speakers and media for the editor dropdow
 test('the announce node sends the message on once the announcement is done', async () => {
   const flow = [cfg(), { id: 'an', type: 'speakerhub-announce', hub: 'cfg', targets: [devices[0]], volume: '30', wires: [['out']] }, { id: 'out', type: 'helper' }];
   await helper.load(ALL, flow, creds);
+  attach(helper.getNode('an'), helper.getNode('out'));
   const msg = await run(helper.getNode('an'), helper.getNode('out'), { payload: 'The washing machine is done' });
   expect(msg.payload).toMatchObject({ State: 'done' });
 });
