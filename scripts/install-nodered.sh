@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE=.cache
 mkdir -p "$CACHE"
+# Jest runs the Node-RED suites in parallel workers, each calling this script: one installs.
+exec 9>"$CACHE/.install.lock"
+flock 9
 export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false npm_config_loglevel=error
 
 install_into() { # dir, package spec, [PATH prefix]

@@ -11,6 +11,7 @@ declare -A NEEDED=(
   [snapclient]=snapclient # … and three real snapclients writing raw PCM
   [gmediarender]=gmediarender   # real UPnP/DLNA MediaRenderers for the UPnP driver tests (run in network namespaces)
   [ip]=iproute2                 # builds the UPnP tests' private namespace LAN
+  [chromium]=chromium           # the Node-RED editor test drives Debian's Chromium headless (playwright-core)
 )
 
 missing=()

@@ -72,7 +72,7 @@ export function operationsEditorHtml(): string {
     '      inputs: 1,',
     '      outputs: 1,',
     "      icon: 'speakerhub.svg',",
-    '      paletteLabel: op.name,',
+    "      paletteLabel: op.name.replace(/_/g, ' '),",
     '      label: function () { return this.name || op.name; },',
     "      labelStyle: function () { return this.name ? 'node_label_italic' : ''; },",
     '      oneditprepare: function () { window.SpeakerHubEditor.prepare(this, op.params); }',
