@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { createReadStream } from 'node:fs';
+import { createReadStream, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,9 +8,9 @@ import { createLogger } from '../../src/logger';
 import { ensureSampleMedia } from '../../src/media/samples';
 import { OPERATIONS, type Operation } from '../../src/operations/table';
 import { SHARED_SAMPLES } from '../helpers/hub';
-import { embeddedConfig, remoteConfig, testFlow } from './flows';
+import { embeddedConfig, eventRecorder, remoteConfig, TAB, testFlow } from './flows';
 import { HubRest, until } from './hub-rest';
-import { childProcesses, ensureRuntimes, freePort, listeningSockets, startNodeRed, type NodeRed, type NodeRedVersion } from './runtime';
+import { childProcesses, ensureRuntimes, freePort, listeningSockets, ROOT, startNodeRed, VIEWER, type NodeRed, type NodeRedVersion } from './runtime';
 
 const TOKEN = 'nodered-test-token-0123456789';
 
@@ -182,6 +182,17 @@ export function defineEndToEnd(version: NodeRedVersion): void {
         expect((await rest.op('get_volume')).Volume).toBe('21');
       });
 
+      test('the editor\'s dropdown endpoint needs a logged-in user with read permission', async () => {
+        const path = '/admin/speakerhub/options/cfg1';
+        expect((await nr.request(path, { headers: { Authorization: 'Bearer nope' } })).status).toBe(401);
+        expect((await fetch(nr.base + path)).status).toBe(401);
+        const viewer = await nr.login(VIEWER, 'read');
+        const res = await nr.request(path, { headers: { Authorization: `Bearer ${viewer}` } });
+        expect(res.status).toBe(200);
+        expect(res.body.speakers.map((s: any) => s.id)).toEqual(ids.devices);
+        expect(res.body.media.map((m: any) => m.id)).toEqual(ids.media);
+      });
+
       test('the events node emits hub events with msg.topic = the event name', async () => {
         expect((await nr.request(`/api/sh/set_volume_device?DeviceID=${ids.devices[1]}&Volume=37`)).body).toEqual({ Result: 'true' });
         await until(
@@ -235,6 +246,25 @@ export function defineEndToEnd(version: NodeRedVersion): void {
         expect(events.some((e) => e.topic.startsWith('announce'))).toBe(true);
       }, 30_000);
     });
+
+    test('example "React to a speaker going unavailable": the others say which speaker went offline', async () => {
+      const example = JSON.parse(readFileSync(join(ROOT, 'examples', 'React to a speaker going unavailable.json'), 'utf8')) as Record<string, any>[];
+      const cfg = example.find((n) => n.type === 'speakerhub-config')!;
+      Object.assign(cfg, { url: remote.url, credentials: { token: TOKEN } });
+      const rest = new HubRest(remote.url, TOKEN);
+      await rest.op('stop_play');
+      await nr.deploy([...example, TAB, ...eventRecorder(cfg.id)]);
+      // Both events nodes share the config node's stream; its first event says it is open.
+      await until('the event stream', async () => (await nr.request('/api/events')).body, (l) => Array.isArray(l) && l.some((e: any) => e.topic === 'playbackState'));
+      const victim = remote.hub.virtual!.speaker(1);
+      victim.vanish();
+      const played = await until('the announcement of the offline speaker', async () => remote.hub.core.playback.snapshot(), (s) => s.kind === 'tts');
+      const list = (await rest.op('device_list')).DeviceList as { DeviceID: string; Active: boolean }[];
+      expect(list.filter((d) => !d.Active)).toHaveLength(1);
+      expect(played.deviceIds.sort()).toEqual(list.filter((d) => d.Active).map((d) => d.DeviceID).sort());
+      expect(played.priority).toBe(50);
+      victim.reappear();
+    }, 30_000);
 
     test('redeploying an embedded hub 20 times leaks no ports, processes or memory', async () => {
       embeddedPort ||= await freePort();

@@ -46,6 +46,16 @@ function fn(code: string, wires: string[][] = [[]]): Record<string, unknown> {
   return { id: id('fn'), type: 'function', z: 'tab1', func: code, outputs: 1, wires };
 }
 
+/** An events node recording into global context, read by GET /api/events. */
+export function eventRecorder(cfgId: string): object[] {
+  const rec = fn("const l = global.get('events') || []; l.push({ topic: msg.topic, payload: msg.payload }); if (l.length > 2000) l.shift(); global.set('events', l); return null;");
+  return [
+    { id: id('ev'), type: 'speakerhub-events', z: 'tab1', hub: cfgId, topics: [], wires: [[rec.id]] },
+    rec,
+    ...httpRoute('events', fn("msg.payload = global.get('events') || []; return msg;")),
+  ];
+}
+
 /**
  * The whole test flow for one config node: an http-in → operation node → http-response
  * route for EVERY operation of the table (GET /api/sh/<operation>), a catch node answering
@@ -66,9 +76,7 @@ export function testFlow(config: object): object[] {
     errFn,
     { id: errOut, type: 'http response', z: 'tab1', statusCode: '', headers: {}, wires: [] },
   );
-  const rec = fn("const l = global.get('events') || []; l.push({ topic: msg.topic, payload: msg.payload }); if (l.length > 2000) l.shift(); global.set('events', l); return null;");
-  flows.push({ id: id('ev'), type: 'speakerhub-events', z: 'tab1', hub: cfgId, topics: [], wires: [[rec.id]] }, rec);
-  flows.push(...httpRoute('events', fn("msg.payload = global.get('events') || []; return msg;")));
+  flows.push(...eventRecorder(cfgId));
   flows.push(...httpRoute('announce', { type: 'speakerhub-announce', hub: cfgId, targets: [], volume: '30' }));
   flows.push(...httpRoute('probe', fn("msg.payload = global.get('probe')(); return msg;")));
   return flows;

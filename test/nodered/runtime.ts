@@ -56,8 +56,16 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Editor users of the suites: `admin` may do everything, `viewer` only read. */
+export const ADMIN = { username: 'admin', password: 'admin-password-123' };
+export const VIEWER = { username: 'viewer', password: 'viewer-password-123' };
+
 export interface NodeRed {
   version: NodeRedVersion;
+  /** Admin API bearer token of `admin` (sent by deploy() and request() to /admin paths). */
+  adminToken: string;
+  /** Logs a user in and returns an admin API bearer token. */
+  login(user: { username: string; password: string }, scope?: string): Promise<string>;
   base: string;
   userDir: string;
   proc: ChildProcess;
@@ -75,6 +83,13 @@ export async function startNodeRed(version: NodeRedVersion, options: { settings?
   const userDir = await mkdtemp(join(tmpdir(), `speakerhub-nr${version}-`));
   const { node, env } = runtimeEnv(version);
   await writeFile(join(userDir, 'package.json'), JSON.stringify({ name: 'node-red-project', private: true }));
+  // Node-RED's own bcrypt (its UMD build loads with require) hashes the users' passwords.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const bcrypt = require(join(dirname(nodeRedDir(version)), 'bcryptjs', 'umd', 'index.js'));
+  const users = [
+    { username: ADMIN.username, password: bcrypt.hashSync(ADMIN.password, 8), permissions: '*' },
+    { username: VIEWER.username, password: bcrypt.hashSync(VIEWER.password, 8), permissions: 'read' },
+  ];
   execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', packPackage()], { cwd: userDir, env, stdio: ['ignore', 'ignore', 'inherit'] });
   const port = await freePort();
   await writeFile(
@@ -88,6 +103,7 @@ export async function startNodeRed(version: NodeRedVersion, options: { settings?
   telemetry: { enabled: false, updateNotification: false },
   runtimeState: { enabled: false, ui: false },
   logging: { console: { level: 'info', metrics: false, audit: false } },
+  adminAuth: { type: 'credentials', users: ${JSON.stringify(users)} },
   externalModules: { autoInstall: false, palette: { allowInstall: false } },
   functionExternalModules: false,
   // The leak test reads memory after a full collection (node --expose-gc).
@@ -107,6 +123,16 @@ export async function startNodeRed(version: NodeRedVersion, options: { settings?
   const base = `http://127.0.0.1:${port}`;
   const nr: NodeRed = {
     version,
+    adminToken: '',
+    async login(user, scope = '*') {
+      const res = await fetch(`${base}/admin/auth/token`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ client_id: 'node-red-admin', grant_type: 'password', scope, ...user }),
+      });
+      if (res.status !== 200) throw new Error(`login failed: HTTP ${res.status}`);
+      return ((await res.json()) as { access_token: string }).access_token;
+    },
     base,
     userDir,
     proc,
@@ -123,13 +149,15 @@ export async function startNodeRed(version: NodeRedVersion, options: { settings?
     async deploy(flows, type = 'full') {
       const res = await fetch(`${base}/admin/flows`, {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'Node-RED-API-Version': 'v2', 'Node-RED-Deployment-Type': type },
+        headers: { 'Content-Type': 'application/json', 'Node-RED-API-Version': 'v2', 'Node-RED-Deployment-Type': type, Authorization: `Bearer ${nr.adminToken}` },
         body: JSON.stringify({ flows }),
       });
       if (res.status !== 200) throw new Error(`deploy failed: HTTP ${res.status} ${await res.text()}`);
     },
-    async request(path, init) {
-      const res = await fetch(base + path, init);
+    async request(path, init = {}) {
+      const headers = new Headers(init.headers);
+      if (path.startsWith('/admin/') && !headers.has('Authorization')) headers.set('Authorization', `Bearer ${nr.adminToken}`);
+      const res = await fetch(base + path, { ...init, headers });
       const text = await res.text();
       let body: any = text;
       try {
@@ -150,10 +178,13 @@ export async function startNodeRed(version: NodeRedVersion, options: { settings?
       await rm(userDir, { recursive: true, force: true });
     },
   };
-  await nr.waitForOutput('Started flows').catch(async (e) => {
+  try {
+    await nr.waitForOutput('Started flows');
+    nr.adminToken = await nr.login(ADMIN);
+  } catch (e) {
     await nr.stop();
     throw e;
-  });
+  }
   return nr;
 }
 
