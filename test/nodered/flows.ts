@@ -62,7 +62,7 @@ export function eventRecorder(cfgId: string): object[] {
  * errors with their code, the events node recording into global context (GET /api/events),
  * the announce node (GET /api/announce?Text=…), and a memory probe (GET /api/probe).
  */
-export function testFlow(config: object): object[] {
+export function testFlow(config: object, options: { recorder?: boolean } = {}): object[] {
   const cfgId = (config as { id: string }).id;
   const flows: object[] = [TAB, config];
   for (const op of OPERATIONS) flows.push(...httpRoute(`sh/${op.name}`, { type: `speakerhub-${op.name}`, hub: cfgId, name: '' }));
@@ -76,7 +76,8 @@ export function testFlow(config: object): object[] {
     errFn,
     { id: errOut, type: 'http response', z: 'tab1', statusCode: '', headers: {}, wires: [] },
   );
-  flows.push(...eventRecorder(cfgId));
+  if (options.recorder === false) flows.push({ id: id('ev'), type: 'speakerhub-events', z: 'tab1', hub: cfgId, topics: [], wires: [[]] });
+  else flows.push(...eventRecorder(cfgId));
   flows.push(...httpRoute('announce', { type: 'speakerhub-announce', hub: cfgId, targets: [], volume: '30' }));
   flows.push(...httpRoute('probe', fn("msg.payload = global.get('probe')(); return msg;")));
   return flows;
