@@ -45,15 +45,18 @@ export function registerOperationNodes(RED: NodeRedApi): void {
         } catch (e) {
           return fail(e);
         }
-        hub.connection.run(op.name, params).then((body) => {
-          if (failed) {
-            failed = false;
-            this.status({});
-          }
-          msg.payload = body;
-          send(msg);
-          done();
-        }, fail);
+        hub.connection
+          .run(op.name, params)
+          .then((body) => {
+            if (failed) {
+              failed = false;
+              this.status({});
+            }
+            msg.payload = body;
+            send(msg);
+            done();
+          }, fail)
+          .catch((e: unknown) => this.error(e, msg)); // a fault downstream of send(), never an unhandled rejection
       });
     }
     RED.nodes.registerType(operationNodeType(op), OperationNode);

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock } from '../../src/core/clock';
 import { startHub, type TestHub, TEST_TOKEN } from '../helpers/hub';
@@ -185,4 +188,39 @@ test('the announce node sends the message on once the announcement is done', asy
   attach(helper.getNode('an'), helper.getNode('out'));
   const msg = await run(helper.getNode('an'), helper.getNode('out'), { payload: 'The washing machine is done' });
   expect(msg.payload).toMatchObject({ State: 'done' });
+});
+
+test('embedded mode: a bad setting or a hub that cannot start is reported as HubUnreachable with the reason', async () => {
+  const bad = [
+    { id: 'cfg', type: 'speakerhub-config', mode: 'embedded', restEnabled: false, extraConfig: '{"server":{"prot":1}}' },
+    { id: 'op', type: 'speakerhub-device_count', hub: 'cfg', wires: [['out']] },
+    { id: 'out', type: 'helper' },
+  ];
+  await helper.load(ALL, bad, {});
+  attach(helper.getNode('op'), helper.getNode('out'));
+  const e1 = await run(helper.getNode('op'), helper.getNode('out'), {}).catch((e) => e);
+  expect(e1.code).toBe('HubUnreachable');
+  expect(e1.message).toMatch(/server\.prot: unknown key/);
+  await helper.unload();
+
+  // The REST port is taken: the hub's start fails and rolls back; the nodes say why.
+  const blocker = createServer();
+  await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+  const port = (blocker.address() as { port: number }).port;
+  const dataDir = await mkdtemp(join(tmpdir(), 'speakerhub-nr-embedded-'));
+  try {
+    const busy = [
+      { id: 'cfg', type: 'speakerhub-config', mode: 'embedded', dataDir, samples: false, restEnabled: true, restHost: '127.0.0.1', restPort: port, logLevel: 'error' },
+      { id: 'op', type: 'speakerhub-device_count', hub: 'cfg', wires: [['out']] },
+      { id: 'out', type: 'helper' },
+    ];
+    await helper.load(ALL, busy, { cfg: { token: TEST_TOKEN } });
+    attach(helper.getNode('op'), helper.getNode('out'));
+    const e2 = await run(helper.getNode('op'), helper.getNode('out'), {}).catch((e) => e);
+    expect(e2.code).toBe('HubUnreachable');
+    expect(e2.message).toMatch(/EADDRINUSE/);
+  } finally {
+    await new Promise((r) => blocker.close(r));
+    await rm(dataDir, { recursive: true, force: true });
+  }
 });
