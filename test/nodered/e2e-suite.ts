@@ -33,13 +33,13 @@ interface Ids {
 }
 
 function paramsFor(op: Operation, ids: Ids): Record<string, string> {
+  // The documented example's parameters, with this hub's real IDs (and a reachable URL).
   const out: Record<string, string> = { ...op.example };
-  const shape = op.params.shape as Record<string, unknown>;
-  if ('DeviceID' in shape) out.DeviceID = ids.devices[0];
-  if ('DeviceIDList' in shape) out.DeviceIDList = ids.devices.slice(0, 2).join(',');
-  if ('PersistentID' in shape) out.PersistentID = ids.media[0];
-  if ('MediaUrl' in shape) out.MediaUrl = ids.webUrl;
-  if ('AnnouncementID' in shape && ids.announcementId) out.AnnouncementID = ids.announcementId;
+  if ('DeviceID' in out) out.DeviceID = ids.devices[0];
+  if ('DeviceIDList' in out) out.DeviceIDList = ids.devices.slice(0, 2).join(',');
+  if ('PersistentID' in out) out.PersistentID = ids.media[0];
+  if ('MediaUrl' in out) out.MediaUrl = ids.webUrl;
+  if ('AnnouncementID' in out && ids.announcementId) out.AnnouncementID = ids.announcementId;
   return out;
 }
 
