@@ -72,7 +72,9 @@ export function registerAnnounceNode(RED: NodeRedApi): void {
         (s) => {
           p.checking = false;
           if (!pending.has(id)) return;
-          if (s.State === 'done') finish(id, p, undefined, s);
+          // The operation's answer and the final status in one: what `announce` answers over
+          // REST ({Result, AnnouncementID}) plus State "done", DeviceIDList, Priority.
+          if (s.State === 'done') finish(id, p, undefined, { Result: 'true', ...s });
           else if (s.State === 'failed') {
             const code = (typeof s.ErrorCode === 'string' ? s.ErrorCode : 'PlaybackFailed') as ErrorCode;
             finish(id, p, new HubError(code, `The announcement failed: ${String(s.ErrorMessage ?? s.Reason ?? 'no reason given')}`));

@@ -1,11 +1,12 @@
 import { responseShape } from '../docs/markdown';
-import { OPERATIONS, type Operation } from '../operations/table';
-import { CATEGORY, operationNodeType } from './operation-nodes';
+import type { Operation } from '../operations/table';
+import { CATEGORY, generatedOperations, operationNodeType } from './operation-nodes';
 import { operationParams, stringPayloadParam } from './params';
 
 /**
  * The editor side of the operation nodes, generated from the operation table (like the
- * README's tables): nodes/speakerhub-operations.html registers every type by a loop over
+ * README's tables; operations with a hand-written node, DEDICATED_NODES, are left out):
+ * nodes/speakerhub-operations.html registers every type by a loop over
  * the table's names and holds one edit template per type; nodes/locales/en-US/
  * speakerhub-operations.html holds their help. `npm run nodered:gen` writes both;
  * test/nodered/editor.test.ts fails when they are stale.
@@ -56,7 +57,7 @@ function template(op: Operation): string {
 
 /** nodes/speakerhub-operations.html */
 export function operationsEditorHtml(): string {
-  const ops = OPERATIONS.map((op) => ({ name: op.name, params: operationParams(op) }));
+  const ops = generatedOperations().map((op) => ({ name: op.name, params: operationParams(op) }));
   return [
     GENERATED,
     '<script type="text/javascript">',
@@ -81,7 +82,7 @@ export function operationsEditorHtml(): string {
     '})();',
     '</script>',
     '',
-    ...OPERATIONS.map(template),
+    ...generatedOperations().map(template),
     '',
   ].join('\n');
 }
@@ -116,6 +117,6 @@ function help(op: Operation): string {
 
 /** nodes/locales/en-US/speakerhub-operations.html */
 export function operationsHelpHtml(): string {
-  return [GENERATED, ...OPERATIONS.map(help), ''].join('\n');
+  return [GENERATED, ...generatedOperations().map(help), ''].join('\n');
 }
 

@@ -10,9 +10,21 @@ export function operationNodeType(op: Operation): string {
   return `speakerhub-${op.name}`;
 }
 
-/** Every operation node type, in table order: the same loop REST routes come from. */
+/**
+ * Operations whose node is written by hand rather than generated: `announce`'s node
+ * (`speakerhub-announce`, announce-node.ts) answers once the announcement is done and the
+ * speakers are restored, not at once as the operation does.
+ */
+export const DEDICATED_NODES: ReadonlySet<string> = new Set(['announce']);
+
+/** Every operation's node type, in table order: the same loop REST routes come from. */
 export function operationNodeTypes(): string[] {
   return OPERATIONS.map(operationNodeType);
+}
+
+/** The operations whose node the loop below generates. */
+export function generatedOperations(): Operation[] {
+  return OPERATIONS.filter((op) => !DEDICATED_NODES.has(op.name));
 }
 
 /**
@@ -22,7 +34,7 @@ export function operationNodeTypes(): string[] {
  * operation's error code, which a catch node sees as msg.error.code) with a red status.
  */
 export function registerOperationNodes(RED: NodeRedApi): void {
-  for (const op of OPERATIONS) {
+  for (const op of generatedOperations()) {
     const names = operationParams(op);
     function OperationNode(this: RedNode, config: Record<string, unknown>): void {
       RED.nodes.createNode(this, config);

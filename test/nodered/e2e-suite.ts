@@ -118,7 +118,7 @@ export function defineEndToEnd(version: NodeRedVersion): void {
       expect(res.status).toBe(200);
       const sets = (res.body as any[]).filter((s) => s.module === 'homebridge-speakerhub');
       const types = sets.flatMap((s) => s.types).sort();
-      expect(types).toEqual(['speakerhub-announce', 'speakerhub-config', 'speakerhub-events', ...OPERATIONS.map((o) => `speakerhub-${o.name}`)].sort());
+      expect(types).toEqual([...new Set(['speakerhub-announce', 'speakerhub-config', 'speakerhub-events', ...OPERATIONS.map((o) => `speakerhub-${o.name}`)])].sort());
       for (const s of sets) expect({ set: s.name, enabled: s.enabled, err: s.err }).toEqual({ set: s.name, enabled: true, err: undefined });
       const warnings = nr.output().split('\n').filter((l) => /\[(warn|error)\]/.test(l) && /speakerhub/i.test(l));
       expect(warnings).toEqual([]);

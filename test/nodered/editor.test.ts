@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OPERATIONS } from '../../src/operations/table';
 import { operationsEditorHtml, operationsHelpHtml } from '../../src/nodered/editor';
-import { operationNodeTypes } from '../../src/nodered/operation-nodes';
+import { DEDICATED_NODES, generatedOperations, operationNodeTypes } from '../../src/nodered/operation-nodes';
 import { ROOT } from './runtime';
 
 /** The editor files and the package's node-red section stay in step with the operation table. */
@@ -17,14 +17,21 @@ test('the operation nodes\' editor files are generated from the table (run `npm 
 test('one node type per operation: runtime loop, editor registrations, templates and help agree with the table', () => {
   const expected = OPERATIONS.map((o) => `speakerhub-${o.name}`);
   expect(operationNodeTypes()).toEqual(expected);
+  const generated = generatedOperations().map((o) => `speakerhub-${o.name}`);
+  expect(generated).toEqual(OPERATIONS.filter((o) => !DEDICATED_NODES.has(o.name)).map((o) => `speakerhub-${o.name}`));
   const html = read('nodes/speakerhub-operations.html');
   const registered = JSON.parse(/var OPERATIONS = (\[.*\]);/.exec(html)![1]) as { name: string; params: string[] }[];
-  expect(registered.map((o) => `speakerhub-${o.name}`)).toEqual(expected);
-  for (const op of OPERATIONS) expect(registered.find((r) => r.name === op.name)!.params).toEqual(Object.keys(op.params.shape));
+  expect(registered.map((o) => `speakerhub-${o.name}`)).toEqual(generated);
+  for (const op of generatedOperations()) expect(registered.find((r) => r.name === op.name)!.params).toEqual(Object.keys(op.params.shape));
   const templates = [...html.matchAll(/data-template-name="([^"]+)"/g)].map((m) => m[1]);
-  expect(templates).toEqual(expected);
+  expect(templates).toEqual(generated);
   const help = [...read('nodes/locales/en-US/speakerhub-operations.html').matchAll(/data-help-name="([^"]+)"/g)].map((m) => m[1]);
-  expect(help).toEqual(expected);
+  expect(help).toEqual(generated);
+  // An operation with a hand-written node has it under the same type name, with its own editor and help.
+  for (const name of DEDICATED_NODES) {
+    expect(read(`nodes/speakerhub-${name}.html`)).toContain(`registerType('speakerhub-${name}'`);
+    expect(read(`nodes/locales/en-US/speakerhub-${name}.html`)).toContain(`data-help-name="speakerhub-${name}"`);
+  }
 });
 
 test('package.json declares the node set (minimum Node-RED version, a .js and .html per file, help, icon, examples)', () => {
