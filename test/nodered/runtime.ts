@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -34,15 +34,10 @@ export function runtimeEnv(version: NodeRedVersion): { node: string; env: NodeJS
   return { node: NODE24, env: { ...process.env, PATH: dirname(NODE24) + delimiter + process.env.PATH } };
 }
 
-let packed: string | undefined;
-/** The package as npm publishes it (files list, node-red section), packed once per test process. */
-export function packPackage(): string {
-  if (packed && existsSync(packed)) return packed;
-  const dir = join(tmpdir(), `speakerhub-pack-${process.pid}`);
-  execFileSync('mkdir', ['-p', dir]);
+/** The package as npm publishes it (files list, node-red section), packed into dir. */
+export function packPackage(dir: string): string {
   const out = execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' }).trim().split('\n').pop()!;
-  packed = join(dir, out);
-  return packed;
+  return join(dir, out);
 }
 
 export async function freePort(): Promise<number> {
@@ -90,7 +85,7 @@ export async function startNodeRed(version: NodeRedVersion, options: { settings?
     { username: ADMIN.username, password: bcrypt.hashSync(ADMIN.password, 8), permissions: '*' },
     { username: VIEWER.username, password: bcrypt.hashSync(VIEWER.password, 8), permissions: 'read' },
   ];
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', packPackage()], { cwd: userDir, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', packPackage(userDir)], { cwd: userDir, env, stdio: ['ignore', 'ignore', 'inherit'] });
   const port = await freePort();
   await writeFile(
     join(userDir, 'settings.js'),
