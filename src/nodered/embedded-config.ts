@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { HubConfigInput } from '../config/schema';
+import { ConfigSchema, type HubConfigInput } from '../config/schema';
 
 /** A multi-line or comma list from an editor field. */
 function list(v: unknown): string[] {
@@ -33,6 +33,16 @@ function merge(base: Record<string, unknown>, extra: Record<string, unknown>): R
         : v;
   }
   return out;
+}
+
+let mqttKnown: boolean | undefined;
+/** Whether this build of the hub has the MQTT front end (its `mqtt` config section). */
+function hubHasMqtt(): boolean {
+  if (mqttKnown === undefined) {
+    const r = ConfigSchema.safeParse({ mqtt: { enabled: false } });
+    mqttKnown = r.success || !r.error.issues.some((i) => i.code === 'unrecognized_keys' && (i as { keys: string[] }).keys.includes('mqtt'));
+  }
+  return mqttKnown;
 }
 
 /**
@@ -70,6 +80,11 @@ export function embeddedHubConfig(
     ...(typeof settings.interface === 'string' && settings.interface.trim() ? { network: { interface: settings.interface.trim() } } : {}),
     log: { level: typeof settings.logLevel === 'string' && settings.logLevel ? settings.logLevel : 'info' },
   };
+  // The MQTT broker only when asked for: inside Node-RED a broker on 1883 nobody chose would
+  // surprise (and collide with the one many Node-RED users already run).
+  const mqtt = bool(settings.mqttEnabled, false);
+  if (hubHasMqtt()) config.mqtt = mqtt ? { enabled: true, port: int(settings.mqttPort) ?? 1883 } : { enabled: false };
+  else if (mqtt) throw new Error('This SpeakerHub version has no MQTT broker.');
   let extra: Record<string, unknown> = {};
   if (typeof settings.extraConfig === 'string' && settings.extraConfig.trim()) {
     try {

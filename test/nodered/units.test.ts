@@ -224,3 +224,25 @@ test('embedded mode: a bad setting or a hub that cannot start is reported as Hub
     await rm(dataDir, { recursive: true, force: true });
   }
 });
+
+test('embedded mode maps the editor fields onto the hub configuration (MQTT broker only when ticked)', () => {
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { embeddedHubConfig } = require(join(ROOT, 'dist', 'nodered', 'embedded-config.js'));
+  const { parseConfig } = require(join(ROOT, 'dist', 'config', 'schema.js'));
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  const cfg = embeddedHubConfig(
+    { drivers: 'virtual,upnp', virtualCount: '2', virtualNames: 'Kitchen, Office', renderers: 'http://10.0.0.5:49152/d.xml\nhttp://10.0.0.6:49152/d.xml', mediaFolders: '/srv/music', restEnabled: true, restPort: '8099', extraConfig: '{"speakers":{"virtual":{"volume":25}}}' },
+    { token: TEST_TOKEN },
+    { userDir: '/home/nr/.node-red', nodeId: 'abc.123' },
+  );
+  const parsed = parseConfig(cfg);
+  expect(parsed.dataDir).toBe('/home/nr/.node-red/speakerhub/abc.123');
+  expect(parsed.drivers).toEqual(['virtual', 'upnp']);
+  expect(parsed.speakers.virtual).toEqual({ count: 2, names: ['Kitchen', 'Office'], volume: 25 });
+  expect(parsed.upnp.renderers).toEqual(['http://10.0.0.5:49152/d.xml', 'http://10.0.0.6:49152/d.xml']);
+  expect(parsed.media.folders).toEqual(['/srv/music']);
+  expect(parsed.server).toMatchObject({ enabled: true, host: '127.0.0.1', port: 8099, token: TEST_TOKEN });
+  const mqtt = (parsed as { mqtt?: { enabled: boolean } }).mqtt;
+  if (mqtt) expect(mqtt.enabled).toBe(false); // a hub build with the MQTT front end: off unless ticked
+  expect(() => embeddedHubConfig({ extraConfig: '{nope' }, {}, { nodeId: 'x' })).toThrow(/More settings is not valid JSON/);
+});
