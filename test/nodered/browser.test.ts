@@ -81,6 +81,27 @@ test('the editor shows the SpeakerHub palette, fills the speaker dropdown from t
   await page.click('#node-dialog-ok');
   expect(await page.evaluate(() => (window as any).RED.nodes.node('dev_info').DeviceID)).toBe(devices[1].DeviceID);
 
+  // The announce node's speaker list (a multiple choice) comes from the hub as well.
+  await page.evaluate(() => {
+    const RED = (window as any).RED;
+    RED.workspaces.show('door_tab');
+    RED.editor.edit(RED.nodes.node('door_announce'));
+  });
+  await page.waitForFunction(() => document.querySelectorAll('#node-input-targets option').length >= 3, null, { timeout: 15_000 });
+  expect(await page.$$eval('#node-input-targets option', (els) => els.map((e) => (e as HTMLOptionElement).value))).toEqual(devices.map((d) => d.DeviceID));
+  await page.click('#node-dialog-cancel');
+  await page.waitForSelector('#node-dialog-cancel', { state: 'detached', timeout: 10_000 });
+  // The config node's dialog: the embedded fields show only in embedded mode.
+  await page.evaluate(() => (window as any).RED.editor.editConfig('', 'speakerhub-config', 'sh_cfg'));
+  await page.waitForSelector('#node-config-input-mode', { timeout: 10_000 });
+  expect(await page.isVisible('#node-config-input-url')).toBe(true);
+  expect(await page.isVisible('#node-config-input-drivers')).toBe(false);
+  await page.selectOption('#node-config-input-mode', 'embedded');
+  expect(await page.isVisible('#node-config-input-drivers')).toBe(true);
+  expect(await page.isVisible('#node-config-input-url')).toBe(false);
+  await page.click('#node-config-dialog-cancel');
+  await page.waitForSelector('#node-config-dialog-cancel', { state: 'detached', timeout: 10_000 });
+
   // The README's screenshot: the door sensor example flow.
   await page.waitForSelector('#node-dialog-ok', { state: 'detached', timeout: 10_000 });
   await page.evaluate(() => {
