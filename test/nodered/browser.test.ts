@@ -87,7 +87,12 @@ test('the editor shows the SpeakerHub palette, fills the speaker dropdown from t
     RED.workspaces.show('door_tab');
     RED.editor.edit(RED.nodes.node('door_announce'));
   });
-  await page.waitForFunction(() => document.querySelectorAll('#node-input-targets option').length >= 3, null, { timeout: 15_000 });
+  const ids = devices.map((d) => d.DeviceID);
+  await page.waitForFunction(
+    (want) => JSON.stringify(Array.from(document.querySelectorAll('#node-input-targets option')).map((o) => (o as HTMLOptionElement).value)) === JSON.stringify(want),
+    ids,
+    { timeout: 15_000 },
+  );
   expect(await page.$$eval('#node-input-targets option', (els) => els.map((e) => (e as HTMLOptionElement).value))).toEqual(devices.map((d) => d.DeviceID));
   await page.click('#node-dialog-cancel');
   await page.waitForSelector('#node-dialog-cancel', { state: 'detached', timeout: 10_000 });
