@@ -15,6 +15,11 @@ module.exports = {
   transformIgnorePatterns: [`/node_modules/(?!(${esmOnly.join('|')})/)`],
   // ESM-only packages publish no 'require' condition; 'module-sync' points at their ESM entry.
   testEnvironmentOptions: { customExportConditions: ['node', 'node-addons', 'module-sync'] },
-  moduleNameMapper: { '^content-type$': '<rootDir>/test/helpers/content-type-interop.js' },
+  moduleNameMapper: {
+    '^content-type$': '<rootDir>/test/helpers/content-type-interop.js',
+    // get-intrinsic's helpers (form-data → supertest → node-red-node-test-helper): their
+    // 'module-sync' entry is an .mjs; their CommonJS entry is the same function.
+    '^(async-function|async-generator-function|generator-function)$': '<rootDir>/node_modules/$1/index.js',
+  },
   testTimeout: 30000,
 };

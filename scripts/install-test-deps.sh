@@ -18,7 +18,7 @@ declare -A NEEDED=(
   [mosquitto]=mosquitto         # the MQTT tests run a real mosquitto (own config, loopback port) as an external broker
   [mosquitto_pub]=mosquitto-clients   # the README's MQTT examples use mosquitto_pub/mosquitto_sub
   [openssl]=openssl             # the mqtts test makes a throwaway CA and broker certificate
-  [chromium]=chromium           # the browser client's end-to-end test (headless, through playwright-core)
+  [chromium]=chromium           # the browser client's and the Node-RED editor's tests (headless, through playwright-core)
 )
 
 # npm-installed test tools (Homebridge 1 and 2, Node 24, hap-controller) go into .cache/homebridge:

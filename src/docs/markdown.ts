@@ -88,7 +88,8 @@ export function errorCodesMarkdown(): string {
 }
 
 /** A compact picture of a response: field names with their JSON types. */
-function responseShape(op: Operation): string {
+/** The response as a compact type, e.g. `{Result: "true"|"false"}` (also shown in the Node-RED help). */
+export function responseShape(op: Operation): string {
   const schema = z.toJSONSchema(op.response, { unrepresentable: 'any' }) as { properties?: Record<string, { type?: string; enum?: string[]; items?: unknown }> };
   if (!schema.properties) return '{…}';
   const fields = Object.entries(schema.properties).map(([k, v]) => {

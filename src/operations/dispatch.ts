@@ -76,7 +76,8 @@ function failure(hub: HubCore, op: Operation, e: unknown): DispatchResult {
 const WITHOUT_PARAMS = new Set<Operation>(OPERATIONS.filter((o) => Object.keys(o.params.shape).length === 0));
 const NO_PARAMS = Object.freeze({});
 
-function issueToError(error: z.ZodError): HubError {
+/** A zod failure as the HubError every front end answers (shared with the Node-RED nodes). */
+export function issueToError(error: z.ZodError): HubError {
   const issue = error.issues[0];
   const parameter = String(issue.path[0] ?? '');
   const code = ((issue as { params?: { errorCode?: ErrorCode } }).params?.errorCode ?? 'InvalidParameter') as ErrorCode;

@@ -1,0 +1,18 @@
+#!/usr/bin/env node
+// Regenerates the operation nodes' editor files from the operation table: `npm run nodered:gen`
+// (after `npm run build`). test/nodered/editor.test.ts fails when they are stale.
+const { readFileSync, writeFileSync } = require('node:fs');
+const { join } = require('node:path');
+const { operationsEditorHtml, operationsHelpHtml } = require('../dist/nodered/editor.js');
+
+const root = join(__dirname, '..');
+for (const [file, text] of [
+  ['nodes/speakerhub-operations.html', operationsEditorHtml()],
+  ['nodes/locales/en-US/speakerhub-operations.html', operationsHelpHtml()],
+]) {
+  const path = join(root, file);
+  let before = '';
+  try { before = readFileSync(path, 'utf8'); } catch { /* new */ }
+  if (before !== text) writeFileSync(path, text);
+  console.log(`${file}: ${before === text ? 'up to date' : 'regenerated'}`);
+}

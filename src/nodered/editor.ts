@@ -1,0 +1,122 @@
+import { responseShape } from '../docs/markdown';
+import type { Operation } from '../operations/table';
+import { CATEGORY, generatedOperations, operationNodeType } from './operation-nodes';
+import { operationParams, stringPayloadParam } from './params';
+
+/**
+ * The editor side of the operation nodes, generated from the operation table (like the
+ * README's tables; operations with a hand-written node, DEDICATED_NODES, are left out):
+ * nodes/speakerhub-operations.html registers every type by a loop over
+ * the table's names and holds one edit template per type; nodes/locales/en-US/
+ * speakerhub-operations.html holds their help. `npm run nodered:gen` writes both;
+ * test/nodered/editor.test.ts fails when they are stale.
+ */
+
+const GENERATED = '<!-- Generated from src/operations/table.ts by scripts/gen-nodered.js (npm run nodered:gen): do not edit. -->';
+
+function esc(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+function optional(op: Operation, p: string): boolean {
+  return op.params.shape[p].safeParse(undefined).success;
+}
+
+/** How the editor asks for a parameter: speaker and media dropdowns instead of 14/19-digit IDs. */
+function input(op: Operation, p: string): string {
+  const id = `node-input-${p}`;
+  switch (p) {
+    case 'DeviceID':
+      return `<select id="${id}" data-speakerhub-options="speakers" style="width:70%"></select>`;
+    case 'DeviceIDList':
+      return `<select id="${id}" data-speakerhub-options="speakers" multiple size="4" style="width:70%"></select>`;
+    case 'PersistentID':
+      return `<select id="${id}" data-speakerhub-options="media" style="width:70%"></select>`;
+    case 'Volume':
+      return `<input type="number" id="${id}" min="0" max="50" step="1" placeholder="0–50" style="width:100px">`;
+    case 'Priority':
+      return `<input type="number" id="${id}" step="1" placeholder="100" style="width:100px">`;
+    default:
+      return `<input type="text" id="${id}" placeholder="${optional(op, p) ? '(optional)' : ''}" style="width:70%">`;
+  }
+}
+
+function template(op: Operation): string {
+  const rows = operationParams(op).map(
+    (p) => `  <div class="form-row"><label for="node-input-${p}">${p}</label>${input(op, p)}</div>`,
+  );
+  return [
+    `<script type="text/html" data-template-name="${operationNodeType(op)}">`,
+    `  <div class="form-row"><label for="node-input-hub"><i class="fa fa-server"></i> Hub</label><input type="text" id="node-input-hub"></div>`,
+    ...rows,
+    `  <div class="form-row"><label for="node-input-name"><i class="fa fa-tag"></i> Name</label><input type="text" id="node-input-name" placeholder="${op.name}"></div>`,
+    ...(rows.length ? [`  <div class="form-tips">msg.payload overrides these: an object by parameter name${stringPayloadParam(op) ? `, or a string for ${stringPayloadParam(op)}` : ''}.</div>`] : []),
+    `</script>`,
+  ].join('\n');
+}
+
+/** nodes/speakerhub-operations.html */
+export function operationsEditorHtml(): string {
+  const ops = generatedOperations().map((op) => ({ name: op.name, params: operationParams(op) }));
+  return [
+    GENERATED,
+    '<script type="text/javascript">',
+    '(function () {',
+    `  var OPERATIONS = ${JSON.stringify(ops)};`,
+    '  OPERATIONS.forEach(function (op) {',
+    "    var defaults = { name: { value: '' }, hub: { value: '', type: 'speakerhub-config' } };",
+    "    op.params.forEach(function (p) { defaults[p] = { value: p === 'DeviceIDList' ? [] : '' }; });",
+    "    RED.nodes.registerType('speakerhub-' + op.name, {",
+    `      category: ${JSON.stringify(CATEGORY)},`,
+    "      color: '#8FC1E3',",
+    '      defaults: defaults,',
+    '      inputs: 1,',
+    '      outputs: 1,',
+    "      icon: 'speakerhub.svg',",
+    "      paletteLabel: op.name.replace(/_/g, ' '),",
+    '      label: function () { return this.name || op.name; },',
+    "      labelStyle: function () { return this.name ? 'node_label_italic' : ''; },",
+    '      oneditprepare: function () { window.SpeakerHubEditor.prepare(this, op.params); }',
+    '    });',
+    '  });',
+    '})();',
+    '</script>',
+    '',
+    ...generatedOperations().map(template),
+    '',
+  ].join('\n');
+}
+
+function help(op: Operation): string {
+  const params = operationParams(op);
+  const text = stringPayloadParam(op);
+  const props = params
+    .map((p) => `    <dt${optional(op, p) ? ' class="optional"' : ''}>${p} <span class="property-type">string</span></dt>`)
+    .join('\n');
+  return [
+    `<script type="text/html" data-help-name="${operationNodeType(op)}">`,
+    `  <p>${esc(op.summary)}</p>`,
+    `  <p>Runs the <code>${op.name}</code> operation on the hub of the selected config node (which owns the session).</p>`,
+    '  <h3>Inputs</h3>',
+    '  <dl class="message-properties">',
+    params.length
+      ? `    <dt class="optional">payload <span class="property-type">object${text ? ' | string' : ''}</span></dt>\n    <dd>Parameters by API name, overriding the node's settings${text ? `; a string is the ${text}` : ''}. An http-in node's query works as is.</dd>`
+      : '    <dt class="optional">payload</dt><dd>Ignored: the operation takes no parameters.</dd>',
+    '  </dl>',
+    ...(params.length ? ['  <h3>Parameters</h3>', '  <dl class="message-properties">', props, '  </dl>'] : []),
+    '  <h3>Outputs</h3>',
+    '  <dl class="message-properties">',
+    `    <dt>payload <span class="property-type">object</span></dt><dd>The response, exactly as REST answers: <code>${esc(responseShape(op))}</code></dd>`,
+    '  </dl>',
+    '  <h3>Errors</h3>',
+    '  <p>A failure sends nothing; the node reports it to a catch node with <code>msg.error.code</code> set to the hub\'s error code',
+    `  (e.g. <code>InvalidParameter</code>, <code>DeviceNotFound</code>; <code>HubUnreachable</code> when the hub cannot be reached) and shows it in a red status.</p>`,
+    '</script>',
+  ].join('\n');
+}
+
+/** nodes/locales/en-US/speakerhub-operations.html */
+export function operationsHelpHtml(): string {
+  return [GENERATED, ...generatedOperations().map(help), ''].join('\n');
+}
+

@@ -1,0 +1,51 @@
+import { hubOf } from './config-node';
+import type { NodeRedApi, RedNode } from './red-types';
+
+export const EVENTS_TYPE = 'speakerhub-events';
+
+/** The event names the editor offers; announcement events (announcementStarted, …) are matched by their prefix. */
+export const EVENT_TOPICS = ['playbackState', 'playbackTime', 'device', 'volume', 'selection', 'announcement'] as const;
+
+/** Whether an event passes the node's filter (empty filter: every event). */
+export function eventPasses(filter: readonly string[], type: string): boolean {
+  if (!filter.length) return true;
+  return filter.some((f) => (f === 'announcement' ? type.startsWith('announce') : f === type));
+}
+
+/**
+ * `speakerhub-events`: the hub's events as messages, msg.topic = the event name and
+ * msg.payload = its data (as the SSE stream sends it), filtered by name in the settings.
+ */
+export function registerEventsNode(RED: NodeRedApi): void {
+  function EventsNode(this: RedNode, config: { hub?: string; topics?: unknown }): void {
+    RED.nodes.createNode(this, config);
+    const filter = Array.isArray(config.topics) ? config.topics.map(String) : [];
+    const hub = hubOf(RED, config.hub);
+    if (hub instanceof Error) {
+      this.status({ fill: 'red', shape: 'ring', text: 'no hub' });
+      this.error(hub);
+      return;
+    }
+    this.status({ fill: 'grey', shape: 'ring', text: 'connecting' });
+    let seen = false;
+    const unsubscribe = hub.connection.subscribe((e) => {
+      if (!seen) {
+        seen = true;
+        this.status({ fill: 'green', shape: 'dot', text: 'listening' });
+      }
+      if (eventPasses(filter, e.type)) this.send({ topic: e.type, payload: e.data });
+    });
+    hub.connection.ready.then(
+      () => {
+        if (!seen) this.status({ fill: 'green', shape: 'dot', text: 'listening' });
+        seen = true;
+      },
+      (e: unknown) => this.status({ fill: 'red', shape: 'ring', text: (e as { code?: string }).code ?? 'error' }),
+    );
+    this.on('close', (_removed, done) => {
+      unsubscribe();
+      done();
+    });
+  }
+  RED.nodes.registerType(EVENTS_TYPE, EventsNode);
+}

@@ -1,0 +1,128 @@
+/// <reference lib="dom" />
+import { readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import { OPERATIONS } from '../../src/operations/table';
+import { startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
+import { ADMIN, ensureRuntimes, ROOT, startNodeRed, type NodeRed } from './runtime';
+
+/**
+ * The Node-RED editor in headless Chromium (Debian's chromium, driven by playwright-core):
+ * the palette has the SpeakerHub nodes, an operation node's edit dialog lists the hub's
+ * speakers, no console errors; and it takes the README's screenshot of an example flow.
+ */
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps', '--disable-domain-reliability', '--metrics-recording-only', '--no-default-browser-check', '--disable-features=MediaRouter,OptimizationHints,Translate'];
+
+let hub: TestHub;
+let nr: NodeRed;
+let browser: Browser;
+
+beforeAll(async () => {
+  ensureRuntimes();
+  hub = await startHub({ speakers: { virtual: { count: 3, names: ['Kitchen', 'Living room', 'Office'] } } });
+  nr = await startNodeRed(4);
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await nr?.stop();
+  await hub?.close();
+}, 60_000);
+
+test('the editor shows the SpeakerHub palette, fills the speaker dropdown from the hub, without console errors; screenshot of the example flow', async () => {
+  const example = JSON.parse(readFileSync(join(ROOT, 'examples', 'Door sensor announcement.json'), 'utf8')) as Record<string, any>[];
+  for (const n of example) if (n.type === 'speakerhub-config') Object.assign(n, { url: hub.base, credentials: { token: TEST_TOKEN } });
+  const flows = [
+    ...example,
+    { id: 'test_tab', type: 'tab', label: 'Editor test' },
+    { id: 'dev_info', type: 'speakerhub-device_info', z: 'test_tab', hub: 'sh_cfg', name: '', DeviceID: '', x: 200, y: 100, wires: [[]] },
+  ];
+  await nr.deploy(flows);
+
+  const page = await browser.newPage({ viewport: { width: 1280, height: 520 } });
+  const errors: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(`${nr.base}/admin/`);
+  // Node-RED asks for a login (adminAuth): the suites' admin user.
+  await page.waitForSelector('#node-dialog-login-username', { timeout: 30_000 });
+  await page.fill('#node-dialog-login-username', ADMIN.username);
+  await page.fill('#node-dialog-login-password', ADMIN.password);
+  await page.click('#node-dialog-login-submit');
+  await page.waitForSelector('.red-ui-palette-node[data-palette-type="speakerhub-device_info"]', { timeout: 30_000 });
+  // Before the login the editor's first request is refused (401) by design: count from here.
+  expect(errors.filter((e) => !/401 \(Unauthorized\)/.test(e))).toEqual([]);
+  errors.length = 0;
+
+  // Every operation has its node in the palette, plus events and announce.
+  const types = await page.$$eval('.red-ui-palette-node[data-palette-type^="speakerhub-"]', (els) => els.map((e) => e.getAttribute('data-palette-type')));
+  expect(types.sort()).toEqual([...new Set(['speakerhub-announce', 'speakerhub-events', ...OPERATIONS.map((o) => `speakerhub-${o.name}`)])].sort());
+  expect(await page.$eval('.red-ui-palette-node[data-palette-type="speakerhub-play_tts_party_mode"]', (e) => e.textContent?.replace(/\s+/g, ' ').trim())).toBe('play tts party mode');
+
+  // Open the device_info node's edit dialog: its DeviceID dropdown lists the hub's speakers.
+  await page.evaluate(() => {
+    const RED = (window as any).RED;
+    RED.workspaces.show('test_tab');
+    RED.editor.edit(RED.nodes.node('dev_info'));
+  });
+  await page.waitForFunction(() => document.querySelectorAll('#node-input-DeviceID option').length >= 4, null, { timeout: 15_000 });
+  const options = await page.$$eval('#node-input-DeviceID option', (els) => els.map((e) => ({ value: (e as HTMLOptionElement).value, text: e.textContent })));
+  const devices = (await hub.op('device_list')).DeviceList as { DeviceID: string; DeviceName: string }[];
+  expect(options.slice(1).map((o) => o.value)).toEqual(devices.map((d) => d.DeviceID));
+  expect(options.map((o) => o.text).join('|')).toContain('Kitchen');
+  // Choosing a speaker and saving stores its DeviceID on the node.
+  await page.selectOption('#node-input-DeviceID', devices[1].DeviceID);
+  await page.click('#node-dialog-ok');
+  expect(await page.evaluate(() => (window as any).RED.nodes.node('dev_info').DeviceID)).toBe(devices[1].DeviceID);
+
+  // The announce node's speaker list (a multiple choice) comes from the hub as well.
+  await page.evaluate(() => {
+    const RED = (window as any).RED;
+    RED.workspaces.show('door_tab');
+    RED.editor.edit(RED.nodes.node('door_announce'));
+  });
+  const ids = devices.map((d) => d.DeviceID);
+  await page.waitForFunction(
+    (want) => JSON.stringify(Array.from(document.querySelectorAll('#node-input-targets option')).map((o) => (o as HTMLOptionElement).value)) === JSON.stringify(want),
+    ids,
+    { timeout: 15_000 },
+  );
+  expect(await page.$$eval('#node-input-targets option', (els) => els.map((e) => (e as HTMLOptionElement).value))).toEqual(devices.map((d) => d.DeviceID));
+  await page.click('#node-dialog-cancel');
+  await page.waitForSelector('#node-dialog-cancel', { state: 'detached', timeout: 10_000 });
+  // The config node's dialog: the embedded fields show only in embedded mode.
+  await page.evaluate(() => (window as any).RED.editor.editConfig('', 'speakerhub-config', 'sh_cfg'));
+  await page.waitForSelector('#node-config-input-mode', { timeout: 10_000 });
+  expect(await page.isVisible('#node-config-input-url')).toBe(true);
+  expect(await page.isVisible('#node-config-input-drivers')).toBe(false);
+  await page.selectOption('#node-config-input-mode', 'embedded');
+  expect(await page.isVisible('#node-config-input-drivers')).toBe(true);
+  expect(await page.isVisible('#node-config-input-url')).toBe(false);
+  await page.click('#node-config-dialog-cancel');
+  await page.waitForSelector('#node-config-dialog-cancel', { state: 'detached', timeout: 10_000 });
+
+  // The README's screenshot: the door sensor example flow.
+  await page.waitForSelector('#node-dialog-ok', { state: 'detached', timeout: 10_000 });
+  await page.evaluate(() => {
+    const RED = (window as any).RED;
+    RED.workspaces.show('door_tab');
+    RED.menu.setSelected('menu-item-sidebar', false);
+    // The SpeakerHub category at the top of the palette.
+    const header = Array.from(document.querySelectorAll('.red-ui-palette-header')).find((h) => h.textContent?.trim() === 'SpeakerHub');
+    header?.closest('.red-ui-palette-category')?.scrollIntoView();
+  });
+  await page.waitForSelector('#red-ui-sidebar', { state: 'hidden', timeout: 5_000 }).catch(() => undefined);
+  await page.waitForTimeout(300); // the sidebar's slide animation: only the picture waits for it
+  await mkdir(join(ROOT, 'docs', 'images'), { recursive: true });
+  await page.screenshot({ path: join(ROOT, 'docs', 'images', 'nodered-example.png') });
+  await page.close();
+
+  // The only console errors allowed: none.
+  expect(errors).toEqual([]);
+}, 90_000);

@@ -1,0 +1,84 @@
+import { OPERATIONS } from '../../src/operations/table';
+
+/** Flow JSON builders for the end-to-end suites (deployed through the admin API). */
+
+export const TAB = { id: 'tab1', type: 'tab', label: 'SpeakerHub tests' };
+
+export function remoteConfig(id: string, url: string, token: string): object {
+  return { id, type: 'speakerhub-config', name: 'remote hub', mode: 'remote', url, credentials: { token } };
+}
+
+export function embeddedConfig(id: string, restPort: number, token: string, extra: Record<string, unknown> = {}): object {
+  return {
+    id,
+    type: 'speakerhub-config',
+    name: 'embedded hub',
+    mode: 'embedded',
+    drivers: 'virtual',
+    virtualCount: 3,
+    samples: true,
+    ttsProvider: 'espeak',
+    restEnabled: true,
+    restHost: '127.0.0.1',
+    restPort,
+    logLevel: 'warn',
+    credentials: { token },
+    ...extra,
+  };
+}
+
+let n = 0;
+const id = (p: string) => `${p}${++n}`;
+
+/** http-in GET /<path> → node → http response. */
+function httpRoute(path: string, node: Record<string, unknown>): object[] {
+  const inId = id('in');
+  const nodeId = (node.id as string) ?? id('n');
+  const outId = id('out');
+  return [
+    { id: inId, type: 'http in', z: 'tab1', url: `/${path}`, method: 'get', upload: false, wires: [[nodeId]] },
+    { ...node, id: nodeId, z: 'tab1', wires: [[outId]] },
+    { id: outId, type: 'http response', z: 'tab1', statusCode: '', headers: {}, wires: [] },
+  ];
+}
+
+function fn(code: string, wires: string[][] = [[]]): Record<string, unknown> {
+  return { id: id('fn'), type: 'function', z: 'tab1', func: code, outputs: 1, wires };
+}
+
+/** An events node recording into global context, read by GET /api/events. */
+export function eventRecorder(cfgId: string): object[] {
+  const rec = fn("const l = global.get('events') || []; l.push({ topic: msg.topic, payload: msg.payload }); if (l.length > 2000) l.shift(); global.set('events', l); return null;");
+  return [
+    { id: id('ev'), type: 'speakerhub-events', z: 'tab1', hub: cfgId, topics: [], wires: [[rec.id]] },
+    rec,
+    ...httpRoute('events', fn("msg.payload = global.get('events') || []; return msg;")),
+  ];
+}
+
+/**
+ * The whole test flow for one config node: an http-in → operation node → http-response
+ * route for EVERY operation of the table (GET /api/sh/<operation>), a catch node answering
+ * errors with their code, the events node recording into global context (GET /api/events),
+ * the announce node (GET /api/announce?Text=…), and a memory probe (GET /api/probe).
+ */
+export function testFlow(config: object, options: { recorder?: boolean } = {}): object[] {
+  const cfgId = (config as { id: string }).id;
+  const flows: object[] = [TAB, config];
+  for (const op of OPERATIONS) flows.push(...httpRoute(`sh/${op.name}`, { type: `speakerhub-${op.name}`, hub: cfgId, name: '' }));
+  const errOut = id('out');
+  const errFn = fn(
+    'msg.statusCode = 500; msg.payload = { caught: true, code: msg.error.code, message: msg.error.message, source: msg.error.source && msg.error.source.type }; return msg;',
+    [[errOut]],
+  );
+  flows.push(
+    { id: id('catch'), type: 'catch', z: 'tab1', scope: null, uncaught: false, wires: [[errFn.id]] },
+    errFn,
+    { id: errOut, type: 'http response', z: 'tab1', statusCode: '', headers: {}, wires: [] },
+  );
+  if (options.recorder === false) flows.push({ id: id('ev'), type: 'speakerhub-events', z: 'tab1', hub: cfgId, topics: [], wires: [[]] });
+  else flows.push(...eventRecorder(cfgId));
+  flows.push(...httpRoute('announce', { type: 'speakerhub-announce', hub: cfgId, targets: [], volume: '30' }));
+  flows.push(...httpRoute('probe', fn("msg.payload = global.get('probe')(); return msg;")));
+  return flows;
+}
