@@ -2,8 +2,17 @@
 // ESM only. Node >= 20.19 can require() them natively, but jest's CommonJS module system
 // cannot, so jest compiles exactly those packages to CommonJS with ts-jest.
 const esmOnly = [
-  'music-metadata', 'strtok3', 'token-types', '@tokenizer', 'file-type', 'uint8array-extras',
-  'win-guid', '@borewit', 'media-typer', 'cookie', 'aedes',
+  'music-metadata',
+  'strtok3',
+  'token-types',
+  '@tokenizer',
+  'file-type',
+  'uint8array-extras',
+  'win-guid',
+  '@borewit',
+  'media-typer',
+  'cookie',
+  'aedes',
 ];
 module.exports = {
   testEnvironment: 'node',

@@ -99,9 +99,15 @@ async function main() {
     console.log('| Measurement | p50 ms | p95 ms | ratio p50 / baseline p50 | Goal |');
     console.log('|---|---|---|---|---|');
     console.log(`| play_tts_selected_speakers → renderer GET (cached TTS) [baseline] | ${fmt(pct(base, 50))} | ${fmt(pct(base, 95))} | 1.0 | |`);
-    console.log(`| announce over music → renderer GET (cached TTS) | ${fmt(pct(ann, 50))} | ${fmt(pct(ann, 95))} | ${(pct(ann, 50) / pct(base, 50)).toFixed(2)} | |`);
-    console.log(`| restore: renderer stopped after it → PLAYING the music again (renderer) | ${fmt(pct(audible, 50))} | ${fmt(pct(audible, 95))} | | < 1000 ms |`);
-    console.log(`| restore: renderer stopped after it → done (the rejoin confirmed: position moving) | ${fmt(pct(restore, 50))} | ${fmt(pct(restore, 95))} | | |`);
+    console.log(
+      `| announce over music → renderer GET (cached TTS) | ${fmt(pct(ann, 50))} | ${fmt(pct(ann, 95))} | ${(pct(ann, 50) / pct(base, 50)).toFixed(2)} | |`,
+    );
+    console.log(
+      `| restore: renderer stopped after it → PLAYING the music again (renderer) | ${fmt(pct(audible, 50))} | ${fmt(pct(audible, 95))} | | < 1000 ms |`,
+    );
+    console.log(
+      `| restore: renderer stopped after it → done (the rejoin confirmed: position moving) | ${fmt(pct(restore, 50))} | ${fmt(pct(restore, 95))} | | |`,
+    );
     return 0;
   } finally {
     await lab.stop();

@@ -99,7 +99,9 @@ async function main() {
     };
     await op('play_tts_selected_speakers', { Text: 'Cached baseline text', DeviceIDList: ids[0] }); // warm the cache
     await settle();
-    await measure('play_tts (spec), cached TTS [baseline]', () => op('play_tts_selected_speakers', { Text: 'Cached baseline text', DeviceIDList: ids[0] }));
+    await measure('play_tts (spec), cached TTS [baseline]', () =>
+      op('play_tts_selected_speakers', { Text: 'Cached baseline text', DeviceIDList: ids[0] }),
+    );
     await measure('announce, cached TTS', () => op('announce', { Text: 'Cached baseline text', DeviceIDList: ids[0] }));
     const stamp = Date.now();
     await measure('announce, uncached TTS', (i) => op('announce', { Text: `Fresh announcement ${stamp} number ${i}`, DeviceIDList: ids[0] }));

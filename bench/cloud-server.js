@@ -33,9 +33,17 @@ serveParent(stop, {
 });
 
 (async () => {
-  cloud = new CloudServer({ host: '127.0.0.1', port: 0, dataDir: cfg.dataDir, logger: createLogger({ level: 'warn' }), rateLimits: {
-    token: { burst: 1e6, perSecond: 1e6 }, signinByAddress: { burst: 1e6, perSecond: 1e6 }, signinByUser: { burst: 1e6, perSecond: 1e6 },
-  } });
+  cloud = new CloudServer({
+    host: '127.0.0.1',
+    port: 0,
+    dataDir: cfg.dataDir,
+    logger: createLogger({ level: 'warn' }),
+    rateLimits: {
+      token: { burst: 1e6, perSecond: 1e6 },
+      signinByAddress: { burst: 1e6, perSecond: 1e6 },
+      signinByUser: { burst: 1e6, perSecond: 1e6 },
+    },
+  });
   const url = await cloud.start();
   const ctx = cloud.context;
   const password = 'bench password 0123';

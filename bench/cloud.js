@@ -48,11 +48,21 @@ function start(script, cfg) {
       w(m);
     }
   });
-  const ask = (cmd, type) => new Promise((resolve) => {
-    waiters.set(type, resolve);
-    if (cmd) child.send({ cmd });
-  });
-  return { child, ask, ready: ask(null, 'ready'), stop: () => new Promise((r) => { child.once('exit', r); child.send({ cmd: 'stop' }); }) };
+  const ask = (cmd, type) =>
+    new Promise((resolve) => {
+      waiters.set(type, resolve);
+      if (cmd) child.send({ cmd });
+    });
+  return {
+    child,
+    ask,
+    ready: ask(null, 'ready'),
+    stop: () =>
+      new Promise((r) => {
+        child.once('exit', r);
+        child.send({ cmd: 'stop' });
+      }),
+  };
 }
 
 async function getJson(url, headers = {}) {
@@ -69,10 +79,22 @@ async function main() {
   const c = await cloud.ready;
   const pwFile = join(hubDir, 'pw');
   writeFileSync(pwFile, c.password);
-  const hub = start('linked-hub-server.js', { dataDir: join(hubDir, 'data'), cloud: c.url, username: c.username, passwordFile: pwFile, token: TOKEN });
+  const hub = start('linked-hub-server.js', {
+    dataDir: join(hubDir, 'data'),
+    cloud: c.url,
+    username: c.username,
+    passwordFile: pwFile,
+    token: TOKEN,
+  });
   const h = await hub.ready;
   const basic = `Basic ${Buffer.from(`${c.client.client_id}:${c.client.client_secret}`).toString('base64')}`;
-  const tok = await (await fetch(`${c.url}/oauth/token`, { method: 'POST', headers: { authorization: basic, 'content-type': 'application/x-www-form-urlencoded' }, body: `grant_type=password&username=${c.username}&password=${encodeURIComponent(c.password)}` })).json();
+  const tok = await (
+    await fetch(`${c.url}/oauth/token`, {
+      method: 'POST',
+      headers: { authorization: basic, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `grant_type=password&username=${c.username}&password=${encodeURIComponent(c.password)}`,
+    })
+  ).json();
   const cloudAuth = { Authorization: `Bearer ${tok.access_token}` };
   const localAuth = { Authorization: `Bearer ${TOKEN}` };
   const session = (await getJson(`${c.url}/api/v1/init_session`, cloudAuth)).SessionToken;
@@ -87,20 +109,29 @@ async function main() {
   const lat = { local: [], cloud: [] };
   for (let i = 0; i < S.slices; i++) {
     for (const name of i % 2 ? ['cloud', 'local'] : ['local', 'cloud']) {
-      lat[name].push(await paced({ url: targets[name].url, path, headers: targets[name].headers, rate: S.rate, durationMs: S.sliceMs, connections: 8 }));
+      lat[name].push(
+        await paced({ url: targets[name].url, path, headers: targets[name].headers, rate: S.rate, durationMs: S.sliceMs, connections: 8 }),
+      );
     }
   }
   const L = summarize(lat.local);
   const C = summarize(lat.cloud);
   const failed = L.non2xx + L.errors + C.non2xx + C.errors;
-  console.log(`  latency at ${S.rate} req/s   local p50 ${L.p50.toFixed(3)} ms p99 ${L.p99.toFixed(3)} ms   cloud p50 ${C.p50.toFixed(3)} ms p99 ${C.p99.toFixed(3)} ms`);
+  console.log(
+    `  latency at ${S.rate} req/s   local p50 ${L.p50.toFixed(3)} ms p99 ${L.p99.toFixed(3)} ms   cloud p50 ${C.p50.toFixed(3)} ms p99 ${C.p99.toFixed(3)} ms`,
+  );
   console.log(`  p50 overhead of the cloud: ${(C.p50 - L.p50).toFixed(3)} ms   (goal < 1 ms)`);
 
   // 2. Throughput, interleaved.
   const tp = { local: [], cloud: [] };
   for (let i = 0; i < S.slices; i++) {
     for (const name of i % 2 ? ['cloud', 'local'] : ['local', 'cloud']) {
-      const r = await autocannon({ url: targets[name].url + path, headers: targets[name].headers, connections: S.connections, duration: S.durationS });
+      const r = await autocannon({
+        url: targets[name].url + path,
+        headers: targets[name].headers,
+        connections: S.connections,
+        duration: S.durationS,
+      });
       if (r.non2xx || r.errors) process.exitCode = 1;
       tp[name].push(r.requests.average);
     }
@@ -108,14 +139,19 @@ async function main() {
   const ratios = tp.cloud.map((v, i) => v / tp.local[i]).sort((a, b) => a - b);
   const median = ratios[Math.floor(ratios.length / 2)];
   const avg = (a) => a.reduce((x, y) => x + y, 0) / a.length;
-  console.log(`  throughput (${S.connections} connections)   local ${avg(tp.local).toFixed(0)} req/s   cloud ${avg(tp.cloud).toFixed(0)} req/s   ratio ${median.toFixed(2)}   (goal >= 0.5)`);
+  console.log(
+    `  throughput (${S.connections} connections)   local ${avg(tp.local).toFixed(0)} req/s   cloud ${avg(tp.cloud).toFixed(0)} req/s   ratio ${median.toFixed(2)}   (goal >= 0.5)`,
+  );
   await hub.stop();
 
   // 3. Memory with many connected hubs.
   const before = await cloud.ask('rss', 'rss');
   const sockets = [];
   for (let i = 0; i < c.linkTokens.length; i++) {
-    const ws = new WebSocket(`${c.url.replace('http', 'ws')}/hub/link`, { headers: { authorization: `Bearer ${c.linkTokens[i]}` }, perMessageDeflate: false });
+    const ws = new WebSocket(`${c.url.replace('http', 'ws')}/hub/link`, {
+      headers: { authorization: `Bearer ${c.linkTokens[i]}` },
+      perMessageDeflate: false,
+    });
     ws.on('error', (e) => {
       console.error(`simulated hub ${i}: ${e.message}`);
       process.exitCode = 1;
@@ -130,7 +166,9 @@ async function main() {
     await new Promise((r) => setTimeout(r, 50));
   }
   const after = await cloud.ask('rss', 'rss');
-  console.log(`  cloud RSS: ${mb(before.rss)} MB with no hubs, ${mb(after.rss)} MB with ${c.linkTokens.length} connected hubs   (${((after.rss - before.rss) / 1024 / c.linkTokens.length).toFixed(1)} KB per hub; heap ${mb(after.heapUsed)} MB)`);
+  console.log(
+    `  cloud RSS: ${mb(before.rss)} MB with no hubs, ${mb(after.rss)} MB with ${c.linkTokens.length} connected hubs   (${((after.rss - before.rss) / 1024 / c.linkTokens.length).toFixed(1)} KB per hub; heap ${mb(after.heapUsed)} MB)`,
+  );
   for (const ws of sockets) ws.terminate();
   await cloud.stop();
   rmSync(hubDir, { recursive: true, force: true });

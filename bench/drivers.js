@@ -43,7 +43,12 @@ async function virtualDownloads() {
 async function main() {
   const results = {};
   let failed = false;
-  for (const [name, run] of [['upnp', upnp], ['snapcast', snapcast], ['snapcastReconnect', snapcastReconnect], ['virtual', virtualDownloads]]) {
+  for (const [name, run] of [
+    ['upnp', upnp],
+    ['snapcast', snapcast],
+    ['snapcastReconnect', snapcastReconnect],
+    ['virtual', virtualDownloads],
+  ]) {
     const t0 = Date.now();
     process.stderr.write(`[drivers] ${name} …\n`);
     try {
@@ -82,13 +87,24 @@ function print(results) {
 
 function upnpLines(u) {
   const out = [`  UPnP (${u.renderers.length} gmediarender renderers, party mode, ${u.rounds} rounds; ms from the request):`];
-  for (const [p, label] of [[u.firstGet, 'first media GET spread'], [u.playing, 'PLAYING spread']]) {
-    out.push(`    ${label.padEnd(30)} median ${fmt(p.spreadMs)} ms, worst ${fmt(p.maxSpreadMs)} ms   target < 10 ms  ${p.spreadMs < 10 ? 'PASS' : 'MISS'}`);
+  for (const [p, label] of [
+    [u.firstGet, 'first media GET spread'],
+    [u.playing, 'PLAYING spread'],
+  ]) {
+    out.push(
+      `    ${label.padEnd(30)} median ${fmt(p.spreadMs)} ms, worst ${fmt(p.maxSpreadMs)} ms   target < 10 ms  ${p.spreadMs < 10 ? 'PASS' : 'MISS'}`,
+    );
   }
   const { setVolume, play } = u.control;
-  out.push(`    ${'SetVolume round trip'.padEnd(30)} hub ${fmt(setVolume.hubMs, 2)} ms vs raw SOAP ${fmt(setVolume.rawMs, 2)} ms   ratio ${fmt(setVolume.ratio, 2)}`);
-  out.push(`    ${'Play (until position moves)'.padEnd(30)} hub ${fmt(play.hubMs, 0)} ms vs raw SOAP ${fmt(play.rawConfirmedMs, 0)} ms   ratio ${fmt(play.confirmedRatio, 2)}`);
-  out.push(`    ${'Play (commands only, raw)'.padEnd(30)} raw Stop+SetAVTransportURI+Play ${fmt(play.rawMs, 1)} ms (the hub also waits for the position to move)`);
+  out.push(
+    `    ${'SetVolume round trip'.padEnd(30)} hub ${fmt(setVolume.hubMs, 2)} ms vs raw SOAP ${fmt(setVolume.rawMs, 2)} ms   ratio ${fmt(setVolume.ratio, 2)}`,
+  );
+  out.push(
+    `    ${'Play (until position moves)'.padEnd(30)} hub ${fmt(play.hubMs, 0)} ms vs raw SOAP ${fmt(play.rawConfirmedMs, 0)} ms   ratio ${fmt(play.confirmedRatio, 2)}`,
+  );
+  out.push(
+    `    ${'Play (commands only, raw)'.padEnd(30)} raw Stop+SetAVTransportURI+Play ${fmt(play.rawMs, 1)} ms (the hub also waits for the position to move)`,
+  );
   return out;
 }
 

@@ -17,8 +17,18 @@ const light = new Accessory('Plain Light', uuid.generate('bench:light'));
 const svc = light.addService(Service.Lightbulb, 'Plain Light');
 let on = false;
 let brightness = 40;
-svc.getCharacteristic(Characteristic.On).onGet(() => on).onSet((v) => { on = !!v; });
-svc.getCharacteristic(Characteristic.Brightness).onGet(() => brightness).onSet((v) => { brightness = Number(v); });
+svc
+  .getCharacteristic(Characteristic.On)
+  .onGet(() => on)
+  .onSet((v) => {
+    on = !!v;
+  });
+svc
+  .getCharacteristic(Characteristic.Brightness)
+  .onGet(() => brightness)
+  .onSet((v) => {
+    brightness = Number(v);
+  });
 bridge.addBridgedAccessory(light);
 const username = '0E:22:33:44:55:66';
 bridge.once('listening', (port) => process.send({ port, username, pid: process.pid }));

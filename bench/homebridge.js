@@ -31,8 +31,18 @@ const PIN = '031-45-154';
 const RSS_SETTLE_MS = 3000;
 
 const VERSIONS = [
-  { label: 'Homebridge 1.11 / Node 20', node: process.execPath, bin: join(CACHE, 'hb1/node_modules/homebridge/bin/homebridge'), hap: join(CACHE, 'hb1/node_modules/homebridge/node_modules/hap-nodejs') },
-  { label: 'Homebridge 2.4 / Node 24', node: NODE24, bin: join(CACHE, 'hb2/node_modules/homebridge/bin/homebridge.js'), hap: join(CACHE, 'hb2/node_modules/@homebridge/hap-nodejs') },
+  {
+    label: 'Homebridge 1.11 / Node 20',
+    node: process.execPath,
+    bin: join(CACHE, 'hb1/node_modules/homebridge/bin/homebridge'),
+    hap: join(CACHE, 'hb1/node_modules/homebridge/node_modules/hap-nodejs'),
+  },
+  {
+    label: 'Homebridge 2.4 / Node 24',
+    node: NODE24,
+    bin: join(CACHE, 'hb2/node_modules/homebridge/bin/homebridge.js'),
+    hap: join(CACHE, 'hb2/node_modules/@homebridge/hap-nodejs'),
+  },
 ];
 
 const { HttpClient } = require(join(CACHE, 'hb1/node_modules/hap-controller'));
@@ -64,7 +74,10 @@ async function homebridge(v, platforms, plugins, ready = /is running on port/) {
   const storage = temp('speakerhub-bench-hb-');
   const port = await freePort();
   const username = '0E:33:44:55:66:' + (16 + Math.floor(Math.random() * 200)).toString(16).toUpperCase();
-  writeFileSync(join(storage, 'config.json'), JSON.stringify({ bridge: { name: 'Bench', username, port, pin: PIN, bind: ['lo'], advertiser: 'ciao' }, accessories: [], platforms }));
+  writeFileSync(
+    join(storage, 'config.json'),
+    JSON.stringify({ bridge: { name: 'Bench', username, port, pin: PIN, bind: ['lo'], advertiser: 'ciao' }, accessories: [], platforms }),
+  );
   const child = spawn(v.node, [v.bin, '-U', storage, '-P', plugins, '--strict-plugin-resolution', '-Q', '-T'], {
     env: { ...process.env, PATH: `${dirname(v.node)}:${process.env.PATH}`, NODE_OPTIONS: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -103,7 +116,10 @@ async function plainHap(v) {
     child.once('message', res);
     child.once('exit', () => rej(new Error('the plain hap-nodejs bridge exited')));
   });
-  return { ...info, stop: () => new Promise((res) => (child.once('exit', res), child.send('stop'), setTimeout(() => child.kill('SIGKILL'), 3000).unref())) };
+  return {
+    ...info,
+    stop: () => new Promise((res) => (child.once('exit', res), child.send('stop'), setTimeout(() => child.kill('SIGKILL'), 3000).unref())),
+  };
 }
 
 function rssMb(pid) {
@@ -117,7 +133,11 @@ async function controller(target) {
   await setup.pairSetup(PIN);
   const pairing = setup.getLongTermData();
   const client = new HttpClient(target.username, '127.0.0.1', target.port, pairing, { usePersistentConnections: true });
-  const short = (t) => t.replace(/^0+/, '').replace(/-0000-1000-8000-0026BB765291$/i, '').toUpperCase();
+  const short = (t) =>
+    t
+      .replace(/^0+/, '')
+      .replace(/-0000-1000-8000-0026BB765291$/i, '')
+      .toUpperCase();
   let found;
   for (let i = 0; i < 100 && !found; i++) {
     const { accessories } = await client.getAccessories();
@@ -167,7 +187,16 @@ async function benchVersion(v, plugins) {
       await slice(a, kind, []); // warm-up
       await slice(b, kind, []);
       for (let i = 0; i < SLICES; i++) {
-        const order = i % 2 ? [['plugin', b], ['plain', a]] : [['plain', a], ['plugin', b]];
+        const order =
+          i % 2
+            ? [
+                ['plugin', b],
+                ['plain', a],
+              ]
+            : [
+                ['plain', a],
+                ['plugin', b],
+              ];
         for (const [name, ctrl] of order) await slice(ctrl, kind, s[name][kind]);
       }
     }
@@ -196,7 +225,9 @@ async function benchVersion(v, plugins) {
   );
   await new Promise((r) => setTimeout(r, RSS_SETTLE_MS));
   const [e, i, f] = [rssMb(empty.pid), rssMb(idle.pid), rssMb(full.pid)];
-  console.log(`RSS: empty Homebridge ${e.toFixed(1)} MB; plugin installed, not configured +${(i - e).toFixed(1)} MB; embedded hub with 3 speakers +${(f - e).toFixed(1)} MB`);
+  console.log(
+    `RSS: empty Homebridge ${e.toFixed(1)} MB; plugin installed, not configured +${(i - e).toFixed(1)} MB; embedded hub with 3 speakers +${(f - e).toFixed(1)} MB`,
+  );
   await Promise.all([empty.stop(), idle.stop(), full.stop()]);
 }
 

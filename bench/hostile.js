@@ -94,7 +94,9 @@ const mb = (b) => `${(b / 1024 / 1024).toFixed(1)} MiB`;
 const ms = (x) => `${x.toFixed(2)} ms`;
 
 async function p99(url, session, durationMs) {
-  const r = summarize([await paced({ url, path: `/api/v1/device_count?SessionToken=${session}`, headers: AUTH, rate: SETTINGS.rate, durationMs, connections: 4 })]);
+  const r = summarize([
+    await paced({ url, path: `/api/v1/device_count?SessionToken=${session}`, headers: AUTH, rate: SETTINGS.rate, durationMs, connections: 4 }),
+  ]);
   return r;
 }
 
@@ -184,7 +186,12 @@ async function main() {
     loop = false;
     await volumeLoop;
     const loadedRss = hub.exited ? NaN : await hub.rss();
-    const alive = !hub.exited && (await getOnce(url, `/api/v1/device_count?SessionToken=${session}`, AUTH).then((r) => r.status === 200, () => false));
+    const alive =
+      !hub.exited &&
+      (await getOnce(url, `/api/v1/device_count?SessionToken=${session}`, AUTH).then(
+        (r) => r.status === 200,
+        () => false,
+      ));
     for (const s of streams) s.destroy();
     log(`stalled streams: ${calls} set_volume calls; RSS ${mb(loadedRss)}; p99 ${ms(during.p99)}; alive ${alive}`);
     results.push(['50 stalled event streams + set_volume loop: RSS / idle RSS', loadedRss / idleRss, '< 2', loadedRss / idleRss < 2 && alive]);
@@ -207,14 +214,27 @@ async function main() {
     const t = await stats();
     const held = t.open;
     attacker.kill();
-    log(`trickle: ${t.attempts} connection attempts from 127.0.0.2, ${held} open at the attacker's end, ${t.refused} refused; hub CPU ${(hubCpu * 100).toFixed(0)}% of a core; p99 ${ms(underAttack.p99)} (${underAttack.errors} errors)`);
-    results.push([`${SETTINGS.trickleSockets} trickling sockets from 127.0.0.2: legit p99 (ms)`, underAttack.p99, '< 50', underAttack.p99 < 50 && underAttack.errors === 0]);
+    log(
+      `trickle: ${t.attempts} connection attempts from 127.0.0.2, ${held} open at the attacker's end, ${t.refused} refused; hub CPU ${(hubCpu * 100).toFixed(0)}% of a core; p99 ${ms(underAttack.p99)} (${underAttack.errors} errors)`,
+    );
+    results.push([
+      `${SETTINGS.trickleSockets} trickling sockets from 127.0.0.2: legit p99 (ms)`,
+      underAttack.p99,
+      '< 50',
+      underAttack.p99 < 50 && underAttack.errors === 0,
+    ]);
     results.push(['  legit p99 / idle p99', underAttack.p99 / base.p99, `(hub CPU ${(hubCpu * 100).toFixed(0)}% of a core)`, true]);
 
     // ---- 3. log bytes per refused request -----------------------------------------------------
     await new Promise((r) => setTimeout(r, 500));
     const before = hub.logBytes;
-    await bulk(url, `/api/v1/${'x'.repeat(SETTINGS.refusedPathBytes)}`, { Authorization: 'Bearer wrong-token-wrong-token-wrong' }, SETTINGS.refused, 10);
+    await bulk(
+      url,
+      `/api/v1/${'x'.repeat(SETTINGS.refusedPathBytes)}`,
+      { Authorization: 'Bearer wrong-token-wrong-token-wrong' },
+      SETTINGS.refused,
+      10,
+    );
     await new Promise((r) => setTimeout(r, 500));
     const perRefusal = (hub.logBytes - before) / SETTINGS.refused;
     log(`refused: ${SETTINGS.refused} requests with ${SETTINGS.refusedPathBytes}-byte paths wrote ${hub.logBytes - before} log bytes`);
@@ -229,7 +249,9 @@ async function main() {
 
   console.log('\nHostile clients');
   for (const [what, value, goal, ok] of results) {
-    console.log(`  ${what.padEnd(62)} ${Number.isFinite(value) ? value.toFixed(2).padStart(9) : String(value).padStart(9)}  ${goal.padEnd(12)} ${ok ? 'ok' : 'MISSED'}`);
+    console.log(
+      `  ${what.padEnd(62)} ${Number.isFinite(value) ? value.toFixed(2).padStart(9) : String(value).padStart(9)}  ${goal.padEnd(12)} ${ok ? 'ok' : 'MISSED'}`,
+    );
   }
   process.exit(crashed ? 1 : 0);
 }

@@ -160,7 +160,10 @@ async function paced({ url, path, headers, rate, durationMs, connections = 8 }) 
 
   try {
     await new Promise((resolve, reject) => {
-      const guard = setTimeout(() => reject(new Error(`paced run: ${total - done} of ${total} requests unanswered ${durationMs + 10000} ms after the start`)), durationMs + 10000);
+      const guard = setTimeout(
+        () => reject(new Error(`paced run: ${total - done} of ${total} requests unanswered ${durationMs + 10000} ms after the start`)),
+        durationMs + 10000,
+      );
       const fire = (conn) => {
         const start = performance.now();
         conn.send(buf, (err, status) => {
@@ -204,7 +207,16 @@ async function paced({ url, path, headers, rate, durationMs, connections = 8 }) 
   } finally {
     for (const c of pool) c.close();
   }
-  return { lat: lat.subarray(0, ok), requests: total, ok, non2xx, errors, firstError: firstError && firstError.message, queued, elapsedMs: tEnd - t0 };
+  return {
+    lat: lat.subarray(0, ok),
+    requests: total,
+    ok,
+    non2xx,
+    errors,
+    firstError: firstError && firstError.message,
+    queued,
+    elapsedMs: tEnd - t0,
+  };
 }
 
 /** Merges paced() runs into one latency summary (percentiles over every sample). */

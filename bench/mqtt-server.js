@@ -58,11 +58,14 @@ async function startBare() {
     broker.handle(s);
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const echo = new mqtt.MqttClient(() => {
-    const [a, b] = duplexPair();
-    broker.handle(b);
-    return a;
-  }, { clientId: 'echo', clean: false, protocolVersion: 4, reconnectPeriod: 0 });
+  const echo = new mqtt.MqttClient(
+    () => {
+      const [a, b] = duplexPair();
+      broker.handle(b);
+      return a;
+    },
+    { clientId: 'echo', clean: false, protocolVersion: 4, reconnectPeriod: 0 },
+  );
   await new Promise((r) => echo.once('connect', r));
   await echo.subscribeAsync(['echo/req', 'echo/chan'], { qos: 1 });
   echo.on('message', (topic, payload) => {
@@ -72,7 +75,17 @@ async function startBare() {
       echo.publish('echo/res', JSON.stringify({ status: 'ok', data: { DeviceCount: '3' }, transaction: req.transaction }), { qos: 1 });
     } else if (!req.ResponseOf) {
       // One shared topic, like the pub/sub channel: requests and answers (and the echo's own) all go by.
-      echo.publish('echo/chan', JSON.stringify({ HKWHubUUID: '00000000-0000-4000-8000-000000000000', SessionToken: req.SessionToken, ResponseOf: req.Command, DeviceCount: '3', transaction: req.transaction }), { qos: 1 });
+      echo.publish(
+        'echo/chan',
+        JSON.stringify({
+          HKWHubUUID: '00000000-0000-4000-8000-000000000000',
+          SessionToken: req.SessionToken,
+          ResponseOf: req.Command,
+          DeviceCount: '3',
+          transaction: req.transaction,
+        }),
+        { qos: 1 },
+      );
     }
   });
   let tick = 0;
@@ -88,7 +101,15 @@ async function startBare() {
       broker.publish(
         {
           topic: 'bench/fanout',
-          payload: Buffer.from(JSON.stringify({ Event: 'PlaybackTimeChanged', HKWHubUUID: '00000000-0000-4000-8000-000000000000', SessionToken: '', PlaybackTime: String(tick), DeviceIDList: '12106658486352,25350427372477,22178105730409' })),
+          payload: Buffer.from(
+            JSON.stringify({
+              Event: 'PlaybackTimeChanged',
+              HKWHubUUID: '00000000-0000-4000-8000-000000000000',
+              SessionToken: '',
+              PlaybackTime: String(tick),
+              DeviceIDList: '12106658486352,25350427372477,22178105730409',
+            }),
+          ),
           qos: 0,
           retain: false,
           cmd: 'publish',

@@ -95,7 +95,11 @@ async function roundTrips(hub, bare) {
   const bridge = requester(hc, 'speakerhub/bridge/request/device_count', 'speakerhub/bridge/response/device_count', {});
   const cc = await client(hub.info.url, creds);
   await cc.subscribeAsync('speakerhub/channel', { qos: 1 });
-  const channel = requester(cc, 'speakerhub/channel', 'speakerhub/channel', { Command: 'device_count', HKWHubUUID: hub.info.uuid, SessionToken: hub.info.session });
+  const channel = requester(cc, 'speakerhub/channel', 'speakerhub/channel', {
+    Command: 'device_count',
+    HKWHubUUID: hub.info.uuid,
+    SessionToken: hub.info.session,
+  });
   const bc = await client(bare.info.url);
   await bc.subscribeAsync('echo/res', { qos: 1 });
   const echo = requester(bc, 'echo/req', 'echo/res', {});
@@ -161,34 +165,57 @@ async function main() {
       console.log(`  ${name.padEnd(38)} p50 ${ms(pct(a, 50))}  p99 ${ms(pct(a, 99))}  n=${a.length}`);
     }
     // The channel is one shared topic (the spec's): its requester also receives its own command, so its baseline does too.
-    for (const [k, base] of [['bridge', 'bare'], ['channel', 'bareChannel']]) {
+    for (const [k, base] of [
+      ['bridge', 'bare'],
+      ['channel', 'bareChannel'],
+    ]) {
       const ratio = pct(r[base], 50) / pct(r[k], 50);
-      console.log(`  ${k}: p50 ratio (bare/hub) ${ratio.toFixed(2)}  goal >= 0.8 ${ratio >= 0.8 ? 'OK' : 'MISSED'};  p50 < 1 ms ${pct(r[k], 50) < 1 ? 'OK' : 'MISSED'}`);
+      console.log(
+        `  ${k}: p50 ratio (bare/hub) ${ratio.toFixed(2)}  goal >= 0.8 ${ratio >= 0.8 ? 'OK' : 'MISSED'};  p50 < 1 ms ${pct(r[k], 50) < 1 ? 'OK' : 'MISSED'}`,
+      );
     }
 
     console.log(`\nMQTT: fan-out of PlaybackTimeChanged to ${CLIENTS} clients (${TICKS} ticks each)`);
     const hubClients = await connectMany(hub.info.url, { username: hub.info.keys.subscribeKey }, 'speakerhub/channel', CLIENTS);
     const token = { Authorization: 'Bearer bench-token-0123456789abcdefghij' };
-    const play = await fetch(`${hub.info.rest}/api/v1/play_hub_media_party_mode?SessionToken=${hub.info.session}&PersistentID=${hub.info.persistentId}`, { headers: token });
+    const play = await fetch(
+      `${hub.info.rest}/api/v1/play_hub_media_party_mode?SessionToken=${hub.info.session}&PersistentID=${hub.info.persistentId}`,
+      { headers: token },
+    );
     const played = await play.json();
     if (played.Result !== 'true') throw new Error(`play failed: ${JSON.stringify(played)}`);
-    const hubTicks = await fanout(hubClients, 'speakerhub/channel', (m) => m.PlaybackTime, () => new Promise((res) => setTimeout(res, TICKS * 1000 + 500)));
+    const hubTicks = await fanout(
+      hubClients,
+      'speakerhub/channel',
+      (m) => m.PlaybackTime,
+      () => new Promise((res) => setTimeout(res, TICKS * 1000 + 500)),
+    );
     await fetch(`${hub.info.rest}/api/v1/stop_play?SessionToken=${hub.info.session}`, { headers: token });
     for (const c of hubClients) c.end(true);
     const bareClients = await connectMany(bare.info.url, {}, 'bench/fanout', CLIENTS);
-    const bareTicks = await fanout(bareClients, 'bench/fanout', (m) => m.PlaybackTime, async () => {
-      for (let i = 0; i < TICKS; i++) {
-        bare.proc.send({ cmd: 'tick' });
-        await new Promise((res) => setTimeout(res, 1000));
-      }
-      await new Promise((res) => setTimeout(res, 500));
-    });
+    const bareTicks = await fanout(
+      bareClients,
+      'bench/fanout',
+      (m) => m.PlaybackTime,
+      async () => {
+        for (let i = 0; i < TICKS; i++) {
+          bare.proc.send({ cmd: 'tick' });
+          await new Promise((res) => setTimeout(res, 1000));
+        }
+        await new Promise((res) => setTimeout(res, 500));
+      },
+    );
     for (const c of bareClients) c.end(true);
     const spread = (ts) => ts.map((e) => e.last - e.first);
     const complete = (ts) => ts.filter((e) => e.n === CLIENTS).length;
-    for (const [name, ts] of [['bare aedes (baseline)', bareTicks], ['hub', hubTicks]]) {
+    for (const [name, ts] of [
+      ['bare aedes (baseline)', bareTicks],
+      ['hub', hubTicks],
+    ]) {
       const s = spread(ts);
-      console.log(`  ${name.padEnd(22)} first→last receipt p50 ${ms(pct(s, 50))}  max ${ms(Math.max(...s))}  ticks complete ${complete(ts)}/${ts.length}`);
+      console.log(
+        `  ${name.padEnd(22)} first→last receipt p50 ${ms(pct(s, 50))}  max ${ms(Math.max(...s))}  ticks complete ${complete(ts)}/${ts.length}`,
+      );
     }
     const ratio = pct(spread(bareTicks), 50) / pct(spread(hubTicks), 50);
     console.log(`  spread ratio (bare/hub) ${ratio.toFixed(2)}`);

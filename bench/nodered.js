@@ -32,7 +32,9 @@ const { SpeakerHubClient } = require(join(ROOT, 'dist', 'index.js'));
 
 function startHub(dataDir) {
   return new Promise((resolve, reject) => {
-    const child = fork(join(__dirname, 'hub-server.js'), [JSON.stringify({ dataDir, speakers: 3, token: TOKEN })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const child = fork(join(__dirname, 'hub-server.js'), [JSON.stringify({ dataDir, speakers: 3, token: TOKEN })], {
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
     child.once('error', reject);
     child.on('message', (m) => {
       if (m.type === 'ready') resolve({ child, url: m.url });
@@ -154,7 +156,9 @@ async function main() {
     };
     await client.close();
     console.log(`Node-RED operation node vs library client (device_count, ${INFLIGHT} in flight, ${SLICES} ABBA pairs):`);
-    console.log(`  node ${result.nodeMsgsPerS} msg/s, client ${result.clientCallsPerS} calls/s, ratio ${result.ratio} (goal ${result.goal}) ${result.ratio >= 0.8 ? 'OK' : 'BELOW GOAL'}`);
+    console.log(
+      `  node ${result.nodeMsgsPerS} msg/s, client ${result.clientCallsPerS} calls/s, ratio ${result.ratio} (goal ${result.goal}) ${result.ratio >= 0.8 ? 'OK' : 'BELOW GOAL'}`,
+    );
     mkdirSync(join(__dirname, 'results'), { recursive: true });
     writeFileSync(join(__dirname, 'results', 'nodered.json'), `${JSON.stringify(result, null, 2)}\n`);
   } finally {

@@ -275,8 +275,7 @@ function add(row) {
     row.result = row.check(row) ? 'PASS' : 'MISS';
     // An absolute target the bare server misses as well says more about the machine than the hub.
     if (row.absolute && row.result === 'MISS' && !row.check({ hub: row.baseline })) row.result = 'MISS*';
-  }
-  else row.result = '';
+  } else row.result = '';
   results.push(row);
 }
 
@@ -340,12 +339,14 @@ async function latencyPair(urls, path, rate, totalS) {
   }
   const out = runs.map(summarize);
   out.forEach((r, k) => {
-    if (r.non2xx + r.errors) problems.push(`paced ${path.split('?')[0]} on ${urls[k]}: ${r.non2xx} non-2xx, ${r.errors} errors (${r.firstError || ''})`);
+    if (r.non2xx + r.errors)
+      problems.push(`paced ${path.split('?')[0]} on ${urls[k]}: ${r.non2xx} non-2xx, ${r.errors} errors (${r.firstError || ''})`);
   });
   return out;
 }
 
-const fmtLoad = (l) => (l ? `other processes used ${l.otherCores.toFixed(2)} CPU cores meanwhile (bench + servers ${l.ownCores.toFixed(2)})` : 'CPU load unknown');
+const fmtLoad = (l) =>
+  l ? `other processes used ${l.otherCores.toFixed(2)} CPU cores meanwhile (bench + servers ${l.ownCores.toFixed(2)})` : 'CPU load unknown';
 const slicesText = (xs) => xs.map((x) => Math.round(x)).join('/');
 
 async function throughputAndLatency() {
@@ -366,7 +367,9 @@ async function throughputAndLatency() {
 
     for (const [i, op] of ops.entries()) {
       const path = `/api/v1/${op}${qs}`;
-      log(`throughput ${op}: ${SETTINGS.connections} connections, ${SETTINGS.warmupS} s warm-up each, then ${SETTINGS.slices} interleaved pairs of ${SETTINGS.durationS / SETTINGS.slices} s`);
+      log(
+        `throughput ${op}: ${SETTINGS.connections} connections, ${SETTINGS.warmupS} s warm-up each, then ${SETTINGS.slices} interleaved pairs of ${SETTINGS.durationS / SETTINGS.slices} s`,
+      );
       const meter = cpuMeter(hub, bare);
       const t = await throughputPair([bare, hub], path);
       const load = meter();
@@ -394,7 +397,8 @@ async function throughputAndLatency() {
     const load = meter();
     assertAlive(hub, bare);
     const err = h.non2xx + h.errors + b.non2xx + b.errors ? 'errors' : undefined;
-    const detail = (x) => `mean ${x.meanMs.toFixed(3)}, p90 ${x.p90.toFixed(3)}, p99.9 ${x.p999.toFixed(3)}, max ${x.maxMs.toFixed(2)} ms, ${x.achievedRate.toFixed(0)} req/s, ${x.queued} waited for a connection`;
+    const detail = (x) =>
+      `mean ${x.meanMs.toFixed(3)}, p90 ${x.p90.toFixed(3)}, p99.9 ${x.p999.toFixed(3)}, max ${x.maxMs.toFixed(2)} ms, ${x.achievedRate.toFixed(0)} req/s, ${x.queued} waited for a connection`;
     add({ id: '2', metric: `device_count p50 @${SETTINGS.rate}/s`, unit: 'ms', hub: h.p50, baseline: b.p50, target: '(info)', error: err });
     add({
       id: '2',
@@ -430,10 +434,13 @@ async function deviceListLatency() {
     const first = await getOnce(url, path, AUTH);
     if (first.status !== 200) throw new Error(`device_list answered ${first.status}: ${first.body.toString().slice(0, 300)}`);
     const json = JSON.parse(first.body.toString('utf8'));
-    if (!Array.isArray(json.DeviceList) || json.DeviceList.length !== SETTINGS.bigSpeakers) throw new Error(`device_list has ${json.DeviceList && json.DeviceList.length} entries`);
+    if (!Array.isArray(json.DeviceList) || json.DeviceList.length !== SETTINGS.bigSpeakers)
+      throw new Error(`device_list has ${json.DeviceList && json.DeviceList.length} entries`);
     bare = await startBare('bare-list', { '/api/v1/device_list': { json, headers: await hubHeaders(url, path) } });
 
-    log(`latency device_list at ${SETTINGS.listRate} req/s (${(first.body.length / 1024).toFixed(0)} KiB body): ${SETTINGS.listDurationS} s per server in ${SETTINGS.slices} interleaved pairs`);
+    log(
+      `latency device_list at ${SETTINGS.listRate} req/s (${(first.body.length / 1024).toFixed(0)} KiB body): ${SETTINGS.listDurationS} s per server in ${SETTINGS.slices} interleaved pairs`,
+    );
     const meter = cpuMeter(hub, bare);
     const [b, h] = await latencyPair([bare.info.url, url], path, SETTINGS.listRate, SETTINGS.listDurationS);
     const load = meter();
@@ -499,7 +506,16 @@ function fmt(v, unit) {
 
 function printTable() {
   const head = ['#', 'Metric', 'Unit', 'Hub', 'Baseline', 'Hub/base', 'Target', 'Result'];
-  const rows = results.map((r) => [r.id, r.metric, r.unit, fmt(r.hub, r.unit), fmt(r.baseline, r.unit), Number.isFinite(r.ratio) ? `${r.ratio.toFixed(2)}x` : '-', r.target, r.result]);
+  const rows = results.map((r) => [
+    r.id,
+    r.metric,
+    r.unit,
+    fmt(r.hub, r.unit),
+    fmt(r.baseline, r.unit),
+    Number.isFinite(r.ratio) ? `${r.ratio.toFixed(2)}x` : '-',
+    r.target,
+    r.result,
+  ]);
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
   const right = new Set([3, 4, 5]);
   const line = (cells) => cells.map((c, i) => (right.has(i) ? String(c).padStart(w[i]) : String(c).padEnd(w[i]))).join('  ');
@@ -509,11 +525,15 @@ function printTable() {
   for (const r of rows) out.push(line(r));
   out.push('');
   out.push('  Hub/base for throughput is the median of the per-pair ratios of interleaved slices; for the others hub / baseline.');
-  if (results.some((r) => r.result === 'MISS*')) out.push('  MISS* = the bare baseline misses this absolute target too, in this run, on this machine.');
+  if (results.some((r) => r.result === 'MISS*'))
+    out.push('  MISS* = the bare baseline misses this absolute target too, in this run, on this machine.');
   for (const r of results) if (r.detail) out.push(`  ${r.id} ${r.metric}: ${r.detail}`);
   const busy = results.filter((r) => r.load && r.load.otherCores > 0.25);
   if (busy.length) {
-    out.push('', `  NOTE: other processes used up to ${Math.max(...busy.map((r) => r.load.otherCores)).toFixed(2)} of the ${os.cpus().length} CPU cores during the runs;`);
+    out.push(
+      '',
+      `  NOTE: other processes used up to ${Math.max(...busy.map((r) => r.load.otherCores)).toFixed(2)} of the ${os.cpus().length} CPU cores during the runs;`,
+    );
     out.push('  absolute figures are lower and noisier than on an idle machine (the interleaved ratios much less so).');
   }
   process.stdout.write(`${out.join('\n')}\n`);
@@ -523,7 +543,9 @@ async function main() {
   const t0 = performance.now();
   let crashed = null;
   pin(process.pid, 0);
-  log(`node ${process.version}, ${os.cpus().length} CPUs${PIN ? ' (pinned: bench on CPU 0, servers on CPU 1)' : ''}, settings ${JSON.stringify(SETTINGS)}${CPU_PROF ? `, cpu profiles in ${CPU_PROF}` : ''}`);
+  log(
+    `node ${process.version}, ${os.cpus().length} CPUs${PIN ? ' (pinned: bench on CPU 0, servers on CPU 1)' : ''}, settings ${JSON.stringify(SETTINGS)}${CPU_PROF ? `, cpu profiles in ${CPU_PROF}` : ''}`,
+  );
   for (const step of [throughputAndLatency, deviceListLatency, idleRss]) {
     try {
       await step();
@@ -555,7 +577,9 @@ async function main() {
       target: r.target,
       result: r.result || 'INFO',
       otherCores: r.load ? Number(r.load.otherCores.toFixed(2)) : undefined,
-      serverCpuUsPerRequest: r.cpuUsPerReq ? { hub: Number(r.cpuUsPerReq.hub.toFixed(1)), baseline: Number(r.cpuUsPerReq.baseline.toFixed(1)) } : undefined,
+      serverCpuUsPerRequest: r.cpuUsPerReq
+        ? { hub: Number(r.cpuUsPerReq.hub.toFixed(1)), baseline: Number(r.cpuUsPerReq.baseline.toFixed(1)) }
+        : undefined,
     })),
     problems,
   };

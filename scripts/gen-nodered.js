@@ -12,7 +12,11 @@ for (const [file, text] of [
 ]) {
   const path = join(root, file);
   let before = '';
-  try { before = readFileSync(path, 'utf8'); } catch { /* new */ }
+  try {
+    before = readFileSync(path, 'utf8');
+  } catch {
+    /* new */
+  }
   if (before !== text) writeFileSync(path, text);
   console.log(`${file}: ${before === text ? 'up to date' : 'regenerated'}`);
 }

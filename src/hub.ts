@@ -150,7 +150,13 @@ export class SpeakerHub {
     }
     const core = this.core;
     this.logger.info(
-      { speakers: core.speakers.size, media: this.library.list().length, url: this.rest?.url, auth: !!this._token, extensions: this.extensions.map((x) => x.name) },
+      {
+        speakers: core.speakers.size,
+        media: this.library.list().length,
+        url: this.rest?.url,
+        auth: !!this._token,
+        extensions: this.extensions.map((x) => x.name),
+      },
       'hub started',
     );
   }
@@ -199,8 +205,10 @@ export class SpeakerHub {
       this.undo.push({ what: 'session file', run: () => file.close() });
     }
     for (const driver of this.drivers) await core.addDriver(driver);
-    const feed = new WireEventFeed(core.events, () => core.playback.snapshot(), (err) =>
-      this.logger.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'event subscriber failed'),
+    const feed = new WireEventFeed(
+      core.events,
+      () => core.playback.snapshot(),
+      (err) => this.logger.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'event subscriber failed'),
     );
     this.feed = feed;
     this.undo.push({ what: 'event feed', run: () => feed.close() });
@@ -363,7 +371,9 @@ async function checkMediaFolders(folders: string[]): Promise<void> {
       if (!(await stat(folder)).isDirectory()) problems.push(`media.folders[${i}]: ${folder} is not a folder`);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      problems.push(`media.folders[${i}]: ${folder} ${code === 'ENOENT' ? 'does not exist; create it or fix the path (--media)' : `cannot be read (${code})`}`);
+      problems.push(
+        `media.folders[${i}]: ${folder} ${code === 'ENOENT' ? 'does not exist; create it or fix the path (--media)' : `cannot be read (${code})`}`,
+      );
     }
   }
   if (problems.length) throw new ConfigError(problems);

@@ -8,7 +8,17 @@ export type { WireEvent, WireEventType, SubscribeOptions, WireSubscription } fro
 export { HubError, ERROR_CODES, errorBody, type ErrorCode, type ErrorBody } from './core/errors';
 export { ManualClock, systemClock, type Clock } from './core/clock';
 export type { HubEvents, DeviceRecord, PlaybackSnapshot, PlaybackState, DeviceReason, AnnouncementEvent, AnnouncementState } from './core/events';
-export { OPERATIONS, OPERATIONS_BY_NAME, parameterNames, isOperationName, type Operation, type OperationName, type OperationOf, type ParamsOf, type ResponseOf } from './operations/table';
+export {
+  OPERATIONS,
+  OPERATIONS_BY_NAME,
+  parameterNames,
+  isOperationName,
+  type Operation,
+  type OperationName,
+  type OperationOf,
+  type ParamsOf,
+  type ResponseOf,
+} from './operations/table';
 export { dispatch, type DispatchResult, type TypedDispatchResult } from './operations/dispatch';
 export type { Speaker, SpeakerDriver, SpeakerInfo, MediaRequest } from './drivers/driver';
 export { VirtualDriver } from './drivers/virtual/virtual-driver';

@@ -32,7 +32,21 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     base: { name: 'speakerhub' },
     serializers: { err: serializeError },
     redact: {
-      paths: ['token', 'password', 'key', 'apiKey', 'authorization', '*.token', '*.password', '*.key', '*.apiKey', 'req.headers.authorization', 'config.token', 'config.tts.voicerss.key', 'config.server.token'],
+      paths: [
+        'token',
+        'password',
+        'key',
+        'apiKey',
+        'authorization',
+        '*.token',
+        '*.password',
+        '*.key',
+        '*.apiKey',
+        'req.headers.authorization',
+        'config.token',
+        'config.tts.voicerss.key',
+        'config.server.token',
+      ],
       censor: '[redacted]',
     },
   };

@@ -16,7 +16,8 @@
 export const REDACTED = '[redacted]';
 
 /** Query names whose values are secrets (compared after %-decoding, case-insensitively). */
-const SECRET_NAME = /^(?:.*token|.*key|sessionid|sesssiontoken|access_token|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|password|passwd|pwd|secret|auth|authorization|code|credential|credentials)$/i;
+const SECRET_NAME =
+  /^(?:.*token|.*key|sessionid|sesssiontoken|access_token|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|password|passwd|pwd|secret|auth|authorization|code|credential|credentials)$/i;
 
 // scheme://user:pass@  or  scheme://user@  (userinfo before the host)
 const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>\\]+@/gi;

@@ -57,7 +57,12 @@ export class CloudAccountError extends Error {
 async function postJson(url: string, body: unknown): Promise<Record<string, string>> {
   let res: Response;
   try {
-    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
+    res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(15_000),
+    });
   } catch (e) {
     throw new CloudAccountError(0, 'unreachable', `Cannot reach the cloud at ${new URL(url).origin}: ${(e as Error).message}.`);
   }

@@ -67,7 +67,9 @@ export class CloudLinkExtension implements HubExtension {
         return;
       }
     } else {
-      throw new Error(`No cloud sign-in for ${origin} in ${ctx.config.dataDir}: run \`speakerhub account signin --cloud ${origin} --username <name> --data ${ctx.config.dataDir}\` first, or give --cloud-username and --cloud-password-file.`);
+      throw new Error(
+        `No cloud sign-in for ${origin} in ${ctx.config.dataDir}: run \`speakerhub account signin --cloud ${origin} --username <name> --data ${ctx.config.dataDir}\` first, or give --cloud-username and --cloud-password-file.`,
+      );
     }
     this.connect();
   }
@@ -151,7 +153,8 @@ export class CloudLinkExtension implements HubExtension {
           },
         );
       } else {
-        if (reauthenticate) this.ctx!.logger.error('the cloud refused the saved link token: run `speakerhub account signin` again (retrying meanwhile)');
+        if (reauthenticate)
+          this.ctx!.logger.error('the cloud refused the saved link token: run `speakerhub account signin` again (retrying meanwhile)');
         this.connect();
       }
     }, delay);
@@ -181,7 +184,10 @@ export class CloudLinkExtension implements HubExtension {
     if (req.t !== 'req' || typeof req.id !== 'number' || typeof req.op !== 'string') return;
     const params = req.params && typeof req.params === 'object' ? req.params : {};
     if (this.inFlight >= MAX_IN_FLIGHT) {
-      return this.answer(ws, req.id, { ok: false, error: new HubError('HubBusy', `The hub is running ${this.inFlight} cloud requests; retry shortly.`) });
+      return this.answer(ws, req.id, {
+        ok: false,
+        error: new HubError('HubBusy', `The hub is running ${this.inFlight} cloud requests; retry shortly.`),
+      });
     }
     const op = OPERATIONS_BY_NAME.get(req.op);
     // run() answers synchronous operations without a promise round trip, as the local server does.

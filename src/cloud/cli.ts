@@ -54,7 +54,15 @@ interface ServeFlags {
 async function serve(f: ServeFlags): Promise<void> {
   if (f.publicUrl) cloudOrigin(f.publicUrl);
   const logger = createLogger({ level: f.logLevel });
-  const cloud = new CloudServer({ host: f.host, port: f.port, dataDir: f.data, publicUrl: f.publicUrl, database: f.database, trustProxy: f.trustProxy, logger });
+  const cloud = new CloudServer({
+    host: f.host,
+    port: f.port,
+    dataDir: f.data,
+    publicUrl: f.publicUrl,
+    database: f.database,
+    trustProxy: f.trustProxy,
+    logger,
+  });
   await cloud.start();
   const pub = cloud.context.publicUrl();
   process.stdout.write(
@@ -103,7 +111,10 @@ async function addClient(f: { data: string; name: string; redirectUri: string[];
     }
   }
   if (f.json) process.stdout.write(`${JSON.stringify({ client_id: result.client_id, client_secret: result.client_secret })}\n`);
-  else process.stdout.write(`client_id:     ${result.client_id}\nclient_secret: ${result.client_secret}\n(The secret is shown only now; keep it safe.)\n`);
+  else
+    process.stdout.write(
+      `client_id:     ${result.client_id}\nclient_secret: ${result.client_secret}\n(The secret is shown only now; keep it safe.)\n`,
+    );
 }
 
 function guard<A extends unknown[]>(fn: (...a: A) => Promise<void>) {
@@ -137,7 +148,7 @@ export function registerCloudCommands(program: Command, hub?: Command): void {
     .command('add')
     .description('Register an OAuth client; prints its client_id and client_secret (works with the cloud running or not).')
     .option('-d, --data <dir>', `the cloud's data folder (default ${DEFAULT_CLOUD_DATA})`, DEFAULT_CLOUD_DATA)
-    .requiredOption('--name <name>', 'the application\'s name, shown on the consent page')
+    .requiredOption('--name <name>', "the application's name, shown on the consent page")
     .requiredOption('--redirect-uri <uri>', 'a redirect URI (repeatable)', collect)
     .option('--json', 'print {"client_id","client_secret"}')
     .option('--database <url>', 'postgres://… when the cloud uses PostgreSQL')
@@ -147,7 +158,7 @@ export function registerCloudCommands(program: Command, hub?: Command): void {
   account
     .command('signup')
     .description('Create an account on a cloud.')
-    .requiredOption('--cloud <url>', 'the cloud\'s URL')
+    .requiredOption('--cloud <url>', "the cloud's URL")
     .requiredOption('--username <name>', '2–32 letters, digits, ".", "_" or "-"')
     .requiredOption('--email <address>', 'your e-mail address')
     .option('--password-file <file>', 'read the password from this file (else it is asked for)')
@@ -155,13 +166,15 @@ export function registerCloudCommands(program: Command, hub?: Command): void {
       guard(async (f: { cloud: string; username: string; email: string; passwordFile?: string }) => {
         const pw = await password(f.passwordFile, 'Choose a password (at least 10 characters): ');
         await cloudSignup(f.cloud, f.username, f.email, pw);
-        process.stdout.write(`Account ${f.username} created on ${cloudOrigin(f.cloud)}. Next: speakerhub account signin --cloud ${cloudOrigin(f.cloud)} --username ${f.username}\n`);
+        process.stdout.write(
+          `Account ${f.username} created on ${cloudOrigin(f.cloud)}. Next: speakerhub account signin --cloud ${cloudOrigin(f.cloud)} --username ${f.username}\n`,
+        );
       }),
     );
   account
     .command('signin')
-    .description('Sign the hub in: keeps a link token in the hub\'s data folder for `speakerhub hub --cloud`.')
-    .requiredOption('--cloud <url>', 'the cloud\'s URL')
+    .description("Sign the hub in: keeps a link token in the hub's data folder for `speakerhub hub --cloud`.")
+    .requiredOption('--cloud <url>', "the cloud's URL")
     .requiredOption('--username <name>', 'your username')
     .option('--password-file <file>', 'read the password from this file (else it is asked for)')
     .option('-d, --data <dir>', `the hub's data folder (default ${DEFAULT_HUB_DATA})`, DEFAULT_HUB_DATA)
@@ -170,7 +183,9 @@ export function registerCloudCommands(program: Command, hub?: Command): void {
         const pw = await password(f.passwordFile, `Password for ${f.username}: `);
         const cred = await cloudSignin(f.cloud, f.username, pw);
         await saveCredential(f.data, cred);
-        process.stdout.write(`Signed in as ${cred.username} on ${cred.cloud}; link token saved in ${f.data}. Start the hub with: speakerhub hub --cloud ${cred.cloud} --data ${f.data}\n`);
+        process.stdout.write(
+          `Signed in as ${cred.username} on ${cred.cloud}; link token saved in ${f.data}. Start the hub with: speakerhub hub --cloud ${cred.cloud} --data ${f.data}\n`,
+        );
       }),
     );
 }

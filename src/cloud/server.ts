@@ -80,7 +80,10 @@ export class CloudServer {
         const server = createServer((req, res) => {
           if (!this.ctx || !relayFastPath(this.ctx, req, res)) handler(req, res);
         });
-        installRequestLineRepair(server, { timeoutMs: DEFAULT_REST_LIMITS.headersTimeoutMs, maxBytes: maxHeaderBytes(DEFAULT_REST_LIMITS.maxTextLength) });
+        installRequestLineRepair(server, {
+          timeoutMs: DEFAULT_REST_LIMITS.headersTimeoutMs,
+          maxBytes: maxHeaderBytes(DEFAULT_REST_LIMITS.maxTextLength),
+        });
         return server;
       },
     });
@@ -119,7 +122,11 @@ export class CloudServer {
       linkTokens: new LinkTokens(db),
       webSessions: new WebSessions(db, this.clock),
       oauth: createOAuthServer({ accounts, clients, codes, tokens, clock: this.clock }),
-      registry: new HubRegistry({ recentlyOnlineMs: o.link?.recentlyOnlineMs ?? 60_000, reconnectWaitMs: o.link?.reconnectWaitMs ?? 5_000, maxWaiting: 10_000 }),
+      registry: new HubRegistry({
+        recentlyOnlineMs: o.link?.recentlyOnlineMs ?? 60_000,
+        reconnectWaitMs: o.link?.reconnectWaitMs ?? 5_000,
+        maxWaiting: 10_000,
+      }),
       clock: this.clock,
       logger: this.logger,
       limits: {
@@ -202,7 +209,13 @@ export class CloudServer {
     webRoutes(app, ctx);
     accountApi(app, ctx);
     adminRoutes(app, ctx.clients, () => this.adminToken);
-    registerBrowserClient(app, () => ({ mode: 'cloud', clientId: WEB_CLIENT_ID, redirectUri: `${ctx.publicUrl()}/`, authorizeUrl: '/oauth/authorize', tokenUrl: '/oauth/token' }));
+    registerBrowserClient(app, () => ({
+      mode: 'cloud',
+      clientId: WEB_CLIENT_ID,
+      redirectUri: `${ctx.publicUrl()}/`,
+      authorizeUrl: '/oauth/authorize',
+      tokenUrl: '/oauth/token',
+    }));
     app.setNotFoundHandler((req, reply) => {
       const e = unroutedError(req.method, req.url);
       if (e.code === 'MethodNotAllowed') reply.header('Allow', 'GET, OPTIONS');
@@ -211,7 +224,10 @@ export class CloudServer {
     app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
       const status = err.statusCode ?? 500;
       if (status >= 500) this.logger.error({ err: err.message, path: req.url.split('?')[0] }, 'request failed');
-      const e = status < 500 ? new HubError('InvalidParameter', `Malformed request: ${err.message}`) : new HubError('InternalError', 'The cloud hit an unexpected fault; it has been logged.');
+      const e =
+        status < 500
+          ? new HubError('InvalidParameter', `Malformed request: ${err.message}`)
+          : new HubError('InternalError', 'The cloud hit an unexpected fault; it has been logged.');
       return reply.code(status < 500 ? status : 500).send(errorBody(e));
     });
   }

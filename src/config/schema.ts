@@ -103,7 +103,10 @@ export const ConfigSchema = z
           .object({ mode: z.enum(['auto', 'binary', 'wasm']).default('auto'), binaryPath: z.string().optional() })
           .strict()
           .prefault({}),
-        voicerss: z.object({ key: z.string().min(1).optional(), baseUrl: z.url().optional() }).strict().prefault({}),
+        voicerss: z
+          .object({ key: z.string().min(1).optional(), baseUrl: z.url().optional() })
+          .strict()
+          .prefault({}),
       })
       .strict()
       .prefault({}),
@@ -143,7 +146,10 @@ export const ConfigSchema = z
         /** The cloud's origin; no link without it. */
         url: z.url().optional(),
         /** Sign in with these when there is no saved link token (or the cloud refuses it). */
-        username: z.string().regex(/^[A-Za-z0-9._-]{2,32}$/, 'cloud.username must be 2–32 letters, digits, ".", "_" or "-"').optional(),
+        username: z
+          .string()
+          .regex(/^[A-Za-z0-9._-]{2,32}$/, 'cloud.username must be 2–32 letters, digits, ".", "_" or "-"')
+          .optional(),
         passwordFile: z.string().min(1).optional(),
         heartbeatSeconds: z.number().positive().max(300).default(15),
         reconnectBaseMs: z.number().int().min(1).default(500),

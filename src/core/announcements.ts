@@ -154,9 +154,13 @@ export class AnnouncementManager implements OverlayHost {
     for (const s of speakers) {
       const music = this.engine.priorityOn(s.id);
       if (music !== undefined && req.priority < music) {
-        throw new HubError('PriorityTooLow', `A playback with Priority ${music} is playing on ${s.id}; this announcement has Priority ${req.priority}.`, {
-          parameter: 'Priority',
-        });
+        throw new HubError(
+          'PriorityTooLow',
+          `A playback with Priority ${music} is playing on ${s.id}; this announcement has Priority ${req.priority}.`,
+          {
+            parameter: 'Priority',
+          },
+        );
       }
     }
     if (this.pending.size >= this.limits.maxPending) {
@@ -165,7 +169,9 @@ export class AnnouncementManager implements OverlayHost {
     for (const s of speakers) {
       const lane = this.lanes.get(s.id);
       if (lane && lane.queue.length >= this.limits.maxQueuedPerSpeaker) {
-        throw new HubError('AnnouncementQueueFull', `${lane.queue.length} announcements already wait for speaker ${s.id}.`, { parameter: 'DeviceIDList' });
+        throw new HubError('AnnouncementQueueFull', `${lane.queue.length} announcements already wait for speaker ${s.id}.`, {
+          parameter: 'DeviceIDList',
+        });
       }
     }
     const a: Announcement = {
@@ -215,7 +221,9 @@ export class AnnouncementManager implements OverlayHost {
     if (a) return { ...a.status };
     const done = this.history.get(id);
     if (done) return { ...done };
-    throw new HubError('AnnouncementNotFound', `No announcement has AnnouncementID ${id} (or it is too old to be remembered).`, { parameter: 'AnnouncementID' });
+    throw new HubError('AnnouncementNotFound', `No announcement has AnnouncementID ${id} (or it is too old to be remembered).`, {
+      parameter: 'AnnouncementID',
+    });
   }
 
   /** Resolves when nothing is queued, playing or restoring (tests, bench). */
@@ -264,9 +272,7 @@ export class AnnouncementManager implements OverlayHost {
         for (const a of waiting) {
           if (!a.ready || a.status.state !== 'queued') continue;
           const lanes = a.status.deviceIds.map((id) => this.lanes.get(id)).filter((l): l is Lane => !!l);
-          const go = lanes.every(
-            (l) => !l.restoring && l.queue[0] === a && (!l.current || l.current.status.priority < a.status.priority),
-          );
+          const go = lanes.every((l) => !l.restoring && l.queue[0] === a && (!l.current || l.current.status.priority < a.status.priority));
           if (go) void this.start(a, lanes);
         }
       } while (this.pumpAgain);
@@ -493,7 +499,8 @@ export class AnnouncementManager implements OverlayHost {
           }
         } else {
           if (lane.setVolume !== undefined && s.volume !== snap.volume) await this.putVolume(s, snap.volume);
-          if (snap.muted && s.setMute && !s.isMuted?.()) await s.setMute(true).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'mute not restored'));
+          if (snap.muted && s.setMute && !s.isMuted?.())
+            await s.setMute(true).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'mute not restored'));
         }
         // The music playback, if the speaker is (still, or now) one of its members.
         const back = await this.engine.giveBack(s.id);

@@ -33,8 +33,14 @@ export const ERROR_CODES = {
   HubOffline: { status: 503, description: 'Cloud mode: none of your hubs is connected to the cloud now (or its link dropped mid-request).' },
   HubBusy: { status: 503, description: 'Cloud mode: your hub has too many requests in flight; retry shortly.' },
   HubTimeout: { status: 504, description: 'Cloud mode: your hub did not answer in time.' },
-  AnnouncementNotFound: { status: 200, description: 'No announcement has that AnnouncementID (unknown, or older than the last 1,000 finished ones). Beyond the spec.' },
-  AnnouncementQueueFull: { status: 200, description: 'Too many announcements wait for a target speaker (16) or in all (256); try again later. Beyond the spec.' },
+  AnnouncementNotFound: {
+    status: 200,
+    description: 'No announcement has that AnnouncementID (unknown, or older than the last 1,000 finished ones). Beyond the spec.',
+  },
+  AnnouncementQueueFull: {
+    status: 200,
+    description: 'Too many announcements wait for a target speaker (16) or in all (256); try again later. Beyond the spec.',
+  },
   InternalError: { status: 500, description: 'An unexpected fault; it is logged with details.' },
 } as const;
 

@@ -22,12 +22,7 @@ export type PlaybackState = 'PlayerStatePlaying' | 'PlayerStatePaused' | 'Player
 export type MediaKind = 'hub' | 'web' | 'tts';
 
 /** Reasons of the original hub's DeviceStateUpdated event (compatibility.md). */
-export type DeviceReason =
-  | 'DeviceAvailable'
-  | 'DeviceUnavailable'
-  | 'DeviceError'
-  | 'SpeakerInfoUpdated'
-  | 'WiFiSignalChanged';
+export type DeviceReason = 'DeviceAvailable' | 'DeviceUnavailable' | 'DeviceError' | 'SpeakerInfoUpdated' | 'WiFiSignalChanged';
 
 export interface PlaybackSnapshot {
   state: PlaybackState;
@@ -73,7 +68,14 @@ export interface HubEvents {
  * Every event name of HubEvents, at run time (the wire-event feed subscribes to each).
  * The type check below fails to compile when an event is added to HubEvents but not here.
  */
-export const HUB_EVENT_NAMES = ['playbackState', 'playbackTime', 'device', 'volume', 'selection', 'announcement'] as const satisfies readonly (keyof HubEvents)[];
+export const HUB_EVENT_NAMES = [
+  'playbackState',
+  'playbackTime',
+  'device',
+  'volume',
+  'selection',
+  'announcement',
+] as const satisfies readonly (keyof HubEvents)[];
 type Unlisted = Exclude<keyof HubEvents, (typeof HUB_EVENT_NAMES)[number]>;
 const everyEventListed: [Unlisted] extends [never] ? true : Unlisted = true;
 void everyEventListed;

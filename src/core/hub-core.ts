@@ -143,9 +143,13 @@ export class HubCore {
 
   async webMedia(url: string): Promise<PlayableMedia> {
     if (this.refuseLocalMediaUrls && (await pointsAtLocalAddress(url))) {
-      throw new HubError('MediaUrlRefused', 'MediaUrl points at a loopback or link-local address; this hub refuses those (webMedia.refuseLocalAddresses).', {
-        parameter: 'MediaUrl',
-      });
+      throw new HubError(
+        'MediaUrlRefused',
+        'MediaUrl points at a loopback or link-local address; this hub refuses those (webMedia.refuseLocalAddresses).',
+        {
+          parameter: 'MediaUrl',
+        },
+      );
     }
     return { kind: 'web', url, title: redactUrl(url) };
   }

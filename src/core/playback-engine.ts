@@ -187,7 +187,10 @@ export class PlaybackEngine {
         if (this.isBusy(s.id)) p.idle.set(s.id, s);
         else this.watch(p, s);
       }
-      this.logger.info({ kind: media.kind, priority, target: target.kind, speakers: started.map((s) => s.id), lent: lent.map((s) => s.id) }, 'playback started');
+      this.logger.info(
+        { kind: media.kind, priority, target: target.kind, speakers: started.map((s) => s.id), lent: lent.map((s) => s.id) },
+        'playback started',
+      );
       this.changed();
       this.scheduleTick(p);
     });
@@ -280,9 +283,7 @@ export class PlaybackEngine {
     await this.exclusive(async () => {
       const p = this.current;
       if (!p || p.state !== 'PlayerStatePlaying') return;
-      const candidates = speakerIds
-        .map((id) => this.registry.find(id))
-        .filter((s): s is Speaker => !!s && s.available && !p.speakers.has(s.id));
+      const candidates = speakerIds.map((id) => this.registry.find(id)).filter((s): s is Speaker => !!s && s.available && !p.speakers.has(s.id));
       for (const s of candidates) if (this.isBusy(s.id)) p.idle.set(s.id, s);
       const fresh = candidates.filter((s) => !this.isBusy(s.id));
       if (!fresh.length) return;
@@ -439,7 +440,11 @@ export class PlaybackEngine {
     if (!strays.length) return;
     this.logger.info({ speakers: strays.map((s) => s.id) }, 'stopping speakers that play outside any playback');
     const results = await Promise.allSettled(strays.map((s) => s.stop()));
-    this.logFailures('stop', strays.map((s) => s.id), results);
+    this.logFailures(
+      'stop',
+      strays.map((s) => s.id),
+      results,
+    );
   }
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
@@ -452,7 +457,8 @@ export class PlaybackEngine {
     let candidates: Speaker[];
     if (target.kind === 'session') {
       const ids = this.selection.list();
-      if (!ids.length) throw new HubError('NoSpeakerSelected', 'No speaker is in the playback session; add one with add_device_to_session or set_party_mode.');
+      if (!ids.length)
+        throw new HubError('NoSpeakerSelected', 'No speaker is in the playback session; add one with add_device_to_session or set_party_mode.');
       candidates = ids.map((id) => this.registry.find(id)).filter((s): s is Speaker => !!s);
     } else if (target.kind === 'party') {
       candidates = this.registry.all();
@@ -488,7 +494,11 @@ export class PlaybackEngine {
     const results = await this.playAll(speakers, request);
     if (this.starting === starting) this.starting = undefined;
     const started = speakers.filter((_, i) => results[i].status === 'fulfilled');
-    const failures = this.logFailures('play', speakers.map((s) => s.id), results);
+    const failures = this.logFailures(
+      'play',
+      speakers.map((s) => s.id),
+      results,
+    );
     if (starting.cancelled) {
       for (const s of started) s.stop().catch(() => undefined);
       throw new HubError('PlaybackFailed', 'The playback was stopped before it started.');
@@ -568,7 +578,11 @@ export class PlaybackEngine {
     p.speakers.clear();
     const entries = all.filter((e) => !keep.has(e.speaker.id));
     const results = await Promise.allSettled(entries.map((e) => e.speaker.stop()));
-    this.logFailures('stop', entries.map((e) => e.speaker.id), results);
+    this.logFailures(
+      'stop',
+      entries.map((e) => e.speaker.id),
+      results,
+    );
   }
 
   /** Ends the current playback, if any; its speakers are the caller's to stop. */
@@ -594,17 +608,20 @@ export class PlaybackEngine {
     p.tick?.cancel();
     if (p.state !== 'PlayerStatePlaying' || this.current !== p) return;
     const ms = (p.offset * 1000 + (this.clock.now() - p.startedAt)) % 1000;
-    p.tick = this.clock.setTimer(() => {
-      if (this.current !== p || p.state !== 'PlayerStatePlaying') return;
-      // Every member lent to an overlay: no speaker reports the end, the clock does.
-      if (p.speakers.size === 0 && p.media.duration !== undefined && this.elapsed(p) >= p.media.duration) {
-        this.finish('ended');
-        return;
-      }
-      this.events.emit('playbackTime', { timeElapsed: Math.floor(this.elapsed(p)), deviceIds: this.members(p) });
-      this.scheduleTick(p);
-      // A few ms past the boundary: timers may fire a hair early and floor() would repeat a second.
-    }, 1000 - ms + 5);
+    p.tick = this.clock.setTimer(
+      () => {
+        if (this.current !== p || p.state !== 'PlayerStatePlaying') return;
+        // Every member lent to an overlay: no speaker reports the end, the clock does.
+        if (p.speakers.size === 0 && p.media.duration !== undefined && this.elapsed(p) >= p.media.duration) {
+          this.finish('ended');
+          return;
+        }
+        this.events.emit('playbackTime', { timeElapsed: Math.floor(this.elapsed(p)), deviceIds: this.members(p) });
+        this.scheduleTick(p);
+        // A few ms past the boundary: timers may fire a hair early and floor() would repeat a second.
+      },
+      1000 - ms + 5,
+    );
   }
 
   private changed(reason?: string): void {

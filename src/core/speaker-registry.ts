@@ -45,7 +45,12 @@ export class SpeakerRegistry {
       this.events.emit('device', { reason: onlyWifi ? 'WiFiSignalChanged' : 'SpeakerInfoUpdated', device: this.record(speaker) });
     };
     const onState = (_state: string, reason?: string, detail?: string) => {
-      if (reason === 'error') this.events.emit('device', { reason: 'DeviceError', device: this.record(speaker), detail: detail === undefined ? undefined : redactText(detail) });
+      if (reason === 'error')
+        this.events.emit('device', {
+          reason: 'DeviceError',
+          device: this.record(speaker),
+          detail: detail === undefined ? undefined : redactText(detail),
+        });
     };
     const onVolume = (volume: number) => this.events.emit('volume', { deviceId: speaker.id, volume });
     speaker.on('availability', onAvailability);

@@ -52,7 +52,8 @@ export function createConfiguredDrivers(config: HubConfig, deps: DriverDeps): Sp
         }),
       );
     } else if (name === 'snapcast') {
-      if (!config.snapcast.servers.length) deps.logger.warn('the snapcast driver is on but snapcast.servers is empty: no Snapcast speakers will appear');
+      if (!config.snapcast.servers.length)
+        deps.logger.warn('the snapcast driver is on but snapcast.servers is empty: no Snapcast speakers will appear');
       drivers.push(new SnapcastDriver({ config: config.snapcast, clock: deps.clock, logger: deps.logger }));
     }
   }

@@ -58,7 +58,11 @@ const Rest = z
     enabled: z.boolean().default(false).meta({ title: 'Run the REST server', description: 'So other automations reach the same hub.' }),
     host: z.string().min(1).default('0.0.0.0').meta({ title: 'Bind address' }),
     port: z.number().int().min(0).max(65535).default(8090).meta({ title: 'Port' }),
-    token: z.string().min(16).optional().meta({ title: 'API token', description: 'At least 16 characters; generated and kept in Homebridge storage when empty.' }),
+    token: z
+      .string()
+      .min(16)
+      .optional()
+      .meta({ title: 'API token', description: 'At least 16 characters; generated and kept in Homebridge storage when empty.' }),
   })
   .strict();
 
@@ -73,7 +77,10 @@ const Hub = z
     drivers: z
       .array(z.enum(['virtual', 'upnp', 'snapcast']))
       .optional()
-      .meta({ title: 'Speaker drivers', description: 'upnp: UPnP/DLNA renderers; snapcast: snapclients of snapservers; virtual: test speakers. Nothing starts until one is chosen.' }),
+      .meta({
+        title: 'Speaker drivers',
+        description: 'upnp: UPnP/DLNA renderers; snapcast: snapclients of snapservers; virtual: test speakers. Nothing starts until one is chosen.',
+      }),
     interface: z.string().min(1).optional().meta({ title: 'Network interface', description: 'For UPnP discovery and media serving, e.g. eth0.' }),
     renderers: z.array(z.url()).optional().meta({ title: 'UPnP renderer description URLs (no multicast needed)' }),
     snapcastServers: z.array(z.string().min(1)).optional().meta({ title: 'snapserver control addresses (host[:port])' }),
@@ -102,18 +109,21 @@ export const PlatformConfigSchema = z
     defaultMedia: DefaultMedia.optional(),
     speakers: z.array(SpeakerOverride).max(1000).default([]).meta({ title: 'Per-speaker settings' }),
     announcements: z.array(Announcement).max(50).default([]).meta({ title: 'Announcement switches' }),
-    partySwitch: z.boolean().default(false).meta({ title: 'Party mode switch', description: 'A switch that plays on every available speaker together.' }),
-    removeAfterHours: z
-      .number()
-      .min(0)
-      .default(168)
-      .meta({ title: 'Remove a speaker the hub no longer lists after (hours)', description: 'Its accessory (and the automations using it) survives short absences.' }),
+    partySwitch: z
+      .boolean()
+      .default(false)
+      .meta({ title: 'Party mode switch', description: 'A switch that plays on every available speaker together.' }),
+    removeAfterHours: z.number().min(0).default(168).meta({
+      title: 'Remove a speaker the hub no longer lists after (hours)',
+      description: 'Its accessory (and the automations using it) survives short absences.',
+    }),
     // Homebridge's own keys (child bridge settings) pass through untouched.
     _bridge: z.record(z.string(), z.unknown()).optional(),
   })
   .strict()
   .superRefine((c, ctx) => {
-    if (c.hub.mode === 'remote' && !c.hub.url) ctx.addIssue({ code: 'custom', path: ['hub', 'url'], message: 'is required when hub.mode is "remote"' });
+    if (c.hub.mode === 'remote' && !c.hub.url)
+      ctx.addIssue({ code: 'custom', path: ['hub', 'url'], message: 'is required when hub.mode is "remote"' });
     c.announcements.forEach((a, i) => {
       const n = [a.text, a.mediaUrl, a.persistentId].filter((v) => v !== undefined).length;
       if (n !== 1) ctx.addIssue({ code: 'custom', path: ['announcements', i], message: 'needs exactly one of text, mediaUrl, persistentId' });

@@ -61,12 +61,30 @@ export interface HapStatusErrorType {
 export interface Hap {
   readonly Service: Record<'AccessoryInformation' | 'Lightbulb' | 'Fan' | 'Switch' | 'Speaker', ServiceType>;
   readonly Characteristic: Record<
-    | 'On' | 'Brightness' | 'RotationSpeed' | 'Mute' | 'Volume' | 'StatusFault' | 'Name' | 'Manufacturer' | 'Model'
-    | 'SerialNumber' | 'FirmwareRevision' | 'ConfiguredName',
+    | 'On'
+    | 'Brightness'
+    | 'RotationSpeed'
+    | 'Mute'
+    | 'Volume'
+    | 'StatusFault'
+    | 'Name'
+    | 'Manufacturer'
+    | 'Model'
+    | 'SerialNumber'
+    | 'FirmwareRevision'
+    | 'ConfiguredName',
     CharacteristicType
   >;
   readonly HapStatusError: HapStatusErrorType;
-  readonly HAPStatus: Record<'SUCCESS' | 'SERVICE_COMMUNICATION_FAILURE' | 'RESOURCE_BUSY' | 'INVALID_VALUE_IN_REQUEST' | 'NOT_ALLOWED_IN_CURRENT_STATE' | 'OPERATION_TIMED_OUT', number>;
+  readonly HAPStatus: Record<
+    | 'SUCCESS'
+    | 'SERVICE_COMMUNICATION_FAILURE'
+    | 'RESOURCE_BUSY'
+    | 'INVALID_VALUE_IN_REQUEST'
+    | 'NOT_ALLOWED_IN_CURRENT_STATE'
+    | 'OPERATION_TIMED_OUT',
+    number
+  >;
   readonly uuid: { generate(data: string): string };
 }
 

@@ -20,7 +20,8 @@ export function embeddedHubConfig(settings: PlatformSettings, storagePath: strin
   if (h.renderers) config.upnp = { renderers: h.renderers };
   if (h.snapcastServers) config.snapcast = { servers: h.snapcastServers };
   if (h.virtualSpeakers) config.speakers = { virtual: { count: h.virtualSpeakers.length, names: h.virtualSpeakers } };
-  if (h.mediaFolders || h.samples !== undefined) config.media = { ...(h.mediaFolders ? { folders: h.mediaFolders } : {}), ...(h.samples !== undefined ? { samples: h.samples } : {}) };
+  if (h.mediaFolders || h.samples !== undefined)
+    config.media = { ...(h.mediaFolders ? { folders: h.mediaFolders } : {}), ...(h.samples !== undefined ? { samples: h.samples } : {}) };
   if (h.ttsProvider || h.ttsVoice || h.voicerssKey) {
     config.tts = {
       ...(h.ttsProvider ? { provider: h.ttsProvider } : {}),

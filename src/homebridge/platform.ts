@@ -72,7 +72,8 @@ export class SpeakerHubPlatform {
     this.state.on('synced', (list) => this.reconcile(list));
     // Cached speakers answer at once ("No Response" until the hub lists them again).
     for (const acc of this.cached.values()) {
-      if (acc.context.kind === 'speaker' && !this.hidden(String(acc.context.deviceId), String(acc.context.name ?? ''))) this.attachSpeaker(acc, String(acc.context.name ?? ''));
+      if (acc.context.kind === 'speaker' && !this.hidden(String(acc.context.deviceId), String(acc.context.name ?? '')))
+        this.attachSpeaker(acc, String(acc.context.name ?? ''));
     }
     this.setUpSwitches();
     await this.hub.start({
@@ -184,7 +185,13 @@ export class SpeakerHubPlatform {
       acc = new this.api.platformAccessory(homekitName(d.DeviceName, `Speaker ${d.DeviceID.slice(-4)}`), uuid);
       this.cached.set(uuid, acc);
     }
-    Object.assign(acc.context, { kind: 'speaker', deviceId: d.DeviceID, name: d.DeviceName, lastSeen: Date.now(), record: { ModelName: d.ModelName, Version: d.Version } });
+    Object.assign(acc.context, {
+      kind: 'speaker',
+      deviceId: d.DeviceID,
+      name: d.DeviceName,
+      lastSeen: Date.now(),
+      record: { ModelName: d.ModelName, Version: d.Version },
+    });
     this.attachSpeaker(acc, d.DeviceName);
     if (isNew) {
       this.api.registerPlatformAccessories(PLUGIN_NAME, PLATFORM_NAME, [acc]);
@@ -196,7 +203,11 @@ export class SpeakerHubPlatform {
 
   private attachSpeaker(acc: PlatformAccessory, name: string): void {
     const deviceId = String(acc.context.deviceId);
-    const sa = new SpeakerAccessory({ hap: this.api.hap, log: this.log, state: this.state, control: this.control! }, acc, this.serviceOf(deviceId, name));
+    const sa = new SpeakerAccessory(
+      { hap: this.api.hap, log: this.log, state: this.state, control: this.control! },
+      acc,
+      this.serviceOf(deviceId, name),
+    );
     this.speakers.set(acc.UUID, sa);
   }
 

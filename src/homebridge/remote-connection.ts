@@ -66,7 +66,9 @@ export class RemoteConnection implements HubConnection {
       } catch (e) {
         if (this.stopped) return;
         listener.lost?.();
-        this.options.log.warn(`Hub events at ${this.options.url} unavailable (${e instanceof Error ? e.message : String(e)}); retrying in ${Math.round(delay / 1000)} s`);
+        this.options.log.warn(
+          `Hub events at ${this.options.url} unavailable (${e instanceof Error ? e.message : String(e)}); retrying in ${Math.round(delay / 1000)} s`,
+        );
       }
       if (this.stopped) return;
       await new Promise((r) => setTimeout(r, delay).unref());

@@ -61,15 +61,35 @@ export class SpeakerAccessory {
     service.getCharacteristic(C.StatusFault).onGet(guard(hap, this.deps.log, this.what('StatusFault'), () => (this.record?.Active ? 0 : 1)));
 
     if (this.kind === 'speaker') {
-      this.handle(service, C.Mute, () => this.live().Volume === 0, (v) => this.deps.control.setMute(this.deviceId, !!v));
+      this.handle(
+        service,
+        C.Mute,
+        () => this.live().Volume === 0,
+        (v) => this.deps.control.setMute(this.deviceId, !!v),
+      );
       if (!service.testCharacteristic(C.Volume)) service.addOptionalCharacteristic(C.Volume);
-      this.handle(service, C.Volume, () => volumeToPercent(this.live().Volume), (v) => this.deps.control.setVolume(this.deviceId, percentToVolume(Number(v))));
+      this.handle(
+        service,
+        C.Volume,
+        () => volumeToPercent(this.live().Volume),
+        (v) => this.deps.control.setVolume(this.deviceId, percentToVolume(Number(v))),
+      );
       return service;
     }
-    this.handle(service, C.On, () => this.deps.state.isPlaying(this.live().DeviceID), (v) => this.deps.control.setPlaying(this.deviceId, !!v));
+    this.handle(
+      service,
+      C.On,
+      () => this.deps.state.isPlaying(this.live().DeviceID),
+      (v) => this.deps.control.setPlaying(this.deviceId, !!v),
+    );
     const level = this.kind === 'lightbulb' ? C.Brightness : this.kind === 'fan' ? C.RotationSpeed : undefined;
     if (level) {
-      this.handle(service, level, () => volumeToPercent(this.live().Volume), (v) => this.deps.control.setVolume(this.deviceId, percentToVolume(Number(v))));
+      this.handle(
+        service,
+        level,
+        () => volumeToPercent(this.live().Volume),
+        (v) => this.deps.control.setVolume(this.deviceId, percentToVolume(Number(v))),
+      );
     }
     return service;
   }

@@ -168,7 +168,8 @@ export class MediaLibrary implements MediaCatalog {
       }
       const { title, artist, albumartist, album } = meta;
       const item: MediaItem = {
-        persistentId: folder === this.sampleFolder ? samplePersistentId(path.relative(folder, file)) : persistentIdFor(folder, path.relative(folder, file)),
+        persistentId:
+          folder === this.sampleFolder ? samplePersistentId(path.relative(folder, file)) : persistentIdFor(folder, path.relative(folder, file)),
         title: title?.trim() || path.basename(file, path.extname(file)),
         artist: artist?.trim() || albumartist?.trim() || '',
         album: album?.trim() || '',

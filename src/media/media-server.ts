@@ -97,9 +97,12 @@ export class MediaServer implements MediaHost {
 
   async start(): Promise<void> {
     if (this.server) return;
-    const server = createServer({ headersTimeout: 10_000, requestTimeout: 30_000, connectionsCheckingInterval: 1000, keepAlive: true, keepAliveInitialDelay: 30_000 }, (req, res) => {
-      this.handle(req, res).catch((e: unknown) => this.fail(res, e));
-    });
+    const server = createServer(
+      { headersTimeout: 10_000, requestTimeout: 30_000, connectionsCheckingInterval: 1000, keepAlive: true, keepAliveInitialDelay: 30_000 },
+      (req, res) => {
+        this.handle(req, res).catch((e: unknown) => this.fail(res, e));
+      },
+    );
     // Inactivity on the socket (nothing read, nothing sent): a stalled download or an idle keep-alive.
     server.setTimeout(this.options.sendTimeoutMs ?? 60_000, (socket: Socket) => {
       if (socket.bytesWritten > 0 || socket.writableLength > 0) this.stalled.warn({ remote: socket.remoteAddress, pending: socket.writableLength });
@@ -234,7 +237,11 @@ export class MediaServer implements MediaHost {
         'Last-Modified': lastModified,
         'contentFeatures.dlna.org': DLNA_CONTENT_FEATURES,
       };
-      const mode = DLNA_TRANSFER_MODES.get(String(req.headers['transfermode.dlna.org'] ?? '').trim().toLowerCase());
+      const mode = DLNA_TRANSFER_MODES.get(
+        String(req.headers['transfermode.dlna.org'] ?? '')
+          .trim()
+          .toLowerCase(),
+      );
       if (mode) headers['transferMode.dlna.org'] = mode;
 
       let range = parseRange(req.headers.range, st.size);

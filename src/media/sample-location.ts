@@ -11,7 +11,14 @@ export const PACKAGED_SAMPLES = join(__dirname, '..', '..', 'samples');
  * memory behind, which is why it normally happens at build time, not at start.
  */
 export async function sampleMediaDir(dataDir: string): Promise<string> {
-  const packaged = await Promise.all(sampleFileNames().map((f) => access(join(PACKAGED_SAMPLES, f)).then(() => true, () => false)));
+  const packaged = await Promise.all(
+    sampleFileNames().map((f) =>
+      access(join(PACKAGED_SAMPLES, f)).then(
+        () => true,
+        () => false,
+      ),
+    ),
+  );
   if (packaged.every(Boolean)) return PACKAGED_SAMPLES;
   const dir = join(dataDir, 'samples');
   await ensureSampleMedia(dir);

@@ -25,9 +25,44 @@ interface Voice {
 }
 
 const VOICES: Readonly<Record<VoiceName, Voice>> = {
-  bell: { partials: [[1, 1], [2, 0.35], [3, 0.12], [4.16, 0.08]], attack: 0.004, decay: 0.9, ring: 1.4, sustained: false, vibrato: 0 },
-  flute: { partials: [[1, 1], [2, 0.22], [3, 0.06]], attack: 0.07, decay: 4, ring: 0.15, sustained: true, vibrato: 0.004 },
-  pluck: { partials: [[1, 1], [2, 0.5], [3, 0.25], [4, 0.12]], attack: 0.003, decay: 0.35, ring: 0.4, sustained: false, vibrato: 0 },
+  bell: {
+    partials: [
+      [1, 1],
+      [2, 0.35],
+      [3, 0.12],
+      [4.16, 0.08],
+    ],
+    attack: 0.004,
+    decay: 0.9,
+    ring: 1.4,
+    sustained: false,
+    vibrato: 0,
+  },
+  flute: {
+    partials: [
+      [1, 1],
+      [2, 0.22],
+      [3, 0.06],
+    ],
+    attack: 0.07,
+    decay: 4,
+    ring: 0.15,
+    sustained: true,
+    vibrato: 0.004,
+  },
+  pluck: {
+    partials: [
+      [1, 1],
+      [2, 0.5],
+      [3, 0.25],
+      [4, 0.12],
+    ],
+    attack: 0.003,
+    decay: 0.35,
+    ring: 0.4,
+    sustained: false,
+    vibrato: 0,
+  },
 };
 
 /** One line of a score: notes like "C5:1 E5:0.5 r:1" (pitch:beats, r = rest). */
@@ -76,10 +111,13 @@ interface Note {
 }
 
 function parseNotes(notes: string): Note[] {
-  return notes.trim().split(/\s+/).map((token) => {
-    const [pitch, beats] = token.split(':');
-    return { freq: pitch === 'r' ? undefined : frequency(pitch), beats: Number(beats) };
-  });
+  return notes
+    .trim()
+    .split(/\s+/)
+    .map((token) => {
+      const [pitch, beats] = token.split(':');
+      return { freq: pitch === 'r' ? undefined : frequency(pitch), beats: Number(beats) };
+    });
 }
 
 /** Length of the score in beats (the longest part). */

@@ -8,7 +8,7 @@ import { open } from 'node:fs/promises';
 export function wavDurationFromBuffer(buf: Buffer, totalSize = buf.length): number | undefined {
   if (buf.length < 12 || buf.toString('latin1', 0, 4) !== 'RIFF' || buf.toString('latin1', 8, 12) !== 'WAVE') return undefined;
   let byteRate: number | undefined;
-  for (let pos = 12; pos + 8 <= buf.length; ) {
+  for (let pos = 12; pos + 8 <= buf.length;) {
     const id = buf.toString('latin1', pos, pos + 4);
     const size = buf.readUInt32LE(pos + 4);
     if (id === 'fmt ' && pos + 16 <= buf.length) byteRate = buf.readUInt32LE(pos + 8 + 8);

@@ -46,12 +46,6 @@ export function encodeWav(samples: Int16Array, sampleRate: number, tags: WavTags
   const pcm = Buffer.alloc(samples.length * 2);
   for (let i = 0; i < samples.length; i++) pcm.writeInt16LE(samples[i], i * 2);
 
-  const body = Buffer.concat([
-    Buffer.from('WAVE', 'latin1'),
-    chunk('fmt ', fmt),
-    chunk('CSET', cset),
-    chunk('LIST', info),
-    chunk('data', pcm),
-  ]);
+  const body = Buffer.concat([Buffer.from('WAVE', 'latin1'), chunk('fmt ', fmt), chunk('CSET', cset), chunk('LIST', info), chunk('data', pcm)]);
   return chunk('RIFF', body);
 }

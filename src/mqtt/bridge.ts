@@ -10,7 +10,12 @@ import { SerialQueues } from './serial';
 export function bridgeResponse(result: DispatchResult, transaction?: unknown): Record<string, unknown> {
   const out: Record<string, unknown> = result.ok
     ? { status: 'ok', data: result.body }
-    : { status: 'error', error: result.error.message, code: result.error.code, ...(result.error.parameter ? { parameter: result.error.parameter } : {}) };
+    : {
+        status: 'error',
+        error: result.error.message,
+        code: result.error.code,
+        ...(result.error.parameter ? { parameter: result.error.parameter } : {}),
+      };
   if (transaction !== undefined) out.transaction = transaction;
   return out;
 }
@@ -23,7 +28,11 @@ export function failed(code: ConstructorParameters<typeof HubError>[0], message:
  * Runs an operation by name: through ctx.run (synchronous handlers answer without a promise
  * round trip, as on the REST fast path) when it exists, else through dispatch for its error.
  */
-export function runByName(ctx: Pick<ExtensionContext, 'dispatch' | 'run'>, name: string, params: Record<string, unknown>): DispatchResult | Promise<DispatchResult> {
+export function runByName(
+  ctx: Pick<ExtensionContext, 'dispatch' | 'run'>,
+  name: string,
+  params: Record<string, unknown>,
+): DispatchResult | Promise<DispatchResult> {
   const op = OPERATIONS_BY_NAME.get(name);
   return op ? ctx.run(op, params) : ctx.dispatch(name, params);
 }
@@ -46,7 +55,8 @@ export function objectPayload(payload: Buffer): { ok: true; value: Record<string
   } catch {
     return { ok: false, result: failed('InvalidParameter', 'The payload is not JSON; send a JSON object of parameters (or nothing).') };
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return { ok: false, result: failed('InvalidParameter', 'The payload must be a JSON object of parameters.') };
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    return { ok: false, result: failed('InvalidParameter', 'The payload must be a JSON object of parameters.') };
   return { ok: true, value: v as Record<string, unknown> };
 }
 

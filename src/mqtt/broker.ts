@@ -29,7 +29,10 @@ const REFUSED_TOPIC = '$speakerhub/refused';
 
 /** The port was taken: the hub runs on without the TCP listener. */
 export class BrokerPortBusyError extends Error {
-  constructor(readonly host: string, readonly port: number) {
+  constructor(
+    readonly host: string,
+    readonly port: number,
+  ) {
     super(`MQTT port ${host}:${port} is in use`);
     this.name = 'BrokerPortBusyError';
   }
@@ -102,7 +105,10 @@ export class EmbeddedBroker {
         }
         // MQTT 3.1.1 cannot tell a client its publish was refused without disconnecting it;
         // it keeps its connection, gets its normal acknowledgement, and nobody gets the message.
-        this.logRefusal({ clientId: client?.id.slice(0, 64), topic: packet.topic.slice(0, 200) }, 'MQTT publish refused: the client has no right to publish there');
+        this.logRefusal(
+          { clientId: client?.id.slice(0, 64), topic: packet.topic.slice(0, 200) },
+          'MQTT publish refused: the client has no right to publish there',
+        );
         packet.topic = REFUSED_TOPIC;
         packet.retain = false;
         done(null);
@@ -115,7 +121,9 @@ export class EmbeddedBroker {
       },
       authorizeForward: (_client, packet) => (packet.topic === REFUSED_TOPIC ? null : packet),
     });
-    this.aedes.on('clientError', (client, err) => options.logger.debug({ clientId: client?.id?.slice(0, 64), err: err.message }, 'MQTT client error'));
+    this.aedes.on('clientError', (client, err) =>
+      options.logger.debug({ clientId: client?.id?.slice(0, 64), err: err.message }, 'MQTT client error'),
+    );
     this.aedes.on('connectionError', (_client, err) => options.logger.debug({ err: err.message }, 'MQTT connection error'));
     if (options.tcp) await this.listenTcp(options.tcp.host, options.tcp.port);
     if (options.httpServer) this.attachWebSocket(options.httpServer, options.wsPath ?? '/mqtt');
@@ -177,7 +185,9 @@ export class EmbeddedBroker {
     if (!aedes) return void transport.destroy();
     this.sockets.add(transport);
     transport.once('close', () => this.sockets.delete(transport));
-    const conn = guardPackets(transport, this.options.maxPacketBytes, (e) => this.logRefusal({ size: e.size, limit: e.limit }, 'MQTT connection closed: packet above mqtt.maxPayloadBytes'));
+    const conn = guardPackets(transport, this.options.maxPacketBytes, (e) =>
+      this.logRefusal({ size: e.size, limit: e.limit }, 'MQTT connection closed: packet above mqtt.maxPayloadBytes'),
+    );
     aedes.handle(conn, req);
   }
 

@@ -27,7 +27,11 @@ export class PubsubChannel {
     if (m.kind === 'ignore') return;
     if (m.kind === 'invalid') {
       // Nothing says which hub or operation it was for, so there is nobody to answer.
-      this.faults.warn(`channel:${m.why}`, { topic: this.topic, bytes: payload.length, why: m.why }, 'pubsub: message dropped, it names no operation');
+      this.faults.warn(
+        `channel:${m.why}`,
+        { topic: this.topic, bytes: payload.length, why: m.why },
+        'pubsub: message dropped, it names no operation',
+      );
       return;
     }
     const answer = (result: DispatchResult): void => {

@@ -33,7 +33,12 @@ export const MqttConfigSchema = z
     /** Embedded broker: MQTT over WebSocket at /mqtt on the REST server's port. */
     websocket: z.boolean().default(true),
     /** Embedded broker: largest MQTT packet accepted; a bigger one closes the connection. */
-    maxPayloadBytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
+    maxPayloadBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(16 * 1024 * 1024)
+      .default(256 * 1024),
     /** Embedded broker: most connected clients. */
     maxClients: z.number().int().min(1).max(100_000).default(5000),
     /** Embedded broker: a subscriber whose socket does not drain in this time is disconnected. */
@@ -55,10 +60,18 @@ export const MqttConfigSchema = z
     timeUpdates: z.boolean().default(false),
     /** Home Assistant MQTT discovery. */
     haDiscovery: z.boolean().default(false),
-    haDiscoveryPrefix: z.string().min(1).max(100).regex(/^[^#+\s]+$/).default('homeassistant'),
+    haDiscoveryPrefix: z
+      .string()
+      .min(1)
+      .max(100)
+      .regex(/^[^#+\s]+$/)
+      .default('homeassistant'),
   })
   .strict()
-  .refine((c) => c.reconnectMinMs <= c.reconnectMaxMs, { message: 'mqtt.reconnectMinMs must not exceed mqtt.reconnectMaxMs', path: ['reconnectMinMs'] });
+  .refine((c) => c.reconnectMinMs <= c.reconnectMaxMs, {
+    message: 'mqtt.reconnectMinMs must not exceed mqtt.reconnectMaxMs',
+    path: ['reconnectMinMs'],
+  });
 
 /** The spec's publish/subscribe mode (`pubsub` in the config file). */
 export const PubsubConfigSchema = z
@@ -75,7 +88,10 @@ export const PubsubConfigSchema = z
     subscribeKey: key('pubsub.subscribeKey').optional(),
   })
   .strict()
-  .refine((c) => !c.publishKey || c.publishKey !== c.subscribeKey, { message: 'pubsub.publishKey and pubsub.subscribeKey must differ', path: ['publishKey'] });
+  .refine((c) => !c.publishKey || c.publishKey !== c.subscribeKey, {
+    message: 'pubsub.publishKey and pubsub.subscribeKey must differ',
+    path: ['publishKey'],
+  });
 
 export type MqttConfig = z.output<typeof MqttConfigSchema>;
 export type PubsubConfig = z.output<typeof PubsubConfigSchema>;

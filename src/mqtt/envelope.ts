@@ -51,7 +51,13 @@ export function parseMessage(payload: Buffer, uuid: string): Parsed {
 }
 
 /** A response: the envelope fields, then the result (or the same error body as REST gives). */
-export function responseMessage(uuid: string, command: string, sessionToken: string, result: DispatchResult, transaction?: unknown): Record<string, unknown> {
+export function responseMessage(
+  uuid: string,
+  command: string,
+  sessionToken: string,
+  result: DispatchResult,
+  transaction?: unknown,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {
     HKWHubUUID: uuid,
     SessionToken: sessionToken,

@@ -170,7 +170,10 @@ export class MqttExtension implements HubExtension {
           // The view may have missed events: start over from the current state.
           onOverflow: () => {
             log.warn('MQTT event queue overflowed; resynchronizing');
-            void speakers.load().then(() => speakers.publishAll(), () => undefined);
+            void speakers.load().then(
+              () => speakers.publishAll(),
+              () => undefined,
+            );
             subscribe();
           },
         },
@@ -182,7 +185,11 @@ export class MqttExtension implements HubExtension {
     const port = ctx.httpServer?.address();
     this._status = {
       mode: external ? 'external' : 'embedded',
-      url: external ? redactUrl(external) : this.broker?.address ? `mqtt://${displayHost(this.broker.address.host)}:${this.broker.address.port}` : undefined,
+      url: external
+        ? redactUrl(external)
+        : this.broker?.address
+          ? `mqtt://${displayHost(this.broker.address.host)}:${this.broker.address.port}`
+          : undefined,
       wsUrl: !external && cfg.websocket && port && typeof port === 'object' ? `ws://${displayHost(port.address)}:${port.port}/mqtt` : undefined,
       portBusy: this.broker?.portBusy ? { host: this.broker.portBusy.host, port: this.broker.portBusy.port } : undefined,
       channel: pubsub.channel,

@@ -29,7 +29,10 @@ export class FriendlyNames {
   private readonly file: string;
   private saving = Promise.resolve();
 
-  constructor(dataDir: string, private readonly logger: Logger) {
+  constructor(
+    dataDir: string,
+    private readonly logger: Logger,
+  ) {
     this.file = join(dataDir, 'mqtt-names.json');
     try {
       const saved = JSON.parse(readFileSync(this.file, 'utf8')) as Record<string, unknown>;

@@ -33,7 +33,13 @@ export function discoveryMessages(topics: Topics, uuid: string, version: string,
   ];
   for (const s of speakers) {
     const uid = `speakerhub_${s.id}`;
-    const device = { identifiers: [uid], name: s.record.DeviceName, model: s.record.ModelName || 'Speaker', manufacturer: 'SpeakerHub', via_device: hubId };
+    const device = {
+      identifiers: [uid],
+      name: s.record.DeviceName,
+      model: s.record.ModelName || 'Speaker',
+      manufacturer: 'SpeakerHub',
+      via_device: hubId,
+    };
     const common = {
       availability: [bridgeAvailability, { topic: topics.availability(s.name), value_template: '{{ value_json.state }}' }],
       availability_mode: 'all',

@@ -146,7 +146,7 @@ export class HubLink {
     });
   }
 
-    /**
+  /**
    * Publishes when connected; while offline nothing piles up (state is republished on
    * reconnect), and neither does it while the broker does not keep up: beyond
    * MAX_UNSENT_BYTES unsent or MAX_UNACKED unacknowledged messages, messages are dropped

@@ -2,7 +2,10 @@ import { Duplex } from 'node:stream';
 
 /** A typed fault for a client that sent an MQTT packet above the broker's limit. */
 export class PacketTooLargeError extends Error {
-  constructor(readonly size: number, readonly limit: number) {
+  constructor(
+    readonly size: number,
+    readonly limit: number,
+  ) {
     super(`MQTT packet of ${size} bytes exceeds the broker limit of ${limit} bytes`);
     this.name = 'PacketTooLargeError';
   }

@@ -65,8 +65,24 @@ export class SpeakerTopics {
       case 'device': {
         const known = this.speakers.has(e.data.device.DeviceID);
         const s = this.track(e.data.device);
-        const type = !known ? 'device_joined' : e.data.reason === 'DeviceAvailable' ? 'device_available' : e.data.reason === 'DeviceUnavailable' ? 'device_unavailable' : e.data.reason === 'DeviceError' ? 'device_error' : undefined;
-        if (type) this.link.publish(this.topics.event, JSON.stringify({ type, data: { friendly_name: s.name, device_id: s.id, name: s.record.DeviceName, ...(e.data.detail ? { detail: e.data.detail } : {}) } }), { qos: 1 });
+        const type = !known
+          ? 'device_joined'
+          : e.data.reason === 'DeviceAvailable'
+            ? 'device_available'
+            : e.data.reason === 'DeviceUnavailable'
+              ? 'device_unavailable'
+              : e.data.reason === 'DeviceError'
+                ? 'device_error'
+                : undefined;
+        if (type)
+          this.link.publish(
+            this.topics.event,
+            JSON.stringify({
+              type,
+              data: { friendly_name: s.name, device_id: s.id, name: s.record.DeviceName, ...(e.data.detail ? { detail: e.data.detail } : {}) },
+            }),
+            { qos: 1 },
+          );
         this.publishDevices();
         this.publishSpeaker(s);
         if (!known || type === 'device_available' || type === 'device_unavailable') for (const l of this.listeners) l();
@@ -137,8 +153,14 @@ export class SpeakerTopics {
   private async apply(s: SpeakerView, cmd: Record<string, unknown>): Promise<DispatchResult> {
     const known = ['volume', 'state', 'announce', 'play', 'priority', 'transaction'];
     const unknown = Object.keys(cmd).find((k) => !known.includes(k));
-    if (unknown) return failed('InvalidParameter', `Unknown field ${JSON.stringify(unknown).slice(0, 60)}; a set takes volume, state, announce, play (and priority).`, unknown);
-    if (!['volume', 'state', 'announce', 'play'].some((k) => k in cmd)) return failed('InvalidParameter', 'Nothing to do; a set takes volume, state, announce or play.');
+    if (unknown)
+      return failed(
+        'InvalidParameter',
+        `Unknown field ${JSON.stringify(unknown).slice(0, 60)}; a set takes volume, state, announce, play (and priority).`,
+        unknown,
+      );
+    if (!['volume', 'state', 'announce', 'play'].some((k) => k in cmd))
+      return failed('InvalidParameter', 'Nothing to do; a set takes volume, state, announce or play.');
     const base = { SessionToken: this.session };
     const priority = cmd.priority === undefined ? {} : { Priority: cmd.priority };
     let last: DispatchResult | undefined;
@@ -181,12 +203,19 @@ export class SpeakerTopics {
         if (!inPlayback || this.playback.state !== 'PlayerStatePlaying') return failed('NotPlaying', `${s.name} is not playing.`);
         return this.ctx.dispatch('pause_play', base);
       case 'resume':
-        if (!inPlayback || this.playback.state !== 'PlayerStatePaused' || !this.playback.persistentId) return failed('NotResumable', `${s.name} has no paused hub media to resume.`);
-        return this.ctx.dispatch('resume_hub_media_selected_speakers', { ...base, PersistentID: this.playback.persistentId, DeviceIDList: this.playback.deviceIds.join(',') });
+        if (!inPlayback || this.playback.state !== 'PlayerStatePaused' || !this.playback.persistentId)
+          return failed('NotResumable', `${s.name} has no paused hub media to resume.`);
+        return this.ctx.dispatch('resume_hub_media_selected_speakers', {
+          ...base,
+          PersistentID: this.playback.persistentId,
+          DeviceIDList: this.playback.deviceIds.join(','),
+        });
       case 'stop':
         if (!inPlayback) return succeeded('stop_play');
         // Alone, it stops the playback; with others, only this speaker leaves it.
-        return this.playback.deviceIds.length === 1 ? this.ctx.dispatch('stop_play', base) : this.ctx.dispatch('remove_device_from_session', { ...base, DeviceID: s.id });
+        return this.playback.deviceIds.length === 1
+          ? this.ctx.dispatch('stop_play', base)
+          : this.ctx.dispatch('remove_device_from_session', { ...base, DeviceID: s.id });
       default:
         return failed('InvalidParameter', 'state must be "pause", "resume" or "stop".', 'state');
     }
@@ -199,7 +228,14 @@ export class SpeakerTopics {
 
   private answerUnknown(segment: string): void {
     // Reported on the bridge (the segment's own topics may belong to nobody).
-    this.link.publish(this.topics.event, JSON.stringify({ type: 'error', data: { error: `No speaker is named ${JSON.stringify(segment.slice(0, 60))} (friendly name or DeviceID).`, code: 'DeviceNotFound' } }), { qos: 1 });
+    this.link.publish(
+      this.topics.event,
+      JSON.stringify({
+        type: 'error',
+        data: { error: `No speaker is named ${JSON.stringify(segment.slice(0, 60))} (friendly name or DeviceID).`, code: 'DeviceNotFound' },
+      }),
+      { qos: 1 },
+    );
   }
 
   private track(record: DeviceRecord): SpeakerView {

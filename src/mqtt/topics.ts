@@ -1,6 +1,9 @@
 /** The bridge's topic layout under the base topic (zigbee2mqtt's conventions). */
 export class Topics {
-  constructor(readonly base: string, readonly haPrefix: string) {}
+  constructor(
+    readonly base: string,
+    readonly haPrefix: string,
+  ) {}
 
   get state(): string {
     return `${this.base}/bridge/state`;

@@ -56,7 +56,9 @@ export function registerAnnounceNode(RED: NodeRedApi): void {
         this.status({ fill: 'red', shape: 'ring', text: (err as { code?: string }).code ?? 'error' });
         p.done(err);
       } else {
-        this.status(pending.size ? { fill: 'blue', shape: 'dot', text: `${pending.size} announcing` } : { fill: 'green', shape: 'dot', text: 'done' });
+        this.status(
+          pending.size ? { fill: 'blue', shape: 'dot', text: `${pending.size} announcing` } : { fill: 'green', shape: 'dot', text: 'done' },
+        );
         p.msg.payload = status;
         p.send(p.msg);
         p.done();
@@ -115,7 +117,8 @@ export function registerAnnounceNode(RED: NodeRedApi): void {
       if (hub instanceof Error) return fail(hub);
       const op = OPERATIONS_BY_NAME.get('announce');
       if (!op) return fail(new HubError('UnknownOperation', 'This SpeakerHub version has no announce operation.'));
-      if (pending.size >= MAX_PENDING) return fail(new HubError('InvalidParameter', `More than ${MAX_PENDING} announcements of this node are pending.`));
+      if (pending.size >= MAX_PENDING)
+        return fail(new HubError('InvalidParameter', `More than ${MAX_PENDING} announcements of this node are pending.`));
       let params: Record<string, unknown>;
       try {
         params = mergeParams(op, settings, msg.payload);

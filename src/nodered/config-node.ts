@@ -28,7 +28,11 @@ export function registerConfigNode(RED: NodeRedApi): void {
   function SpeakerHubConfigNode(this: ConfigNode, settings: ConfigNodeSettings): void {
     RED.nodes.createNode(this, settings);
     const credentials = this.credentials ?? {};
-    const logger = redLogger(RED, `speakerhub:${settings.name || this.id}`, typeof settings.logLevel === 'string' && settings.logLevel ? settings.logLevel : 'info');
+    const logger = redLogger(
+      RED,
+      `speakerhub:${settings.name || this.id}`,
+      typeof settings.logLevel === 'string' && settings.logLevel ? settings.logLevel : 'info',
+    );
     try {
       this.connection =
         settings.mode === 'embedded'
@@ -72,7 +76,8 @@ export function registerConfigNode(RED: NodeRedApi): void {
           speakers: (devices.DeviceList as Record<string, unknown>[]).map((d) => ({ id: d.DeviceID, name: d.DeviceName, active: d.Active })),
           media: (media.MediaList as Record<string, unknown>[]).map((m) => ({ id: m.PersistentID, title: m.Title, artist: m.Artist })),
         }),
-      (e: unknown) => res.status(502).json({ error: (e as { code?: string }).code ?? 'HubUnreachable', message: e instanceof Error ? e.message : String(e) }),
+      (e: unknown) =>
+        res.status(502).json({ error: (e as { code?: string }).code ?? 'HubUnreachable', message: e instanceof Error ? e.message : String(e) }),
     );
   });
 }

@@ -35,7 +35,11 @@ export class HubUnreachableError extends Error {
 export class EventFanout {
   private readonly handlers = new Set<(e: HubWireEvent) => void>();
 
-  constructor(private readonly onFirst: () => void, private readonly onLast: () => void, private readonly onError: (e: unknown) => void) {}
+  constructor(
+    private readonly onFirst: () => void,
+    private readonly onLast: () => void,
+    private readonly onError: (e: unknown) => void,
+  ) {}
 
   get size(): number {
     return this.handlers.size;

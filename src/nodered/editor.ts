@@ -42,15 +42,17 @@ function input(op: Operation, p: string): string {
 }
 
 function template(op: Operation): string {
-  const rows = operationParams(op).map(
-    (p) => `  <div class="form-row"><label for="node-input-${p}">${p}</label>${input(op, p)}</div>`,
-  );
+  const rows = operationParams(op).map((p) => `  <div class="form-row"><label for="node-input-${p}">${p}</label>${input(op, p)}</div>`);
   return [
     `<script type="text/html" data-template-name="${operationNodeType(op)}">`,
     `  <div class="form-row"><label for="node-input-hub"><i class="fa fa-server"></i> Hub</label><input type="text" id="node-input-hub"></div>`,
     ...rows,
     `  <div class="form-row"><label for="node-input-name"><i class="fa fa-tag"></i> Name</label><input type="text" id="node-input-name" placeholder="${op.name}"></div>`,
-    ...(rows.length ? [`  <div class="form-tips">msg.payload overrides these: an object by parameter name${stringPayloadParam(op) ? `, or a string for ${stringPayloadParam(op)}` : ''}.</div>`] : []),
+    ...(rows.length
+      ? [
+          `  <div class="form-tips">msg.payload overrides these: an object by parameter name${stringPayloadParam(op) ? `, or a string for ${stringPayloadParam(op)}` : ''}.</div>`,
+        ]
+      : []),
     `</script>`,
   ].join('\n');
 }
@@ -109,7 +111,7 @@ function help(op: Operation): string {
     `    <dt>payload <span class="property-type">object</span></dt><dd>The response, exactly as REST answers: <code>${esc(responseShape(op))}</code></dd>`,
     '  </dl>',
     '  <h3>Errors</h3>',
-    '  <p>A failure sends nothing; the node reports it to a catch node with <code>msg.error.code</code> set to the hub\'s error code',
+    "  <p>A failure sends nothing; the node reports it to a catch node with <code>msg.error.code</code> set to the hub's error code",
     `  (e.g. <code>InvalidParameter</code>, <code>DeviceNotFound</code>; <code>HubUnreachable</code> when the hub cannot be reached) and shows it in a red status.</p>`,
     '</script>',
   ].join('\n');
@@ -119,4 +121,3 @@ function help(op: Operation): string {
 export function operationsHelpHtml(): string {
   return [GENERATED, ...generatedOperations().map(help), ''].join('\n');
 }
-

@@ -3,7 +3,11 @@ import { ConfigSchema, type HubConfigInput } from '../config/schema';
 
 /** A multi-line or comma list from an editor field. */
 function list(v: unknown): string[] {
-  if (Array.isArray(v)) return v.map(String).map((s) => s.trim()).filter(Boolean);
+  if (Array.isArray(v))
+    return v
+      .map(String)
+      .map((s) => s.trim())
+      .filter(Boolean);
   if (typeof v !== 'string') return [];
   return v
     .split(/[\n,]/)
@@ -58,10 +62,15 @@ export function embeddedHubConfig(
   const drivers = list(settings.drivers);
   const restEnabled = bool(settings.restEnabled, false);
   const config: Record<string, unknown> = {
-    dataDir: typeof settings.dataDir === 'string' && settings.dataDir.trim() ? settings.dataDir.trim() : join(defaults.userDir ?? '.', 'speakerhub', defaults.nodeId.replace(/[^\w.-]/g, '_')),
+    dataDir:
+      typeof settings.dataDir === 'string' && settings.dataDir.trim()
+        ? settings.dataDir.trim()
+        : join(defaults.userDir ?? '.', 'speakerhub', defaults.nodeId.replace(/[^\w.-]/g, '_')),
     drivers: drivers.length ? drivers : ['virtual'],
     media: { folders: list(settings.mediaFolders), samples: bool(settings.samples, true) },
-    speakers: { virtual: { count: int(settings.virtualCount) ?? 3, ...(list(settings.virtualNames).length ? { names: list(settings.virtualNames) } : {}) } },
+    speakers: {
+      virtual: { count: int(settings.virtualCount) ?? 3, ...(list(settings.virtualNames).length ? { names: list(settings.virtualNames) } : {}) },
+    },
     upnp: { renderers: list(settings.renderers), ssdp: bool(settings.ssdp, true) },
     snapcast: { servers: list(settings.snapcastServers) },
     tts: {

@@ -47,4 +47,3 @@ export function validateParams(op: Operation, params: Record<string, unknown>): 
   const parsed = op.params.safeParse(params);
   if (!parsed.success) throw issueToError(parsed.error);
 }
-

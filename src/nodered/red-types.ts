@@ -41,7 +41,11 @@ type Handler = (req: RedRequest, res: RedResponse, next?: () => void) => void;
 export interface NodeRedApi {
   nodes: {
     createNode(node: object, config: object): void;
-    registerType(type: string, ctor: (this: any, config: any) => void, options?: { credentials?: Record<string, { type: 'text' | 'password' }> }): void;
+    registerType(
+      type: string,
+      ctor: (this: any, config: any) => void,
+      options?: { credentials?: Record<string, { type: 'text' | 'password' }> },
+    ): void;
     getNode(id: string): RedNode | null;
   };
   httpAdmin: { get(path: string, ...handlers: Handler[]): void };

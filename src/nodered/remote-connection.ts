@@ -32,7 +32,9 @@ export class RemoteConnection implements HubConnection {
     } catch {
       this.client = undefined as never;
       this.fanout = undefined as never;
-      this.ready = Promise.reject(new HubUnreachableError(`The hub URL ${JSON.stringify(options.url)} is not an http(s) origin such as http://192.168.1.20:8090.`));
+      this.ready = Promise.reject(
+        new HubUnreachableError(`The hub URL ${JSON.stringify(options.url)} is not an http(s) origin such as http://192.168.1.20:8090.`),
+      );
       this.ready.catch(() => undefined);
       return;
     }
@@ -63,7 +65,9 @@ export class RemoteConnection implements HubConnection {
     await this.ready;
     try {
       // By name as the flow gives it; the hub validates (UnknownOperation otherwise).
-      return await this.client.callRemote(operation, params as Record<string, string>, { needsSession: OPERATIONS_BY_NAME.get(operation)?.needsSession ?? true });
+      return await this.client.callRemote(operation, params as Record<string, string>, {
+        needsSession: OPERATIONS_BY_NAME.get(operation)?.needsSession ?? true,
+      });
     } catch (e) {
       if (isHubError(e)) throw e;
       const cause = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);

@@ -7,7 +7,8 @@ import { OPERATIONS, OPERATIONS_BY_NAME, type Operation, type OperationName, typ
 export type DispatchResult = { ok: true; op: Operation; body: Record<string, unknown> } | { ok: false; op?: Operation; error: HubError };
 
 /** A dispatch of an operation named in code: its success body is typed. */
-export type TypedDispatchResult<N extends OperationName> = { ok: true; op: Operation; body: ResponseOf<N> } | { ok: false; op?: Operation; error: HubError };
+export type TypedDispatchResult<N extends OperationName> =
+  { ok: true; op: Operation; body: ResponseOf<N> } | { ok: false; op?: Operation; error: HubError };
 
 /**
  * Names under which clients send the session token: the current one, the first API
@@ -21,7 +22,11 @@ export const SESSION_PARAM_ALIASES = ['SessionToken', 'SessionID', 'SesssionToke
  * It never throws or rejects. An operation whose handler is synchronous (status, lists,
  * volume reads: most traffic) answers synchronously, without a promise round trip.
  */
-export function dispatch<N extends OperationName>(hub: HubCore, name: N, raw: Record<string, unknown>): TypedDispatchResult<N> | Promise<TypedDispatchResult<N>>;
+export function dispatch<N extends OperationName>(
+  hub: HubCore,
+  name: N,
+  raw: Record<string, unknown>,
+): TypedDispatchResult<N> | Promise<TypedDispatchResult<N>>;
 export function dispatch(hub: HubCore, name: string, raw: Record<string, unknown>): DispatchResult | Promise<DispatchResult>;
 export function dispatch(hub: HubCore, name: string, raw: Record<string, unknown>): DispatchResult | Promise<DispatchResult> {
   const op = OPERATIONS_BY_NAME.get(name);
@@ -42,8 +47,10 @@ export function runOperation(hub: HubCore, op: Operation, raw: Record<string, un
           break;
         }
       }
-      if (given === undefined) throw new HubError('InvalidParameter', 'SessionToken is required; call init_session for one.', { parameter: 'SessionToken' });
-      if (typeof given !== 'string' && typeof given !== 'number') throw new HubError('InvalidParameter', 'SessionToken must be a string.', { parameter: 'SessionToken' });
+      if (given === undefined)
+        throw new HubError('InvalidParameter', 'SessionToken is required; call init_session for one.', { parameter: 'SessionToken' });
+      if (typeof given !== 'string' && typeof given !== 'number')
+        throw new HubError('InvalidParameter', 'SessionToken must be a string.', { parameter: 'SessionToken' });
       sessionToken = unquote(String(given));
       hub.sessions.touch(sessionToken);
     }

@@ -141,11 +141,19 @@ export const ChimeParam = text()
 
 /** A TTS voice/language: espeak-ng voices ("en-us", "de"), VoiceRSS "language[:voice]". */
 export const VoiceParam = text()
-  .pipe(z.string().transform(unquote).pipe(z.string().regex(/^[A-Za-z0-9_+:-]{1,64}$/, 'Voice must be 1 to 64 letters, digits or _ + : -')))
+  .pipe(
+    z
+      .string()
+      .transform(unquote)
+      .pipe(z.string().regex(/^[A-Za-z0-9_+:-]{1,64}$/, 'Voice must be 1 to 64 letters, digits or _ + : -')),
+  )
   .optional();
 
 export const AnnouncementIDParam = text().pipe(
-  z.string().transform(unquote).pipe(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'AnnouncementID must be the id announce returned')),
+  z
+    .string()
+    .transform(unquote)
+    .pipe(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'AnnouncementID must be the id announce returned')),
 );
 
 export const AnnouncementStateSchema = z.enum(['queued', 'playing', 'done', 'failed']);

@@ -56,11 +56,16 @@ export interface Operation<N extends string = string, P extends z.ZodObject = z.
 }
 
 /** An entry of the table: what is particular to the operation; define() fills the rest. */
-type OperationSpec<N extends string, P extends z.ZodObject, R extends z.ZodType> = Omit<Operation<N, P, R>, 'needsSession' | 'cloudResponseOf' | 'params' | 'example'> &
+type OperationSpec<N extends string, P extends z.ZodObject, R extends z.ZodType> = Omit<
+  Operation<N, P, R>,
+  'needsSession' | 'cloudResponseOf' | 'params' | 'example'
+> &
   Partial<Pick<Operation<N, P, R>, 'needsSession' | 'params' | 'example'>>;
 
 /** Fills the common defaults and keeps the entry's types: its literal name, parameter and response schemas. */
-function define<const N extends string, P extends z.ZodObject = typeof NoParams, R extends z.ZodType = z.ZodType>(spec: OperationSpec<N, P, R>): Operation<N, P, R> {
+function define<const N extends string, P extends z.ZodObject = typeof NoParams, R extends z.ZodType = z.ZodType>(
+  spec: OperationSpec<N, P, R>,
+): Operation<N, P, R> {
   return {
     needsSession: true,
     // Without params the entry takes none; P then is typeof NoParams (its default).
@@ -90,8 +95,15 @@ const NoParams = z.object({});
 
 /** Operations whose responses carry ResponseOf in cloud mode (spec, Conventions). */
 const RESPONSE_OF = new Set([
-  'init_session', 'set_party_mode', 'device_list', 'add_device_to_session', 'play_hub_media',
-  'play_hub_media_selected_speakers', 'play_web_media_party_mode', 'stop_play', 'set_volume',
+  'init_session',
+  'set_party_mode',
+  'device_list',
+  'add_device_to_session',
+  'play_hub_media',
+  'play_hub_media_selected_speakers',
+  'play_web_media_party_mode',
+  'stop_play',
+  'set_volume',
 ]);
 
 // ---- session and devices ------------------------------------------------------------------
@@ -380,7 +392,7 @@ const announcements = [
     group: 'announcement',
     beyondSpec: true,
     summary:
-      'Beyond the spec. Speaks Text (or plays MediaUrl or PersistentID) on DeviceIDList (default: every available speaker) as an overlay, then puts every speaker back as it was (music rejoins in sync; volume, mute, other apps\' media restored). Optional Volume (0–50, the level while it speaks), Chime (true/false or a PersistentID played first; default false), Priority (default 100: lower than the music on a target is refused; a higher one cuts in on announcements, others queue), Voice (TTS voice). Answers at once with the AnnouncementID.',
+      "Beyond the spec. Speaks Text (or plays MediaUrl or PersistentID) on DeviceIDList (default: every available speaker) as an overlay, then puts every speaker back as it was (music rejoins in sync; volume, mute, other apps' media restored). Optional Volume (0–50, the level while it speaks), Chime (true/false or a PersistentID played first; default false), Priority (default 100: lower than the music on a target is refused; a higher one cuts in on announcements, others queue), Voice (TTS voice). Answers at once with the AnnouncementID.",
     params: z.object({
       Text: TextParam.optional(),
       MediaUrl: MediaUrlParam.optional(),
@@ -401,7 +413,8 @@ const announcements = [
         throw new HubError('InvalidParameter', 'announce needs exactly one of Text, MediaUrl or PersistentID.', { parameter: sources[1] ?? 'Text' });
       }
       // Media that cannot exist fails now; synthesis happens in the background, before any speaker is touched.
-      const main = p.PersistentID !== undefined ? hub.hubMedia(p.PersistentID) : p.MediaUrl !== undefined ? await hub.webMedia(p.MediaUrl) : undefined;
+      const main =
+        p.PersistentID !== undefined ? hub.hubMedia(p.PersistentID) : p.MediaUrl !== undefined ? await hub.webMedia(p.MediaUrl) : undefined;
       const chime = p.Chime === true ? hub.chimeMedia() : typeof p.Chime === 'string' ? hub.hubMedia(p.Chime) : undefined;
       const status = hub.announcements.announce({
         deviceIds: p.DeviceIDList,
@@ -417,7 +430,7 @@ const announcements = [
     group: 'announcement',
     beyondSpec: true,
     summary:
-      'Beyond the spec. An announcement\'s State: queued, playing, done (played and every speaker restored) or failed (Reason says why); unknown IDs are AnnouncementNotFound.',
+      "Beyond the spec. An announcement's State: queued, playing, done (played and every speaker restored) or failed (Reason says why); unknown IDs are AnnouncementNotFound.",
     params: z.object({ AnnouncementID: AnnouncementIDParam }),
     response: z.object({
       AnnouncementID: z.string(),

@@ -37,7 +37,10 @@ export function operationRoutes(): Map<string, OperationRoute> {
 }
 
 /** The operation a GET path names (tolerating doubled and trailing slashes), if any. */
-export function resolveOperationPath(routes: ReadonlyMap<string, OperationRoute>, url: string): { route: OperationRoute; legacy: boolean } | undefined {
+export function resolveOperationPath(
+  routes: ReadonlyMap<string, OperationRoute>,
+  url: string,
+): { route: OperationRoute; legacy: boolean } | undefined {
   const q = url.indexOf('?');
   let path = q < 0 ? url : url.slice(0, q);
   if (path.includes('//')) path = path.replace(/\/{2,}/g, '/');

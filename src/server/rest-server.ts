@@ -10,7 +10,17 @@ import { installConnectionLimits, type ConnectionLimits } from './connection-lim
 import { registerSampleRoute, SAMPLE_ROUTE } from './sample-route';
 import { streamEvents } from './event-stream';
 import { LimitedLog } from './limited-log';
-import { apiCorsOptions, DIALECTS, operationAnswer, operationParams, operationRoutes, resolveOperationPath, unroutedError, type Answer, type OperationRoute } from './operation-routes';
+import {
+  apiCorsOptions,
+  DIALECTS,
+  operationAnswer,
+  operationParams,
+  operationRoutes,
+  resolveOperationPath,
+  unroutedError,
+  type Answer,
+  type OperationRoute,
+} from './operation-routes';
 import { installRequestLineRepair } from './request-line-repair';
 import { buildOpenApi } from './openapi';
 import { BROWSER_CLIENT_PATHS, registerBrowserClient } from '../web-client/routes';
@@ -133,11 +143,16 @@ export class RestServer {
               : new HubError('InvalidParameter', `Malformed HTTP request (${clip(code ?? err.message, 80)}).`),
           ),
         );
-        socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+        socket.end(
+          `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        );
       },
       // A path the router cannot decode (a malformed %-sequence) too; no hook runs for it.
       frameworkErrors: (err, _req, reply) => {
-        const e = (err.statusCode ?? 500) < 500 ? new HubError('InvalidParameter', `Malformed request path (${err.code}).`) : new HubError('InternalError', 'The hub hit an unexpected fault; it has been logged.');
+        const e =
+          (err.statusCode ?? 500) < 500
+            ? new HubError('InvalidParameter', `Malformed request path (${err.code}).`)
+            : new HubError('InternalError', 'The hub hit an unexpected fault; it has been logged.');
         return (reply as FastifyReply).code(e.status).header('Access-Control-Allow-Origin', options.corsOrigin).send(errorBody(e));
       },
     });
@@ -171,19 +186,26 @@ export class RestServer {
 
     app.addHook('onRequest', async (req, reply) => {
       const routeUrl = req.routeOptions.url ?? '';
-      if (!this.auth || req.method === 'OPTIONS' || PUBLIC_PATHS.has(routeUrl) || routeUrl === SAMPLE_ROUTE || BROWSER_CLIENT_PATHS.has(routeUrl)) return;
+      if (!this.auth || req.method === 'OPTIONS' || PUBLIC_PATHS.has(routeUrl) || routeUrl === SAMPLE_ROUTE || BROWSER_CLIENT_PATHS.has(routeUrl))
+        return;
       const queryToken = req.routeOptions.url === '/api/v1/events' ? (req.query as Record<string, string>).access_token : undefined;
       if (!this.auth.check(req.headers.authorization, queryToken)) {
         // Only the path, cut short: a query can carry secrets, and a 15 KB path must not cost 15 KB of log.
         this.refusals.warn({ path: clip(req.url.split('?')[0], 100), ip: req.ip });
         reply.header('WWW-Authenticate', 'Bearer realm="SpeakerHub"');
-        return this.fail(reply, new HubError('Unauthorized', 'A valid "Authorization: Bearer <token>" header is required; the token is printed when the hub starts.'));
+        return this.fail(
+          reply,
+          new HubError('Unauthorized', 'A valid "Authorization: Bearer <token>" header is required; the token is printed when the hub starts.'),
+        );
       }
     });
 
     if (this.accessLog) {
       app.addHook('onResponse', async (req, reply) => {
-        this.options.logger.debug({ method: req.method, path: clip(req.url.split('?')[0], 100), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+        this.options.logger.debug(
+          { method: req.method, path: clip(req.url.split('?')[0], 100), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+          'request',
+        );
       });
     }
 
@@ -200,7 +222,10 @@ export class RestServer {
     app.get('/api/v1/events', (req, reply) => {
       if (streams.size >= this.limits.maxEventStreams) {
         this.options.logger.warn({ open: streams.size, ip: req.ip }, 'event stream refused: limits.maxEventStreams reached');
-        return this.fail(reply, new HubError('Busy', `${streams.size} event streams are open, the most this hub allows (limits.maxEventStreams); retry later.`));
+        return this.fail(
+          reply,
+          new HubError('Busy', `${streams.size} event streams are open, the most this hub allows (limits.maxEventStreams); retry later.`),
+        );
       }
       reply.hijack();
       const res = reply.raw;
@@ -233,7 +258,10 @@ export class RestServer {
     app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
       const status = err.statusCode ?? 500;
       if (status >= 500) this.options.logger.error({ err: clip(err.message, 300), path: clip(req.url.split('?')[0], 100) }, 'request failed');
-      const e = status < 500 ? new HubError('InvalidParameter', `Malformed request: ${clip(err.message, 200)}`) : new HubError('InternalError', 'The hub hit an unexpected fault; it has been logged.');
+      const e =
+        status < 500
+          ? new HubError('InvalidParameter', `Malformed request: ${clip(err.message, 200)}`)
+          : new HubError('InternalError', 'The hub hit an unexpected fault; it has been logged.');
       return reply.code(status < 500 ? status : 500).send(errorBody(e));
     });
   }
@@ -259,7 +287,9 @@ export class RestServer {
     if (this.accessLog) {
       const t0 = performance.now();
       const path = clip(url.split('?')[0], 100);
-      res.once('finish', () => this.options.logger.debug({ method: 'GET', path, status: res.statusCode, ms: Math.round(performance.now() - t0) }, 'request'));
+      res.once('finish', () =>
+        this.options.logger.debug({ method: 'GET', path, status: res.statusCode, ms: Math.round(performance.now() - t0) }, 'request'),
+      );
     }
     if (answer instanceof Promise) answer.then((a) => this.send(res, a.status, a.body));
     else this.send(res, answer.status, answer.body);

@@ -35,8 +35,7 @@ export function runChild(command: string, args: string[], input: string, timeout
       if (stderr.length < MAX_STDERR) stderr += chunk;
     });
     child.on('error', (e) => finish(() => reject(e)));
-    child.on('close', (code, signal) =>
-      finish(() => resolve({ code, signal, stderr: stderr.slice(0, MAX_STDERR).trim() })));
+    child.on('close', (code, signal) => finish(() => resolve({ code, signal, stderr: stderr.slice(0, MAX_STDERR).trim() })));
     // A child that dies before reading its input makes the write fail with EPIPE; its exit status says why.
     child.stdin.on('error', () => undefined);
     child.stdin.end(input, 'utf8');

@@ -32,9 +32,7 @@ type EspeakFactory = (arg: EspeakModuleArg) => Promise<EspeakModule>;
 
 // tsc (module: commonjs) turns import() into require(); a Function body is left alone, so
 // this stays a real ESM import, which the package needs for its import.meta.url.
-const importEsm = new Function('specifier', 'return import(specifier)') as (
-  specifier: string,
-) => Promise<{ default: EspeakFactory }>;
+const importEsm = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<{ default: EspeakFactory }>;
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];

@@ -91,7 +91,10 @@ export class TtsService {
 
     if (this.synthesizing >= this.maxQueue) {
       // Failing now beats a queue of announcements that would all play late.
-      throw new HubError('TtsBusy', `${this.synthesizing} texts are already being synthesized, the most allowed (limits.ttsQueue); retry in a moment.`);
+      throw new HubError(
+        'TtsBusy',
+        `${this.synthesizing} texts are already being synthesized, the most allowed (limits.ttsQueue); retry in a moment.`,
+      );
     }
     this.synthesizing++;
     try {

@@ -94,7 +94,11 @@ describe('playback engine', () => {
     // A lower one waits its turn; an equal one goes ahead.
     expect(await t.op('play_hub_media', { PersistentID: pid, Priority: '100' })).toEqual({ Result: 'true' });
     // Cancelled, not timed out: the URL never answers.
-    expect(await stuck).toMatchObject({ Result: 'false', ErrorCode: 'PlaybackFailed', ErrorMessage: expect.stringContaining('stopped before it started') });
+    expect(await stuck).toMatchObject({
+      Result: 'false',
+      ErrorCode: 'PlaybackFailed',
+      ErrorMessage: expect.stringContaining('stopped before it started'),
+    });
     expect(speaker(0).state).toBe('playing');
     expect(await t.op('playback_status')).toMatchObject({ PlaybackState: 'PlayerStatePlaying' });
   });
@@ -128,6 +132,10 @@ test('hub shutdown during playback sends a final Stopped state to event stream c
   await eventually(() => text.includes('PlayerStatePlaying'), 5000, 'Playing event');
   await t.close();
   await pump;
-  const last = text.trim().split('\n\n').filter((b) => b.startsWith('event: playbackState')).at(-1)!;
+  const last = text
+    .trim()
+    .split('\n\n')
+    .filter((b) => b.startsWith('event: playbackState'))
+    .at(-1)!;
   expect(JSON.parse(last.split('\ndata: ')[1])).toMatchObject({ state: 'PlayerStateStopped', reason: 'shutdown' });
 });

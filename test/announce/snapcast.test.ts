@@ -56,13 +56,21 @@ suite('announcements on Snapcast clients', () => {
     });
     const a = await t.op('announce', { Text: 'The snapcast announcement', DeviceIDList: ids[0], Volume: '40' });
     expect(a).toMatchObject({ Result: 'true' });
-    await waitFor(async () => groupOf(await env.status(), clientIds[0])?.stream_id === ANNOUNCE_STREAM, 15_000, 'client 1 on the announcement stream');
+    await waitFor(
+      async () => groupOf(await env.status(), clientIds[0])?.stream_id === ANNOUNCE_STREAM,
+      15_000,
+      'client 1 on the announcement stream',
+    );
     expect((await t.op('get_volume_device', { DeviceID: ids[0] })).Volume).toBe('40');
     // The others are still together on the hub stream.
     const during = await env.status();
     expect(groupOf(during, clientIds[1]).stream_id).toBe(HUB_STREAM);
     expect(groupOf(during, clientIds[1]).id).toBe(groupOf(during, clientIds[2]).id);
-    await waitFor(async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done', 30_000, 'announcement done');
+    await waitFor(
+      async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done',
+      30_000,
+      'announcement done',
+    );
     for (const stop of watchers) stop();
     expect(seen).toEqual([[], []]);
     const after = await env.status();
@@ -83,14 +91,26 @@ suite('announcements on Snapcast clients', () => {
     await waitFor(async () => (await t.op('get_volume_device', { DeviceID: ids[0] })).Volume === '19', 5000, 'the hub to see the volume');
     const before = groupOf(await env.status(), clientIds[0]);
     const a = await t.op('announce', { Text: 'Back to your group', DeviceIDList: ids[0], Volume: '45' });
-    await waitFor(async () => groupOf(await env.status(), clientIds[0])?.stream_id === ANNOUNCE_STREAM, 15_000, 'client 1 on the announcement stream');
+    await waitFor(
+      async () => groupOf(await env.status(), clientIds[0])?.stream_id === ANNOUNCE_STREAM,
+      15_000,
+      'client 1 on the announcement stream',
+    );
     // Client 2 stays where it was.
     expect(groupOf(await env.status(), clientIds[1]).stream_id).toBe(OTHER_STREAM);
-    await waitFor(async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done', 30_000, 'announcement done');
+    await waitFor(
+      async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done',
+      30_000,
+      'announcement done',
+    );
     const after = await env.status();
     expect(groupOf(after, clientIds[0]).id).toBe(before.id);
     expect(groupOf(after, clientIds[0]).stream_id).toBe(OTHER_STREAM);
-    expect(groupOf(after, clientIds[0]).clients.map((c: any) => c.id).sort()).toEqual([clientIds[0], clientIds[1]].sort());
+    expect(
+      groupOf(after, clientIds[0])
+        .clients.map((c: any) => c.id)
+        .sort(),
+    ).toEqual([clientIds[0], clientIds[1]].sort());
     expect(allClients(after).find((c: any) => c.id === clientIds[0]).config.volume).toEqual({ percent: 37, muted: false });
   });
 
@@ -98,9 +118,17 @@ suite('announcements on Snapcast clients', () => {
     await env.rpc('Client.SetVolume', { id: clientIds[2], volume: { percent: 30, muted: true } });
     await waitFor(async () => (await t.op('get_volume_device', { DeviceID: ids[2] })).Volume === '0', 5000, 'the hub to see the mute');
     const a = await t.op('announce', { Text: 'Even when muted', DeviceIDList: ids[2], Volume: '45' });
-    await waitFor(async () => groupOf(await env.status(), clientIds[2])?.stream_id === ANNOUNCE_STREAM, 15_000, 'client 3 on the announcement stream');
+    await waitFor(
+      async () => groupOf(await env.status(), clientIds[2])?.stream_id === ANNOUNCE_STREAM,
+      15_000,
+      'client 3 on the announcement stream',
+    );
     expect(allClients(await env.status()).find((c: any) => c.id === clientIds[2]).config.volume).toEqual({ percent: 90, muted: false });
-    await waitFor(async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done', 30_000, 'announcement done');
+    await waitFor(
+      async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done',
+      30_000,
+      'announcement done',
+    );
     expect(allClients(await env.status()).find((c: any) => c.id === clientIds[2]).config.volume).toEqual({ percent: 30, muted: true });
   });
 });

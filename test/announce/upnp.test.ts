@@ -99,10 +99,16 @@ suite('announcements on real UPnP renderers', () => {
     expect(await r2.volume()).toBe(60);
     await untilDone(a.AnnouncementID);
     await eventually(async () => (await r2.transportState()) === 'PLAYING' && (await r2.position()).uri === song, 15_000, 'the song again');
-    const rel = (await eventually(async () => {
-      const p = await r2.position();
-      return p.rel > 0 ? p : undefined;
-    }, 10_000, 'a position')).rel;
+    const rel = (
+      await eventually(
+        async () => {
+          const p = await r2.position();
+          return p.rel > 0 ? p : undefined;
+        },
+        10_000,
+        'a position',
+      )
+    ).rel;
     expect(Math.abs(rel - at)).toBeLessThanOrEqual(4);
     expect(await r2.volume()).toBe(37);
     // (stop_play stops such a renderer once the UPnP driver reports its transport state
@@ -113,7 +119,10 @@ suite('announcements on real UPnP renderers', () => {
   test('a renderer that vanishes mid-announcement is skipped; the other finishes and is restored', async () => {
     expect(await hub.op('play_hub_media_party_mode', { PersistentID: ids[MEDIA.long] })).toEqual({ Result: 'true' });
     const music = (await r1.position()).uri;
-    const a = await hub.op('announce', { Text: 'This is a somewhat longer announcement so that one renderer can vanish while it speaks', DeviceIDList: `${r1.deviceId},${r3.deviceId}` });
+    const a = await hub.op('announce', {
+      Text: 'This is a somewhat longer announcement so that one renderer can vanish while it speaks',
+      DeviceIDList: `${r1.deviceId},${r3.deviceId}`,
+    });
     await eventually(async () => (await r3.position()).uri !== music && (await r3.transportState()) === 'PLAYING', 15_000, 'r3 speaking');
     await r3.kill('SIGKILL');
     try {

@@ -45,8 +45,7 @@ describe('announcements (virtual speakers)', () => {
   const states: PlaybackSnapshot[] = [];
   const speaker = (i: number) => t.hub.virtual!.speaker(i);
   const status = (id: string) => t.op('announcement_status', { AnnouncementID: id });
-  const untilState = (id: string, state: string) =>
-    eventually(async () => (await status(id)).State === state, 10_000, `announcement ${id} ${state}`);
+  const untilState = (id: string, state: string) => eventually(async () => (await status(id)).State === state, 10_000, `announcement ${id} ${state}`);
   /** The last download of speaker i, to wait for the next one. */
   const lastFetch = (i: number) => speaker(i).fetches.at(-1);
   /** Speaker i has downloaded something new since `since` and plays it. */
@@ -116,7 +115,9 @@ describe('announcements (virtual speakers)', () => {
     await untilState(r.AnnouncementID, 'done');
     while (!text.includes('"phase":"restored"')) text += Buffer.from((await reader.read()).value!).toString();
     await reader.cancel();
-    const phases = [...text.matchAll(/event: announcement\ndata: (.*)\n/g)].map((m) => JSON.parse(m[1])).filter((e) => e.announcementId === r.AnnouncementID);
+    const phases = [...text.matchAll(/event: announcement\ndata: (.*)\n/g)]
+      .map((m) => JSON.parse(m[1]))
+      .filter((e) => e.announcementId === r.AnnouncementID);
     expect(phases.map((e) => e.phase)).toEqual(['started', 'ended', 'restored']);
     expect(phases[2]).toMatchObject({ state: 'done', deviceIds: [ids[2]], priority: 100 });
   });
@@ -200,7 +201,7 @@ describe('announcements (virtual speakers)', () => {
     }
   });
 
-  test("what another app played on a speaker comes back after the announcement, at its position and volume", async () => {
+  test('what another app played on a speaker comes back after the announcement, at its position and volume', async () => {
     const other = web.url('/tone.wav');
     await speaker(2).play({ url: other, startAt: 0 });
     await speaker(2).setVolume(33);
@@ -231,7 +232,10 @@ describe('announcements (virtual speakers)', () => {
 
   test('Priority: lower than the music on a target is refused; a higher announcement cuts in and the restore is still right', async () => {
     await t.op('play_hub_media_party_mode', { PersistentID: pid, Priority: '100' });
-    expect(await t.op('announce', { Text: 'too low', DeviceIDList: ids[0], Priority: '50' })).toMatchObject({ Result: 'false', ErrorCode: 'PriorityTooLow' });
+    expect(await t.op('announce', { Text: 'too low', DeviceIDList: ids[0], Priority: '50' })).toMatchObject({
+      Result: 'false',
+      ErrorCode: 'PriorityTooLow',
+    });
     const before0 = lastFetch(0);
     const low = await t.op('announce', { Text: 'Ordinary message', DeviceIDList: ids[0], Volume: '30' });
     await playsNew(0, before0);
@@ -279,10 +283,13 @@ describe('announcements (virtual speakers)', () => {
     const english = lastFetch(1)!.url;
     expect(await t.op('play_tts_selected_speakers', { Text: 'Guten Tag', DeviceIDList: ids[1], Voice: 'de' })).toEqual({ Result: 'true' });
     expect(lastFetch(1)!.url).not.toBe(english);
-    expect(await t.op('play_tts_selected_speakers', { Text: 'Guten Tag', DeviceIDList: ids[1], Voice: 'nosuchvoice' })).toMatchObject({ Result: 'false', ErrorCode: 'TtsFailed' });
+    expect(await t.op('play_tts_selected_speakers', { Text: 'Guten Tag', DeviceIDList: ids[1], Voice: 'nosuchvoice' })).toMatchObject({
+      Result: 'false',
+      ErrorCode: 'TtsFailed',
+    });
   });
 
-  test('an announcement no speaker can play is failed, with every speaker\'s reason', async () => {
+  test("an announcement no speaker can play is failed, with every speaker's reason", async () => {
     speaker(0).failNextPlay('injected fault A');
     const r = await t.op('announce', { Text: 'Nobody hears this', DeviceIDList: ids[0], Volume: '42' });
     await untilState(r.AnnouncementID, 'failed');

@@ -15,7 +15,20 @@ import { TEST_TOKEN } from '../helpers/hub';
 import { startCloud, PASSWORD, type TestCloud } from './helpers';
 import { startLinkedHub, type LinkedHub } from './hub';
 
-const LAB_FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps', '--disable-domain-reliability', '--metrics-recording-only', '--no-default-browser-check', '--disable-features=MediaRouter,OptimizationHints,Translate'];
+const LAB_FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-default-apps',
+  '--disable-domain-reliability',
+  '--metrics-recording-only',
+  '--no-default-browser-check',
+  '--disable-features=MediaRouter,OptimizationHints,Translate',
+];
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let browser: Browser;
@@ -67,13 +80,13 @@ labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIU
     await page.waitForSelector('#speakers li');
     expect(await page.locator('#speakers li').count()).toBe(2);
 
-    const ids = (await page.locator('#speakers input[type=checkbox]').evaluateAll((els) => els.map((e) => e.id.replace('spk-', ''))));
+    const ids = await page.locator('#speakers input[type=checkbox]').evaluateAll((els) => els.map((e) => e.id.replace('spk-', '')));
     const first = ids[0];
     await page.check(`#spk-${first}`);
     await page.waitForSelector('#message.ok');
     await page.fill('#tts-text', 'Hello from the browser. This sentence is long enough to keep playing while the test looks at the hub.');
     await page.click('#speak');
-     
+
     await page.waitForFunction(() => (globalThis as any).document.getElementById('state')?.textContent === 'Playing');
     const status = hub.hub.core.playback.snapshot();
     expect(status.state).toBe('PlayerStatePlaying');
@@ -85,7 +98,7 @@ labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIU
     expect(await page.textContent(`output[for="spk-${first}-vol"]`)).toBe('35');
 
     // Hub media on every speaker, then pause, resume and stop from the page.
-    const state = (text: string) => page.waitForFunction((t) => (globalThis as any).document.getElementById('state')?.textContent === t, text);  
+    const state = (text: string) => page.waitForFunction((t) => (globalThis as any).document.getElementById('state')?.textContent === t, text);
     await page.check('input[name=target][value=party]');
     const done = (label: string) => page.locator('#message.ok', { hasText: `${label}: done.` }).waitFor();
     await page.click('#play-media button[type=submit]');
@@ -113,7 +126,10 @@ labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIU
     await page.locator('#speakers li', { hasText: 'playing' }).first().waitFor(); // the badges follow playback
 
     // The README's picture is refreshed on request only, so test runs leave the tree clean.
-    const shot = process.env.UPDATE_SCREENSHOTS === '1' ? join(__dirname, '../../docs/images/browser-client.png') : join(tmpdir(), `speakerhub-client-${process.pid}.png`);
+    const shot =
+      process.env.UPDATE_SCREENSHOTS === '1'
+        ? join(__dirname, '../../docs/images/browser-client.png')
+        : join(tmpdir(), `speakerhub-client-${process.pid}.png`);
     await page.screenshot({ path: shot, fullPage: true });
     if (process.env.UPDATE_SCREENSHOTS !== '1') await rm(shot, { force: true });
     await page.close();

@@ -72,8 +72,17 @@ export async function startCloud(options: Partial<CloudOptions> & { clock?: Cloc
   };
 }
 
-export async function postForm(url: string, form: Record<string, string>, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(form).toString(), redirect: 'manual' });
+export async function postForm(
+  url: string,
+  form: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any; headers: Headers }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body: new URLSearchParams(form).toString(),
+    redirect: 'manual',
+  });
   const text = await res.text();
   let body: any = text;
   try {
@@ -100,12 +109,19 @@ export async function signup(base: string, username: string, password = PASSWORD
 }
 
 /** A confidential client registered straight in the store. */
-export async function registerClient(t: TestCloud, redirectUri = 'https://app.example.org/callback'): Promise<{ client_id: string; client_secret: string }> {
+export async function registerClient(
+  t: TestCloud,
+  redirectUri = 'https://app.example.org/callback',
+): Promise<{ client_id: string; client_secret: string }> {
   return t.cloud.context.clients.register({ name: 'Test app', redirectUris: [redirectUri] });
 }
 
 export async function passwordGrant(base: string, client: { client_id: string; client_secret: string }, username: string, password = PASSWORD) {
-  return postForm(`${base}/oauth/token`, { grant_type: 'password', username, password }, { authorization: basic(client.client_id, client.client_secret) });
+  return postForm(
+    `${base}/oauth/token`,
+    { grant_type: 'password', username, password },
+    { authorization: basic(client.client_id, client.client_secret) },
+  );
 }
 
 /** Signs in on the web pages; returns the session cookie. */
@@ -119,7 +135,12 @@ export async function webSignin(base: string, username: string, password = PASSW
  * The consent step as a browser does it: GET the authorization page (signed in), then POST
  * its form with the decision. Returns the redirect location (with code or error).
  */
-export async function authorize(base: string, cookie: string, params: Record<string, string>, decision = 'allow'): Promise<{ status: number; location: string | null; page: string }> {
+export async function authorize(
+  base: string,
+  cookie: string,
+  params: Record<string, string>,
+  decision = 'allow',
+): Promise<{ status: number; location: string | null; page: string }> {
   const url = `${base}/oauth/authorize?${new URLSearchParams(params)}`;
   const res = await fetch(url, { headers: { cookie }, redirect: 'manual' });
   const page = await res.text();
@@ -131,7 +152,6 @@ export async function authorize(base: string, cookie: string, params: Record<str
 }
 
 export function pkcePair(): { verifier: string; challenge: string } {
-   
   const { createHash, randomBytes } = require('node:crypto') as typeof import('node:crypto');
   const verifier = randomBytes(32).toString('base64url');
   return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };

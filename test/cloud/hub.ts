@@ -26,7 +26,11 @@ export interface LinkedHub {
  * --cloud <url> --cloud-username U --cloud-password-file F` runs it, unless `dataDir`
  * already holds a sign-in (then only --cloud).
  */
-export async function startLinkedHub(cloud: string, username: string, o: { dataDir?: string; withPassword?: boolean; speakers?: number; reconnectBaseMs?: number } = {}): Promise<LinkedHub> {
+export async function startLinkedHub(
+  cloud: string,
+  username: string,
+  o: { dataDir?: string; withPassword?: boolean; speakers?: number; reconnectBaseMs?: number } = {},
+): Promise<LinkedHub> {
   const dataDir = o.dataDir ?? (await mkdtemp(join(tmpdir(), 'speakerhub-linked-')));
   const logs: string[] = [];
   const stream = new Writable({
@@ -48,7 +52,13 @@ export async function startLinkedHub(cloud: string, username: string, o: { dataD
       media: { samples: false, folders: [SHARED_SAMPLES] },
       server: { host: '127.0.0.1', port: 0, token: TEST_TOKEN },
       speakers: { virtual: { count: o.speakers ?? 3 } },
-      cloud: { url: cloud, username: passwordFile ? username : undefined, passwordFile, heartbeatSeconds: 1, reconnectBaseMs: o.reconnectBaseMs ?? 50 },
+      cloud: {
+        url: cloud,
+        username: passwordFile ? username : undefined,
+        passwordFile,
+        heartbeatSeconds: 1,
+        reconnectBaseMs: o.reconnectBaseMs ?? 50,
+      },
       log: { level: 'debug' },
     },
     { logger: createLogger({ level: 'debug', stream }), extensions: [link] },

@@ -6,7 +6,19 @@
  */
 import { ManualClock } from '../../src/core/clock';
 import { WEB_CLIENT_ID } from '../../src/cloud/accounts/clients';
-import { authorize, basic, passwordGrant, pkcePair, postForm, registerClient, signup, startCloud, webSignin, PASSWORD, type TestCloud } from './helpers';
+import {
+  authorize,
+  basic,
+  passwordGrant,
+  pkcePair,
+  postForm,
+  registerClient,
+  signup,
+  startCloud,
+  webSignin,
+  PASSWORD,
+  type TestCloud,
+} from './helpers';
 
 const REDIRECT = 'https://app.example.org/callback';
 let t: TestCloud;
@@ -66,18 +78,29 @@ describe('password grant', () => {
   });
 
   test('browsers on other origins may POST to the token endpoint (CORS preflight)', async () => {
-    const res = await fetch(`${t.base}/oauth/token`, { method: 'OPTIONS', headers: { origin: 'https://app.example.org', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    const res = await fetch(`${t.base}/oauth/token`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example.org', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+    });
     expect(res.status).toBe(204);
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
     expect(res.headers.get('access-control-allow-methods')).toMatch(/POST/);
   });
 
   test('RFC 6749 §5.2 errors: unsupported grant type, missing parameters, wrong content type', async () => {
-    expectOAuthError(await token({ grant_type: 'magic' }, { authorization: basic(client.client_id, client.client_secret) }), 400, 'unsupported_grant_type');
+    expectOAuthError(
+      await token({ grant_type: 'magic' }, { authorization: basic(client.client_id, client.client_secret) }),
+      400,
+      'unsupported_grant_type',
+    );
     const missing = await token({ grant_type: 'password', username: 'alice' }, { authorization: basic(client.client_id, client.client_secret) });
     expectOAuthError(missing, 400, 'invalid_request');
     expect(missing.body.error_description).toMatch(/password/);
-    const json = await fetch(`${t.base}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: basic(client.client_id, client.client_secret) }, body: '{"grant_type":"password"}' });
+    const json = await fetch(`${t.base}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: basic(client.client_id, client.client_secret) },
+      body: '{"grant_type":"password"}',
+    });
     expectOAuthError({ status: json.status, body: await json.json() }, 400, 'invalid_request');
   });
 });
@@ -105,11 +128,20 @@ describe('authorization code grant', () => {
 
   test('client credentials in a Basic header work for the code grant too', async () => {
     const code = codeFrom((await authorize(t.base, cookie, { response_type: 'code', client_id: client.client_id, redirect_uri: REDIRECT })).location);
-    expectTokenResponse(await token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT }, { authorization: basic(client.client_id, client.client_secret) }));
+    expectTokenResponse(
+      await token(
+        { grant_type: 'authorization_code', code, redirect_uri: REDIRECT },
+        { authorization: basic(client.client_id, client.client_secret) },
+      ),
+    );
   });
 
   test('the authorization page refuses an unregistered redirect URI or unknown client without redirecting', async () => {
-    const wrong = await authorize(t.base, cookie, { response_type: 'code', client_id: client.client_id, redirect_uri: 'https://evil.example.org/cb' });
+    const wrong = await authorize(t.base, cookie, {
+      response_type: 'code',
+      client_id: client.client_id,
+      redirect_uri: 'https://evil.example.org/cb',
+    });
     expect(wrong.status).toBe(400);
     expect(wrong.location).toBeNull();
     expect(wrong.page).toMatch(/redirect_uri is not one registered/);
@@ -127,16 +159,55 @@ describe('authorization code grant', () => {
   });
 
   test('the exchange fails for another client, another redirect URI, and an expired code (1 minute)', async () => {
-    const get = async () => codeFrom((await authorize(t.base, cookie, { response_type: 'code', client_id: client.client_id, redirect_uri: REDIRECT })).location);
-    expectOAuthError(await token({ grant_type: 'authorization_code', code: await get(), client_id: other.client_id, client_secret: other.client_secret, redirect_uri: REDIRECT }), 400, 'invalid_grant');
-    expectOAuthError(await token({ grant_type: 'authorization_code', code: await get(), client_id: client.client_id, client_secret: client.client_secret, redirect_uri: 'https://app.example.org/other' }), 400, 'invalid_grant');
-    expectOAuthError(await token({ grant_type: 'authorization_code', code: await get(), client_id: client.client_id, client_secret: 'wrong' }), 400, 'invalid_client');
+    const get = async () =>
+      codeFrom((await authorize(t.base, cookie, { response_type: 'code', client_id: client.client_id, redirect_uri: REDIRECT })).location);
+    expectOAuthError(
+      await token({
+        grant_type: 'authorization_code',
+        code: await get(),
+        client_id: other.client_id,
+        client_secret: other.client_secret,
+        redirect_uri: REDIRECT,
+      }),
+      400,
+      'invalid_grant',
+    );
+    expectOAuthError(
+      await token({
+        grant_type: 'authorization_code',
+        code: await get(),
+        client_id: client.client_id,
+        client_secret: client.client_secret,
+        redirect_uri: 'https://app.example.org/other',
+      }),
+      400,
+      'invalid_grant',
+    );
+    expectOAuthError(
+      await token({ grant_type: 'authorization_code', code: await get(), client_id: client.client_id, client_secret: 'wrong' }),
+      400,
+      'invalid_client',
+    );
     const late = await get();
     clock.advance(59_000);
     const inTime = await get();
-    expectTokenResponse(await token({ grant_type: 'authorization_code', code: inTime, client_id: client.client_id, client_secret: client.client_secret, redirect_uri: REDIRECT }));
+    expectTokenResponse(
+      await token({
+        grant_type: 'authorization_code',
+        code: inTime,
+        client_id: client.client_id,
+        client_secret: client.client_secret,
+        redirect_uri: REDIRECT,
+      }),
+    );
     clock.advance(2_000);
-    const r = await token({ grant_type: 'authorization_code', code: late, client_id: client.client_id, client_secret: client.client_secret, redirect_uri: REDIRECT });
+    const r = await token({
+      grant_type: 'authorization_code',
+      code: late,
+      client_id: client.client_id,
+      client_secret: client.client_secret,
+      redirect_uri: REDIRECT,
+    });
     expectOAuthError(r, 400, 'invalid_grant');
     expect(r.body.error_description).toMatch(/expired/);
   });
@@ -149,17 +220,40 @@ describe('authorization code grant', () => {
     const plain = await authorize(t.base, cookie, { ...base, code_challenge: 'a'.repeat(43), code_challenge_method: 'plain' });
     expect(new URL(plain.location!).searchParams.get('error')).toBe('invalid_request');
     const { verifier, challenge } = pkcePair();
-    const code = async () => codeFrom((await authorize(t.base, cookie, { ...base, code_challenge: challenge, code_challenge_method: 'S256' })).location);
-    expectOAuthError(await token({ grant_type: 'authorization_code', code: await code(), client_id: WEB_CLIENT_ID, redirect_uri: redirect }), 400, 'invalid_client');
-    expectOAuthError(await token({ grant_type: 'authorization_code', code: await code(), client_id: WEB_CLIENT_ID, redirect_uri: redirect, code_verifier: pkcePair().verifier }), 400, 'invalid_grant');
-    const r = await token({ grant_type: 'authorization_code', code: await code(), client_id: WEB_CLIENT_ID, redirect_uri: redirect, code_verifier: verifier });
+    const code = async () =>
+      codeFrom((await authorize(t.base, cookie, { ...base, code_challenge: challenge, code_challenge_method: 'S256' })).location);
+    expectOAuthError(
+      await token({ grant_type: 'authorization_code', code: await code(), client_id: WEB_CLIENT_ID, redirect_uri: redirect }),
+      400,
+      'invalid_client',
+    );
+    expectOAuthError(
+      await token({
+        grant_type: 'authorization_code',
+        code: await code(),
+        client_id: WEB_CLIENT_ID,
+        redirect_uri: redirect,
+        code_verifier: pkcePair().verifier,
+      }),
+      400,
+      'invalid_grant',
+    );
+    const r = await token({
+      grant_type: 'authorization_code',
+      code: await code(),
+      client_id: WEB_CLIENT_ID,
+      redirect_uri: redirect,
+      code_verifier: verifier,
+    });
     expectTokenResponse(r);
     // …and refreshes with its client_id alone.
     expectTokenResponse(await token({ grant_type: 'refresh_token', refresh_token: r.body.refresh_token, client_id: WEB_CLIENT_ID }));
   });
 
   test('without a web session the authorization page asks to sign in first', async () => {
-    const res = await fetch(`${t.base}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: REDIRECT })}`);
+    const res = await fetch(
+      `${t.base}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: REDIRECT })}`,
+    );
     expect(res.status).toBe(200);
     const html = await res.text();
     expect(html).toMatch(/Sign in first/);
@@ -201,7 +295,11 @@ describe('refresh grant', () => {
   test('another client cannot use the refresh token; a confidential client must authenticate', async () => {
     const first = (await passwordGrant(t.base, client, 'alice')).body;
     expectOAuthError(await refresh(first.refresh_token, other), 400, 'invalid_grant');
-    expectOAuthError(await token({ grant_type: 'refresh_token', refresh_token: first.refresh_token, client_id: client.client_id }), 400, 'invalid_client');
+    expectOAuthError(
+      await token({ grant_type: 'refresh_token', refresh_token: first.refresh_token, client_id: client.client_id }),
+      400,
+      'invalid_client',
+    );
   });
 
   test('lifetimes: access tokens expire after 3600 s, refresh tokens after a year', async () => {
@@ -249,13 +347,19 @@ describe('web pages', () => {
     const badUri = await postForm(`${t.base}/account/clients`, { csrf, name: 'Bad', redirect_uris: 'https://x.example.org/cb#frag' }, { cookie });
     expect(badUri.status).toBe(400);
     expect(badUri.body).toMatch(/must not contain a fragment/);
-    const reg = await postForm(`${t.base}/account/clients`, { csrf, name: 'Web app', redirect_uris: 'https://web.example.org/cb\nhttps://web.example.org/cb2' }, { cookie });
+    const reg = await postForm(
+      `${t.base}/account/clients`,
+      { csrf, name: 'Web app', redirect_uris: 'https://web.example.org/cb\nhttps://web.example.org/cb2' },
+      { cookie },
+    );
     expect(reg.status).toBe(201);
     const id = /id="client-id">([^<]+)</.exec(reg.body)![1];
     const secret = /id="client-secret">([^<]+)</.exec(reg.body)![1];
     const a = await authorize(t.base, cookie, { response_type: 'code', client_id: id, redirect_uri: 'https://web.example.org/cb2' });
     const code = new URL(a.location!).searchParams.get('code')!;
-    expectTokenResponse(await token({ grant_type: 'authorization_code', code, client_id: id, client_secret: secret, redirect_uri: 'https://web.example.org/cb2' }));
+    expectTokenResponse(
+      await token({ grant_type: 'authorization_code', code, client_id: id, client_secret: secret, redirect_uri: 'https://web.example.org/cb2' }),
+    );
     // The page lists it afterwards, without the secret.
     const after = await (await fetch(`${t.base}/account`, { headers: { cookie } })).text();
     expect(after).toContain(id);
@@ -286,7 +390,12 @@ describe('rate limits', () => {
     const limited = await startCloud({ trustProxy: true, rateLimits: { token: { burst: 1, perSecond: 0.01 } } });
     try {
       const c = await registerClient(limited);
-      const from = (ip: string) => postForm(`${limited.base}/oauth/token`, { grant_type: 'password', username: 'x', password: 'y' }, { authorization: basic(c.client_id, c.client_secret), 'x-forwarded-for': ip });
+      const from = (ip: string) =>
+        postForm(
+          `${limited.base}/oauth/token`,
+          { grant_type: 'password', username: 'x', password: 'y' },
+          { authorization: basic(c.client_id, c.client_secret), 'x-forwarded-for': ip },
+        );
       expect((await from('192.0.2.1')).status).toBe(400);
       expect((await from('192.0.2.1')).status).toBe(429);
       expect((await from('192.0.2.2')).status).toBe(400);

@@ -24,11 +24,20 @@ export class PrivatePostgres {
     this.dir = await mkdtemp(join(tmpdir(), 'speakerhub-pg-'));
     const asRoot = process.getuid?.() === 0;
     if (asRoot) await chown(this.dir, ...(await postgresIds()));
-    const as = (cmd: string, args: string[]) => (asRoot ? run('runuser', ['-u', 'postgres', '--', join(this.bin, cmd), ...args]) : run(join(this.bin, cmd), args));
+    const as = (cmd: string, args: string[]) =>
+      asRoot ? run('runuser', ['-u', 'postgres', '--', join(this.bin, cmd), ...args]) : run(join(this.bin, cmd), args);
     await as('initdb', ['-D', join(this.dir, 'data'), '-U', 'hub', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8', '-N']);
     this.port = await freePort();
-    await as('pg_ctl', ['-D', join(this.dir, 'data'), '-l', join(this.dir, 'pg.log'), '-w', '-o',
-      `-p ${this.port} -c listen_addresses=127.0.0.1 -k ${this.dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`, 'start']);
+    await as('pg_ctl', [
+      '-D',
+      join(this.dir, 'data'),
+      '-l',
+      join(this.dir, 'pg.log'),
+      '-w',
+      '-o',
+      `-p ${this.port} -c listen_addresses=127.0.0.1 -k ${this.dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
+      'start',
+    ]);
     this.stopAs = () => as('pg_ctl', ['-D', join(this.dir, 'data'), '-m', 'immediate', '-w', 'stop']);
     return this.url('postgres');
   }

@@ -84,7 +84,16 @@ describe('every operation through the cloud', () => {
       DeviceIDList: devices.map((d: { DeviceID: string }) => d.DeviceID).join(','),
       PersistentID: media[0].PersistentID,
     };
-    const readOnly = new Set(['device_count', 'device_list', 'device_info', 'media_list', 'playback_status', 'is_playing', 'get_volume', 'get_volume_device']);
+    const readOnly = new Set([
+      'device_count',
+      'device_list',
+      'device_info',
+      'media_list',
+      'playback_status',
+      'is_playing',
+      'get_volume',
+      'get_volume_device',
+    ]);
     for (const op of OPERATIONS) {
       const params: Record<string, string> = {};
       for (const [k, v] of Object.entries(op.example)) params[k] = values[k] ?? v;
@@ -98,7 +107,9 @@ describe('every operation through the cloud', () => {
       if (body.Result === 'false') {
         // Operation-level refusals (NotResumable after a fresh play, …) travel as the hub sent them.
         expect({ op: op.name, status: r.status }).toEqual({ op: op.name, status: ERROR_CODES[body.ErrorCode as keyof typeof ERROR_CODES].status });
-        expect(['UnknownOperation', 'InternalError', 'HubOffline', 'HubBusy', 'HubTimeout', 'InvalidParameter', 'Unauthorized']).not.toContain(body.ErrorCode);
+        expect(['UnknownOperation', 'InternalError', 'HubOffline', 'HubBusy', 'HubTimeout', 'InvalidParameter', 'Unauthorized']).not.toContain(
+          body.ErrorCode,
+        );
       } else {
         expect({ op: op.name, status: r.status }).toEqual({ op: op.name, status: 200 });
         expect({ op: op.name, ok: op.response.safeParse(body).success }).toEqual({ op: op.name, ok: true });
@@ -139,18 +150,24 @@ describe('the same requests as the local server', () => {
 
   test('CORS: the preflight and the response headers match the local server', async () => {
     const pre = (base: string) =>
-      fetch(`${base}/api/v1/device_count`, { method: 'OPTIONS', headers: { origin: 'https://app.example.org', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' } });
+      fetch(`${base}/api/v1/device_count`, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://app.example.org', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+      });
     const [c, l] = await Promise.all([pre(t.base), pre(alice.base)]);
     expect(c.status).toBe(l.status);
-    for (const h of ['access-control-allow-origin', 'access-control-allow-methods', 'access-control-allow-headers', 'access-control-max-age']) expect([h, c.headers.get(h)]).toEqual([h, l.headers.get(h)]);
+    for (const h of ['access-control-allow-origin', 'access-control-allow-methods', 'access-control-allow-headers', 'access-control-max-age'])
+      expect([h, c.headers.get(h)]).toEqual([h, l.headers.get(h)]);
     const s = await session();
-    const get = await fetch(`${t.base}/api/v1/device_count?SessionToken=${s}`, { headers: { authorization: `Bearer ${aliceToken}`, origin: 'https://app.example.org' } });
+    const get = await fetch(`${t.base}/api/v1/device_count?SessionToken=${s}`, {
+      headers: { authorization: `Bearer ${aliceToken}`, origin: 'https://app.example.org' },
+    });
     expect(get.headers.get('access-control-allow-origin')).toBe('*');
   });
 });
 
 describe('isolation and availability', () => {
-  test('each token reaches only its own user\'s hub; foreign sessions are unknown there', async () => {
+  test("each token reaches only its own user's hub; foreign sessions are unknown there", async () => {
     const a = await viaCloud('/api/v1/init_session', aliceToken);
     const b = await viaCloud('/api/v1/init_session', bobToken);
     expect(a.body.HKWHubUUID).toBe(alice.hub.core.uuid);

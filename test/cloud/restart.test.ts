@@ -77,7 +77,10 @@ test('accounts, clients and tokens survive a SIGKILLed cloud; the hub relinks', 
   cloud = await startCloudProcess(port, data, database);
 
   // Sign-up: the password from a file (its trailing newline ignored), or from standard input.
-  expect((await run(['account', 'signup', '--cloud', `${base}/some/path`, '--username', 'erin', '--email', 'erin@example.org', '--password-file', pwFile])).code).toBe(0);
+  expect(
+    (await run(['account', 'signup', '--cloud', `${base}/some/path`, '--username', 'erin', '--email', 'erin@example.org', '--password-file', pwFile]))
+      .code,
+  ).toBe(0);
   const piped = await run(['account', 'signup', '--cloud', base, '--username', 'frank', '--email', 'frank@example.org'], `${PASSWORD}\n`);
   expect(piped.code).toBe(0);
   const taken = await run(['account', 'signup', '--cloud', base, '--username', 'ERIN', '--email', 'erin@example.org', '--password-file', pwFile]);
@@ -92,7 +95,19 @@ test('accounts, clients and tokens survive a SIGKILLed cloud; the hub relinks', 
   expect(wrong.err).toMatch(/Wrong username or password/);
 
   // A client registered through the running cloud.
-  const add = await run(['cloud', 'client', 'add', '--data', data, '--name', 'App', '--redirect-uri', 'https://app.example.org/cb', '--json', ...dbFlag]);
+  const add = await run([
+    'cloud',
+    'client',
+    'add',
+    '--data',
+    data,
+    '--name',
+    'App',
+    '--redirect-uri',
+    'https://app.example.org/cb',
+    '--json',
+    ...dbFlag,
+  ]);
   expect(add.code).toBe(0);
   const client = JSON.parse(add.out) as { client_id: string; client_secret: string };
   expect(Object.keys(client).sort()).toEqual(['client_id', 'client_secret']);
@@ -104,7 +119,11 @@ test('accounts, clients and tokens survive a SIGKILLed cloud; the hub relinks', 
   hub = await startLinkedHub(base, 'erin', { dataDir: hubData, withPassword: false });
   await hub.waitFor('online');
 
-  const grant = await postForm(`${base}/oauth/token`, { grant_type: 'password', username: 'erin', password: PASSWORD }, { authorization: basic(client.client_id, client.client_secret) });
+  const grant = await postForm(
+    `${base}/oauth/token`,
+    { grant_type: 'password', username: 'erin', password: PASSWORD },
+    { authorization: basic(client.client_id, client.client_secret) },
+  );
   expect(grant.status).toBe(200);
   const api = async (token: string) => {
     const r = await fetch(`${base}/api/v1/init_session`, { headers: { authorization: `Bearer ${token}` } });
@@ -119,7 +138,18 @@ test('accounts, clients and tokens survive a SIGKILLed cloud; the hub relinks', 
   await offline;
 
   // A client added while no cloud runs goes straight into the database.
-  const add2 = await run(['cloud', 'client', 'add', '--data', data, '--name', 'Offline app', '--redirect-uri', 'https://b.example.org/cb', ...dbFlag]);
+  const add2 = await run([
+    'cloud',
+    'client',
+    'add',
+    '--data',
+    data,
+    '--name',
+    'Offline app',
+    '--redirect-uri',
+    'https://b.example.org/cb',
+    ...dbFlag,
+  ]);
   expect(add2.code).toBe(0);
   const id2 = /client_id:\s+(\S+)/.exec(add2.out)![1];
   const secret2 = /client_secret:\s+(\S+)/.exec(add2.out)![1];
@@ -130,23 +160,52 @@ test('accounts, clients and tokens survive a SIGKILLed cloud; the hub relinks', 
   const after = await api(grant.body.access_token);
   expect(after.status).toBe(200);
   expect(after.body.HKWHubUUID).toBe(hub.hub.core.uuid);
-  const refreshed = await postForm(`${base}/oauth/token`, { grant_type: 'refresh_token', refresh_token: grant.body.refresh_token, client_id: client.client_id, client_secret: client.client_secret });
+  const refreshed = await postForm(`${base}/oauth/token`, {
+    grant_type: 'refresh_token',
+    refresh_token: grant.body.refresh_token,
+    client_id: client.client_id,
+    client_secret: client.client_secret,
+  });
   expect(refreshed.status).toBe(200);
   expect((await api(refreshed.body.access_token)).status).toBe(200);
   // The account and the client registered while the cloud was down.
-  const g2 = await postForm(`${base}/oauth/token`, { grant_type: 'password', username: 'frank', password: PASSWORD }, { authorization: basic(id2, secret2) });
+  const g2 = await postForm(
+    `${base}/oauth/token`,
+    { grant_type: 'password', username: 'frank', password: PASSWORD },
+    { authorization: basic(id2, secret2) },
+  );
   expect(g2.status).toBe(200);
 
   // `speakerhub hub --cloud` itself: refused without a sign-in, linked after one.
   const frankData = join(dir, 'frank-hub');
-  const hubArgs = ['hub', '--cloud', base, '--data', frankData, '--port', '0', '--host', '127.0.0.1', '--virtual-speakers', '1', '--no-samples', '--log-level', 'warn'];
+  const hubArgs = [
+    'hub',
+    '--cloud',
+    base,
+    '--data',
+    frankData,
+    '--port',
+    '0',
+    '--host',
+    '127.0.0.1',
+    '--virtual-speakers',
+    '1',
+    '--no-samples',
+    '--log-level',
+    'warn',
+  ];
   const refused = await run(hubArgs);
   expect(refused.code).toBe(2);
   expect(refused.err).toMatch(/speakerhub account signin --cloud/);
   expect((await run(['account', 'signin', '--cloud', base, '--username', 'frank', '--data', frankData], `${PASSWORD}\n`)).code).toBe(0);
   const frankHub = spawn(process.execPath, [CLI, ...hubArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
   try {
-    const hubs = async () => ((await (await fetch(`${base}/api/account/hubs`, { headers: { authorization: `Bearer ${g2.body.access_token}` } })).json()) as { hubs: unknown[] }).hubs;
+    const hubs = async () =>
+      (
+        (await (await fetch(`${base}/api/account/hubs`, { headers: { authorization: `Bearer ${g2.body.access_token}` } })).json()) as {
+          hubs: unknown[];
+        }
+      ).hubs;
     while (!(await hubs()).length) await new Promise((r) => setTimeout(r, 50));
     const init = await api(g2.body.access_token);
     expect(init.status).toBe(200);

@@ -64,10 +64,12 @@ embeddedOnly('embedded SQLite (sql.js) durability', () => {
     let db = await SqlJsDatabase.open(file, { checkpointBytes: 1 << 30 });
     await db.run('CREATE TABLE t (v TEXT)');
     await db.run('INSERT INTO t (v) VALUES ($1)', ['kept']);
-    await expect(db.transaction(async (q) => {
-      await q.run('INSERT INTO t (v) VALUES ($1)', ['rolled back']);
-      throw new Error('abort');
-    })).rejects.toThrow('abort');
+    await expect(
+      db.transaction(async (q) => {
+        await q.run('INSERT INTO t (v) VALUES ($1)', ['rolled back']);
+        throw new Error('abort');
+      }),
+    ).rejects.toThrow('abort');
     // Simulate a kill mid-append: garbage after the last intact line.
     const { appendFile } = await import('node:fs/promises');
     await appendFile(`${file}-journal`, 'abcdef {"seq":99,"wri');
@@ -115,7 +117,12 @@ describe(`accounts on ${onPostgres() ? 'PostgreSQL' : 'SQLite'}`, () => {
     await refuse({ username: 'alice.b_1-X', email: 'a@example.org', password: 'correct horse battery' }, 'username_taken', 'username', /taken/);
     await refuse({ username: 'a', email: 'a@example.org', password: 'correct horse battery' }, 'invalid_field', 'username', /2–32/);
     await refuse({ username: 'x'.repeat(33), email: 'a@example.org', password: 'correct horse battery' }, 'invalid_field', 'username', /2–32/);
-    await refuse({ username: 'bob smith', email: 'a@example.org', password: 'correct horse battery' }, 'invalid_field', 'username', /letters, digits/);
+    await refuse(
+      { username: 'bob smith', email: 'a@example.org', password: 'correct horse battery' },
+      'invalid_field',
+      'username',
+      /letters, digits/,
+    );
     await refuse({ username: 'bob', email: 'not-an-email', password: 'correct horse battery' }, 'invalid_field', 'email', /e-mail address/);
     await refuse({ username: 'bob', email: 'bob@example.org', password: 'short' }, 'invalid_field', 'password', /too weak.*10 characters/);
     await refuse({ username: 'bob', email: 'bob@example.org', password: 'password123' }, 'invalid_field', 'password', /too weak.*common/);
@@ -123,7 +130,6 @@ describe(`accounts on ${onPostgres() ? 'PostgreSQL' : 'SQLite'}`, () => {
   });
 
   test('at most two memory-hard hashes run at once; the others queue and complete', async () => {
-     
     const crypto = require('node:crypto') as typeof import('node:crypto');
     const { hashPassword, verifyPassword } = await import('../../src/cloud/accounts/password');
     const real = crypto.scrypt;

@@ -19,7 +19,22 @@ describe('devices', () => {
     expect(DeviceList).toHaveLength(3);
     for (const d of DeviceList) {
       expect(Object.keys(d).sort()).toEqual(
-        ['Active', 'DeviceID', 'DeviceName', 'GroupID', 'GroupName', 'IPAddress', 'IsPlaying', 'MacAddress', 'ModelName', 'Port', 'Role', 'Version', 'Volume', 'WifiSignalStrength'].sort(),
+        [
+          'Active',
+          'DeviceID',
+          'DeviceName',
+          'GroupID',
+          'GroupName',
+          'IPAddress',
+          'IsPlaying',
+          'MacAddress',
+          'ModelName',
+          'Port',
+          'Role',
+          'Version',
+          'Volume',
+          'WifiSignalStrength',
+        ].sort(),
       );
       expect(d.DeviceID).toMatch(/^\d{14}$/);
       expect(d.GroupID).toMatch(/^\d+$/);
@@ -37,7 +52,11 @@ describe('devices', () => {
   test('device_info returns the bare device object; unknown IDs are DeviceNotFound', async () => {
     const { DeviceList } = await t.op('device_list');
     expect(await t.op('device_info', { DeviceID: DeviceList[2].DeviceID })).toEqual(DeviceList[2]);
-    expect(await t.op('device_info', { DeviceID: '99999999999999' })).toMatchObject({ Result: 'false', ErrorCode: 'DeviceNotFound', Parameter: 'DeviceID' });
+    expect(await t.op('device_info', { DeviceID: '99999999999999' })).toMatchObject({
+      Result: 'false',
+      ErrorCode: 'DeviceNotFound',
+      Parameter: 'DeviceID',
+    });
   });
 
   test('DeviceIDs (and the hub UUID) are stable across a real restart: the hub stopped, a new one started on the same data folder', async () => {
@@ -50,7 +69,8 @@ describe('devices', () => {
       log: { level: 'silent' as const },
     };
     const read = async (hub: SpeakerHub) => {
-      const get = async (path: string) => (await fetch(hub.url + path, { headers: { Authorization: `Bearer ${TEST_TOKEN}` } })).json() as Promise<any>;
+      const get = async (path: string) =>
+        (await fetch(hub.url + path, { headers: { Authorization: `Bearer ${TEST_TOKEN}` } })).json() as Promise<any>;
       const init = await get('/api/v1/init_session');
       const list = (await get(`/api/v1/device_list?SessionToken=${init.SessionToken}`)).DeviceList;
       return { uuid: init.HKWHubUUID as string, ids: list.map((d: any) => d.DeviceID) as string[] };

@@ -206,7 +206,10 @@ describe('extension context', () => {
     const ordinary = (await ctx.dispatch('init_session', {})) as unknown as { ok: true; body: { SessionToken: string } };
     clock.advance(hub.config.sessions.idleMinutes * 60_000 + 1);
     expect(await ctx.dispatch('device_count', { SessionToken: trusted })).toMatchObject({ ok: true, body: { DeviceCount: '3' } });
-    expect(await ctx.dispatch('device_count', { SessionToken: ordinary.body.SessionToken })).toMatchObject({ ok: false, error: { code: 'SessionNotFound' } });
+    expect(await ctx.dispatch('device_count', { SessionToken: ordinary.body.SessionToken })).toMatchObject({
+      ok: false,
+      error: { code: 'SessionNotFound' },
+    });
     expect(await ctx.dispatch('close_session', { SessionToken: trusted })).toMatchObject({ ok: true });
     expect(await ctx.dispatch('device_count', { SessionToken: trusted })).toMatchObject({ ok: false, error: { code: 'SessionNotFound' } });
   });
@@ -263,7 +266,8 @@ describe('extension context', () => {
       });
     });
     const deviceId = hub.core.speakers.all()[1].id;
-    for (let v = 1; v <= 10; v++) ctx.run(OPERATIONS_BY_NAME.get('set_volume_device')!, { SessionToken: session, DeviceID: deviceId, Volume: String(v) });
+    for (let v = 1; v <= 10; v++)
+      ctx.run(OPERATIONS_BY_NAME.get('set_volume_device')!, { SessionToken: session, DeviceID: deviceId, Volume: String(v) });
     await overflow;
     expect(overflowed).toBe(true);
   });

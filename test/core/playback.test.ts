@@ -132,7 +132,8 @@ describe('playback', () => {
     expect(await t.op('play_web_media_party_mode', { MediaUrl: web.url('/party.wav') })).toEqual({ Result: 'true' });
     // One download serves every virtual speaker of the play (issue 7, item 6); each one got the audio.
     expect(web.hits.get('/party.wav')).toBe(1);
-    for (const i of [0, 1, 2]) expect(speaker(i).fetches.at(-1)).toMatchObject({ url: web.url('/party.wav'), contentType: 'audio/wav', duration: 10 });
+    for (const i of [0, 1, 2])
+      expect(speaker(i).fetches.at(-1)).toMatchObject({ url: web.url('/party.wav'), contentType: 'audio/wav', duration: 10 });
     expect((await playing()).sort()).toEqual([...ids].sort());
     clock.advance(2_000);
     expect(await status()).toEqual({ PlaybackState: 'PlayerStatePlaying', TimeElapsed: '2' });
@@ -180,9 +181,13 @@ describe('playback', () => {
     });
     expect(await status()).toMatchObject({ PlaybackState: 'PlayerStateStopped' });
     speaker(0).vanish();
-    expect(await t.op('play_web_media_selected_speakers', { MediaUrl: web.url('/x.wav'), DeviceIDList: `${ids[0]},${ids[1]}` })).toEqual({ Result: 'true' });
+    expect(await t.op('play_web_media_selected_speakers', { MediaUrl: web.url('/x.wav'), DeviceIDList: `${ids[0]},${ids[1]}` })).toEqual({
+      Result: 'true',
+    });
     expect(await playing()).toEqual([ids[1]]);
-    expect(await t.op('play_web_media_selected_speakers', { MediaUrl: web.url('/x.wav'), DeviceIDList: ids[0] })).toMatchObject({ ErrorCode: 'NoSpeakerAvailable' });
+    expect(await t.op('play_web_media_selected_speakers', { MediaUrl: web.url('/x.wav'), DeviceIDList: ids[0] })).toMatchObject({
+      ErrorCode: 'NoSpeakerAvailable',
+    });
   });
 
   test('adding a speaker while playing makes it play; removing one stops only that one', async () => {
@@ -242,7 +247,10 @@ describe('playback', () => {
     expect(unreachable.ErrorMessage).toBe(r.ErrorMessage);
     expect(r.ErrorMessage).toContain('the media URL could not be fetched or does not serve audio');
     expect(r.ErrorMessage).not.toMatch(/404|HTTP|ECONNREFUSED|fetch failed/);
-    const causes = t.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'media fetch failed').map((l) => l.cause);
+    const causes = t.logs
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.msg === 'media fetch failed')
+      .map((l) => l.cause);
     expect(causes).toContain('HTTP 404');
     expect(causes.some((c: string) => /ECONNREFUSED|fetch failed/.test(c))).toBe(true);
   });

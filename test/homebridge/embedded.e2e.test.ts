@@ -1,7 +1,18 @@
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { OPERATIONS_BY_NAME } from '../../src/operations/table';
-import { Controller, HAP, freePort, installHomebridgeDeps, removePluginDir, startHomebridge, until, VERSIONS, type ControllerAccessory, type HomebridgeRun } from './helpers';
+import {
+  Controller,
+  HAP,
+  freePort,
+  installHomebridgeDeps,
+  removePluginDir,
+  startHomebridge,
+  until,
+  VERSIONS,
+  type ControllerAccessory,
+  type HomebridgeRun,
+} from './helpers';
 import { longMediaFolder, Rest } from './rest';
 
 // Real Homebridge processes (1.x on Node 20, 2.x on Node 24) with the plugin loaded by -P and
@@ -138,16 +149,19 @@ describe.each(VERSIONS)('embedded hub in $label', ({ major }) => {
     expect((await rest.devices()).some((d) => d.IsPlaying)).toBe(false);
   });
 
-  (hasAnnounce ? test : test.skip)('an announcement switch announces on its speakers and turns itself off (needs the announce operation)', async () => {
-    const sw = byName('Dinner');
-    const key = `${sw.aid}.${sw.iid[HAP.On]}`;
-    const seen = await ctrl.subscribe([key]);
-    await ctrl.write(sw.aid, sw.iid[HAP.On], true);
-    const m = await run.waitFor(/Announcement "Dinner" started \(AnnouncementID (\S+)\)/);
-    const status = await rest.op('announcement_status', { AnnouncementID: m[1] });
-    expect(['queued', 'playing', 'done']).toContain(status.State);
-    await until(() => (seen.get(key) ?? []).some((v) => v === false || v === 0), 'the switch turning itself off');
-  });
+  (hasAnnounce ? test : test.skip)(
+    'an announcement switch announces on its speakers and turns itself off (needs the announce operation)',
+    async () => {
+      const sw = byName('Dinner');
+      const key = `${sw.aid}.${sw.iid[HAP.On]}`;
+      const seen = await ctrl.subscribe([key]);
+      await ctrl.write(sw.aid, sw.iid[HAP.On], true);
+      const m = await run.waitFor(/Announcement "Dinner" started \(AnnouncementID (\S+)\)/);
+      const status = await rest.op('announcement_status', { AnnouncementID: m[1] });
+      expect(['queued', 'playing', 'done']).toContain(status.State);
+      await until(() => (seen.get(key) ?? []).some((v) => v === false || v === 0), 'the switch turning itself off');
+    },
+  );
 
   test('a Homebridge restart restores the same accessories (same aid, name, service)', async () => {
     const before = accessories.map((a) => ({ aid: a.aid, name: a.name, type: a.serviceType })).sort((x, y) => x.aid - y.aid);

@@ -29,12 +29,24 @@ describe('package entry point', () => {
   });
 
   test('ESM users import the library by name', () => {
-    const out = execFileSync(process.execPath, ['--input-type=module', '-e', "import { createHub, OPERATIONS } from 'homebridge-speakerhub'; import entry from 'homebridge-speakerhub'; console.log(typeof createHub, OPERATIONS.length > 20, typeof entry);"], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const out = execFileSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "import { createHub, OPERATIONS } from 'homebridge-speakerhub'; import entry from 'homebridge-speakerhub'; console.log(typeof createHub, OPERATIONS.length > 20, typeof entry);",
+      ],
+      { cwd: ROOT, encoding: 'utf8' },
+    ).trim();
     expect(out).toBe('function true function');
   });
 
   test('Homebridge 2 loads it through import(): the default export is the initializer', () => {
-    const out = execFileSync(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(join(ROOT, 'dist', 'main.js'))}); console.log(typeof m.default);`], { encoding: 'utf8' }).trim();
+    const out = execFileSync(
+      process.execPath,
+      ['--input-type=module', '-e', `const m = await import(${JSON.stringify(join(ROOT, 'dist', 'main.js'))}); console.log(typeof m.default);`],
+      { encoding: 'utf8' },
+    ).trim();
     expect(out).toBe('function');
   });
 });

@@ -22,7 +22,7 @@ export const VERSIONS: { major: HomebridgeMajor; label: string }[] = [
 ];
 
 /** hap-controller, the HomeKit controller side (loaded from the cache, not a package dependency). */
- 
+
 export function hapController(): any {
   return require(join(CACHE, 'hb1', 'node_modules', 'hap-controller'));
 }
@@ -100,7 +100,9 @@ export async function startHomebridge(setup: HomebridgeSetup): Promise<Homebridg
     }),
   );
   const hb1 = setup.major === 1;
-  const bin = hb1 ? join(CACHE, 'hb1', 'node_modules', 'homebridge', 'bin', 'homebridge') : join(CACHE, 'hb2', 'node_modules', 'homebridge', 'bin', 'homebridge.js');
+  const bin = hb1
+    ? join(CACHE, 'hb1', 'node_modules', 'homebridge', 'bin', 'homebridge')
+    : join(CACHE, 'hb2', 'node_modules', 'homebridge', 'bin', 'homebridge.js');
   const node = hb1 ? process.execPath : NODE24;
   const child = spawn(node, [bin, '-U', storage, '-P', await plugins(), '--strict-plugin-resolution', '-I', '-D', '-Q', '-T'], {
     env: { ...process.env, PATH: `${dirname(node)}:${process.env.PATH}`, NODE_OPTIONS: '' },
@@ -182,11 +184,10 @@ export interface ControllerAccessory {
 
 /** A paired HomeKit controller (hap-controller) talking to the bridge by address. */
 export class Controller {
-   
   client: any;
-   
+
   pairing: any;
-   
+
   private readonly eventClients: any[] = [];
   private run!: HomebridgeRun;
 
@@ -201,7 +202,6 @@ export class Controller {
     return c;
   }
 
-   
   static reuse(run: HomebridgeRun, pairing: any): Controller {
     const c = new Controller();
     c.pairing = pairing;
@@ -217,14 +217,17 @@ export class Controller {
 
   async accessories(): Promise<ControllerAccessory[]> {
     const { accessories } = await this.client.getAccessories();
-    const short = (t: string) => t.replace(/^0+/, '').replace(/-0000-1000-8000-0026BB765291$/i, '').toUpperCase();
-     
+    const short = (t: string) =>
+      t
+        .replace(/^0+/, '')
+        .replace(/-0000-1000-8000-0026BB765291$/i, '')
+        .toUpperCase();
+
     return accessories.map((a: any) => {
-       
       const info = a.services.find((s: any) => short(s.type) === HAP.services.info);
-       
+
       const name = info?.characteristics.find((c: any) => short(c.type) === HAP.Name)?.value;
-       
+
       const primary = a.services.find((s: any) => short(s.type) !== HAP.services.info && short(s.type) !== 'A2');
       const iid: Record<string, number> = {};
       for (const c of primary?.characteristics ?? []) iid[short(c.type)] = c.iid;
@@ -260,7 +263,7 @@ export class Controller {
     const client = new HttpClient(this.run.username, '127.0.0.1', this.run.port, this.pairing, { usePersistentConnections: true });
     this.eventClients.push(client);
     const seen = new Map<string, unknown[]>();
-     
+
     client.on('event', (ev: any) => {
       for (const c of ev.characteristics ?? []) {
         const k = `${c.aid}.${c.iid}`;

@@ -17,7 +17,6 @@ import { CACHE, Controller, freePort, HAP, installHomebridgeDeps, until, type Co
 jest.setTimeout(30_000);
 beforeAll(() => installHomebridgeDeps(), 10 * 60_000);
 
- 
 class MiniHomebridge {
   readonly hap: any = require(join(CACHE, 'hb1/node_modules/homebridge/node_modules/hap-nodejs'));
   readonly bridge: any;
@@ -64,7 +63,14 @@ class MiniHomebridge {
 
   async publish(): Promise<HomebridgeRun> {
     const listening = new Promise<number>((r) => this.bridge.once('listening', r));
-    this.bridge.publish({ username: this.username, pincode: '031-45-154', port: 0, category: this.hap.Categories.BRIDGE, bind: ['lo'], advertiser: 'ciao' });
+    this.bridge.publish({
+      username: this.username,
+      pincode: '031-45-154',
+      port: 0,
+      category: this.hap.Categories.BRIDGE,
+      bind: ['lo'],
+      advertiser: 'ciao',
+    });
     this.port = await listening;
     return { username: this.username, port: this.port } as HomebridgeRun;
   }

@@ -1,6 +1,16 @@
 import { rm } from 'node:fs/promises';
 import { startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
-import { Controller, HAP, installHomebridgeDeps, removePluginDir, startHomebridge, until, VERSIONS, type ControllerAccessory, type HomebridgeRun } from './helpers';
+import {
+  Controller,
+  HAP,
+  installHomebridgeDeps,
+  removePluginDir,
+  startHomebridge,
+  until,
+  VERSIONS,
+  type ControllerAccessory,
+  type HomebridgeRun,
+} from './helpers';
 import { longMediaFolder } from './rest';
 
 // The plugin against a hub running elsewhere (here: in the test process, so the test can make
@@ -95,7 +105,12 @@ describe.each(VERSIONS)('remote hub in $label', ({ major }) => {
     await run.waitFor(/Removed accessory "Garage"/);
     ctrl = Controller.reuse(run, ctrl.pairing);
     accessories = await ctrl.accessories();
-    expect(accessories.filter((a) => a.aid !== 1).map((a) => a.name).sort()).toEqual(['Desk', 'Porch']);
+    expect(
+      accessories
+        .filter((a) => a.aid !== 1)
+        .map((a) => a.name)
+        .sort(),
+    ).toEqual(['Desk', 'Porch']);
     expect(byName('Desk').aid).toBe(before.get('Desk'));
     expect(byName('Porch').aid).toBe(before.get('Porch'));
   });

@@ -11,7 +11,6 @@ export class Rest {
     private readonly token: string,
   ) {}
 
-   
   async op(name: string, params: Record<string, string> = {}): Promise<any> {
     this.session ??= (await this.raw('init_session', {})).SessionToken;
     const body = await this.raw(name, { SessionToken: this.session!, ...params });
@@ -20,7 +19,6 @@ export class Rest {
     return this.raw(name, { SessionToken: this.session!, ...params });
   }
 
-   
   private async raw(name: string, params: Record<string, string>): Promise<any> {
     const res = await fetch(`${this.base}/api/v1/${name}?${new URLSearchParams(params)}`, { headers: { Authorization: `Bearer ${this.token}` } });
     return res.json();
@@ -41,6 +39,9 @@ export class Rest {
 export async function longMediaFolder(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'speakerhub-hb-media-'));
   const rate = 4000;
-  await writeFile(join(dir, 'long-tone.wav'), encodeWav(new Int16Array(rate * 300), rate, { title: 'Long Test Tone', artist: 'Test', album: 'Test' }));
+  await writeFile(
+    join(dir, 'long-tone.wav'),
+    encodeWav(new Int16Array(rate * 300), rate, { title: 'Long Test Tone', artist: 'Test', album: 'Test' }),
+  );
   return dir;
 }

@@ -70,10 +70,7 @@ export interface HttpResult {
  * A plain HTTP request on a fresh connection (no agent, so nothing lingers after a test).
  * rawPath is sent as is, without the URL parser's normalization of '..' segments.
  */
-export function http(
-  url: string,
-  options: { method?: string; headers?: Record<string, string>; rawPath?: string } = {},
-): Promise<HttpResult> {
+export function http(url: string, options: { method?: string; headers?: Record<string, string>; rawPath?: string } = {}): Promise<HttpResult> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
     const req = request(

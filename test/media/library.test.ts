@@ -33,15 +33,48 @@ describe('MediaLibrary', () => {
     const library = new MediaLibrary({ folders, logger });
     await library.scan();
     const items = library.list().map(({ title, artist, album, duration, contentType, file }) => ({
-      title, artist, album, duration, contentType, file,
+      title,
+      artist,
+      album,
+      duration,
+      contentType,
+      file,
     }));
     expect(items).toEqual([
       // No tags: the file name is the title.
       { title: 'untagged-tone', artist: '', album: '', duration: 2, contentType: 'audio/mpeg', file: path.join(music, 'untagged-tone.mp3') },
-      { title: 'Fixture Tone', artist: 'Fixture Artist', album: 'Fixture Album', duration: 3, contentType: 'audio/mp4', file: path.join(nested, '01 Tone.m4a') },
-      { title: 'Sample Tone 1 — Morning Chime', artist: 'SpeakerHub', album: 'SpeakerHub Samples', duration: 32, contentType: 'audio/wav', file: path.join(samples, 'sample-tone-1-morning-chime.wav') },
-      { title: 'Sample Tone 2 — Little Waltz', artist: 'SpeakerHub', album: 'SpeakerHub Samples', duration: 28, contentType: 'audio/wav', file: path.join(samples, 'sample-tone-2-little-waltz.wav') },
-      { title: 'Sample Tone 3 — Evening Walk', artist: 'SpeakerHub', album: 'SpeakerHub Samples', duration: 31, contentType: 'audio/wav', file: path.join(samples, 'sample-tone-3-evening-walk.wav') },
+      {
+        title: 'Fixture Tone',
+        artist: 'Fixture Artist',
+        album: 'Fixture Album',
+        duration: 3,
+        contentType: 'audio/mp4',
+        file: path.join(nested, '01 Tone.m4a'),
+      },
+      {
+        title: 'Sample Tone 1 — Morning Chime',
+        artist: 'SpeakerHub',
+        album: 'SpeakerHub Samples',
+        duration: 32,
+        contentType: 'audio/wav',
+        file: path.join(samples, 'sample-tone-1-morning-chime.wav'),
+      },
+      {
+        title: 'Sample Tone 2 — Little Waltz',
+        artist: 'SpeakerHub',
+        album: 'SpeakerHub Samples',
+        duration: 28,
+        contentType: 'audio/wav',
+        file: path.join(samples, 'sample-tone-2-little-waltz.wav'),
+      },
+      {
+        title: 'Sample Tone 3 — Evening Walk',
+        artist: 'SpeakerHub',
+        album: 'SpeakerHub Samples',
+        duration: 31,
+        contentType: 'audio/wav',
+        file: path.join(samples, 'sample-tone-3-evening-walk.wav'),
+      },
     ]);
   });
 
@@ -67,7 +100,10 @@ describe('MediaLibrary', () => {
     const library = new MediaLibrary({ folders, logger: log.logger });
     await library.scan();
     expect(library.list().some((i) => i.file === corrupt)).toBe(false);
-    const warnings = log.entries().filter((e) => e.level === WARN).map((e) => e.msg);
+    const warnings = log
+      .entries()
+      .filter((e) => e.level === WARN)
+      .map((e) => e.msg);
     expect(warnings).toEqual(
       expect.arrayContaining([
         expect.stringContaining(`skipped ${corrupt}: no playable audio found`),

@@ -31,11 +31,7 @@ describe('ensureSampleMedia', () => {
       expect(common.album).toBe(SAMPLE_ALBUM);
       titles.push(common.title ?? '');
     }
-    expect(titles).toEqual([
-      'Sample Tone 1 — Morning Chime',
-      'Sample Tone 2 — Little Waltz',
-      'Sample Tone 3 — Evening Walk',
-    ]);
+    expect(titles).toEqual(['Sample Tone 1 — Morning Chime', 'Sample Tone 2 — Little Waltz', 'Sample Tone 3 — Evening Walk']);
   });
 
   it('writes audible, different content per track', () => {

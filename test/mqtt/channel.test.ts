@@ -46,18 +46,34 @@ describe('the publish/subscribe channel (compatibility.md envelope)', () => {
   operationTests(() => ({ t, probe, fx, channel: CHANNEL, base: 'speakerhub' }));
 
   test('values as JSON numbers, the SesssionToken misspelling and a DeviceIDList array are accepted', async () => {
-    const r = await channelCommand(probe, writer, CHANNEL, { Command: 'set_volume_device', HKWHubUUID: t.uuid, SesssionToken: fx.session, DeviceID: Number(fx.deviceIds[1]), Volume: 33 });
+    const r = await channelCommand(probe, writer, CHANNEL, {
+      Command: 'set_volume_device',
+      HKWHubUUID: t.uuid,
+      SesssionToken: fx.session,
+      DeviceID: Number(fx.deviceIds[1]),
+      Volume: 33,
+    });
     expect(r.Result).toBe('true');
     expect((await t.rest('get_volume_device', { DeviceID: fx.deviceIds[1] })).Volume).toBe('33');
     await t.rest('stop_play');
-    const p = await channelCommand(probe, writer, CHANNEL, { Command: 'play_hub_media_selected_speakers', HKWHubUUID: t.uuid, SessionToken: fx.session, PersistentID: fx.persistentId, DeviceIDList: fx.deviceIds.slice(0, 2) });
+    const p = await channelCommand(probe, writer, CHANNEL, {
+      Command: 'play_hub_media_selected_speakers',
+      HKWHubUUID: t.uuid,
+      SessionToken: fx.session,
+      PersistentID: fx.persistentId,
+      DeviceIDList: fx.deviceIds.slice(0, 2),
+    });
     expect(p.Result).toBe('true');
     expect((await t.rest('is_playing')).IsPlaying).toBe('true');
     await t.rest('stop_play');
   });
 
   test('a command for another hub is ignored; the next one for this hub is answered', async () => {
-    const other = channelCommand(probe, writer, CHANNEL, { Command: 'device_count', HKWHubUUID: '00000000-0000-4000-8000-000000000000', SessionToken: fx.session });
+    const other = channelCommand(probe, writer, CHANNEL, {
+      Command: 'device_count',
+      HKWHubUUID: '00000000-0000-4000-8000-000000000000',
+      SessionToken: fx.session,
+    });
     const mine = await channelCommand(probe, writer, CHANNEL, { Command: 'device_count', HKWHubUUID: t.uuid, SessionToken: fx.session });
     expect(mine.DeviceCount).toBe('3');
     const none = await Promise.race([other.then(() => 'answered'), new Promise((r) => setTimeout(() => r('ignored'), 300))]);
@@ -73,12 +89,27 @@ describe('bad input on the channel: answered with REST error codes, or logged', 
     ['a missing SessionToken', { Command: 'device_count' }, 'InvalidParameter', {}],
     ['an unknown SessionToken', { Command: 'device_count', SessionToken: 'nope-nope-nope' }, 'SessionNotFound', { SessionToken: 'nope-nope-nope' }],
     ['a missing parameter', { Command: 'device_info', SessionToken: '$S' }, 'InvalidParameter', { SessionToken: '$S' }],
-    ['a malformed parameter', { Command: 'set_volume', SessionToken: '$S', Volume: 'loud' }, 'InvalidParameter', { SessionToken: '$S', Volume: 'loud' }],
+    [
+      'a malformed parameter',
+      { Command: 'set_volume', SessionToken: '$S', Volume: 'loud' },
+      'InvalidParameter',
+      { SessionToken: '$S', Volume: 'loud' },
+    ],
     ['an out-of-range volume', { Command: 'set_volume', SessionToken: '$S', Volume: 51 }, 'InvalidParameter', { SessionToken: '$S', Volume: '51' }],
     ['an object where a value belongs', { Command: 'device_info', SessionToken: '$S', DeviceID: { a: 1 } }, 'InvalidParameter', null],
-    ['an unsupported URL scheme', { Command: 'play_web_media_party_mode', SessionToken: '$S', MediaUrl: 'ftp://x/y.mp3' }, 'UnsupportedScheme', { SessionToken: '$S', MediaUrl: 'ftp://x/y.mp3' }],
+    [
+      'an unsupported URL scheme',
+      { Command: 'play_web_media_party_mode', SessionToken: '$S', MediaUrl: 'ftp://x/y.mp3' },
+      'UnsupportedScheme',
+      { SessionToken: '$S', MediaUrl: 'ftp://x/y.mp3' },
+    ],
     ['a __proto__ field smuggling a session', JSON.parse('{"Command":"device_count","__proto__":{"SessionToken":"$S"}}'), 'InvalidParameter', null],
-    ['an unknown DeviceID', { Command: 'device_info', SessionToken: '$S', DeviceID: '123' }, 'DeviceNotFound', { SessionToken: '$S', DeviceID: '123' }],
+    [
+      'an unknown DeviceID',
+      { Command: 'device_info', SessionToken: '$S', DeviceID: '123' },
+      'DeviceNotFound',
+      { SessionToken: '$S', DeviceID: '123' },
+    ],
   ];
   test.each(cases)('%s', async (_what, cmd, code, restParams) => {
     const fill = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, v === '$S' ? fx.session : v]));
@@ -88,7 +119,11 @@ describe('bad input on the channel: answered with REST error codes, or logged', 
     expect(r.ResponseOf).toBe(typeof cmd.Command === 'string' ? cmd.Command : JSON.stringify(cmd.Command));
     if (restParams) {
       // Same code and message as REST gives for the same request.
-      const rest: any = await (await fetch(`${t.base}/api/v1/${String(cmd.Command)}?${new URLSearchParams(fill(restParams) as Record<string, string>)}`, { headers: { Authorization: 'Bearer test-token-0123456789abcdefghij' } })).json();
+      const rest: any = await (
+        await fetch(`${t.base}/api/v1/${String(cmd.Command)}?${new URLSearchParams(fill(restParams) as Record<string, string>)}`, {
+          headers: { Authorization: 'Bearer test-token-0123456789abcdefghij' },
+        })
+      ).json();
       expect({ ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage }).toEqual({ ErrorCode: rest.ErrorCode, ErrorMessage: rest.ErrorMessage });
     }
   });
@@ -103,7 +138,10 @@ describe('bad input on the channel: answered with REST error codes, or logged', 
     const ok = await channelCommand(probe, writer, CHANNEL, { Command: 'device_count', SessionToken: fx.session });
     expect(ok.DeviceCount).toBe('3');
     // Rate-limited: a kind already logged in the last seconds is only counted.
-    const logged = t.logs.slice(before).concat(t.logs).some((l) => l.includes('pubsub: message dropped'));
+    const logged = t.logs
+      .slice(before)
+      .concat(t.logs)
+      .some((l) => l.includes('pubsub: message dropped'));
     expect(logged).toBe(true);
   });
 
@@ -134,7 +172,9 @@ describe('key rights through the hub', () => {
   test('a subscribe-only client receives but cannot command, and stays connected', async () => {
     const ro = await Probe.connect(t.url!, { username: t.keys.subscribeKey });
     await ro.client.subscribeAsync(CHANNEL);
-    await ro.client.publishAsync(CHANNEL, JSON.stringify({ Command: 'set_volume', SessionToken: fx.session, Volume: '7', transaction: 'ro' }), { qos: 1 });
+    await ro.client.publishAsync(CHANNEL, JSON.stringify({ Command: 'set_volume', SessionToken: fx.session, Volume: '7', transaction: 'ro' }), {
+      qos: 1,
+    });
     await ro.client.publishAsync('speakerhub/bridge/request/set_volume', JSON.stringify({ Volume: '7', transaction: 'ro' }), { qos: 1 });
     // The writer's command is answered; the read-only one never was (the hub saw nothing).
     const ok = await channelCommand(probe, writer, CHANNEL, { Command: 'get_volume', SessionToken: fx.session });
@@ -164,11 +204,21 @@ describe('events and the bridge', () => {
     await t.rest('stop_play');
     const start = probe.messages.length;
     expect((await t.rest('play_hub_media_party_mode', { PersistentID: fx.persistentId })).Result).toBe('true');
-    await probe.wait((m) => m.json?.Event === 'PlaybackTimeChanged' && m.json.PlaybackTime === '2' && probe.messages.indexOf(m) >= start, 10_000, 'PlaybackTime 2');
+    await probe.wait(
+      (m) => m.json?.Event === 'PlaybackTimeChanged' && m.json.PlaybackTime === '2' && probe.messages.indexOf(m) >= start,
+      10_000,
+      'PlaybackTime 2',
+    );
     await t.rest('stop_play');
-    await probe.wait((m) => m.json?.Event === 'PlaybackStateChanged' && m.json.PlaybackState === 'PlayerStateStopped' && probe.messages.indexOf(m) >= start, 5000, 'stopped');
+    await probe.wait(
+      (m) => m.json?.Event === 'PlaybackStateChanged' && m.json.PlaybackState === 'PlayerStateStopped' && probe.messages.indexOf(m) >= start,
+      5000,
+      'stopped',
+    );
     const events = probe.messages.slice(start).filter((m) => m.topic === CHANNEL && m.json?.Event);
-    const seq = events.map((m) => (m.json.Event === 'PlaybackTimeChanged' ? `time ${m.json.PlaybackTime}` : `${m.json.Event} ${m.json.PlaybackState ?? m.json.Reason}`));
+    const seq = events.map((m) =>
+      m.json.Event === 'PlaybackTimeChanged' ? `time ${m.json.PlaybackTime}` : `${m.json.Event} ${m.json.PlaybackState ?? m.json.Reason}`,
+    );
     expect(seq.slice(0, 3)).toEqual(['PlaybackStateChanged PlayerStatePlaying', 'time 1', 'time 2']);
     expect(seq[seq.length - 1]).toBe('PlaybackStateChanged PlayerStateStopped');
     for (const e of events) expect(e.json).toMatchObject({ HKWHubUUID: t.uuid, SessionToken: '' });
@@ -179,13 +229,17 @@ describe('events and the bridge', () => {
     const speaker = v.speakers()[2];
     const start = probe.messages.length;
     speaker.vanish();
-    const e = await probe.wait((m) => m.json?.Event === 'DeviceStateUpdated' && m.json.Reason === 'DeviceUnavailable' && probe.messages.indexOf(m) >= start);
+    const e = await probe.wait(
+      (m) => m.json?.Event === 'DeviceStateUpdated' && m.json.Reason === 'DeviceUnavailable' && probe.messages.indexOf(m) >= start,
+    );
     expect(e.json).toMatchObject({ HKWHubUUID: t.uuid, DeviceID: speaker.id });
     await probe.wait((m) => m.topic === 'speakerhub/bridge/event' && m.json?.type === 'device_unavailable' && m.json.data.device_id === speaker.id);
     await probe.wait((m) => m.topic === 'speakerhub/virtual_speaker_3/availability' && m.json?.state === 'offline');
     speaker.reappear();
     await probe.wait((m) => m.json?.Reason === 'DeviceAvailable' && probe.messages.indexOf(m) >= start);
-    await probe.wait((m) => m.topic === 'speakerhub/virtual_speaker_3/availability' && m.json?.state === 'online' && probe.messages.indexOf(m) >= start);
+    await probe.wait(
+      (m) => m.topic === 'speakerhub/virtual_speaker_3/availability' && m.json?.state === 'online' && probe.messages.indexOf(m) >= start,
+    );
   });
 
   test('per-speaker set/get and retained state after a client reconnects', async () => {
@@ -214,9 +268,15 @@ describe('events and the bridge', () => {
     await eventually(async () => (await t.rest('is_playing')).IsPlaying === 'false');
     // Bad sets are answered.
     await writer.publishAsync(`speakerhub/${name}/set`, JSON.stringify({ volume: 99, transaction: 'bad' }), { qos: 1 });
-    expect((await probe.wait((m) => m.topic.endsWith('/response') && m.json?.transaction === 'bad')).json).toMatchObject({ status: 'error', code: 'InvalidParameter' });
+    expect((await probe.wait((m) => m.topic.endsWith('/response') && m.json?.transaction === 'bad')).json).toMatchObject({
+      status: 'error',
+      code: 'InvalidParameter',
+    });
     await writer.publishAsync(`speakerhub/${name}/set`, JSON.stringify({ colour: 'red', transaction: 'bad2' }), { qos: 1 });
-    expect((await probe.wait((m) => m.topic.endsWith('/response') && m.json?.transaction === 'bad2')).json).toMatchObject({ status: 'error', code: 'InvalidParameter' });
+    expect((await probe.wait((m) => m.topic.endsWith('/response') && m.json?.transaction === 'bad2')).json).toMatchObject({
+      status: 'error',
+      code: 'InvalidParameter',
+    });
     await writer.publishAsync('speakerhub/nobody_here/set', JSON.stringify({ volume: 3 }), { qos: 1 });
     await probe.wait((m) => m.topic === 'speakerhub/bridge/event' && m.json?.type === 'error' && m.json.data.code === 'DeviceNotFound');
   });
@@ -224,13 +284,19 @@ describe('events and the bridge', () => {
   test('announce with a volume through set: spoken at that level, the own level restored', async () => {
     await t.rest('stop_play');
     expect((await t.rest('set_volume_device', { DeviceID: fx.deviceIds[1], Volume: '12' })).Result).toBe('true');
-    await writer.publishAsync('speakerhub/virtual_speaker_2/set', JSON.stringify({ announce: 'Dinner is ready', volume: 25, transaction: 'ann' }), { qos: 1 });
+    await writer.publishAsync('speakerhub/virtual_speaker_2/set', JSON.stringify({ announce: 'Dinner is ready', volume: 25, transaction: 'ann' }), {
+      qos: 1,
+    });
     const answer = (await probe.wait((m) => m.topic.endsWith('/response') && m.json?.transaction === 'ann')).json;
     expect(answer.status).toBe('ok');
     expect(answer.data.AnnouncementID).toEqual(expect.any(String));
     // While it speaks, the speaker's retained state shows the announcement's level.
     await probe.wait((m) => m.topic === 'speakerhub/virtual_speaker_2' && m.json?.volume === 25);
-    await eventually(async () => (await t.rest('announcement_status', { AnnouncementID: answer.data.AnnouncementID })).State === 'done', 15000, 'the announcement done');
+    await eventually(
+      async () => (await t.rest('announcement_status', { AnnouncementID: answer.data.AnnouncementID })).State === 'done',
+      15000,
+      'the announcement done',
+    );
     expect((await t.rest('get_volume_device', { DeviceID: fx.deviceIds[1] })).Volume).toBe('12');
     await t.rest('stop_play');
   });

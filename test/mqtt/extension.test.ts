@@ -35,13 +35,27 @@ describe('keys', () => {
     expect(() => parseConfig({ pubsub: { publishKey: 'has spaces in it here' } })).toThrow(/printable/);
     expect(() => parseConfig({ pubsub: { publishKey: 'same-key-0123456789', subscribeKey: 'same-key-0123456789' } })).toThrow(/must differ/);
     expect(() => parseConfig({ mqtt: { url: 'http://broker:1883' } })).toThrow(/mqtt.url/);
-    expect(parseConfig(mqttOverrides({ mqtt: { enabled: true, url: 'mqtts://broker.lan:8883' }, channel: 'home/speakers' })).mqtt.url).toBe('mqtts://broker.lan:8883');
+    expect(parseConfig(mqttOverrides({ mqtt: { enabled: true, url: 'mqtts://broker.lan:8883' }, channel: 'home/speakers' })).mqtt.url).toBe(
+      'mqtts://broker.lan:8883',
+    );
     // --mqtt embedded wins over a broker URL in the config file.
     const cli = buildCli();
     const hub = cli.commands.find((c) => c.name() === 'hub')!;
     hub.action(() => undefined);
     for (const c of [cli, hub]) c.exitOverride().configureOutput({ writeErr: () => undefined });
-    cli.parse(['node', 'speakerhub', 'hub', '--mqtt', 'embedded', '--mqtt-port', '1884', '--channel', 'home/sh', '--subscribe-key', 'sub-0123456789abcdef']);
+    cli.parse([
+      'node',
+      'speakerhub',
+      'hub',
+      '--mqtt',
+      'embedded',
+      '--mqtt-port',
+      '1884',
+      '--channel',
+      'home/sh',
+      '--subscribe-key',
+      'sub-0123456789abcdef',
+    ]);
     const flags = hub.opts();
     const merged = parseConfig(mergeConfig({ mqtt: { url: 'mqtt://broker.lan:1883' } }, mqttOverrides(flags)));
     expect(merged.mqtt).toMatchObject({ enabled: true, url: '', port: 1884 });
@@ -130,7 +144,17 @@ describe('the MQTT front end in a hub', () => {
     const parser = mqttPacket.parser({ protocolVersion: 4 });
     const acked = new Promise<void>((resolve) => parser.on('packet', (p) => p.cmd === 'suback' && resolve()));
     sock.on('data', (d) => parser.parse(d));
-    sock.write(mqttPacket.generate({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clean: true, clientId: 'slow', keepalive: 0, username: t.keys.subscribeKey }));
+    sock.write(
+      mqttPacket.generate({
+        cmd: 'connect',
+        protocolId: 'MQTT',
+        protocolVersion: 4,
+        clean: true,
+        clientId: 'slow',
+        keepalive: 0,
+        username: t.keys.subscribeKey,
+      }),
+    );
     sock.write(mqttPacket.generate({ cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: 'flood/#', qos: 0 }] }));
     await acked;
     sock.removeAllListeners('data');
@@ -140,14 +164,17 @@ describe('the MQTT front end in a hub', () => {
     const chunk = Buffer.alloc(200 * 1024, 7);
     const hub = t;
     // Publishers are not held up by the stalled reader beyond drainTimeoutMs; it is cut off.
-    for (let n = 0; n < 200 && !hub.logs.some((l) => l.includes('drain timeout')); n++) await writer.client.publishAsync('flood/x', chunk, { qos: 1 });
+    for (let n = 0; n < 200 && !hub.logs.some((l) => l.includes('drain timeout')); n++)
+      await writer.client.publishAsync('flood/x', chunk, { qos: 1 });
     await eventually(() => hub.logs.some((l) => l.includes('drain timeout')), 10_000, 'the broker to drop the stalled reader');
     // A paused socket cannot see the close; reading again, it finds the connection ended.
     sock.on('data', () => undefined);
     sock.resume();
     await closed;
     await writer.client.subscribeAsync('speakerhub/channel');
-    expect((await channelCommand(writer, writer.client, 'speakerhub/channel', { Command: 'device_count', SessionToken: t.session })).DeviceCount).toBe('3');
+    expect(
+      (await channelCommand(writer, writer.client, 'speakerhub/channel', { Command: 'device_count', SessionToken: t.session })).DeviceCount,
+    ).toBe('3');
     await writer.end();
   });
 
@@ -158,7 +185,12 @@ describe('the MQTT front end in a hub', () => {
     const speakerId = (await t.rest('device_list')).DeviceList[0].DeviceID;
     const volume = await ha.wait((m) => m.topic === `homeassistant/number/speakerhub_${speakerId}/volume/config`);
     expect(volume.retain).toBe(true);
-    expect(volume.json).toMatchObject({ command_topic: 'speakerhub/virtual_speaker_1/set', state_topic: 'speakerhub/virtual_speaker_1', min: 0, max: 50 });
+    expect(volume.json).toMatchObject({
+      command_topic: 'speakerhub/virtual_speaker_1/set',
+      state_topic: 'speakerhub/virtual_speaker_1',
+      min: 0,
+      max: 50,
+    });
     for (const kind of ['sensor/%/state', 'button/%/pause', 'button/%/resume', 'button/%/stop', 'notify/%/announce']) {
       await ha.wait((m) => m.topic === `homeassistant/${kind.replace('%', `speakerhub_${speakerId}`)}/config`);
     }

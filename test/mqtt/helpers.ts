@@ -129,7 +129,11 @@ let tx = 0;
 /** Publishes a command on the channel and waits for its response (matched by transaction). */
 export async function channelCommand(p: Probe, writer: MqttClient, channel: string, command: Record<string, unknown>): Promise<any> {
   const transaction = `t${++tx}`;
-  const answer = p.wait((m) => m.topic === channel && m.json?.transaction === transaction && 'ResponseOf' in m.json, 15_000, `response to ${String(command.Command)}`);
+  const answer = p.wait(
+    (m) => m.topic === channel && m.json?.transaction === transaction && 'ResponseOf' in m.json,
+    15_000,
+    `response to ${String(command.Command)}`,
+  );
   await writer.publishAsync(channel, JSON.stringify({ ...command, transaction }), { qos: 1 });
   return (await answer).json;
 }
@@ -137,7 +141,11 @@ export async function channelCommand(p: Probe, writer: MqttClient, channel: stri
 /** Publishes a bridge request and waits for its response. */
 export async function bridgeRequest(p: Probe, writer: MqttClient, base: string, op: string, params: Record<string, unknown> | string): Promise<any> {
   const transaction = `b${++tx}`;
-  const answer = p.wait((m) => m.topic === `${base}/bridge/response/${op}` && m.json?.transaction === transaction, 15_000, `bridge response to ${op}`);
+  const answer = p.wait(
+    (m) => m.topic === `${base}/bridge/response/${op}` && m.json?.transaction === transaction,
+    15_000,
+    `bridge response to ${op}`,
+  );
   const payload = typeof params === 'string' ? params : JSON.stringify({ ...params, transaction });
   await writer.publishAsync(`${base}/bridge/request/${op}`, payload, { qos: 1 });
   return (await answer).json;

@@ -47,7 +47,11 @@ suite('an external broker: a real mosquitto with a password file and an ACL', ()
   test('a read-only user (MQTT 5) is refused with not-authorized and stays connected; a wrong password gets CONNACK not authorized', async () => {
     const viewer = await Probe.connect(url, { username: 'viewer', password: USERS.viewer, protocolVersion: 5 });
     await viewer.client.subscribeAsync(CHANNEL, { qos: 1 });
-    await expect(viewer.client.publishAsync(CHANNEL, JSON.stringify({ Command: 'set_volume', SessionToken: fx.session, Volume: '9', transaction: 'viewer' }), { qos: 1 })).rejects.toThrow(/[Nn]ot authori[sz]ed|135/);
+    await expect(
+      viewer.client.publishAsync(CHANNEL, JSON.stringify({ Command: 'set_volume', SessionToken: fx.session, Volume: '9', transaction: 'viewer' }), {
+        qos: 1,
+      }),
+    ).rejects.toThrow(/[Nn]ot authori[sz]ed|135/);
     const ok = await channelCommand(probe, probe.client, CHANNEL, { Command: 'get_volume', SessionToken: fx.session });
     expect(ok.Volume).not.toBe('9');
     expect(viewer.client.connected).toBe(true);
@@ -71,10 +75,18 @@ suite('an external broker: a real mosquitto with a password file and an ACL', ()
     // The controller comes back with a persistent session and commands at QoS 1 before the hub is back (its backoff is 1.5 s).
     probe = await Probe.connect(url, { username: 'controller', password: USERS.controller, clientId: 'probe-controller', clean: false });
     await probe.client.subscribeAsync([CHANNEL, 'speakerhub/#'], { qos: 1 });
-    await probe.client.publishAsync(CHANNEL, JSON.stringify({ Command: 'set_volume', HKWHubUUID: t.uuid, SessionToken: fx.session, Volume: '37', transaction: 'away-1' }), { qos: 1 });
+    await probe.client.publishAsync(
+      CHANNEL,
+      JSON.stringify({ Command: 'set_volume', HKWHubUUID: t.uuid, SessionToken: fx.session, Volume: '37', transaction: 'away-1' }),
+      { qos: 1 },
+    );
     await probe.client.publishAsync('speakerhub/bridge/request/get_volume', JSON.stringify({ transaction: 'away-2' }), { qos: 1 });
     expect(t.ext.connected).toBe(false);
-    const answer = await probe.wait((m) => m.topic === CHANNEL && m.json?.transaction === 'away-1' && 'ResponseOf' in m.json, 15_000, 'the queued command answered');
+    const answer = await probe.wait(
+      (m) => m.topic === CHANNEL && m.json?.transaction === 'away-1' && 'ResponseOf' in m.json,
+      15_000,
+      'the queued command answered',
+    );
     expect(answer.json).toMatchObject({ ResponseOf: 'set_volume', Result: 'true' });
     const bridged = await probe.wait((m) => m.topic === 'speakerhub/bridge/response/get_volume' && m.json?.transaction === 'away-2');
     expect(bridged.json).toMatchObject({ status: 'ok', data: { Volume: '37' } });
@@ -109,7 +121,9 @@ suite('an external broker over TLS (mqtts) with credentials from the config', ()
     expect(r.json).toEqual({ status: 'ok', data: { DeviceCount: '3' }, transaction: 'tls' });
     await probe.end();
     // A hub that does not trust the broker's certificate never connects (and says why in the log).
-    const untrusting = await startMqttHub({ mqtt: { url, username: 'speakerhub', password: USERS.speakerhub, reconnectMinMs: 60_000, reconnectMaxMs: 60_000 } });
+    const untrusting = await startMqttHub({
+      mqtt: { url, username: 'speakerhub', password: USERS.speakerhub, reconnectMinMs: 60_000, reconnectMaxMs: 60_000 },
+    });
     expect(untrusting.ext.connected).toBe(false);
     expect(untrusting.logs.some((l) => /certificate/i.test(l))).toBe(true);
     await untrusting.close();

@@ -64,10 +64,40 @@ export class Mosquitto {
   private makeCertificates(): string[] {
     const d = this.dir;
     const ssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' });
-    ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=SpeakerHub test CA', '-keyout', join(d, 'ca.key'), '-out', join(d, 'ca.crt'));
+    ssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=SpeakerHub test CA',
+      '-keyout',
+      join(d, 'ca.key'),
+      '-out',
+      join(d, 'ca.crt'),
+    );
     ssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', join(d, 'server.key'), '-out', join(d, 'server.csr'));
     writeFileSync(join(d, 'san.ext'), 'subjectAltName=IP:127.0.0.1\n');
-    ssl('x509', '-req', '-in', join(d, 'server.csr'), '-CA', join(d, 'ca.crt'), '-CAkey', join(d, 'ca.key'), '-CAcreateserial', '-days', '2', '-extfile', join(d, 'san.ext'), '-out', join(d, 'server.crt'));
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      join(d, 'server.csr'),
+      '-CA',
+      join(d, 'ca.crt'),
+      '-CAkey',
+      join(d, 'ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-extfile',
+      join(d, 'san.ext'),
+      '-out',
+      join(d, 'server.crt'),
+    );
     return [`cafile ${join(d, 'ca.crt')}`, `certfile ${join(d, 'server.crt')}`, `keyfile ${join(d, 'server.key')}`];
   }
 

@@ -20,7 +20,12 @@ export function operationTests(env: () => SuiteEnv): void {
     const { t, probe, fx, channel } = env();
     await prepareFor(op, t, fx);
     const session = op.name === 'close_session' ? (await t.rest('init_session')).SessionToken : fx.session;
-    const r = await channelCommand(probe, probe.client, channel, { Command: op.name, HKWHubUUID: t.uuid, ...(op.needsSession ? { SessionToken: session } : {}), ...validParams(op, fx) });
+    const r = await channelCommand(probe, probe.client, channel, {
+      Command: op.name,
+      HKWHubUUID: t.uuid,
+      ...(op.needsSession ? { SessionToken: session } : {}),
+      ...validParams(op, fx),
+    });
     const { ResponseOf, transaction, ...body } = r;
     expect(ResponseOf).toBe(op.name);
     expect(transaction).toMatch(/^t\d+$/);

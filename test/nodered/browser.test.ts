@@ -14,7 +14,20 @@ import { ADMIN, ensureRuntimes, ROOT, startNodeRed, type NodeRed } from './runti
  */
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps', '--disable-domain-reliability', '--metrics-recording-only', '--no-default-browser-check', '--disable-features=MediaRouter,OptimizationHints,Translate'];
+const ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-default-apps',
+  '--disable-domain-reliability',
+  '--metrics-recording-only',
+  '--no-default-browser-check',
+  '--disable-features=MediaRouter,OptimizationHints,Translate',
+];
 
 let hub: TestHub;
 let nr: NodeRed;
@@ -61,9 +74,13 @@ test('the editor shows the SpeakerHub palette, fills the speaker dropdown from t
   errors.length = 0;
 
   // Every operation has its node in the palette, plus events and announce.
-  const types = await page.$$eval('.red-ui-palette-node[data-palette-type^="speakerhub-"]', (els) => els.map((e) => e.getAttribute('data-palette-type')));
+  const types = await page.$$eval('.red-ui-palette-node[data-palette-type^="speakerhub-"]', (els) =>
+    els.map((e) => e.getAttribute('data-palette-type')),
+  );
   expect(types.sort()).toEqual([...new Set(['speakerhub-announce', 'speakerhub-events', ...OPERATIONS.map((o) => `speakerhub-${o.name}`)])].sort());
-  expect(await page.$eval('.red-ui-palette-node[data-palette-type="speakerhub-play_tts_party_mode"]', (e) => e.textContent?.replace(/\s+/g, ' ').trim())).toBe('play tts party mode');
+  expect(
+    await page.$eval('.red-ui-palette-node[data-palette-type="speakerhub-play_tts_party_mode"]', (e) => e.textContent?.replace(/\s+/g, ' ').trim()),
+  ).toBe('play tts party mode');
 
   // Open the device_info node's edit dialog: its DeviceID dropdown lists the hub's speakers.
   await page.evaluate(() => {
@@ -72,7 +89,9 @@ test('the editor shows the SpeakerHub palette, fills the speaker dropdown from t
     RED.editor.edit(RED.nodes.node('dev_info'));
   });
   await page.waitForFunction(() => document.querySelectorAll('#node-input-DeviceID option').length >= 4, null, { timeout: 15_000 });
-  const options = await page.$$eval('#node-input-DeviceID option', (els) => els.map((e) => ({ value: (e as HTMLOptionElement).value, text: e.textContent })));
+  const options = await page.$$eval('#node-input-DeviceID option', (els) =>
+    els.map((e) => ({ value: (e as HTMLOptionElement).value, text: e.textContent })),
+  );
   const devices = (await hub.op('device_list')).DeviceList as { DeviceID: string; DeviceName: string }[];
   expect(options.slice(1).map((o) => o.value)).toEqual(devices.map((d) => d.DeviceID));
   expect(options.map((o) => o.text).join('|')).toContain('Kitchen');
@@ -89,11 +108,15 @@ test('the editor shows the SpeakerHub palette, fills the speaker dropdown from t
   });
   const ids = devices.map((d) => d.DeviceID);
   await page.waitForFunction(
-    (want) => JSON.stringify(Array.from(document.querySelectorAll('#node-input-targets option')).map((o) => (o as HTMLOptionElement).value)) === JSON.stringify(want),
+    (want) =>
+      JSON.stringify(Array.from(document.querySelectorAll('#node-input-targets option')).map((o) => (o as HTMLOptionElement).value)) ===
+      JSON.stringify(want),
     ids,
     { timeout: 15_000 },
   );
-  expect(await page.$$eval('#node-input-targets option', (els) => els.map((e) => (e as HTMLOptionElement).value))).toEqual(devices.map((d) => d.DeviceID));
+  expect(await page.$$eval('#node-input-targets option', (els) => els.map((e) => (e as HTMLOptionElement).value))).toEqual(
+    devices.map((d) => d.DeviceID),
+  );
   await page.click('#node-dialog-cancel');
   await page.waitForSelector('#node-dialog-cancel', { state: 'detached', timeout: 10_000 });
   // The config node's dialog: the embedded fields show only in embedded mode.

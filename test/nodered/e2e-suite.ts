@@ -75,7 +75,12 @@ class RemoteHub {
     this.dataDir ||= await mkdtemp(join(tmpdir(), 'speakerhub-nr-remote-'));
     this.port ||= await freePort();
     this.hub = createHub(
-      { dataDir: this.dataDir, media: { samples: false, folders: [SHARED_SAMPLES] }, server: { host: '127.0.0.1', port: this.port, token: TOKEN }, log: { level: 'silent' } },
+      {
+        dataDir: this.dataDir,
+        media: { samples: false, folders: [SHARED_SAMPLES] },
+        server: { host: '127.0.0.1', port: this.port, token: TOKEN },
+        log: { level: 'silent' },
+      },
       { logger: createLogger({ level: 'silent' }) },
     );
     await this.hub.start();
@@ -110,7 +115,12 @@ export function defineEndToEnd(version: NodeRedVersion): void {
 
     async function deployAndWait(flows: object[]): Promise<void> {
       await nr.deploy(flows);
-      await until('the flow to answer', () => nr.request('/api/sh/device_count'), (r) => r.status === 200, 30_000);
+      await until(
+        'the flow to answer',
+        () => nr.request('/api/sh/device_count'),
+        (r) => r.status === 200,
+        30_000,
+      );
     }
 
     test('the package loads: every SpeakerHub type registered, one per operation of the table, without warnings', async () => {
@@ -118,15 +128,25 @@ export function defineEndToEnd(version: NodeRedVersion): void {
       expect(res.status).toBe(200);
       const sets = (res.body as any[]).filter((s) => s.module === 'homebridge-speakerhub');
       const types = sets.flatMap((s) => s.types).sort();
-      expect(types).toEqual([...new Set(['speakerhub-announce', 'speakerhub-config', 'speakerhub-events', ...OPERATIONS.map((o) => `speakerhub-${o.name}`)])].sort());
+      expect(types).toEqual(
+        [...new Set(['speakerhub-announce', 'speakerhub-config', 'speakerhub-events', ...OPERATIONS.map((o) => `speakerhub-${o.name}`)])].sort(),
+      );
       for (const s of sets) expect({ set: s.name, enabled: s.enabled, err: s.err }).toEqual({ set: s.name, enabled: true, err: undefined });
-      const warnings = nr.output().split('\n').filter((l) => /\[(warn|error)\]/.test(l) && /speakerhub/i.test(l));
+      const warnings = nr
+        .output()
+        .split('\n')
+        .filter((l) => /\[(warn|error)\]/.test(l) && /speakerhub/i.test(l));
       expect(warnings).toEqual([]);
     });
 
     const modes = [
       { mode: 'remote', config: () => remoteConfig('cfg1', remote.url, TOKEN), rest: () => new HubRest(remote.url, TOKEN) },
-      { mode: 'embedded', port: 0, config: () => embeddedConfig('cfg1', embeddedPort, TOKEN), rest: () => new HubRest(`http://127.0.0.1:${embeddedPort}`, TOKEN) },
+      {
+        mode: 'embedded',
+        port: 0,
+        config: () => embeddedConfig('cfg1', embeddedPort, TOKEN),
+        rest: () => new HubRest(`http://127.0.0.1:${embeddedPort}`, TOKEN),
+      },
     ] as const;
     let embeddedPort = 0;
 
@@ -182,7 +202,7 @@ export function defineEndToEnd(version: NodeRedVersion): void {
         expect((await rest.op('get_volume')).Volume).toBe('21');
       });
 
-      test('the editor\'s dropdown endpoint needs a logged-in user with read permission', async () => {
+      test("the editor's dropdown endpoint needs a logged-in user with read permission", async () => {
         const path = '/admin/speakerhub/options/cfg1';
         expect((await nr.request(path, { headers: { Authorization: 'Bearer nope' } })).status).toBe(401);
         expect((await fetch(nr.base + path)).status).toBe(401);
@@ -240,7 +260,11 @@ export function defineEndToEnd(version: NodeRedVersion): void {
         // the volume from before it at its end: let it finish first (in remote mode the hub that
         // ran it may have restarted since, forgetting it).
         if (ids.announcementId) {
-          await until('the earlier announcement to finish', () => rest.op('announcement_status', { AnnouncementID: ids.announcementId! }), (s) => s.State === 'done' || s.State === 'failed' || s.ErrorCode === 'AnnouncementNotFound'); // (remote: the hub restarted since)
+          await until(
+            'the earlier announcement to finish',
+            () => rest.op('announcement_status', { AnnouncementID: ids.announcementId! }),
+            (s) => s.State === 'done' || s.State === 'failed' || s.ErrorCode === 'AnnouncementNotFound',
+          ); // (remote: the hub restarted since)
         }
         await rest.op('set_volume_device', { DeviceID: ids.devices[0], Volume: '12' });
         const res = await nr.request(`/api/announce?Text=${encodeURIComponent('The door is open')}`);
@@ -261,13 +285,26 @@ export function defineEndToEnd(version: NodeRedVersion): void {
       await rest.op('stop_play');
       await nr.deploy([...example, TAB, ...eventRecorder(cfg.id)]);
       // Both events nodes share the config node's stream; its first event says it is open.
-      await until('the event stream', async () => (await nr.request('/api/events')).body, (l) => Array.isArray(l) && l.some((e: any) => e.topic === 'playbackState'));
+      await until(
+        'the event stream',
+        async () => (await nr.request('/api/events')).body,
+        (l) => Array.isArray(l) && l.some((e: any) => e.topic === 'playbackState'),
+      );
       const victim = remote.hub.virtual!.speaker(1);
       victim.vanish();
-      const played = await until('the announcement of the offline speaker', async () => remote.hub.core.playback.snapshot(), (s) => s.kind === 'tts');
+      const played = await until(
+        'the announcement of the offline speaker',
+        async () => remote.hub.core.playback.snapshot(),
+        (s) => s.kind === 'tts',
+      );
       const list = (await rest.op('device_list')).DeviceList as { DeviceID: string; Active: boolean }[];
       expect(list.filter((d) => !d.Active)).toHaveLength(1);
-      expect(played.deviceIds.sort()).toEqual(list.filter((d) => d.Active).map((d) => d.DeviceID).sort());
+      expect(played.deviceIds.sort()).toEqual(
+        list
+          .filter((d) => d.Active)
+          .map((d) => d.DeviceID)
+          .sort(),
+      );
       expect(played.priority).toBe(50);
       victim.reappear();
     }, 30_000);
@@ -295,7 +332,12 @@ export function defineEndToEnd(version: NodeRedVersion): void {
       expect(after.sockets.length).toBe(before.sockets.length);
       // No child process stays: the live hub's media-scan helper exits after 2 s idle, and every
       // stopped hub ended its own at once.
-      await until('helper processes to exit', async () => childProcesses(pid), (c) => c.length === 0, 10_000);
+      await until(
+        'helper processes to exit',
+        async () => childProcesses(pid),
+        (c) => c.length === 0,
+        10_000,
+      );
       // A hub left running per deploy would hold its library, servers and drivers: many MB of heap
       // over 20 (heap after a full GC is the precise figure; RSS only a coarse bound, as V8 and
       // malloc return memory to the system lazily). Measured over deploys 10→50: NR4 RSS
@@ -303,7 +345,9 @@ export function defineEndToEnd(version: NodeRedVersion): void {
       // SpeakerHub, HubCore, RestServer and MediaServer.
       expect(after.heap - before.heap).toBeLessThan(12 * 1024 * 1024);
       expect(after.rss - before.rss).toBeLessThan(48 * 1024 * 1024);
-      console.log(`Node-RED ${version} redeploy x20: heap ${(before.heap / 1e6).toFixed(1)} → ${(after.heap / 1e6).toFixed(1)} MB, rss ${(before.rss / 1e6).toFixed(1)} → ${(after.rss / 1e6).toFixed(1)} MB, listening ${after.sockets.length}`);
+      console.log(
+        `Node-RED ${version} redeploy x20: heap ${(before.heap / 1e6).toFixed(1)} → ${(after.heap / 1e6).toFixed(1)} MB, rss ${(before.rss / 1e6).toFixed(1)} → ${(after.rss / 1e6).toFixed(1)} MB, listening ${after.sockets.length}`,
+      );
     }, 180_000);
   });
 }

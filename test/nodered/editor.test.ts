@@ -9,7 +9,7 @@ import { ROOT } from './runtime';
 
 const read = (f: string) => readFileSync(join(ROOT, f), 'utf8');
 
-test('the operation nodes\' editor files are generated from the table (run `npm run nodered:gen`)', () => {
+test("the operation nodes' editor files are generated from the table (run `npm run nodered:gen`)", () => {
   expect(read('nodes/speakerhub-operations.html')).toBe(operationsEditorHtml());
   expect(read('nodes/locales/en-US/speakerhub-operations.html')).toBe(operationsHelpHtml());
 });

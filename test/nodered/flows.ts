@@ -48,7 +48,9 @@ function fn(code: string, wires: string[][] = [[]]): Record<string, unknown> {
 
 /** An events node recording into global context, read by GET /api/events. */
 export function eventRecorder(cfgId: string): object[] {
-  const rec = fn("const l = global.get('events') || []; l.push({ topic: msg.topic, payload: msg.payload }); if (l.length > 2000) l.shift(); global.set('events', l); return null;");
+  const rec = fn(
+    "const l = global.get('events') || []; l.push({ topic: msg.topic, payload: msg.payload }); if (l.length > 2000) l.shift(); global.set('events', l); return null;",
+  );
   return [
     { id: id('ev'), type: 'speakerhub-events', z: 'tab1', hub: cfgId, topics: [], wires: [[rec.id]] },
     rec,
@@ -71,11 +73,14 @@ export function testFlow(config: object, options: { recorder?: boolean } = {}): 
     'msg.statusCode = 500; msg.payload = { caught: true, code: msg.error.code, message: msg.error.message, source: msg.error.source && msg.error.source.type }; return msg;',
     [[errOut]],
   );
-  flows.push(
-    { id: id('catch'), type: 'catch', z: 'tab1', scope: null, uncaught: false, wires: [[errFn.id]] },
-    errFn,
-    { id: errOut, type: 'http response', z: 'tab1', statusCode: '', headers: {}, wires: [] },
-  );
+  flows.push({ id: id('catch'), type: 'catch', z: 'tab1', scope: null, uncaught: false, wires: [[errFn.id]] }, errFn, {
+    id: errOut,
+    type: 'http response',
+    z: 'tab1',
+    statusCode: '',
+    headers: {},
+    wires: [],
+  });
   if (options.recorder === false) flows.push({ id: id('ev'), type: 'speakerhub-events', z: 'tab1', hub: cfgId, topics: [], wires: [[]] });
   else flows.push(...eventRecorder(cfgId));
   flows.push(...httpRoute('announce', { type: 'speakerhub-announce', hub: cfgId, targets: [], volume: '30' }));

@@ -1,7 +1,10 @@
 /** A minimal REST caller for checking outcomes on a hub (its own session, like any client). */
 export class HubRest {
   private session?: string;
-  constructor(readonly base: string, private readonly token: string) {}
+  constructor(
+    readonly base: string,
+    private readonly token: string,
+  ) {}
 
   async raw(op: string, params: Record<string, string> = {}): Promise<any> {
     const qs = new URLSearchParams(params);
@@ -27,7 +30,8 @@ export async function until<T>(what: string, probe: () => Promise<T>, check: (v:
     } catch (e) {
       lastErr = e;
     }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)?.slice(0, 500)} ${lastErr ? String(lastErr) : ''}`);
+    if (Date.now() > end)
+      throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)?.slice(0, 500)} ${lastErr ? String(lastErr) : ''}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }

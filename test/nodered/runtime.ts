@@ -36,7 +36,10 @@ export function runtimeEnv(version: NodeRedVersion): { node: string; env: NodeJS
 
 /** The package as npm publishes it (files list, node-red section), packed into dir. */
 export function packPackage(dir: string): string {
-  const out = execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' }).trim().split('\n').pop()!;
+  const out = execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .pop()!;
   return join(dir, out);
 }
 
@@ -79,13 +82,17 @@ export async function startNodeRed(version: NodeRedVersion, options: { settings?
   const { node, env } = runtimeEnv(version);
   await writeFile(join(userDir, 'package.json'), JSON.stringify({ name: 'node-red-project', private: true }));
   // Node-RED's own bcrypt (its UMD build loads with require) hashes the users' passwords.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+
   const bcrypt = require(join(dirname(nodeRedDir(version)), 'bcryptjs', 'umd', 'index.js'));
   const users = [
     { username: ADMIN.username, password: bcrypt.hashSync(ADMIN.password, 8), permissions: '*' },
     { username: VIEWER.username, password: bcrypt.hashSync(VIEWER.password, 8), permissions: 'read' },
   ];
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', packPackage(userDir)], { cwd: userDir, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', packPackage(userDir)], {
+    cwd: userDir,
+    env,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const port = await freePort();
   await writeFile(
     join(userDir, 'settings.js'),
@@ -144,7 +151,12 @@ export async function startNodeRed(version: NodeRedVersion, options: { settings?
     async deploy(flows, type = 'full') {
       const res = await fetch(`${base}/admin/flows`, {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'Node-RED-API-Version': 'v2', 'Node-RED-Deployment-Type': type, Authorization: `Bearer ${nr.adminToken}` },
+        headers: {
+          'Content-Type': 'application/json',
+          'Node-RED-API-Version': 'v2',
+          'Node-RED-Deployment-Type': type,
+          Authorization: `Bearer ${nr.adminToken}`,
+        },
         body: JSON.stringify({ flows }),
       });
       if (res.status !== 200) throw new Error(`deploy failed: HTTP ${res.status} ${await res.text()}`);

@@ -13,15 +13,15 @@ import { ensureRuntimes, freePort, nodeRedDir, ROOT } from './runtime';
  */
 
 ensureRuntimes();
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+
 const helper = require('node-red-node-test-helper');
 helper.init(join(nodeRedDir(4), 'lib', 'red.js'));
-/* eslint-disable @typescript-eslint/no-require-imports */
+
 const configNode = require(join(ROOT, 'nodes', 'speakerhub-config.js'));
 const operationNodes = require(join(ROOT, 'nodes', 'speakerhub-operations.js'));
 const eventsNode = require(join(ROOT, 'nodes', 'speakerhub-events.js'));
 const announceNode = require(join(ROOT, 'nodes', 'speakerhub-announce.js'));
-/* eslint-enable @typescript-eslint/no-require-imports */
+
 const ALL = [configNode, operationNodes, eventsNode, announceNode];
 
 let hub: TestHub;
@@ -165,9 +165,17 @@ test('the events node sends msg.topic = event name, filtered by its settings', a
   const got: any[] = [];
   out.on('input', (m: any) => got.push(m));
   // The stream is open once the hub has a listener (the first playbackState is filtered out).
-  await until('the event stream', async () => hub.hub.core.events.listenerCount('volume'), (n) => n > 0);
+  await until(
+    'the event stream',
+    async () => hub.hub.core.events.listenerCount('volume'),
+    (n) => n > 0,
+  );
   await hub.op('set_volume_device', { DeviceID: devices[0], Volume: '44' });
-  await until('the volume event', async () => got, (g) => g.some((m) => m.payload.volume === 44));
+  await until(
+    'the volume event',
+    async () => got,
+    (g) => g.some((m) => m.payload.volume === 44),
+  );
   expect(got.every((m) => m.topic === 'volume')).toBe(true);
   expect(got.find((m) => m.payload.volume === 44).payload).toEqual({ deviceId: devices[0], volume: 44 });
 });
@@ -183,7 +191,11 @@ test('the admin endpoint lists the hub speakers and media for the editor dropdow
 
 // Fails until the announcements branch (core-announce) adds the announce operation.
 test('the announce node sends the message on once the announcement is done', async () => {
-  const flow = [cfg(), { id: 'an', type: 'speakerhub-announce', hub: 'cfg', targets: [devices[0]], volume: '30', wires: [['out']] }, { id: 'out', type: 'helper' }];
+  const flow = [
+    cfg(),
+    { id: 'an', type: 'speakerhub-announce', hub: 'cfg', targets: [devices[0]], volume: '30', wires: [['out']] },
+    { id: 'out', type: 'helper' },
+  ];
   await helper.load(ALL, flow, creds);
   attach(helper.getNode('an'), helper.getNode('out'));
   const msg = await run(helper.getNode('an'), helper.getNode('out'), { payload: 'The washing machine is done' });
@@ -210,7 +222,17 @@ test('embedded mode: a bad setting or a hub that cannot start is reported as Hub
   const dataDir = await mkdtemp(join(tmpdir(), 'speakerhub-nr-embedded-'));
   try {
     const busy = [
-      { id: 'cfg', type: 'speakerhub-config', mode: 'embedded', dataDir, samples: false, restEnabled: true, restHost: '127.0.0.1', restPort: port, logLevel: 'error' },
+      {
+        id: 'cfg',
+        type: 'speakerhub-config',
+        mode: 'embedded',
+        dataDir,
+        samples: false,
+        restEnabled: true,
+        restHost: '127.0.0.1',
+        restPort: port,
+        logLevel: 'error',
+      },
       { id: 'op', type: 'speakerhub-device_count', hub: 'cfg', wires: [['out']] },
       { id: 'out', type: 'helper' },
     ];
@@ -226,12 +248,20 @@ test('embedded mode: a bad setting or a hub that cannot start is reported as Hub
 });
 
 test('embedded mode maps the editor fields onto the hub configuration (MQTT broker only when ticked)', () => {
-  /* eslint-disable @typescript-eslint/no-require-imports */
   const { embeddedHubConfig } = require(join(ROOT, 'dist', 'nodered', 'embedded-config.js'));
   const { parseConfig } = require(join(ROOT, 'dist', 'config', 'schema.js'));
-  /* eslint-enable @typescript-eslint/no-require-imports */
+
   const cfg = embeddedHubConfig(
-    { drivers: 'virtual,upnp', virtualCount: '2', virtualNames: 'Kitchen, Office', renderers: 'http://10.0.0.5:49152/d.xml\nhttp://10.0.0.6:49152/d.xml', mediaFolders: '/srv/music', restEnabled: true, restPort: '8099', extraConfig: '{"speakers":{"virtual":{"volume":25}}}' },
+    {
+      drivers: 'virtual,upnp',
+      virtualCount: '2',
+      virtualNames: 'Kitchen, Office',
+      renderers: 'http://10.0.0.5:49152/d.xml\nhttp://10.0.0.6:49152/d.xml',
+      mediaFolders: '/srv/music',
+      restEnabled: true,
+      restPort: '8099',
+      extraConfig: '{"speakers":{"virtual":{"volume":25}}}',
+    },
     { token: TEST_TOKEN },
     { userDir: '/home/nr/.node-red', nodeId: 'abc.123' },
   );

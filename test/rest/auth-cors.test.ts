@@ -193,7 +193,10 @@ describe('secrets stay out of the logs', () => {
     expect(enc.body).toEqual({ DeviceCount: '2' });
     // Raw requests: a bad request line, and a token in a header the hub does not know.
     await rawRequest(h.base, `GET /api/v1/device_count?SessionToken=${s}&x=\u00e9 HTTP/1.1`, { Authorization: `Bearer ${almost}` });
-    await rawRequest(h.base, `GET /api/v1/device_count?SessionToken=${s} HTTP/1.1`, { Authorization: `Bearer ${TEST_TOKEN}`, 'X-Api-Key': TEST_TOKEN });
+    await rawRequest(h.base, `GET /api/v1/device_count?SessionToken=${s} HTTP/1.1`, {
+      Authorization: `Bearer ${TEST_TOKEN}`,
+      'X-Api-Key': TEST_TOKEN,
+    });
 
     const logs = h.logs.join('');
     expect(logs).toContain('request refused'); // the refusals were logged...

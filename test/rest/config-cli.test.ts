@@ -106,15 +106,18 @@ function runCli(args: string[]): Cli {
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   return { child, stdout: () => out, stderr: () => err, exit };
 }
 
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)))]).finally(() =>
-    clearTimeout(timer),
-  );
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /** Waits until the CLI printed its REST URL; the API token is read from its data folder. */
@@ -181,7 +184,20 @@ describe('the CLI', () => {
       });
     });
     const data = tmp('speakerhub-cli-');
-    const cli = runCli(['hub', '--port', '0', '--host', '127.0.0.1', '--data', data, '--snapcast', `127.0.0.1:${free}`, '--no-samples', '--log-level', 'warn']);
+    const cli = runCli([
+      'hub',
+      '--port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      '--data',
+      data,
+      '--snapcast',
+      `127.0.0.1:${free}`,
+      '--no-samples',
+      '--log-level',
+      'warn',
+    ]);
     const { base, token } = await banner(cli);
     const auth = { Authorization: `Bearer ${token}` };
     const session = (await httpGet(`${base}/api/v1/init_session`, auth)).body.SessionToken as string;
@@ -192,7 +208,20 @@ describe('the CLI', () => {
 
   test('exits 0 on SIGTERM even while an event-stream client is connected', async () => {
     const data = tmp('speakerhub-cli-');
-    const cli = runCli(['hub', '--port', '0', '--host', '127.0.0.1', '--data', data, '--virtual-speakers', '1', '--no-samples', '--log-level', 'warn']);
+    const cli = runCli([
+      'hub',
+      '--port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      '--data',
+      data,
+      '--virtual-speakers',
+      '1',
+      '--no-samples',
+      '--log-level',
+      'warn',
+    ]);
     const { base, token } = await banner(cli);
     const streamEnded = new Promise<number>((resolve, reject) => {
       const req = request(`${base}/api/v1/events`, { headers: { Authorization: `Bearer ${token}` } }, (res) => {
@@ -213,17 +242,21 @@ describe('the CLI', () => {
     ['an unknown key', 'server.prot', { server: { prot: 1 } }],
     ['a bad nested value', 'speakers.virtual.count', { speakers: { virtual: { count: -2 } } }],
     ['a bad log level', 'log.level', { log: { level: 'loud' } }],
-  ] as [string, string, unknown][])('a config file with %s makes the CLI exit 2 naming %s', async (_what, key, config) => {
-    const dir = tmp('speakerhub-cfg-');
-    const file = path.join(dir, 'config.json');
-    writeFileSync(file, JSON.stringify(config));
-    // No --port flag: flags override the file, and the bad value must be the file's.
-    const cli = runCli(['hub', '--config', file, '--host', '127.0.0.1', '--data', path.join(dir, 'data')]);
-    const { code } = await within(cli.exit, 10_000, 'exit on a bad config');
-    expect(code).toBe(2);
-    expect(cli.stderr()).toContain(key);
-    expect(cli.stdout()).not.toContain('REST API:');
-  }, 20_000);
+  ] as [string, string, unknown][])(
+    'a config file with %s makes the CLI exit 2 naming %s',
+    async (_what, key, config) => {
+      const dir = tmp('speakerhub-cfg-');
+      const file = path.join(dir, 'config.json');
+      writeFileSync(file, JSON.stringify(config));
+      // No --port flag: flags override the file, and the bad value must be the file's.
+      const cli = runCli(['hub', '--config', file, '--host', '127.0.0.1', '--data', path.join(dir, 'data')]);
+      const { code } = await within(cli.exit, 10_000, 'exit on a bad config');
+      expect(code).toBe(2);
+      expect(cli.stderr()).toContain(key);
+      expect(cli.stdout()).not.toContain('REST API:');
+    },
+    20_000,
+  );
 
   test('a config file that is not JSON makes the CLI exit 2 naming the file', async () => {
     const dir = tmp('speakerhub-cfg-');

@@ -140,9 +140,7 @@ describe('unencoded MediaUrl with ? and & reaches the speakers intact', () => {
 describe('Text', () => {
   async function ttsTitle(query: string, raw = false): Promise<string | undefined> {
     const before = started.length;
-    const r = raw
-      ? await rawRequest(h.base, `GET /api/v1/play_tts_party_mode?${query} HTTP/1.1`)
-      : await get(`/api/v1/play_tts_party_mode?${query}`);
+    const r = raw ? await rawRequest(h.base, `GET /api/v1/play_tts_party_mode?${query} HTTP/1.1`) : await get(`/api/v1/play_tts_party_mode?${query}`);
     expect({ status: r.status, body: r.body }).toEqual({ status: 200, body: { Result: 'true' } });
     expect(started.length).toBe(before + 1);
     const s = started.at(-1)!;
@@ -196,7 +194,9 @@ describe('percent-encoded values of the other kinds', () => {
     expect((await get(`/api/v1/device_info?SessionToken=${h.session}&DeviceID=%22${id}%22`)).body.DeviceID).toBe(id);
     const sel = `${list[0].DeviceID},${list[1].DeviceID}`;
     wav.requests.length = 0;
-    const r = await get(`/api/v1/play_web_media_selected_speakers?SessionToken=${h.session}&DeviceIDList=${encodeURIComponent(sel)}&MediaUrl=${encodeURIComponent(`${wav.base}/c.wav`)}`);
+    const r = await get(
+      `/api/v1/play_web_media_selected_speakers?SessionToken=${h.session}&DeviceIDList=${encodeURIComponent(sel)}&MediaUrl=${encodeURIComponent(`${wav.base}/c.wav`)}`,
+    );
     expect(r.body).toEqual({ Result: 'true' });
     expect(started.at(-1)?.deviceIds.sort()).toEqual([list[0].DeviceID, list[1].DeviceID].sort());
   });
@@ -219,8 +219,14 @@ describe('parseLenientQuery', () => {
   });
 
   test('an unencoded MediaUrl keeps its ? and &, before and after SessionToken', () => {
-    expect(parseLenientQuery('/x?SessionToken=s&MediaUrl=http://h/a.wav?x=1&y=2', web)).toEqual({ SessionToken: 's', MediaUrl: 'http://h/a.wav?x=1&y=2' });
-    expect(parseLenientQuery('/x?MediaUrl=http://h/a.wav?x=1&y=2&SessionToken=s', web)).toEqual({ SessionToken: 's', MediaUrl: 'http://h/a.wav?x=1&y=2' });
+    expect(parseLenientQuery('/x?SessionToken=s&MediaUrl=http://h/a.wav?x=1&y=2', web)).toEqual({
+      SessionToken: 's',
+      MediaUrl: 'http://h/a.wav?x=1&y=2',
+    });
+    expect(parseLenientQuery('/x?MediaUrl=http://h/a.wav?x=1&y=2&SessionToken=s', web)).toEqual({
+      SessionToken: 's',
+      MediaUrl: 'http://h/a.wav?x=1&y=2',
+    });
     expect(parseLenientQuery('/x?MediaUrl=http://h/a?b&c&SessionToken=s', web)).toEqual({ SessionToken: 's', MediaUrl: 'http://h/a?b&c' });
   });
 

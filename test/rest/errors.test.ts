@@ -64,15 +64,33 @@ const isOptional = (op: Operation, p: string) => {
   const schema = (op.params.shape as Record<string, { safeParse(v: unknown): { success: boolean } }>)[p];
   return !!schema && schema.safeParse(undefined).success;
 };
-const REQUIRED = OPERATIONS.flatMap((op) => parameterNames(op).filter((p) => !isOptional(op, p)).map((p) => [op.name, p] as const));
+const REQUIRED = OPERATIONS.flatMap((op) =>
+  parameterNames(op)
+    .filter((p) => !isOptional(op, p))
+    .map((p) => [op.name, p] as const),
+);
 
 describe('a missing required parameter: 400 InvalidParameter naming it', () => {
   test('every parameter is covered (sanity)', () => {
     const names = new Set(OPERATIONS.flatMap((op) => parameterNames(op)));
-    expect([...names].sort()).toEqual(['AnnouncementID', 'Chime', 'DeviceID', 'DeviceIDList', 'MediaUrl', 'PersistentID', 'Priority', 'SessionToken', 'Text', 'Voice', 'Volume']);
+    expect([...names].sort()).toEqual([
+      'AnnouncementID',
+      'Chime',
+      'DeviceID',
+      'DeviceIDList',
+      'MediaUrl',
+      'PersistentID',
+      'Priority',
+      'SessionToken',
+      'Text',
+      'Voice',
+      'Volume',
+    ]);
     // Spec operations: Priority optional everywhere it exists, plus Voice on play_tts* (beyond the spec).
     expect(OPERATIONS.filter((o) => !o.beyondSpec).flatMap((op) => parameterNames(op).filter((p) => isOptional(op, p)))).toEqual(
-      OPERATIONS.filter((o) => !o.beyondSpec && parameterNames(o).includes('Priority')).flatMap((o) => (o.name.startsWith('play_tts') ? ['Priority', 'Voice'] : ['Priority'])),
+      OPERATIONS.filter((o) => !o.beyondSpec && parameterNames(o).includes('Priority')).flatMap((o) =>
+        o.name.startsWith('play_tts') ? ['Priority', 'Voice'] : ['Priority'],
+      ),
     );
     // Every operation but init_session takes SessionToken.
     expect(REQUIRED.filter(([, p]) => p === 'SessionToken')).toHaveLength(OPERATIONS.length - 1);
@@ -83,17 +101,28 @@ describe('a missing required parameter: 400 InvalidParameter naming it', () => {
     const params = validParams(op);
     delete params[param];
     const r = await call(opName, params);
-    expect({ status: r.status, ErrorCode: r.body.ErrorCode, Parameter: r.body.Parameter }).toEqual({ status: 400, ErrorCode: 'InvalidParameter', Parameter: param });
+    expect({ status: r.status, ErrorCode: r.body.ErrorCode, Parameter: r.body.Parameter }).toEqual({
+      status: 400,
+      ErrorCode: 'InvalidParameter',
+      Parameter: param,
+    });
     expect(r.body.ErrorMessage).toContain(param);
     expectErrorShape(r.status, r.body, `${opName} without ${param}`);
   });
 
-  test.each(REQUIRED.filter(([, p]) => p === 'SessionToken' || p === 'Text' || p === 'MediaUrl'))('%s with %s present but empty', async (opName, param) => {
-    const op = OPERATIONS.find((o) => o.name === opName)!;
-    const r = await call(opName, { ...validParams(op), [param]: '' });
-    expect({ status: r.status, ErrorCode: r.body.ErrorCode, Parameter: r.body.Parameter }).toEqual({ status: 400, ErrorCode: 'InvalidParameter', Parameter: param });
-    expectErrorShape(r.status, r.body);
-  });
+  test.each(REQUIRED.filter(([, p]) => p === 'SessionToken' || p === 'Text' || p === 'MediaUrl'))(
+    '%s with %s present but empty',
+    async (opName, param) => {
+      const op = OPERATIONS.find((o) => o.name === opName)!;
+      const r = await call(opName, { ...validParams(op), [param]: '' });
+      expect({ status: r.status, ErrorCode: r.body.ErrorCode, Parameter: r.body.Parameter }).toEqual({
+        status: 400,
+        ErrorCode: 'InvalidParameter',
+        Parameter: param,
+      });
+      expectErrorShape(r.status, r.body);
+    },
+  );
 });
 
 /** Malformed values per parameter kind, with the documented error code. */
@@ -182,7 +211,11 @@ describe('malformed values: 400 with the documented code, naming the parameter',
   test.each(MALFORMED_CASES)('%s with %s=%j → %s', async (opName, param, value, code) => {
     const op = OPERATIONS.find((o) => o.name === opName)!;
     const r = await call(opName, { ...validParams(op), [param]: value });
-    expect({ status: r.status, ErrorCode: r.body.ErrorCode, Parameter: r.body.Parameter }).toEqual({ status: ERROR_CODES[code].status, ErrorCode: code, Parameter: param });
+    expect({ status: r.status, ErrorCode: r.body.ErrorCode, Parameter: r.body.Parameter }).toEqual({
+      status: ERROR_CODES[code].status,
+      ErrorCode: code,
+      Parameter: param,
+    });
     expectErrorShape(r.status, r.body, `${opName} ${param}=${value}`);
   });
 
@@ -195,12 +228,15 @@ describe('malformed values: 400 with the documented code, naming the parameter',
     expect(await h.op('device_list')).toEqual(before);
   });
 
-  test.each(OPERATIONS.filter((o) => parameterNames(o).includes('Text')).map((o) => o.name))('%s with a Text over tts.maxTextLength → 400 TextTooLong', async (opName) => {
-    const op = OPERATIONS.find((o) => o.name === opName)!;
-    const r = await call(opName, { ...validParams(op), Text: 'word '.repeat(250) });
-    expect({ status: r.status, ErrorCode: r.body.ErrorCode }).toEqual({ status: 400, ErrorCode: 'TextTooLong' });
-    expectErrorShape(r.status, r.body);
-  });
+  test.each(OPERATIONS.filter((o) => parameterNames(o).includes('Text')).map((o) => o.name))(
+    '%s with a Text over tts.maxTextLength → 400 TextTooLong',
+    async (opName) => {
+      const op = OPERATIONS.find((o) => o.name === opName)!;
+      const r = await call(opName, { ...validParams(op), Text: 'word '.repeat(250) });
+      expect({ status: r.status, ErrorCode: r.body.ErrorCode }).toEqual({ status: 400, ErrorCode: 'TextTooLong' });
+      expectErrorShape(r.status, r.body);
+    },
+  );
 });
 
 describe('accepted MediaUrl schemes pass validation', () => {
@@ -230,7 +266,11 @@ describe('sessions', () => {
     const op = OPERATIONS.find((o) => o.name === opName)!;
     for (const token of ['unknown-session', 'r:abciKaTbUgdpQFuvYtgMm0FRh', '1000', `${h.session}x`]) {
       const r = await call(opName, { ...validParams(op), SessionToken: token });
-      expect({ token, status: r.status, body: r.body }).toMatchObject({ token, status: 200, body: { Result: 'false', ErrorCode: 'SessionNotFound' } });
+      expect({ token, status: r.status, body: r.body }).toMatchObject({
+        token,
+        status: 200,
+        body: { Result: 'false', ErrorCode: 'SessionNotFound' },
+      });
       expectErrorShape(r.status, r.body);
     }
   });

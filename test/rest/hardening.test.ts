@@ -104,7 +104,10 @@ describe('event streams: bounded, capped, off the request path', () => {
 describe('connections: per-address and global caps, header timeout, refusals logged briefly', () => {
   let h: TestHub;
   beforeAll(async () => {
-    h = await startHub({ speakers: { virtual: { count: 2 } }, limits: { maxConnectionsPerAddress: 5, maxConnections: 50, headersTimeoutSeconds: 1 } });
+    h = await startHub({
+      speakers: { virtual: { count: 2 } },
+      limits: { maxConnectionsPerAddress: 5, maxConnections: 50, headersTimeoutSeconds: 1 },
+    });
   });
   afterAll(async () => h.close());
 
@@ -115,7 +118,9 @@ describe('connections: per-address and global caps, header timeout, refusals log
     await connect(h.base, '127.0.0.2').then(closed, () => undefined);
     // The legitimate client on 127.0.0.1 still gets answers.
     expect(await h.op('device_count')).toEqual({ DeviceCount: '2' });
-    expect(h.logs.join('')).toMatch(/REST server: connection refused, limit reached.*maxConnectionsPerAddress|maxConnectionsPerAddress.*REST server: connection refused/);
+    expect(h.logs.join('')).toMatch(
+      /REST server: connection refused, limit reached.*maxConnectionsPerAddress|maxConnectionsPerAddress.*REST server: connection refused/,
+    );
     for (const s of held) s.destroy();
   });
 
@@ -158,7 +163,9 @@ describe('sloppy but honest clients are served', () => {
     const u = new URL(h.base);
     const answer = await new Promise<string>((resolve, reject) => {
       const s = net.connect(Number(u.port), u.hostname, () => {
-        s.write(`GET /api/v1/device_count?SessionToken=${h.session} HTTP/1.1\nHost: ${u.host}\nAuthorization: Bearer ${TEST_TOKEN}\nConnection: close\n\n`);
+        s.write(
+          `GET /api/v1/device_count?SessionToken=${h.session} HTTP/1.1\nHost: ${u.host}\nAuthorization: Bearer ${TEST_TOKEN}\nConnection: close\n\n`,
+        );
       });
       let text = '';
       s.on('data', (d) => (text += d.toString()));
@@ -172,14 +179,21 @@ describe('sloppy but honest clients are served', () => {
 
   test('raw UTF-8 in the request line is accepted and decoded', async () => {
     // An unknown DeviceID: the text must reach validation (not a parser error), and the target check names the speaker.
-    const r = await rawRequest(h.base, `GET /api/v1/play_tts_selected_speakers?SessionToken=${h.session}&Text=Grüße aus Köln&DeviceIDList=99999999999999 HTTP/1.1`, AUTH, 5000);
+    const r = await rawRequest(
+      h.base,
+      `GET /api/v1/play_tts_selected_speakers?SessionToken=${h.session}&Text=Grüße aus Köln&DeviceIDList=99999999999999 HTTP/1.1`,
+      AUTH,
+      5000,
+    );
     expect(r.body).toMatchObject({ Result: 'false', ErrorCode: 'DeviceNotFound' });
   });
 
   test('a request without Host gets the API error shape', async () => {
     const u = new URL(h.base);
     const text = await new Promise<string>((resolve, reject) => {
-      const s = net.connect(Number(u.port), u.hostname, () => s.write(`GET /api/v1/device_count HTTP/1.1\r\nAuthorization: Bearer ${TEST_TOKEN}\r\n\r\n`));
+      const s = net.connect(Number(u.port), u.hostname, () =>
+        s.write(`GET /api/v1/device_count HTTP/1.1\r\nAuthorization: Bearer ${TEST_TOKEN}\r\n\r\n`),
+      );
       let t = '';
       s.on('data', (d) => (t += d.toString()));
       s.on('close', () => resolve(t));
@@ -234,7 +248,11 @@ describe('public endpoints, CORS and the /v1 dialect', () => {
     expect(param('play_web_media', 'MediaUrl').schema).toMatchObject({ type: 'string', maxLength: 4096 });
     expect(param('play_tts', 'Text').schema).toMatchObject({ type: 'string', minLength: 1 });
     const list = param('play_tts_selected_speakers', 'DeviceIDList');
-    expect(list).toMatchObject({ style: 'form', explode: false, schema: { type: 'array', maxItems: 1000, items: { type: 'string', pattern: expect.any(String) } } });
+    expect(list).toMatchObject({
+      style: 'form',
+      explode: false,
+      schema: { type: 'array', maxItems: 1000, items: { type: 'string', pattern: expect.any(String) } },
+    });
     // No parameter is left as a bare, unconstrained string but the session token.
     for (const [path, item] of Object.entries<any>(doc.paths)) {
       for (const p of item.get.parameters) {

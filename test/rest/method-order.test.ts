@@ -15,7 +15,10 @@ describe('methods and validation order', () => {
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toBe('GET, OPTIONS');
     expect(await t.op('playback_status')).toEqual({ PlaybackState: 'PlayerStateStopped', TimeElapsed: '-1' });
-    const post = await fetch(`${t.base}/api/v1/stop_play?SessionToken=${t.session}`, { method: 'POST', headers: { Authorization: `Bearer ${TEST_TOKEN}` } });
+    const post = await fetch(`${t.base}/api/v1/stop_play?SessionToken=${t.session}`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${TEST_TOKEN}` },
+    });
     expect(post.status).toBe(405);
     expect(await post.json()).toMatchObject({ Result: 'false', ErrorCode: 'MethodNotAllowed' });
   });

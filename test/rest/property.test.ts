@@ -34,9 +34,47 @@ afterAll(async () => {
 /** Placeholder replaced by the live SessionToken when a request is sent. */
 const SESSION = '\u0000SESSION\u0000';
 
-const PERCENT = ['%', '%%', '%E0%A4%A', '%E0%A4', '%zz', '%00', '%C3%A9', '%2B', '%26', '%3D', '%22', '%0A', '%0D%0A', '%FF', '%u00e9', '%C0%AF', '%ED%A0%80', '%F0%9F%94%8A'];
+const PERCENT = [
+  '%',
+  '%%',
+  '%E0%A4%A',
+  '%E0%A4',
+  '%zz',
+  '%00',
+  '%C3%A9',
+  '%2B',
+  '%26',
+  '%3D',
+  '%22',
+  '%0A',
+  '%0D%0A',
+  '%FF',
+  '%u00e9',
+  '%C0%AF',
+  '%ED%A0%80',
+  '%F0%9F%94%8A',
+];
 const PUNCT = ['"', '""', '"a b"', '&', '=', '&&', '==', "'", '?', '#', '+', ' ', ',', ',,', ';', '\\', '/', '<script>', '\t', '%20'];
-const NUMBERS = ['0', '-1', '1', '50', '51', '2.5', '1e3', '1e309', 'NaN', 'Infinity', '-0', '007', '9'.repeat(40), '0x10', ' 5 ', '100', '999999999', '-999999999'];
+const NUMBERS = [
+  '0',
+  '-1',
+  '1',
+  '50',
+  '51',
+  '2.5',
+  '1e3',
+  '1e309',
+  'NaN',
+  'Infinity',
+  '-0',
+  '007',
+  '9'.repeat(40),
+  '0x10',
+  ' 5 ',
+  '100',
+  '999999999',
+  '-999999999',
+];
 
 function valueArb(): fc.Arbitrary<string> {
   const urls = fc.constantFrom(
@@ -69,7 +107,12 @@ function valueArb(): fc.Arbitrary<string> {
     { weight: 4, arbitrary: piece },
     { weight: 3, arbitrary: fc.array(piece, { minLength: 1, maxLength: 5 }).map((a) => a.join('')) },
     // Long values: beyond MediaUrl's 4096, Text's limit, and near the request-line limits.
-    { weight: 1, arbitrary: fc.integer({ min: 100, max: 20_000 }).chain((n) => fc.constantFrom('x', 'é', '%', '&', 'a b').map((c) => c.repeat(Math.ceil(n / c.length)))) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .integer({ min: 100, max: 20_000 })
+        .chain((n) => fc.constantFrom('x', 'é', '%', '&', 'a b').map((c) => c.repeat(Math.ceil(n / c.length)))),
+    },
   );
 }
 
@@ -78,10 +121,12 @@ function keyArb(op: Operation): fc.Arbitrary<string> {
   return fc.oneof(
     { weight: 6, arbitrary: fc.constantFrom(...names) },
     { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 10 }) },
-    { weight: 1, arbitrary: fc.constantFrom('', '__proto__', 'constructor', 'toString', 'sessiontoken', 'Session%54oken', '%', '=', '&', 'a b', '"Text"') },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom('', '__proto__', 'constructor', 'toString', 'sessiontoken', 'Session%54oken', '%', '=', '&', 'a b', '"Text"'),
+    },
   );
 }
-
 
 /** Values that pass validation (or nearly), so that handlers and the hub core are reached. */
 function plausibleArb(name: string): fc.Arbitrary<string> {
@@ -91,13 +136,28 @@ function plausibleArb(name: string): fc.Arbitrary<string> {
     case 'DeviceID':
       return fc.constantFrom(...deviceIds, `"${deviceIds[0]}"`, '1');
     case 'DeviceIDList':
-      return fc.constantFrom(deviceIds.join(','), deviceIds[0], ` ${deviceIds[1]} , ${deviceIds[0]} `, `${deviceIds[0]},${deviceIds[0]}`, `${deviceIds[0]},1`);
+      return fc.constantFrom(
+        deviceIds.join(','),
+        deviceIds[0],
+        ` ${deviceIds[1]} , ${deviceIds[0]} `,
+        `${deviceIds[0]},${deviceIds[0]}`,
+        `${deviceIds[0]},1`,
+      );
     case 'PersistentID':
       return fc.constantFrom(...persistentIds, '1');
     case 'MediaUrl':
-      return fc.constantFrom(`${wav.base}/p.wav`, `${wav.base}/p.wav?a=1&b=2`, `"${wav.base}/q.wav"`, 'http://127.0.0.1:1/x.mp3', 'rtsp://127.0.0.1:1/x');
+      return fc.constantFrom(
+        `${wav.base}/p.wav`,
+        `${wav.base}/p.wav?a=1&b=2`,
+        `"${wav.base}/q.wav"`,
+        'http://127.0.0.1:1/x.mp3',
+        'rtsp://127.0.0.1:1/x',
+      );
     case 'Text':
-      return fc.oneof(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }), fc.constantFrom('Hello there', '"Dinner is ready"', 'caf\u00e9 + cr\u00e8me', '12 & 13 = 25'));
+      return fc.oneof(
+        fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }),
+        fc.constantFrom('Hello there', '"Dinner is ready"', 'caf\u00e9 + cr\u00e8me', '12 & 13 = 25'),
+      );
     case 'Volume':
       return fc.integer({ min: 0, max: 50 }).map(String);
     case 'Priority':
@@ -139,7 +199,9 @@ function sampleArb(op: Operation): fc.Arbitrary<Sample> {
 
 /** Percent-encodes every byte but the unreserved ones; works for lone surrogates too. */
 function encodeAll(s: string): string {
-  return [...Buffer.from(s, 'utf8')].map((b) => (/[A-Za-z0-9\-_.~]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+  return [...Buffer.from(s, 'utf8')]
+    .map((b) => (/[A-Za-z0-9\-_.~]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`))
+    .join('');
 }
 
 function queryOf(sample: Sample): string {
@@ -190,7 +252,8 @@ describe.each(OPERATIONS.map((op) => [op.name, op] as const))('%s', (_name, op) 
           expectErrorShape(r.status, body, where);
         } else if (!(sample.dialect === '/v1/' && op.name === 'init_session')) {
           const parsed = op.response.safeParse(body);
-          if (!parsed.success) throw new Error(`success body does not match the ${op.name} response schema for ${where}: ${JSON.stringify(body).slice(0, 300)}`);
+          if (!parsed.success)
+            throw new Error(`success body does not match the ${op.name} response schema for ${where}: ${JSON.stringify(body).slice(0, 300)}`);
         }
         if (op.name === 'close_session' && body.Result === 'true') {
           // The live session was closed: take a new one for the next runs.
@@ -203,12 +266,12 @@ describe.each(OPERATIONS.map((op) => [op.name, op] as const))('%s', (_name, op) 
 });
 
 describe('afterwards', () => {
-test('the hub stays up and logged no unexpected fault', async () => {
-  await httpGet(`${h.base}/api/v1/stop_play?SessionToken=${session}`, AUTH);
-  const r = await httpGet(`${h.base}/api/v1/device_count?SessionToken=${session}`, AUTH);
-  expect(r.status).toBe(200);
-  expect(r.body).toEqual({ DeviceCount: '2' });
-  const faults = h.logs.filter((l) => JSON.parse(l).level >= 50);
-  expect(faults).toEqual([]);
-});
+  test('the hub stays up and logged no unexpected fault', async () => {
+    await httpGet(`${h.base}/api/v1/stop_play?SessionToken=${session}`, AUTH);
+    const r = await httpGet(`${h.base}/api/v1/device_count?SessionToken=${session}`, AUTH);
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ DeviceCount: '2' });
+    const faults = h.logs.filter((l) => JSON.parse(l).level >= 50);
+    expect(faults).toEqual([]);
+  });
 });

@@ -141,7 +141,8 @@ describe('planted secrets never appear in logs, answers or events', () => {
     const found: string[] = [];
     for (const [where, text] of Object.entries(outputs)) {
       for (const secret of planted) {
-        if (text.includes(secret) || text.includes(encodeURIComponent(secret))) found.push(`${where}: ${secret} …${text.slice(Math.max(0, text.indexOf(secret) - 120), text.indexOf(secret) + 40)}`);
+        if (text.includes(secret) || text.includes(encodeURIComponent(secret)))
+          found.push(`${where}: ${secret} …${text.slice(Math.max(0, text.indexOf(secret) - 120), text.indexOf(secret) + 40)}`);
       }
     }
     expect(found).toEqual([]);

@@ -48,7 +48,11 @@ describe('operation table vs the specification', () => {
     expect([...names].sort()).toEqual([...new Set([...specOperations(), ...extras])].sort());
     expect(OPERATIONS_BY_NAME.size).toBe(SPEC_COUNT + extras.length);
     // The table marks the same ones as beyond the spec (the docs and OpenAPI say so).
-    expect(OPERATIONS.filter((o) => o.beyondSpec).map((o) => o.name).sort()).toEqual([...extras].sort());
+    expect(
+      OPERATIONS.filter((o) => o.beyondSpec)
+        .map((o) => o.name)
+        .sort(),
+    ).toEqual([...extras].sort());
   });
 
   test('every operation has a handler, a parameter schema and a response schema', () => {

@@ -85,7 +85,10 @@ export function rawRequest(
   cuts: number[] = [],
 ): Promise<RawResponse> {
   const u = new URL(base);
-  const head = Buffer.from([requestLine, `Host: ${u.host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), 'Connection: close', '', ''].join('\r\n'), 'utf8');
+  const head = Buffer.from(
+    [requestLine, `Host: ${u.host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), 'Connection: close', '', ''].join('\r\n'),
+    'utf8',
+  );
   const pieces = [0, ...cuts, head.length].slice(1).map((end, i, ends) => head.subarray(i === 0 ? 0 : ends[i - 1], end));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -154,7 +157,11 @@ function dechunk(buf: Buffer): Buffer {
 }
 
 /** GET with fetch, bounded in time; the body is parsed as JSON when it is JSON. */
-export async function httpGet(url: string, headers: Record<string, string> = AUTH, timeoutMs = 10_000): Promise<{ status: number; headers: Headers; text: string; body: any }> {
+export async function httpGet(
+  url: string,
+  headers: Record<string, string> = AUTH,
+  timeoutMs = 10_000,
+): Promise<{ status: number; headers: Headers; text: string; body: any }> {
   const res = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) });
   const text = await res.text();
   let body: any = text;
@@ -188,7 +195,8 @@ export function expectErrorShape(status: number, body: unknown, context = ''): v
     const expected = ERROR_CODES[b.ErrorCode as keyof typeof ERROR_CODES].status;
     if (status !== expected) problems.push(`HTTP ${status}, but ${b.ErrorCode} is documented as HTTP ${expected}`);
   }
-  if (problems.length) throw new Error(`error body has not the documented shape${where}: ${problems.join('; ')}; body ${JSON.stringify(b).slice(0, 300)}`);
+  if (problems.length)
+    throw new Error(`error body has not the documented shape${where}: ${problems.join('; ')}; body ${JSON.stringify(b).slice(0, 300)}`);
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

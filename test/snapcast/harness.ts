@@ -195,7 +195,11 @@ export class SnapcastEnv {
     await waitFor(
       async () => {
         const status = await this.status();
-        const connected = new Set(allClients(status).filter((c: any) => c.connected).map((c: any) => c.id));
+        const connected = new Set(
+          allClients(status)
+            .filter((c: any) => c.connected)
+            .map((c: any) => c.id),
+        );
         return ids.every((id) => connected.has(id));
       },
       timeoutMs,

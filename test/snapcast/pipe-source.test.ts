@@ -27,7 +27,7 @@ describeIf('Snapcast driver feeding a pipe source', () => {
     const from = [fileSize(c1.file), fileSize(c2.file)];
     const pid = (await t.op('media_list')).MediaList.find((m: any) => m.Title === 'Tone').PersistentID;
     const r = await t.op('play_hub_media_selected_speakers', { PersistentID: pid, DeviceIDList: snapcastDeviceId(env.address, c1.hostId) });
-    expect(r).toEqual({ Result: "true" });
+    expect(r).toEqual({ Result: 'true' });
     await waitFor(() => loudness(c1.file, from[0]) > 2000, 8000, 'audio in client 1');
     expect(loudness(c2.file, from[1])).toBeLessThan(50);
     expect(groupOf(await env.status(), c1.hostId).stream_id).toBe(HUB_STREAM);

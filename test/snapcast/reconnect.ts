@@ -45,14 +45,18 @@ export async function measureSnapcastReconnect(options: { outageMs?: number } = 
     let hubBackMs = -1;
     await Promise.all([
       env.clientsConnected(clientIds, 20_000).then(() => (clientsBackMs = Date.now() - restartedAt)),
-      waitFor(async () => (await active()).every(Boolean), 30_000, 'all clients active again in the hub').then(() => (hubBackMs = Date.now() - restartedAt)),
+      waitFor(async () => (await active()).every(Boolean), 30_000, 'all clients active again in the hub').then(
+        () => (hubBackMs = Date.now() - restartedAt),
+      ),
     ]);
     const logs = t.logs.map((l) => JSON.parse(l) as { msg: string; retryInMs?: number; downForMs?: number });
     return {
       outageMs,
       clientsBackMs,
       hubBackMs,
-      retries: logs.filter((l) => l.msg === 'snapserver control connection unavailable').map((l) => ({ retryInMs: l.retryInMs!, downForMs: l.downForMs! })),
+      retries: logs
+        .filter((l) => l.msg === 'snapserver control connection unavailable')
+        .map((l) => ({ retryInMs: l.retryInMs!, downForMs: l.downForMs! })),
       connects: logs.filter((l) => l.msg === 'connected to snapserver').length,
     };
   } finally {

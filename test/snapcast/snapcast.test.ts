@@ -2,7 +2,19 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { snapcastDeviceId } from '../../src/drivers/snapcast';
-import { allClients, fileSize, groupOf, HUB_STREAM, IDLE_STREAM, loudness, OTHER_STREAM, SAMPLE_FORMAT, SnapcastEnv, snapcastInstalled, waitFor } from './harness';
+import {
+  allClients,
+  fileSize,
+  groupOf,
+  HUB_STREAM,
+  IDLE_STREAM,
+  loudness,
+  OTHER_STREAM,
+  SAMPLE_FORMAT,
+  SnapcastEnv,
+  snapcastInstalled,
+  waitFor,
+} from './harness';
 import { labSuite } from '../helpers/labs';
 import { startSnapcastHub, toneWav, type SnapcastHub } from './hub';
 
@@ -40,7 +52,11 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
    */
   async function expectSilence(ns: number[], ms = 800): Promise<void> {
     const from = sizes();
-    await waitFor(() => ns.every((n) => fileSize(file(n)) - from[n - 1] >= bytesIn(ms)), ms + 5000, `${ms} ms of output from clients ${ns.join(', ')}`);
+    await waitFor(
+      () => ns.every((n) => fileSize(file(n)) - from[n - 1] >= bytesIn(ms)),
+      ms + 5000,
+      `${ms} ms of output from clients ${ns.join(', ')}`,
+    );
     for (const n of ns) expect(loudness(file(n), from[n - 1])).toBeLessThan(SILENT);
   }
   /** Waits until the clients' latest 200 ms are silent (what was buffered has played out). */
@@ -219,13 +235,18 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
 
   test('TTS plays on the selected client only', async () => {
     const from = sizes();
-    expect((await t.op('play_tts_selected_speakers', { Text: 'Dinner is ready. Please come to the kitchen.', DeviceIDList: ids[2] })).Result).toBe('true');
+    expect((await t.op('play_tts_selected_speakers', { Text: 'Dinner is ready. Please come to the kitchen.', DeviceIDList: ids[2] })).Result).toBe(
+      'true',
+    );
     await expectAudio([3], from, 8000, 500);
   });
 
   test('an unreachable web URL fails the play and leaves the groups alone', async () => {
     const before = await env.status();
-    const r = await t.op('play_web_media_selected_speakers', { MediaUrl: webUrl.replace('/radio.wav', '/missing.wav').replace(/:\d+\//, ':1/'), DeviceIDList: ids[0] });
+    const r = await t.op('play_web_media_selected_speakers', {
+      MediaUrl: webUrl.replace('/radio.wav', '/missing.wav').replace(/:\d+\//, ':1/'),
+      DeviceIDList: ids[0],
+    });
     expect(r.ErrorCode).toBe('PlaybackFailed');
     expect(JSON.stringify(r)).not.toContain('/media/');
     // An open port (the hub's own REST server answers 401) reads the same as a closed one: no port oracle.
@@ -260,7 +281,11 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     expect(groupOf(status, clientIds[1]).stream_id).toBe(HUB_STREAM);
     await untilSilent([1]);
     from = sizes();
-    await waitFor(() => loudness(file(2), from[1]) > AUDIBLE && fileSize(file(1)) - from[0] >= bytesIn(800), 5000, 'client 2 audible while client 1 writes');
+    await waitFor(
+      () => loudness(file(2), from[1]) > AUDIBLE && fileSize(file(1)) - from[0] >= bytesIn(800),
+      5000,
+      'client 2 audible while client 1 writes',
+    );
     expect(loudness(file(1), from[0])).toBeLessThan(SILENT);
     expect((await state()).PlaybackState).toBe('PlayerStatePlaying');
     await t.op('remove_device_from_session', { DeviceID: ids[1] });

@@ -12,7 +12,15 @@ describe('snapcast config', () => {
       idleStream: 'Quiet',
     });
     expect(resolveServers(config)).toEqual([
-      { address: 'living.local:1705', host: 'living.local', port: 1705, stream: 'SpeakerHub', source: undefined, idleStream: 'Quiet', bufferMs: 1000 },
+      {
+        address: 'living.local:1705',
+        host: 'living.local',
+        port: 1705,
+        stream: 'SpeakerHub',
+        source: undefined,
+        idleStream: 'Quiet',
+        bufferMs: 1000,
+      },
       { address: '10.0.0.5:1800', host: '10.0.0.5', port: 1800, stream: 'SpeakerHub', source: undefined, idleStream: 'Quiet', bufferMs: 1000 },
       { address: '[fd00::1]:1705', host: 'fd00::1', port: 1705, stream: 'Hub', source: 'pipe:///tmp/snapfifo', idleStream: 'Quiet', bufferMs: 600 },
     ]);

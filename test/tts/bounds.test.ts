@@ -68,7 +68,13 @@ test('the cache is trimmed to its byte budget, least recently used first', async
   const one = statSync((await probe.speak('Number one is ready.')).file).size;
   // Room for about two and a half files of this size, whatever espeak-ng's exact output.
   const budget = Math.floor(one * 2.5);
-  const tts = new TtsService({ provider: new EspeakProvider({ mode: 'binary' }), cacheDir: join(tmp.dir, 'cache'), logger, maxCacheBytes: budget, maxCacheEntries: 100 });
+  const tts = new TtsService({
+    provider: new EspeakProvider({ mode: 'binary' }),
+    cacheDir: join(tmp.dir, 'cache'),
+    logger,
+    maxCacheBytes: budget,
+    maxCacheEntries: 100,
+  });
   const files: string[] = [];
   for (const n of ['one', 'two', 'six', 'ten', 'owl']) {
     files.push((await tts.speak(`Number ${n} is ready.`)).file);

@@ -50,7 +50,7 @@ describe('espeak-ng system binary', () => {
     await expectSpokenWav(out, 0.3);
   });
 
-  test('an unknown voice rejects with espeak-ng\'s reason', async () => {
+  test("an unknown voice rejects with espeak-ng's reason", async () => {
     await expect(new EspeakProvider({ mode: 'binary' }).synthesize('hello', 'zz-nope', join(tmp.dir, 'x.wav'))).rejects.toThrow(
       /voice does not exist/,
     );
@@ -85,10 +85,8 @@ describe('espeak-ng WebAssembly build', () => {
     await expectSpokenWav(out, 0.3);
   });
 
-  test('an unknown voice rejects with espeak-ng\'s reason', async () => {
-    await expect(new EspeakProvider({ mode: 'wasm' }).synthesize('hello', 'zz-nope', join(tmp.dir, 'z.wav'))).rejects.toThrow(
-      /voice does not exist/,
-    );
+  test("an unknown voice rejects with espeak-ng's reason", async () => {
+    await expect(new EspeakProvider({ mode: 'wasm' }).synthesize('hello', 'zz-nope', join(tmp.dir, 'z.wav'))).rejects.toThrow(/voice does not exist/);
   });
 
   test('a voice that is not a voice name is refused before anything runs', async () => {

@@ -88,7 +88,7 @@ test('the default limit is 1000 characters', async () => {
   expect((await rejection(tts.speak('b'.repeat(1001)))).code).toBe('TextTooLong');
 });
 
-test('a provider failure is TtsFailed with the provider\'s reason and leaves no file', async () => {
+test("a provider failure is TtsFailed with the provider's reason and leaves no file", async () => {
   const { tts } = service();
   const e = await rejection(tts.speak('hello', 'zz-nope'));
   expect(e.code).toBe('TtsFailed');

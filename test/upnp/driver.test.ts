@@ -17,7 +17,16 @@ import { FakeRenderer, UDN } from './fake-renderer';
 const logger = createLogger({ level: 'silent' });
 
 function alive(fake: FakeRenderer, extra: Partial<SsdpAlive> = {}): SsdpAlive {
-  return { udn: UDN, usn: `${UDN}::${MEDIA_RENDERER}`, type: MEDIA_RENDERER, location: fake.location, maxAgeSeconds: 100, via: 'notify', from: '127.0.0.1', ...extra };
+  return {
+    udn: UDN,
+    usn: `${UDN}::${MEDIA_RENDERER}`,
+    type: MEDIA_RENDERER,
+    location: fake.location,
+    maxAgeSeconds: 100,
+    via: 'notify',
+    from: '127.0.0.1',
+    ...extra,
+  };
 }
 
 /** The driver's SSDP handlers, fed directly. */
@@ -51,7 +60,16 @@ describe('UpnpDriver discovery bookkeeping', () => {
     ssdpOf(driver).onAlive(alive(fake));
     const [speaker] = (await added) as [UpnpSpeaker];
     expect(speaker.available).toBe(true);
-    expect(speaker.info()).toMatchObject({ name: 'Fake & Co', modelName: 'FakeRender', version: '3.1', ipAddress: '127.0.0.1', port: fake.port, role: 21, wifiSignalStrength: 0, macAddress: '' });
+    expect(speaker.info()).toMatchObject({
+      name: 'Fake & Co',
+      modelName: 'FakeRender',
+      version: '3.1',
+      ipAddress: '127.0.0.1',
+      port: fake.port,
+      role: 21,
+      wifiSignalStrength: 0,
+      macAddress: '',
+    });
     expect(speaker.volume).toBe(20);
     expect(fake.subscribes).toBe(2);
     await speaker.setVolume(17);

@@ -52,14 +52,18 @@ export class FakeRenderer {
       if (req.method === 'UNSUBSCRIBE') return send(200);
       const action = /#(\w+)"?$/.exec(String(req.headers.soapaction))?.[1] ?? '';
       const reply = (inner = '') =>
-        send(200, `<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body><u:${action}Response xmlns:u="x">${inner}</u:${action}Response></s:Body></s:Envelope>`);
+        send(
+          200,
+          `<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body><u:${action}Response xmlns:u="x">${inner}</u:${action}Response></s:Body></s:Envelope>`,
+        );
       if (action === 'GetVolume') return reply(`<CurrentVolume>${this.volume}</CurrentVolume>`);
       if (action === 'SetVolume') {
         this.volume = Number(/<DesiredVolume>(\d+)</.exec(body)?.[1]);
         this.volumeSets.push(this.volume);
         return reply();
       }
-      if (action === 'GetTransportInfo') return reply('<CurrentTransportState>STOPPED</CurrentTransportState><CurrentTransportStatus>OK</CurrentTransportStatus>');
+      if (action === 'GetTransportInfo')
+        return reply('<CurrentTransportState>STOPPED</CurrentTransportState><CurrentTransportStatus>OK</CurrentTransportStatus>');
       return reply();
     });
   }
@@ -72,4 +76,3 @@ const DESCRIPTION = `<?xml version="1.0"?><root xmlns="urn:schemas-upnp-org:devi
 <service><serviceType>urn:schemas-upnp-org:service:RenderingControl:1</serviceType><controlURL>/rc</controlURL><eventSubURL>/rc-ev</eventSubURL><SCPDURL>/rc.xml</SCPDURL></service>
 </serviceList></device></root>`;
 const SCPD = `<scpd><serviceStateTable><stateVariable><name>Volume</name><dataType>ui2</dataType><allowedValueRange><minimum>0</minimum><maximum>100</maximum></allowedValueRange></stateVariable></serviceStateTable></scpd>`;
-

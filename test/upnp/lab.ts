@@ -98,12 +98,18 @@ export class Renderer {
         `audioconvert ! audio/x-raw,format=S16LE ! tee name=t ! queue ! audioresample ! fakesink sync=true t. ! queue ! wavenc ! filesink sync=true location=${this.recording}`
       : SINK;
     const proc = this.lab.lan.spawn(this.spec.host, 'gmediarender', [
-      '-f', this.spec.friendlyName,
-      '-u', this.uuid,
-      '-I', LAN_IFNAME,
-      '-p', String(RENDERER_PORT),
-      '--gstout-audiopipe', sink,
-      '--logfile', join(this.lab.tmp, `${this.spec.host}.log`),
+      '-f',
+      this.spec.friendlyName,
+      '-u',
+      this.uuid,
+      '-I',
+      LAN_IFNAME,
+      '-p',
+      String(RENDERER_PORT),
+      '--gstout-audiopipe',
+      sink,
+      '--logfile',
+      join(this.lab.tmp, `${this.spec.host}.log`),
     ]);
     this.proc = proc;
     let out = '';
@@ -185,9 +191,14 @@ export class HubProcess {
   ) {}
 
   async start(): Promise<void> {
-    const child = this.lab.lan.spawn(this.hostName, process.execPath, [join(REPO, 'test/upnp/hub-main.js'), JSON.stringify({ config: this.config, logFile: this.logFile })], {
-      cwd: REPO,
-    });
+    const child = this.lab.lan.spawn(
+      this.hostName,
+      process.execPath,
+      [join(REPO, 'test/upnp/hub-main.js'), JSON.stringify({ config: this.config, logFile: this.logFile })],
+      {
+        cwd: REPO,
+      },
+    );
     this.lines = new JsonLines<HubEvent>(child);
     const ready = await this.lines.waitFor((e) => e.evt === 'ready', 30000, 'the hub to start');
     this.url = ready.url!;
@@ -298,7 +309,15 @@ export class UpnpLab {
       media: { samples: false, folders: [this.mediaDir] },
       server: { host: host.address, port, token: TOKEN },
       network: { interface: LAN_IFNAME },
-      upnp: { recheckIntervalSeconds: 2, requestTimeoutMs: 2000, playTimeoutSeconds: 6, stallSeconds: 6, searchIntervalSeconds: 10, ...this.options.upnp, ...upnp },
+      upnp: {
+        recheckIntervalSeconds: 2,
+        requestTimeoutMs: 2000,
+        playTimeoutSeconds: 6,
+        stallSeconds: 6,
+        searchIntervalSeconds: 10,
+        ...this.options.upnp,
+        ...upnp,
+      },
       tts: { provider: 'espeak' },
       log: { level: 'debug' },
     };
@@ -348,7 +367,22 @@ function makeMedia(mediaDir: string, webDir: string): void {
   writeFileSync(join(mediaDir, 'long.wav'), encodeWav(tone(40, 440), 22050, { title: MEDIA.long, ...tags }));
   writeFileSync(join(mediaDir, 'short.wav'), encodeWav(tone(3, 660), 22050, { title: MEDIA.short, ...tags }));
   // MP3 from the web exercises the renderer's other decoder (mpg123), as internet radio would.
-  execFileSync('ffmpeg', ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'sine=frequency=550:duration=40', '-ac', '1', '-ar', '22050', '-b:a', '64k', join(webDir, 'song.mp3')]);
+  execFileSync('ffmpeg', [
+    '-loglevel',
+    'error',
+    '-y',
+    '-f',
+    'lavfi',
+    '-i',
+    'sine=frequency=550:duration=40',
+    '-ac',
+    '1',
+    '-ar',
+    '22050',
+    '-b:a',
+    '64k',
+    join(webDir, 'song.mp3'),
+  ]);
 }
 
 /** Builds dist/ when a source file is newer than it: the hub process runs the compiled code. */

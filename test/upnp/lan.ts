@@ -178,12 +178,15 @@ export class Lan {
     if (!Number.isInteger(octet) || octet < 2 || octet > 254) throw new Error(`bad host octet ${octet}`);
     const address = `${this.subnet}.${octet}`;
     if ([...this.hosts.values()].some((h) => h.address === address)) throw new Error(`${address} is taken`);
-    run('bash', ['-c', [
-      'set -e',
-      `ip -n ${host.ns} addr del ${host.address}/24 dev ${LAN_IFNAME}`,
-      `ip -n ${host.ns} addr add ${address}/24 dev ${LAN_IFNAME}`,
-      `ip -n ${host.ns} route replace 224.0.0.0/4 dev ${LAN_IFNAME}`,
-    ].join('\n')]);
+    run('bash', [
+      '-c',
+      [
+        'set -e',
+        `ip -n ${host.ns} addr del ${host.address}/24 dev ${LAN_IFNAME}`,
+        `ip -n ${host.ns} addr add ${address}/24 dev ${LAN_IFNAME}`,
+        `ip -n ${host.ns} route replace 224.0.0.0/4 dev ${LAN_IFNAME}`,
+      ].join('\n'),
+    ]);
     host.address = address;
     this.assertLocalRoute(address);
     return host;

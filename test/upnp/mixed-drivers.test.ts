@@ -22,7 +22,11 @@ describe('one hub, several drivers', () => {
   test('virtual and UPnP speakers are listed together with distinct DeviceIDs and are each controllable', async () => {
     for (let i = 0; i < 100 && (await t.op('device_count')).DeviceCount !== '3'; i++) await new Promise((r) => setTimeout(r, 20));
     const { DeviceList } = await t.op('device_list');
-    expect(DeviceList.map((d: { ModelName: string }) => d.ModelName).sort()).toEqual(['FakeRender', 'SpeakerHub Virtual Speaker', 'SpeakerHub Virtual Speaker']);
+    expect(DeviceList.map((d: { ModelName: string }) => d.ModelName).sort()).toEqual([
+      'FakeRender',
+      'SpeakerHub Virtual Speaker',
+      'SpeakerHub Virtual Speaker',
+    ]);
     const ids = DeviceList.map((d: { DeviceID: string }) => d.DeviceID);
     expect(new Set(ids).size).toBe(3);
     for (const id of ids) expect(id).toMatch(/^\d{14}$/);

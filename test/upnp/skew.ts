@@ -109,7 +109,11 @@ async function measure(lab: UpnpLab, rounds: number): Promise<SkewReport> {
     const playing: Map<Renderer, number>[] = [];
     for (let i = 0; i < rounds; i++) {
       await hub.op('stop_play');
-      await eventually(async () => (await Promise.all(renderers.map((r) => r.transportState()))).every((s) => s !== 'PLAYING'), 5000, 'renderers idle');
+      await eventually(
+        async () => (await Promise.all(renderers.map((r) => r.transportState()))).every((s) => s !== 'PLAYING'),
+        5000,
+        'renderers idle',
+      );
       await sleep(500); // let the Stop events drain before the clock starts
       const mark = hub.mark;
       const thisRound = new Map<Renderer, number>();
@@ -196,7 +200,10 @@ async function playRoundTrips(lab: UpnpLab, n = 3): Promise<RoundTrip & { rawCon
     await sleep(300);
     const t = performance.now();
     await r.soap('AVTransport', 'Stop').catch(() => undefined);
-    await r.soap('AVTransport', 'SetAVTransportURI', { CurrentURI: url, CurrentURIMetaData: didlLite({ url, contentType: 'audio/mpeg', title: 'skew' }) });
+    await r.soap('AVTransport', 'SetAVTransportURI', {
+      CurrentURI: url,
+      CurrentURIMetaData: didlLite({ url, contentType: 'audio/mpeg', title: 'skew' }),
+    });
     await r.soap('AVTransport', 'Play', { Speed: '1' });
     raw.push(performance.now() - t);
     let prev: number | undefined;

@@ -53,7 +53,11 @@ describe('XML and SOAP', () => {
 
   test('a SOAP envelope escapes argument values, and parses back to the same text', () => {
     const url = 'http://h:1/media/x?a=1&b=<2>';
-    const env = soapEnvelope('urn:schemas-upnp-org:service:AVTransport:1', 'SetAVTransportURI', { InstanceID: 0, CurrentURI: url, CurrentURIMetaData: didlLite({ url, title: 'Rock & <Roll>' }) });
+    const env = soapEnvelope('urn:schemas-upnp-org:service:AVTransport:1', 'SetAVTransportURI', {
+      InstanceID: 0,
+      CurrentURI: url,
+      CurrentURIMetaData: didlLite({ url, title: 'Rock & <Roll>' }),
+    });
     expect(env).not.toContain('a=1&b');
     const body = at(parseXml(env), 'Envelope', 'Body', 'SetAVTransportURI');
     expect(text(at(body, 'CurrentURI'))).toBe(url);
@@ -112,7 +116,9 @@ describe('device descriptions', () => {
   });
 
   test('not a renderer, or not XML: a clear error', () => {
-    expect(() => parseDescription('<root><device><deviceType>urn:schemas-upnp-org:device:MediaServer:1</deviceType></device></root>', 'http://h/')).toThrow(/no MediaRenderer/);
+    expect(() =>
+      parseDescription('<root><device><deviceType>urn:schemas-upnp-org:device:MediaServer:1</deviceType></device></root>', 'http://h/'),
+    ).toThrow(/no MediaRenderer/);
     expect(() => parseDescription('<html>', 'http://h/')).toThrow();
   });
 
@@ -169,9 +175,13 @@ describe('SSDP messages', () => {
   });
 
   test('NOTIFY alive and byebye; other control points’ M-SEARCH is ignored', () => {
-    const alive = parseSsdpMessage('NOTIFY * HTTP/1.1\r\nHOST: 239.255.255.250:1900\r\nCACHE-CONTROL: max-age = 1800\r\nLOCATION: http://h/d.xml\r\nNT: upnp:rootdevice\r\nNTS: ssdp:alive\r\nUSN: uuid:abc::upnp:rootdevice\r\n\r\n')!;
+    const alive = parseSsdpMessage(
+      'NOTIFY * HTTP/1.1\r\nHOST: 239.255.255.250:1900\r\nCACHE-CONTROL: max-age = 1800\r\nLOCATION: http://h/d.xml\r\nNT: upnp:rootdevice\r\nNTS: ssdp:alive\r\nUSN: uuid:abc::upnp:rootdevice\r\n\r\n',
+    )!;
     expect(interpret(alive, 'h')?.alive).toMatchObject({ udn: 'uuid:abc', type: 'upnp:rootdevice', maxAgeSeconds: 1800, via: 'notify' });
-    const bye = parseSsdpMessage('NOTIFY * HTTP/1.1\r\nNT: urn:schemas-upnp-org:device:MediaRenderer:1\r\nNTS: ssdp:byebye\r\nUSN: uuid:abc::urn:schemas-upnp-org:device:MediaRenderer:1\r\n\r\n')!;
+    const bye = parseSsdpMessage(
+      'NOTIFY * HTTP/1.1\r\nNT: urn:schemas-upnp-org:device:MediaRenderer:1\r\nNTS: ssdp:byebye\r\nUSN: uuid:abc::urn:schemas-upnp-org:device:MediaRenderer:1\r\n\r\n',
+    )!;
     expect(interpret(bye, 'h')?.byebye).toMatchObject({ udn: 'uuid:abc' });
     const search = parseSsdpMessage('M-SEARCH * HTTP/1.1\r\nHOST: 239.255.255.250:1900\r\nMAN: "ssdp:discover"\r\nST: ssdp:all\r\n\r\n')!;
     expect(interpret(search, 'h')).toBeUndefined();
@@ -221,7 +231,12 @@ describe('DIDL-Lite, times, ids, redaction, config', () => {
   });
 
   test('volume: 0–50 maps onto the renderer range and back to the same value, clamped', () => {
-    for (const range of [{ min: 0, max: 100 }, { min: 0, max: 60 }, { min: 0, max: 31 }, { min: 10, max: 90 }]) {
+    for (const range of [
+      { min: 0, max: 100 },
+      { min: 0, max: 60 },
+      { min: 0, max: 31 },
+      { min: 10, max: 90 },
+    ]) {
       const scale = new VolumeScale(range);
       const steps = range.max - range.min;
       for (let v = 0; v <= 50; v++) {
@@ -260,12 +275,20 @@ describe('GENA on loopback', () => {
   });
 
   const notify = (path: string, body: string, sid = 'uuid:s') =>
-    httpRequest(`http://127.0.0.1:${gena.port}${path}`, { method: 'NOTIFY', headers: { NT: 'upnp:event', NTS: 'upnp:propchange', SID: sid, SEQ: '0', 'Content-Type': 'text/xml' }, body, timeoutMs: 2000 });
+    httpRequest(`http://127.0.0.1:${gena.port}${path}`, {
+      method: 'NOTIFY',
+      headers: { NT: 'upnp:event', NTS: 'upnp:propchange', SID: sid, SEQ: '0', 'Content-Type': 'text/xml' },
+      body,
+      timeoutMs: 2000,
+    });
 
   test('every NOTIFY gets 200: routed, unknown path, malformed body', async () => {
     const seen: Record<string, string>[] = [];
     const { path } = gena.route((_sid, _seq, p) => seen.push(p));
-    expect((await notify(path, '<e:propertyset xmlns:e="urn:schemas-upnp-org:event-1-0"><e:property><Volume>5</Volume></e:property></e:propertyset>')).status).toBe(200);
+    expect(
+      (await notify(path, '<e:propertyset xmlns:e="urn:schemas-upnp-org:event-1-0"><e:property><Volume>5</Volume></e:property></e:propertyset>'))
+        .status,
+    ).toBe(200);
     expect((await notify('/gena/unknown', '<x/>')).status).toBe(200);
     expect((await notify(path, 'not xml <<<')).status).toBe(200);
     expect(seen).toEqual([{ Volume: '5' }]);

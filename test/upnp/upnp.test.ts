@@ -184,7 +184,9 @@ suite('UPnP driver with real gmediarender renderers', () => {
 
   test('play_tts_selected_speakers', async () => {
     const mark = hub.mark;
-    expect((await hub.op('play_tts_selected_speakers', { Text: `${SPEECH} Selected.`, DeviceIDList: `${r1.deviceId},${r3.deviceId}` })).Result).toBe('true');
+    expect((await hub.op('play_tts_selected_speakers', { Text: `${SPEECH} Selected.`, DeviceIDList: `${r1.deviceId},${r3.deviceId}` })).Result).toBe(
+      'true',
+    );
     const gets = hub.mediaGets(mark);
     expect(gets.get(addr(r1))).toBeGreaterThanOrEqual(1);
     expect(gets.get(addr(r3))).toBeGreaterThanOrEqual(1);
@@ -253,7 +255,11 @@ suite('UPnP driver with real gmediarender renderers', () => {
     expect(await r1.volume()).toBe(34);
     expect((await hub.op('get_volume_device', { DeviceID: r1.deviceId })).Volume).toBe('17');
     await r1.soap('RenderingControl', 'SetVolume', { DesiredVolume: 60 });
-    await eventually(async () => (await hub.op('get_volume_device', { DeviceID: r1.deviceId })).Volume === '30', 5000, 'the renderer-side change to arrive');
+    await eventually(
+      async () => (await hub.op('get_volume_device', { DeviceID: r1.deviceId })).Volume === '30',
+      5000,
+      'the renderer-side change to arrive',
+    );
     expect((await hub.op('set_volume', { Volume: '50' })).Result).toBe('true');
     expect(await Promise.all(lab.renderers.map((r) => r.volume()))).toEqual([100, 100, 100]);
     expect((await hub.op('set_volume_device', { DeviceID: r2.deviceId, Volume: '0' })).Result).toBe('true');

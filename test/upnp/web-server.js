@@ -58,7 +58,12 @@ const server = http.createServer((req, res) => {
       res.writeHead(416, { 'Content-Range': `bytes */${data.length}` });
       return res.end();
     }
-    res.writeHead(206, { 'Content-Type': type, 'Accept-Ranges': 'bytes', 'Content-Range': `bytes ${start}-${end}/${data.length}`, 'Content-Length': end - start + 1 });
+    res.writeHead(206, {
+      'Content-Type': type,
+      'Accept-Ranges': 'bytes',
+      'Content-Range': `bytes ${start}-${end}/${data.length}`,
+      'Content-Length': end - start + 1,
+    });
     return res.end(req.method === 'HEAD' ? undefined : data.subarray(start, end + 1));
   }
   res.writeHead(200, { 'Content-Type': type, 'Accept-Ranges': 'bytes', 'Content-Length': data.length });

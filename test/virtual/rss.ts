@@ -117,7 +117,8 @@ export async function measureDownloadRss(options: { fileBytes?: number } = {}): 
     const { url } = await lines.waitFor((e) => e.evt === 'ready', 30_000, 'the child hub');
     const get = async (path: string) => (await fetch(url + path, { headers: { Authorization: `Bearer ${token}` } })).json() as Promise<any>;
     const session = (await get('/api/v1/init_session')).SessionToken;
-    const op = (name: string, params: Record<string, string> = {}) => get(`/api/v1/${name}?${new URLSearchParams({ SessionToken: session, ...params })}`);
+    const op = (name: string, params: Record<string, string> = {}) =>
+      get(`/api/v1/${name}?${new URLSearchParams({ SessionToken: session, ...params })}`);
     const ask = async (cmd: string, evt: string) => {
       const from = lines.events.length;
       child.stdin!.write(`${cmd}\n`);
@@ -128,7 +129,11 @@ export async function measureDownloadRss(options: { fileBytes?: number } = {}): 
     if (played.Result !== 'true') throw new Error(`party play failed: ${JSON.stringify(played)}`);
     // Positive signals: the whole file went out, and the speakers' records counted all of it.
     await eventually(() => web.finished.get('/big.wav') === fileBytes, 120_000, 'the whole file sent');
-    await eventually(async () => (await ask('fetches', 'fetches')).fetches!.every((f) => f?.bytes === fileBytes), 10_000, 'the download counted to its end');
+    await eventually(
+      async () => (await ask('fetches', 'fetches')).fetches!.every((f) => f?.bytes === fileBytes),
+      10_000,
+      'the download counted to its end',
+    );
     const afterRss = (await ask('rss', 'rss')).rss!;
     const fetches = (await ask('fetches', 'fetches')).fetches!;
     const playing = ((await op('device_list')).DeviceList as { IsPlaying: boolean }[]).map((d) => d.IsPlaying);

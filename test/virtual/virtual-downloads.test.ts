@@ -44,7 +44,10 @@ describe('virtual speaker downloads', () => {
       const r = await t.op('play_web_media_party_mode', { MediaUrl: web.url('/page.mp3') });
       expect(r).toMatchObject({ Result: 'false', ErrorCode: 'PlaybackFailed' });
       expect(r.ErrorMessage).toContain('does not serve audio');
-      const causes = t.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'media fetch failed').map((l) => l.cause);
+      const causes = t.logs
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.msg === 'media fetch failed')
+        .map((l) => l.cause);
       expect(causes).toContain('not audio: content type text/html, no known audio signature');
       expect(web.hits.get('/page.mp3')).toBe(1);
     });
@@ -76,7 +79,13 @@ describe('webMedia.refuseLocalAddresses', () => {
 
   test('loopback and link-local MediaUrls are refused with MediaUrlRefused (HTTP 400), before anything is fetched', async () => {
     const port = new URL(web.url('/')).port;
-    for (const url of [web.url('/a.wav'), `http://localhost:${port}/a.wav`, `http://[::1]:${port}/a.wav`, 'http://169.254.169.254/latest/meta-data', 'http://127.1.2.3:1/x.mp3']) {
+    for (const url of [
+      web.url('/a.wav'),
+      `http://localhost:${port}/a.wav`,
+      `http://[::1]:${port}/a.wav`,
+      'http://169.254.169.254/latest/meta-data',
+      'http://127.1.2.3:1/x.mp3',
+    ]) {
       const res = await t.get(`/api/v1/play_web_media_party_mode?${new URLSearchParams({ SessionToken: t.session, MediaUrl: url })}`);
       expect({ url, status: res.status, body: res.body }).toMatchObject({
         url,
@@ -98,8 +107,10 @@ describe('what counts as a local address', () => {
   const { isLocalAddress, pointsAtLocalAddress } = require('../../src/net/local-address') as typeof import('../../src/net/local-address');
 
   test('loopback and link-local, v4, v6 and v4-mapped; LAN and public addresses are not', () => {
-    for (const a of ['127.0.0.1', '127.255.1.2', '0.0.0.0', '169.254.169.254', '::1', '::', 'fe80::1', 'FEBF::2', '::ffff:127.0.0.1', '[::1]']) expect({ a, local: isLocalAddress(a) }).toEqual({ a, local: true });
-    for (const a of ['10.0.0.1', '192.168.1.20', '172.16.0.1', '8.8.8.8', 'fd00::1', '2001:db8::1', '::ffff:10.0.0.1', 'example.com']) expect({ a, local: isLocalAddress(a) }).toEqual({ a, local: false });
+    for (const a of ['127.0.0.1', '127.255.1.2', '0.0.0.0', '169.254.169.254', '::1', '::', 'fe80::1', 'FEBF::2', '::ffff:127.0.0.1', '[::1]'])
+      expect({ a, local: isLocalAddress(a) }).toEqual({ a, local: true });
+    for (const a of ['10.0.0.1', '192.168.1.20', '172.16.0.1', '8.8.8.8', 'fd00::1', '2001:db8::1', '::ffff:10.0.0.1', 'example.com'])
+      expect({ a, local: isLocalAddress(a) }).toEqual({ a, local: false });
   });
 
   test('URLs: literal hosts and localhost names (no DNS query needed for these)', async () => {
@@ -147,8 +158,28 @@ describe('durations of files longer than the kept head', () => {
     dir = mkdtempSync(join(tmpdir(), 'speakerhub-mp3-'));
     // 6 minutes at 64 kbit/s: ~2.9 MiB, more than the 2 MiB head. One without a Xing header
     // (the duration must come from the bitrate and the length), one with it.
-    for (const [name, xing] of [['plain.mp3', '0'], ['xing.mp3', '1']]) {
-      execFileSync('ffmpeg', ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=360', '-ac', '1', '-ar', '22050', '-b:a', '64k', '-write_xing', xing, join(dir, name)]);
+    for (const [name, xing] of [
+      ['plain.mp3', '0'],
+      ['xing.mp3', '1'],
+    ]) {
+      execFileSync('ffmpeg', [
+        '-loglevel',
+        'error',
+        '-y',
+        '-f',
+        'lavfi',
+        '-i',
+        'sine=frequency=440:duration=360',
+        '-ac',
+        '1',
+        '-ar',
+        '22050',
+        '-b:a',
+        '64k',
+        '-write_xing',
+        xing,
+        join(dir, name),
+      ]);
     }
     server = createServer((req, res) => {
       const file = join(dir, (req.url ?? '/').slice(1));

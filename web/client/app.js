@@ -35,14 +35,22 @@
     const challenge = b64url(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier)));
     store.setItem('sh.pkce', JSON.stringify({ verifier, state }));
     const q = new URLSearchParams({
-      response_type: 'code', client_id: config.clientId, redirect_uri: config.redirectUri,
-      code_challenge: challenge, code_challenge_method: 'S256', state,
+      response_type: 'code',
+      client_id: config.clientId,
+      redirect_uri: config.redirectUri,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      state,
     });
     location.assign(`${config.authorizeUrl}?${q}`);
   }
 
   async function tokenRequest(form) {
-    const res = await fetch(config.tokenUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) });
+    const res = await fetch(config.tokenUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(form),
+    });
     const body = await res.json();
     if (!res.ok) throw new Error(body.error_description || body.error || `HTTP ${res.status}`);
     store.setItem('sh.tokens', JSON.stringify({ access: body.access_token, refresh: body.refresh_token }));
@@ -58,7 +66,13 @@
     if (q.has('error')) return show(`Sign-in failed: ${q.get('error_description') || q.get('error')}`);
     if (!pkce || q.get('state') !== pkce.state) return show('Sign-in failed: the answer does not belong to this page (state mismatch). Try again.');
     try {
-      await tokenRequest({ grant_type: 'authorization_code', code: q.get('code'), redirect_uri: config.redirectUri, client_id: config.clientId, code_verifier: pkce.verifier });
+      await tokenRequest({
+        grant_type: 'authorization_code',
+        code: q.get('code'),
+        redirect_uri: config.redirectUri,
+        client_id: config.clientId,
+        code_verifier: pkce.verifier,
+      });
     } catch (e) {
       show(`Sign-in failed: ${e.message}`);
     }
@@ -176,7 +190,9 @@
       slider.value = out.textContent = d.Volume;
       slider.setAttribute('aria-label', `Volume of ${d.DeviceName}`);
       slider.addEventListener('input', () => (out.textContent = slider.value));
-      slider.addEventListener('change', () => act(`Volume of ${d.DeviceName}`, () => api('set_volume_device', { DeviceID: d.DeviceID, Volume: slider.value })));
+      slider.addEventListener('change', () =>
+        act(`Volume of ${d.DeviceName}`, () => api('set_volume_device', { DeviceID: d.DeviceID, Volume: slider.value })),
+      );
       list.appendChild(li);
       if (d.Active) {
         sum += d.Volume;
@@ -247,14 +263,18 @@
     $('pause').addEventListener('click', () => act('Pause', () => api('pause_play')));
     $('stop').addEventListener('click', () => act('Stop', () => api('stop_play')));
     $('resume').addEventListener('click', () =>
-      act('Resume', () => api(target() === 'party' ? 'resume_hub_media_party_mode' : 'resume_hub_media', { PersistentID: lastMedia || $('media').value })),
+      act('Resume', () =>
+        api(target() === 'party' ? 'resume_hub_media_party_mode' : 'resume_hub_media', { PersistentID: lastMedia || $('media').value }),
+      ),
     );
     const master = $('master-volume');
     master.addEventListener('input', () => ($('master-volume-value').textContent = master.value));
-    master.addEventListener('change', () => act('Volume', async () => {
-      await api('set_volume', { Volume: master.value });
-      await loadSpeakers();
-    }));
+    master.addEventListener('change', () =>
+      act('Volume', async () => {
+        await api('set_volume', { Volume: master.value });
+        await loadSpeakers();
+      }),
+    );
     $('play-media').addEventListener('submit', (ev) => {
       ev.preventDefault();
       lastMedia = $('media').value;

@@ -39,7 +39,12 @@ export class Accounts {
     const hash = await hashPassword(password);
     try {
       await this.db.run('INSERT INTO users (id, username, username_key, email, password_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)', [
-        user.id, username, keyOf(username), email, hash, Date.now(),
+        user.id,
+        username,
+        keyOf(username),
+        email,
+        hash,
+        Date.now(),
       ]);
     } catch (e) {
       // Two sign-ups raced for the name: the unique index decided.
@@ -54,7 +59,10 @@ export class Accounts {
     const fail = new AccountError('invalid_credentials', 'Wrong username or password.');
     if (typeof username !== 'string' || typeof password !== 'string' || !username || !password || password.length > 1024) throw fail;
     const row = await first<{ id: string; username: string; email: string; password_hash: string }>(
-      this.db, 'SELECT id, username, email, password_hash FROM users WHERE username_key = $1', [keyOf(username)]);
+      this.db,
+      'SELECT id, username, email, password_hash FROM users WHERE username_key = $1',
+      [keyOf(username)],
+    );
     if (!row) {
       await burnPasswordCheck(password);
       throw fail;
@@ -68,6 +76,8 @@ export class Accounts {
   }
 
   private async byUsername(username: string): Promise<User | undefined> {
-    return first<{ id: string; username: string; email: string }>(this.db, 'SELECT id, username, email FROM users WHERE username_key = $1', [keyOf(username)]);
+    return first<{ id: string; username: string; email: string }>(this.db, 'SELECT id, username, email FROM users WHERE username_key = $1', [
+      keyOf(username),
+    ]);
   }
 }

@@ -23,7 +23,8 @@ export function checkRedirectUri(uri: string): string {
   } catch {
     throw new AccountError('invalid_field', `redirect URI "${uri}" is not an absolute URL.`, 'redirect_uri');
   }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new AccountError('invalid_field', `redirect URI "${uri}" must use http or https.`, 'redirect_uri');
+  if (u.protocol !== 'https:' && u.protocol !== 'http:')
+    throw new AccountError('invalid_field', `redirect URI "${uri}" must use http or https.`, 'redirect_uri');
   if (u.hash || uri.includes('#')) throw new AccountError('invalid_field', `redirect URI "${uri}" must not contain a fragment (#).`, 'redirect_uri');
   return uri;
 }
@@ -50,7 +51,12 @@ export class Clients {
     const id = randomBytes(12).toString('hex');
     const secret = newSecret();
     await this.db.run('INSERT INTO clients (id, secret_hash, name, redirect_uris, owner_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)', [
-      id, digest(secret), name, JSON.stringify(uris), input.ownerId ?? null, Date.now(),
+      id,
+      digest(secret),
+      name,
+      JSON.stringify(uris),
+      input.ownerId ?? null,
+      Date.now(),
     ]);
     return { client_id: id, client_secret: secret };
   }
@@ -60,7 +66,10 @@ export class Clients {
     await this.db.transaction(async (q) => {
       await q.run('DELETE FROM clients WHERE id = $1', [WEB_CLIENT_ID]);
       await q.run('INSERT INTO clients (id, secret_hash, name, redirect_uris, owner_id, created_at) VALUES ($1, NULL, $2, $3, NULL, $4)', [
-        WEB_CLIENT_ID, 'SpeakerHub web client', JSON.stringify([redirectUri]), Date.now(),
+        WEB_CLIENT_ID,
+        'SpeakerHub web client',
+        JSON.stringify([redirectUri]),
+        Date.now(),
       ]);
     });
   }
@@ -78,7 +87,16 @@ export class Clients {
   }
 
   async ownedBy(userId: string): Promise<OAuthClient[]> {
-    const rows = await this.db.all<ClientRow>('SELECT id, secret_hash, name, redirect_uris, owner_id FROM clients WHERE owner_id = $1 ORDER BY created_at', [userId]);
-    return rows.map((row) => ({ id: row.id, name: row.name, redirectUris: JSON.parse(row.redirect_uris) as string[], isPublic: !row.secret_hash, ownerId: row.owner_id }));
+    const rows = await this.db.all<ClientRow>(
+      'SELECT id, secret_hash, name, redirect_uris, owner_id FROM clients WHERE owner_id = $1 ORDER BY created_at',
+      [userId],
+    );
+    return rows.map((row) => ({
+      id: row.id,
+      name: row.name,
+      redirectUris: JSON.parse(row.redirect_uris) as string[],
+      isPublic: !row.secret_hash,
+      ownerId: row.owner_id,
+    }));
   }
 }

@@ -25,7 +25,9 @@ async function derive(password: string, salt: Buffer, o: { N: number; r: number;
   } else running++;
   try {
     const options: ScryptOptions = { ...o, maxmem: 128 * o.N * o.r * 2 };
-    return await new Promise((resolve, reject) => scrypt(password.normalize('NFC'), salt, KEY_LENGTH, options, (e, key) => (e ? reject(e) : resolve(key))));
+    return await new Promise((resolve, reject) =>
+      scrypt(password.normalize('NFC'), salt, KEY_LENGTH, options, (e, key) => (e ? reject(e) : resolve(key))),
+    );
   } finally {
     const next = queue.shift();
     if (next) next();

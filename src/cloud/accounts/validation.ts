@@ -11,7 +11,18 @@ export const EMAIL = z
   .regex(/^[^\s@<>()",;:]+@[^\s@<>()",;:]+\.[^\s@<>()",;:.]{2,}$/, 'email does not look like an e-mail address (name@example.org).');
 
 export const MIN_PASSWORD = 10;
-const COMMON = new Set(['password', 'password1', 'password123', '1234567890', '123456789012', 'qwertyuiop', 'letmeinplease', 'iloveyou123', 'speakerhub', 'speakerhub1']);
+const COMMON = new Set([
+  'password',
+  'password1',
+  'password123',
+  '1234567890',
+  '123456789012',
+  'qwertyuiop',
+  'letmeinplease',
+  'iloveyou123',
+  'speakerhub',
+  'speakerhub1',
+]);
 
 export const PASSWORD = z
   .string({ error: 'password is required.' })

@@ -13,13 +13,19 @@ export class WebSessions {
 
   async create(userId: string): Promise<string> {
     const token = newSecret();
-    await this.db.run('INSERT INTO web_sessions (token_hash, user_id, expires_at) VALUES ($1, $2, $3)', [digest(token), userId, this.clock.now() + WEB_SESSION_MS]);
+    await this.db.run('INSERT INTO web_sessions (token_hash, user_id, expires_at) VALUES ($1, $2, $3)', [
+      digest(token),
+      userId,
+      this.clock.now() + WEB_SESSION_MS,
+    ]);
     return token;
   }
 
   async user(token: string | undefined): Promise<string | undefined> {
     if (!token) return undefined;
-    const row = await first<{ user_id: string; expires_at: number }>(this.db, 'SELECT user_id, expires_at FROM web_sessions WHERE token_hash = $1', [digest(token)]);
+    const row = await first<{ user_id: string; expires_at: number }>(this.db, 'SELECT user_id, expires_at FROM web_sessions WHERE token_hash = $1', [
+      digest(token),
+    ]);
     return row && Number(row.expires_at) > this.clock.now() ? row.user_id : undefined;
   }
 

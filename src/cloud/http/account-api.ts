@@ -17,7 +17,11 @@ export function accountApi(app: FastifyInstance, ctx: CloudContext): void {
   app.post('/api/account/signup', async (req, reply) => {
     const b = (req.body ?? {}) as Body;
     const wait = ctx.limits.signup.take(req.ip);
-    if (wait) return reply.code(429).header('retry-after', String(wait)).send({ error: 'rate_limited', error_description: `Too many sign-ups; retry in ${wait} s.` });
+    if (wait)
+      return reply
+        .code(429)
+        .header('retry-after', String(wait))
+        .send({ error: 'rate_limited', error_description: `Too many sign-ups; retry in ${wait} s.` });
     try {
       const user = await ctx.accounts.signup(b);
       return reply.code(201).send({ username: user.username });
@@ -30,7 +34,11 @@ export function accountApi(app: FastifyInstance, ctx: CloudContext): void {
   app.post('/api/account/signin', async (req, reply) => {
     const b = (req.body ?? {}) as Body;
     const wait = signinDelay(ctx, req.ip, String(b.username ?? ''));
-    if (wait) return reply.code(429).header('retry-after', String(wait)).send({ error: 'rate_limited', error_description: `Too many sign-in attempts; retry in ${wait} s.` });
+    if (wait)
+      return reply
+        .code(429)
+        .header('retry-after', String(wait))
+        .send({ error: 'rate_limited', error_description: `Too many sign-in attempts; retry in ${wait} s.` });
     try {
       const user = await ctx.accounts.signin(b.username, b.password);
       const linkToken = await ctx.linkTokens.create(user.id);
@@ -43,8 +51,15 @@ export function accountApi(app: FastifyInstance, ctx: CloudContext): void {
 
   app.get('/api/account/hubs', async (req, reply) => {
     const userId = await bearerUser(ctx, req.headers.authorization);
-    if (!userId) return reply.code(401).header('www-authenticate', 'Bearer realm="SpeakerHub Cloud", error="invalid_token"').send({ error: 'invalid_token', error_description: 'A valid access token is required.' });
+    if (!userId)
+      return reply
+        .code(401)
+        .header('www-authenticate', 'Bearer realm="SpeakerHub Cloud", error="invalid_token"')
+        .send({ error: 'invalid_token', error_description: 'A valid access token is required.' });
     const user = await ctx.accounts.byId(userId);
-    return { username: user?.username, hubs: ctx.registry.hubsOf(userId).map((h) => ({ HKWHubUUID: h.uuid, connectedAt: new Date(h.connectedAt).toISOString() })) };
+    return {
+      username: user?.username,
+      hubs: ctx.registry.hubsOf(userId).map((h) => ({ HKWHubUUID: h.uuid, connectedAt: new Date(h.connectedAt).toISOString() })),
+    };
   });
 }

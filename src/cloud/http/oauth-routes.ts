@@ -68,7 +68,14 @@ export function oauthRoutes(app: FastifyInstance, ctx: CloudContext): void {
     const me = await webUser(ctx, req);
     const here = req.url;
     if (!me) {
-      return html(reply, 200, page('Sign in to continue', `<p><strong>${esc(check.clientName)}</strong> asks to control your speakers through SpeakerHub Cloud. Sign in first.</p>${signinForm(here)}`));
+      return html(
+        reply,
+        200,
+        page(
+          'Sign in to continue',
+          `<p><strong>${esc(check.clientName)}</strong> asks to control your speakers through SpeakerHub Cloud. Sign in first.</p>${signinForm(here)}`,
+        ),
+      );
     }
     const user = await ctx.accounts.byId(me.userId);
     return html(
@@ -93,8 +100,13 @@ export function oauthRoutes(app: FastifyInstance, ctx: CloudContext): void {
     if ('redirect' in check) return reply.redirect(check.redirect, 303);
     const me = await webUser(ctx, req);
     if (!me) return reply.redirect(`/oauth/authorize?${new URLSearchParams(q as Record<string, string>)}`, 303);
-    if (csrf !== WebSessions.csrf(me.session)) return html(reply, 403, page('Authorize access', errorLine('The form expired; go back and try again.')));
-    if (decision !== 'allow') return reply.redirect(withParams(q.redirect_uri!, { error: 'access_denied', error_description: 'The user denied access.', state: q.state }), 303);
+    if (csrf !== WebSessions.csrf(me.session))
+      return html(reply, 403, page('Authorize access', errorLine('The form expired; go back and try again.')));
+    if (decision !== 'allow')
+      return reply.redirect(
+        withParams(q.redirect_uri!, { error: 'access_denied', error_description: 'The user denied access.', state: q.state }),
+        303,
+      );
     const response = new Response({ headers: {} });
     try {
       await ctx.oauth.authorize(libRequest(req, {}, q), response, {
@@ -120,7 +132,9 @@ async function checkAuthorizeRequest(ctx: CloudContext, q: Form): Promise<Author
   const client = await ctx.clients.find(q.client_id);
   if (!client) return bad('Unknown client_id: this application is not registered with SpeakerHub Cloud.');
   if (!q.redirect_uri || !client.redirectUris.includes(q.redirect_uri)) return bad('The redirect_uri is not one registered for this application.');
-  const back = (error: string, description: string) => ({ redirect: withParams(q.redirect_uri!, { error, error_description: description, state: q.state }) });
+  const back = (error: string, description: string) => ({
+    redirect: withParams(q.redirect_uri!, { error, error_description: description, state: q.state }),
+  });
   if (q.response_type !== 'code') return back('unsupported_response_type', 'response_type must be "code".');
   if (client.isPublic && !q.code_challenge) return back('invalid_request', 'PKCE is required: send code_challenge and code_challenge_method=S256.');
   if (q.code_challenge && (q.code_challenge_method ?? 'plain') !== 'S256') return back('invalid_request', 'code_challenge_method must be S256.');

@@ -20,7 +20,10 @@ export function html(reply: FastifyReply, status: number, body: string): Fastify
     .header('content-type', 'text/html; charset=utf-8')
     .header('cache-control', 'no-store')
     .header('x-frame-options', 'DENY')
-    .header('content-security-policy', "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; form-action 'self' http: https:")
+    .header(
+      'content-security-policy',
+      "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; form-action 'self' http: https:",
+    )
     .send(body);
 }
 
@@ -43,7 +46,12 @@ export function webRoutes(app: FastifyInstance, ctx: CloudContext): void {
     const f = (req.body ?? {}) as Form;
     const next = safeNext(f.next);
     const wait = ctx.limits.signup.take(req.ip);
-    if (wait) return html(reply.header('retry-after', String(wait)), 429, page('Sign up', signupForm(next, `Too many sign-ups from your address; try again in ${wait} s.`, f)));
+    if (wait)
+      return html(
+        reply.header('retry-after', String(wait)),
+        429,
+        page('Sign up', signupForm(next, `Too many sign-ups from your address; try again in ${wait} s.`, f)),
+      );
     try {
       const user = await ctx.accounts.signup(f);
       await startSession(reply, user.id);
@@ -59,7 +67,12 @@ export function webRoutes(app: FastifyInstance, ctx: CloudContext): void {
     const f = (req.body ?? {}) as Form;
     const next = safeNext(f.next);
     const wait = signinDelay(ctx, req.ip, f.username ?? '');
-    if (wait) return html(reply.header('retry-after', String(wait)), 429, page('Sign in', signinForm(next, `Too many sign-in attempts; try again in ${wait} s.`, f.username)));
+    if (wait)
+      return html(
+        reply.header('retry-after', String(wait)),
+        429,
+        page('Sign in', signinForm(next, `Too many sign-in attempts; try again in ${wait} s.`, f.username)),
+      );
     try {
       const user = await ctx.accounts.signin(f.username, f.password);
       await startSession(reply, user.id);
@@ -87,7 +100,8 @@ export function webRoutes(app: FastifyInstance, ctx: CloudContext): void {
     const me = await webUser(ctx, req);
     if (!me) return reply.redirect('/signin?next=/account', 303);
     const f = (req.body ?? {}) as Form;
-    if (f.csrf !== WebSessions.csrf(me.session)) return html(reply, 403, page('Account', errorLine('The form expired; reload the page and try again.')));
+    if (f.csrf !== WebSessions.csrf(me.session))
+      return html(reply, 403, page('Account', errorLine('The form expired; reload the page and try again.')));
     try {
       const uris = (f.redirect_uris ?? '').split(/\s+/).filter(Boolean);
       const c = await ctx.clients.register({ name: f.name ?? '', redirectUris: uris, ownerId: me.userId });

@@ -29,10 +29,25 @@ export class CodeStore {
   }
 
   async get(code: string): Promise<StoredCode | undefined> {
-    const row = await first<{ client_id: string; user_id: string; redirect_uri: string; code_challenge: string | null; code_challenge_method: string | null; expires_at: number }>(
-      this.db, 'SELECT client_id, user_id, redirect_uri, code_challenge, code_challenge_method, expires_at FROM auth_codes WHERE code_hash = $1', [digest(code)]);
+    const row = await first<{
+      client_id: string;
+      user_id: string;
+      redirect_uri: string;
+      code_challenge: string | null;
+      code_challenge_method: string | null;
+      expires_at: number;
+    }>(this.db, 'SELECT client_id, user_id, redirect_uri, code_challenge, code_challenge_method, expires_at FROM auth_codes WHERE code_hash = $1', [
+      digest(code),
+    ]);
     if (!row) return undefined;
-    return { clientId: row.client_id, userId: row.user_id, redirectUri: row.redirect_uri, codeChallenge: row.code_challenge, codeChallengeMethod: row.code_challenge_method, expiresAt: Number(row.expires_at) };
+    return {
+      clientId: row.client_id,
+      userId: row.user_id,
+      redirectUri: row.redirect_uri,
+      codeChallenge: row.code_challenge,
+      codeChallengeMethod: row.code_challenge_method,
+      expiresAt: Number(row.expires_at),
+    };
   }
 
   /** True only for the one caller that removed it. */

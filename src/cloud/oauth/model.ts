@@ -1,4 +1,9 @@
-import OAuth2Server, { InvalidRequestError, type AuthorizationCodeModel, type PasswordModel, type RefreshTokenModel } from '@node-oauth/oauth2-server';
+import OAuth2Server, {
+  InvalidRequestError,
+  type AuthorizationCodeModel,
+  type PasswordModel,
+  type RefreshTokenModel,
+} from '@node-oauth/oauth2-server';
 import type { Clock } from '../../core/clock';
 import { AccountError, type Accounts } from '../accounts/accounts';
 import type { Clients } from '../accounts/clients';
@@ -67,7 +72,8 @@ export function createModel(d: ModelDeps): AuthorizationCodeModel & PasswordMode
     },
 
     async saveAuthorizationCode(code, client, user) {
-      if (client.isPublic && !code.codeChallenge) throw new InvalidRequestError('Missing parameter: `code_challenge` (PKCE with S256 is required of public clients)');
+      if (client.isPublic && !code.codeChallenge)
+        throw new InvalidRequestError('Missing parameter: `code_challenge` (PKCE with S256 is required of public clients)');
       const expiresAt = await d.codes.save(code.authorizationCode, {
         clientId: client.id,
         userId: user.id as string,

@@ -58,13 +58,26 @@ export class TokenStore {
         if (!fam || Number(fam.revoked)) throw new Error('token family revoked');
         await this.dropAccessTokens(q, familyId);
       } else {
-        await q.run('INSERT INTO token_families (id, user_id, client_id, revoked, created_at) VALUES ($1, $2, $3, 0, $4)', [t.familyId, userId, clientId, now]);
+        await q.run('INSERT INTO token_families (id, user_id, client_id, revoked, created_at) VALUES ($1, $2, $3, 0, $4)', [
+          t.familyId,
+          userId,
+          clientId,
+          now,
+        ]);
       }
       await q.run('INSERT INTO access_tokens (token_hash, family_id, user_id, client_id, expires_at) VALUES ($1, $2, $3, $4, $5)', [
-        digest(t.accessToken), t.familyId, userId, clientId, t.accessExpiresAt,
+        digest(t.accessToken),
+        t.familyId,
+        userId,
+        clientId,
+        t.accessExpiresAt,
       ]);
       await q.run('INSERT INTO refresh_tokens (token_hash, family_id, user_id, client_id, expires_at, used) VALUES ($1, $2, $3, $4, $5, 0)', [
-        digest(t.refreshToken), t.familyId, userId, clientId, t.refreshExpiresAt,
+        digest(t.refreshToken),
+        t.familyId,
+        userId,
+        clientId,
+        t.refreshExpiresAt,
       ]);
     });
     return t;
@@ -86,7 +99,10 @@ export class TokenStore {
     let grant = this.cache.get(key);
     if (!grant) {
       const row = await first<{ user_id: string; client_id: string; expires_at: number; family_id: string }>(
-        this.db, 'SELECT user_id, client_id, expires_at, family_id FROM access_tokens WHERE token_hash = $1', [key]);
+        this.db,
+        'SELECT user_id, client_id, expires_at, family_id FROM access_tokens WHERE token_hash = $1',
+        [key],
+      );
       if (!row) return undefined;
       grant = { userId: row.user_id, clientId: row.client_id, expiresAt: Number(row.expires_at), familyId: row.family_id };
       if (this.cache.size >= TokenStore.CACHE_MAX) this.cache.delete(this.cache.keys().next().value as string);

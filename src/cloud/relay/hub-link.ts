@@ -54,7 +54,10 @@ export class HubLink {
   /** The link went away: every request in flight fails now (it may or may not have run). */
   failAll(): void {
     for (const id of [...this.pending.keys()]) {
-      this.settle(id, { ok: false, error: new HubError('HubOffline', 'The link to your hub dropped while the request was in flight; it may or may not have been carried out.') });
+      this.settle(id, {
+        ok: false,
+        error: new HubError('HubOffline', 'The link to your hub dropped while the request was in flight; it may or may not have been carried out.'),
+      });
     }
   }
 
@@ -78,7 +81,10 @@ export class HubLink {
       this.settle(msg.id, { ok: true, body: msg.body && typeof msg.body === 'object' ? msg.body : {} });
     } else {
       const code = (msg.error && msg.error.code in ERROR_CODES ? msg.error.code : 'InternalError') as ErrorCode;
-      this.settle(msg.id, { ok: false, error: new HubError(code, String(msg.error?.message ?? 'The hub reported an error.'), { parameter: msg.error?.parameter }) });
+      this.settle(msg.id, {
+        ok: false,
+        error: new HubError(code, String(msg.error?.message ?? 'The hub reported an error.'), { parameter: msg.error?.parameter }),
+      });
     }
   }
 

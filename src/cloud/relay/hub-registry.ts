@@ -58,7 +58,14 @@ export class HubRegistry {
   /** Runs an operation on the user's hub; never hangs (HubOffline when none is connected). */
   async request(userId: string, op: string, params: Record<string, string>): Promise<LinkResult> {
     const link = this.current(userId) ?? (await this.waitForReconnect(userId));
-    if (!link) return { ok: false, error: new HubError('HubOffline', 'None of your hubs is connected to the cloud. Start it with `speakerhub hub --cloud <url>` after `speakerhub account signin`.') };
+    if (!link)
+      return {
+        ok: false,
+        error: new HubError(
+          'HubOffline',
+          'None of your hubs is connected to the cloud. Start it with `speakerhub hub --cloud <url>` after `speakerhub account signin`.',
+        ),
+      };
     return link.request(op, params);
   }
 
@@ -70,7 +77,8 @@ export class HubRegistry {
   /** A hub whose link just dropped is usually back within seconds: wait briefly for it. */
   private waitForReconnect(userId: string): Promise<HubLink | undefined> {
     const seen = this.lastSeen.get(userId);
-    if (seen === undefined || Date.now() - seen > this.options.recentlyOnlineMs || this.waitingCount >= this.options.maxWaiting) return Promise.resolve(undefined);
+    if (seen === undefined || Date.now() - seen > this.options.recentlyOnlineMs || this.waitingCount >= this.options.maxWaiting)
+      return Promise.resolve(undefined);
     return new Promise((resolve) => {
       const set = this.waiting.get(userId) ?? new Set();
       this.waiting.set(userId, set);

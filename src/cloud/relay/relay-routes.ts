@@ -1,7 +1,15 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HubError, errorBody } from '../../core/errors';
-import { DIALECTS, operationAnswer, operationParams, operationRoutes, resolveOperationPath, type Answer, type OperationRoute } from '../../server/operation-routes';
+import {
+  DIALECTS,
+  operationAnswer,
+  operationParams,
+  operationRoutes,
+  resolveOperationPath,
+  type Answer,
+  type OperationRoute,
+} from '../../server/operation-routes';
 import type { CloudContext } from '../context';
 
 const ROUTES = operationRoutes();
@@ -33,7 +41,16 @@ export function relayRoutes(app: FastifyInstance, ctx: CloudContext): void {
 
 export function unauthorized(reply: FastifyReply): FastifyReply {
   reply.header('www-authenticate', 'Bearer realm="SpeakerHub Cloud", error="invalid_token"');
-  return reply.code(401).send(errorBody(new HubError('Unauthorized', 'A valid "Authorization: Bearer <access token>" header is required (POST /oauth/token gives one; it lasts an hour).')));
+  return reply
+    .code(401)
+    .send(
+      errorBody(
+        new HubError(
+          'Unauthorized',
+          'A valid "Authorization: Bearer <access token>" header is required (POST /oauth/token gives one; it lasts an hour).',
+        ),
+      ),
+    );
 }
 
 async function forward(ctx: CloudContext, userId: string, route: OperationRoute, legacy: boolean, url: string): Promise<Answer> {
@@ -60,14 +77,16 @@ export function relayFastPath(ctx: CloudContext, req: IncomingMessage, res: Serv
     ctx.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'relay failed');
     return { status: 500, body: errorBody(new HubError('InternalError', 'The cloud hit an unexpected fault; it has been logged.')) };
   };
-  forward(ctx, grant.userId, found.route, found.legacy, url).catch(failed).then((a) => {
-    const json = JSON.stringify(a.body);
-    res.writeHead(a.status, {
-      'access-control-allow-origin': '*',
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(json),
+  forward(ctx, grant.userId, found.route, found.legacy, url)
+    .catch(failed)
+    .then((a) => {
+      const json = JSON.stringify(a.body);
+      res.writeHead(a.status, {
+        'access-control-allow-origin': '*',
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': Buffer.byteLength(json),
+      });
+      res.end(json);
     });
-    res.end(json);
-  });
   return true;
 }

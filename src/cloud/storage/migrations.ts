@@ -67,7 +67,11 @@ export async function migrate(db: Database): Promise<number> {
   const current = Number(rows[0]?.v ?? 0);
   for (let i = current; i < MIGRATIONS.length; i++) {
     await db.transaction(async (q) => {
-      for (const statement of MIGRATIONS[i].split(';').map((s) => s.trim()).filter(Boolean)) await q.run(statement);
+      for (const statement of MIGRATIONS[i]
+        .split(';')
+        .map((s) => s.trim())
+        .filter(Boolean))
+        await q.run(statement);
       await q.run('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [i + 1, Date.now()]);
     });
   }

@@ -9,10 +9,11 @@ import { defaultSqlitePath, SqlJsDatabase } from './sqljs-database';
  */
 export async function openDatabase(options: { dataDir: string; database?: string }): Promise<Database> {
   const url = options.database;
-  const db = url && /^postgres(ql)?:\/\//i.test(url)
-    ? // pg loads only when used (about 10 MB the embedded setup never needs).
-      await (require('./pg-database') as typeof import('./pg-database')).PgDatabase.open(url)
-    : await SqlJsDatabase.open(url ? url.replace(/^sqlite:(\/\/)?/i, '') : defaultSqlitePath(options.dataDir));
+  const db =
+    url && /^postgres(ql)?:\/\//i.test(url)
+      ? // pg loads only when used (about 10 MB the embedded setup never needs).
+        await (require('./pg-database') as typeof import('./pg-database')).PgDatabase.open(url)
+      : await SqlJsDatabase.open(url ? url.replace(/^sqlite:(\/\/)?/i, '') : defaultSqlitePath(options.dataDir));
   try {
     await migrate(db);
   } catch (e) {

@@ -1,5 +1,15 @@
 import { EventEmitter } from 'node:events';
-import { digitId, type MediaRequest, type Speaker, type SpeakerCapabilities, type SpeakerSnapshot, type SpeakerEvents, type SpeakerInfo, type SpeakerPlayState, type StopReason } from '../driver';
+import {
+  digitId,
+  type MediaRequest,
+  type Speaker,
+  type SpeakerCapabilities,
+  type SpeakerSnapshot,
+  type SpeakerEvents,
+  type SpeakerInfo,
+  type SpeakerPlayState,
+  type StopReason,
+} from '../driver';
 import type { StreamMember } from './hub-stream';
 import type { GroupState, RawClient, RawVolume } from './model';
 

@@ -75,7 +75,10 @@ export class SnapcastDriver extends EventEmitter<DriverEvents> implements Speake
       this.servers.map(async (server) => {
         const idx = speakers.flatMap((s, i) => (s instanceof SnapcastSpeaker && server.owns(s) ? [i] : []));
         if (!idx.length) return;
-        const settled = await server.playGroup(idx.map((i) => speakers[i] as SnapcastSpeaker), media);
+        const settled = await server.playGroup(
+          idx.map((i) => speakers[i] as SnapcastSpeaker),
+          media,
+        );
         idx.forEach((i, k) => (results[i] = settled[k]));
       }),
     );

@@ -112,14 +112,27 @@ export class Feed extends EventEmitter<FeedEvents> {
     const codec = format.bits === 16 ? 's16le' : 's32le';
     const input = ffmpegUrl(url);
     const args = [
-      '-hide_banner', '-nostdin', '-loglevel', 'error',
+      '-hide_banner',
+      '-nostdin',
+      '-loglevel',
+      'error',
       // Network stalls end the play instead of hanging it (microseconds).
       ...(/^https?:/i.test(input) ? ['-rw_timeout', '15000000'] : []),
       '-re',
       ...(startAt > 0 ? ['-ss', startAt.toFixed(3)] : []),
-      '-i', input,
-      '-vn', '-sn', '-dn',
-      '-f', codec, '-acodec', `pcm_${codec}`, '-ar', String(format.rate), '-ac', String(format.channels),
+      '-i',
+      input,
+      '-vn',
+      '-sn',
+      '-dn',
+      '-f',
+      codec,
+      '-acodec',
+      `pcm_${codec}`,
+      '-ar',
+      String(format.rate),
+      '-ac',
+      String(format.channels),
       'pipe:1',
     ];
     this.log.debug({ url: safeUrl(url), startAt, format }, 'starting ffmpeg');

@@ -281,7 +281,10 @@ export class HubStream {
     try {
       await feed.start();
     } catch (e) {
-      opening.then((s) => s.destroy(), () => undefined);
+      opening.then(
+        (s) => s.destroy(),
+        () => undefined,
+      );
       throw e;
     } finally {
       this.pending = undefined;

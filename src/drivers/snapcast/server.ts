@@ -109,7 +109,9 @@ export class SnapServer {
     const overlay = this.overlayStream;
     if (!overlay) return this.hubStream.playGroup(list, media);
     const [to, from] = media.overlay ? [overlay, this.hubStream] : [this.hubStream, overlay];
-    for (const s of list) if (from.has(s.clientId)) await from.stop(s).catch((e) => this.log.warn({ clientId: s.clientId, err: String(e) }, 'could not take the client off the other stream'));
+    for (const s of list)
+      if (from.has(s.clientId))
+        await from.stop(s).catch((e) => this.log.warn({ clientId: s.clientId, err: String(e) }, 'could not take the client off the other stream'));
     return to.playGroup(list, media);
   }
 
@@ -144,7 +146,13 @@ export class SnapServer {
     const g = this.model.groupOf(s.clientId);
     const volume = c?.config.volume ?? { percent: s.volume * 2, muted: false };
     const group: SnapcastPlacement | undefined = g ? { groupId: g.id, clientIds: [...g.clientIds], streamId: g.streamId } : undefined;
-    return { state: s.state, volume: hubVolume(volume), muted: volume.muted, takenAt: this.opts.clock.now(), driver: { percent: volume.percent, group } };
+    return {
+      state: s.state,
+      volume: hubVolume(volume),
+      muted: volume.muted,
+      takenAt: this.opts.clock.now(),
+      driver: { percent: volume.percent, group },
+    };
   }
 
   /**
@@ -163,7 +171,10 @@ export class SnapServer {
     if (volumeOnly || !g || own.includes(g.streamId) || !this.model.streams.has(g.streamId)) return;
     const original = this.model.groups.get(g.groupId);
     if (original && !original.clientIds.includes(s.clientId)) {
-      const r = await this.connection.request<{ server: RawServer }>('Group.SetClients', { id: original.id, clients: [...original.clientIds, s.clientId] });
+      const r = await this.connection.request<{ server: RawServer }>('Group.SetClients', {
+        id: original.id,
+        clients: [...original.clientIds, s.clientId],
+      });
       this.apply(this.model.applyServer(r.server));
     }
     const now = this.model.groupOf(s.clientId);

@@ -120,7 +120,10 @@ export interface FetchOptions {
 }
 
 /** Reads and parses a description; also reports our address on that connection (for GENA callbacks). */
-export async function fetchDescription(location: string, options: FetchOptions): Promise<{ description: RendererDescription; localAddress?: string }> {
+export async function fetchDescription(
+  location: string,
+  options: FetchOptions,
+): Promise<{ description: RendererDescription; localAddress?: string }> {
   const res = await httpRequest(location, { timeoutMs: options.timeoutMs, localAddress: options.localAddress, headers: { Accept: 'text/xml' } });
   if (res.status !== 200) throw new Error(`description answered HTTP ${res.status}`);
   return { description: parseDescription(res.body, location), localAddress: res.localAddress };

@@ -118,9 +118,7 @@ export class UpnpDriver extends EventEmitter<DriverEvents> implements SpeakerDri
    */
   async playGroup(speakers: Speaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
     const own = speakers.map((s) => (s instanceof UpnpSpeaker && this.byUdn.get(s.udn) === s ? s : undefined));
-    const loaded = await Promise.allSettled(
-      own.map((s) => (s ? s.load(media) : Promise.reject(new Error('not a speaker of the upnp driver')))),
-    );
+    const loaded = await Promise.allSettled(own.map((s) => (s ? s.load(media) : Promise.reject(new Error('not a speaker of the upnp driver')))));
     const started = await Promise.allSettled(
       loaded.map(async (r, i) => {
         if (r.status === 'rejected') throw r.reason;

@@ -1,7 +1,16 @@
 import { EventEmitter } from 'node:events';
 import type { Clock, TimerHandle } from '../../core/clock';
 import type { Logger } from '../../logger';
-import type { MediaRequest, Speaker, SpeakerCapabilities, SpeakerEvents, SpeakerInfo, SpeakerPlayState, SpeakerSnapshot, StopReason } from '../driver';
+import type {
+  MediaRequest,
+  Speaker,
+  SpeakerCapabilities,
+  SpeakerEvents,
+  SpeakerInfo,
+  SpeakerPlayState,
+  SpeakerSnapshot,
+  StopReason,
+} from '../driver';
 import type { UpnpConfig } from './config';
 import { fetchDescription, fetchVolumeRange, type RendererDescription, type ServiceEndpoint } from './description';
 import { didlLite, formatTime, parseTime } from './didl';
@@ -522,7 +531,9 @@ export class UpnpSpeaker extends EventEmitter<SpeakerEvents> implements Speaker 
         { url: redactUrl(uri), transportState: transport.state },
         'the renderer plays hub media that no playback tracks (a dropped speaker or a hub restart): stopping it',
       );
-      await this.serial(() => this.avtCall('Stop')).catch((e) => this.log.warn({ err: (e as Error).message }, 'could not stop the left-over playback'));
+      await this.serial(() => this.avtCall('Stop')).catch((e) =>
+        this.log.warn({ err: (e as Error).message }, 'could not stop the left-over playback'),
+      );
       return;
     }
     this.log.info(

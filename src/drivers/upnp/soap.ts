@@ -21,7 +21,9 @@ export class SoapFault extends Error {
     readonly upnpCode?: number,
     readonly upnpDescription?: string,
   ) {
-    super(`${action} failed: ${upnpCode !== undefined ? `UPnP error ${upnpCode}${upnpDescription ? ` (${upnpDescription})` : ''}` : `HTTP ${httpStatus}`}`);
+    super(
+      `${action} failed: ${upnpCode !== undefined ? `UPnP error ${upnpCode}${upnpDescription ? ` (${upnpDescription})` : ''}` : `HTTP ${httpStatus}`}`,
+    );
     this.name = 'SoapFault';
   }
 }

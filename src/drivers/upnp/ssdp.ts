@@ -98,7 +98,18 @@ export function interpret(message: SsdpMessage, from: string): { alive?: SsdpAli
   }
   if (message.startLine.toUpperCase().startsWith('HTTP/')) {
     if (!/^HTTP\/1\.[01] 200/i.test(message.startLine) || !h.location) return undefined;
-    return { alive: { udn, usn, type: h.st ?? '', location: h.location, maxAgeSeconds: maxAge(h['cache-control']), via: 'search', from, bootId: bootIdOf(h) } };
+    return {
+      alive: {
+        udn,
+        usn,
+        type: h.st ?? '',
+        location: h.location,
+        maxAgeSeconds: maxAge(h['cache-control']),
+        via: 'search',
+        from,
+        bootId: bootIdOf(h),
+      },
+    };
   }
   return undefined; // another control point's M-SEARCH
 }

@@ -235,4 +235,3 @@ function causeOf(e: unknown): string {
   const where = err.cause?.address ? `${err.cause.address}${err.cause.port ? `:${err.cause.port}` : ''}` : undefined;
   return redactText([err.message, err.cause?.code ?? err.cause?.message, where].filter(Boolean).join(': ') || String(e));
 }
-

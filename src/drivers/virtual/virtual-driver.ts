@@ -81,5 +81,8 @@ export class VirtualDriver extends EventEmitter<DriverEvents> implements Speaker
 function localMac(seed: string): string {
   const b = createHash('sha256').update(`mac:${seed}`).digest().subarray(0, 6);
   b[0] = (b[0] & 0xfc) | 0x02;
-  return [...b].map((x) => x.toString(16).padStart(2, '0')).join(':').toUpperCase();
+  return [...b]
+    .map((x) => x.toString(16).padStart(2, '0'))
+    .join(':')
+    .toUpperCase();
 }

@@ -1,6 +1,15 @@
 import { EventEmitter } from 'node:events';
 import type { Clock, TimerHandle } from '../../core/clock';
-import type { MediaRequest, Speaker, SpeakerCapabilities, SpeakerEvents, SpeakerInfo, SpeakerPlayState, SpeakerSnapshot, StopReason } from '../driver';
+import type {
+  MediaRequest,
+  Speaker,
+  SpeakerCapabilities,
+  SpeakerEvents,
+  SpeakerInfo,
+  SpeakerPlayState,
+  SpeakerSnapshot,
+  StopReason,
+} from '../driver';
 import type { Logger } from '../../logger';
 import { MediaDownloads, MediaFetchError, type ProbeResult } from './media-probe';
 
