@@ -94,15 +94,18 @@ describe('every operation through the cloud', () => {
       'get_volume',
       'get_volume_device',
     ]);
+    // "$X" in an example is what an earlier example's answer set (exampleCaptures: announce → AnnouncementID).
+    const captured: Record<string, string> = {};
     for (const op of OPERATIONS) {
       const params: Record<string, string> = {};
-      for (const [k, v] of Object.entries(op.example)) params[k] = values[k] ?? v;
+      for (const [k, v] of Object.entries(op.example)) params[k] = values[k] ?? (v.startsWith('$') ? captured[v.slice(1)] : v);
       if (op.name === 'play_web_media' || op.name.startsWith('play_web_media_')) params.MediaUrl = `${alice.base}/api/v1/openapi.json`;
       // close_session closes a session of its own, so the others keep theirs.
       if (op.needsSession) params.SessionToken = op.name === 'close_session' ? await session() : s;
       const qs = new URLSearchParams(params).toString();
       const r = await viaCloud(`/api/v1/${op.name}${qs ? `?${qs}` : ''}`);
       const { ResponseOf, ...body } = r.body;
+      if (op.exampleCaptures && typeof body[op.exampleCaptures.field] === 'string') captured[op.exampleCaptures.variable] = body[op.exampleCaptures.field];
       expect({ op: op.name, ResponseOf }).toEqual({ op: op.name, ResponseOf: op.cloudResponseOf ? op.name : undefined });
       if (body.Result === 'false') {
         // Operation-level refusals (NotResumable after a fresh play, …) travel as the hub sent them.
