@@ -173,7 +173,13 @@ export class SpeakerHub {
     const folders = [...config.media.folders];
     const samples = config.media.samples ? await sampleMediaDir(config.dataDir) : undefined;
     if (samples) folders.push(samples);
-    this._library = new MediaLibrary({ folders, sampleFolder: samples, logger: this.logger.child({ component: 'media' }), reader: this.metadata, onProgress: this.onScanProgress });
+    this._library = new MediaLibrary({
+      folders,
+      sampleFolder: samples,
+      logger: this.logger.child({ component: 'media' }),
+      reader: this.metadata,
+      onProgress: this.onScanProgress,
+    });
     await this._library.scan();
     if (config.media.watch) {
       this._library.watch({ debounceMs: config.media.watchDebounceMs });

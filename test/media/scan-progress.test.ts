@@ -68,7 +68,10 @@ describe('the terminal progress line', () => {
     expect(writes).toEqual([]);
     show({ files: 4000, items: 3900, elapsedMs: 1500, done: false });
     show({ files: 8000, items: 7800, elapsedMs: 3000, done: false });
-    expect(writes).toEqual(['\r\x1b[K  Scanning media: 4000 files, 3900 items so far …', '\r\x1b[K  Scanning media: 8000 files, 7800 items so far …']);
+    expect(writes).toEqual([
+      '\r\x1b[K  Scanning media: 4000 files, 3900 items so far …',
+      '\r\x1b[K  Scanning media: 8000 files, 7800 items so far …',
+    ]);
     show({ files: 9000, items: 8800, elapsedMs: 3500, done: true });
     expect(writes[writes.length - 1]).toBe('\r\x1b[K');
   });
