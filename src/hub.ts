@@ -9,7 +9,7 @@ import { VirtualDriver } from './drivers/virtual/virtual-driver';
 import { createConfiguredDrivers } from './drivers/factory';
 import type { SpeakerDriver } from './drivers/driver';
 import { createLogger, type Logger } from './logger';
-import { MediaLibrary } from './media/library';
+import { MediaLibrary, type ScanProgress } from './media/library';
 import { MediaServer } from './media/media-server';
 import { MetadataReader } from './media/metadata-reader';
 import { ensureChime } from './media/chime';
@@ -32,6 +32,8 @@ export interface HubOptions {
   drivers?: SpeakerDriver[];
   /** Front ends started after the REST server, in this order (see also use()). */
   extensions?: HubExtension[];
+  /** How media scans get on (the CLI shows a progress line on a terminal while a large library is read). */
+  onScanProgress?: (progress: ScanProgress) => void;
 }
 
 /**
@@ -52,6 +54,7 @@ export class SpeakerHub {
   readonly drivers: SpeakerDriver[];
   /** The virtual driver, when it runs (tests and demos drive its speakers' faults). */
   readonly virtual?: VirtualDriver;
+  private readonly onScanProgress?: (progress: ScanProgress) => void;
   private _core?: HubCore;
   private rest?: RestExtension;
   private feed?: WireEventFeed;
@@ -96,6 +99,7 @@ export class SpeakerHub {
     ];
     this.virtual = this.drivers.find((d): d is VirtualDriver => d instanceof VirtualDriver);
     this.extensions = [...(options.extensions ?? [])];
+    this.onScanProgress = options.onScanProgress;
   }
 
   /** Adds a front end; it starts with the hub, after the REST server and the ones added before. */
@@ -169,7 +173,13 @@ export class SpeakerHub {
     const folders = [...config.media.folders];
     const samples = config.media.samples ? await sampleMediaDir(config.dataDir) : undefined;
     if (samples) folders.push(samples);
-    this._library = new MediaLibrary({ folders, sampleFolder: samples, logger: this.logger.child({ component: 'media' }), reader: this.metadata });
+    this._library = new MediaLibrary({
+      folders,
+      sampleFolder: samples,
+      logger: this.logger.child({ component: 'media' }),
+      reader: this.metadata,
+      onProgress: this.onScanProgress,
+    });
     await this._library.scan();
     if (config.media.watch) {
       this._library.watch({ debounceMs: config.media.watchDebounceMs });

@@ -6,6 +6,7 @@ import { createLogger, prettyLogs } from '../logger';
 import type { LogNames } from '../logging/pretty';
 import { parseInteger } from '../util/values';
 import { bannerLines } from './banner';
+import { scanProgressLine } from './scan-progress';
 import type { HubExtension } from '../extensions/extension';
 import { EXIT_USAGE, type CommandRegistrar } from './program';
 import { explainStartError } from './start-errors';
@@ -136,7 +137,11 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
     process.stderr.write(`speakerhub: warning: ${warning}\n`);
     logger.warn(warning);
   }
-  const hub = new SpeakerHub(config, { logger, extensions: extra.flatMap((x) => x.extensions?.(config) ?? []) });
+  const hub = new SpeakerHub(config, {
+    logger,
+    extensions: extra.flatMap((x) => x.extensions?.(config) ?? []),
+    onScanProgress: scanProgressLine(process.stderr),
+  });
   // Bound before start so that the start's own lines already name speakers (hub.core throws until then).
   const quiet = <T>(f: () => T): T | undefined => {
     try {

@@ -16,7 +16,21 @@ export interface MediaLibraryOptions {
   logger: Logger;
   /** The hub's own tag reader (default: one shared by the process, for standalone use). */
   reader?: MetadataReader;
+  /** Told how a scan gets on (at most every PROGRESS_EVERY_MS, and once at the end): a large library takes a while. */
+  onProgress?: (progress: ScanProgress) => void;
 }
+
+export interface ScanProgress {
+  /** Files looked at so far (audio or not). */
+  files: number;
+  /** Media items found so far. */
+  items: number;
+  /** ms since the scan began. */
+  elapsedMs: number;
+  done: boolean;
+}
+
+const PROGRESS_EVERY_MS = 250;
 
 /** Why a file was left out of the library, for the scan summary. */
 type Outcome = MediaItem | 'not-audio' | 'refused' | 'skipped';
@@ -53,6 +67,7 @@ export class MediaLibrary implements MediaCatalog {
   /** The scan that will start after the running one; callers in the meantime share it. */
   private followUp?: Promise<void>;
   private watcher?: FolderWatcher;
+  private readonly onProgress?: (progress: ScanProgress) => void;
   private readonly reader: MetadataReader;
 
   constructor(options: MediaLibraryOptions) {
@@ -60,6 +75,7 @@ export class MediaLibrary implements MediaCatalog {
     this.folders = options.folders.map((f) => path.resolve(f));
     this.sampleFolder = options.sampleFolder === undefined ? undefined : path.resolve(options.sampleFolder);
     this.log = options.logger;
+    this.onProgress = options.onProgress;
   }
 
   /** Sorted by artist, album, title. */
@@ -117,6 +133,17 @@ export class MediaLibrary implements MediaCatalog {
     const files = new Set<string>();
     let refused = 0;
     let skipped = 0;
+    let reported = started;
+    const report = (done: boolean) => {
+      const now = Date.now();
+      if (!this.onProgress || (!done && now - reported < PROGRESS_EVERY_MS)) return;
+      reported = now;
+      try {
+        this.onProgress({ files: files.size, items: byId.size, elapsedMs: now - started, done });
+      } catch {
+        /* a progress display must never fail a scan */
+      }
+    };
     for (const folder of this.folders) {
       const onProblem = (entry: string, e: unknown) => {
         this.log.warn({ entry }, `media library: skipped unreadable ${entry}: ${reason(e)}`);
@@ -126,6 +153,7 @@ export class MediaLibrary implements MediaCatalog {
       for await (const file of walkFiles(folder, onProblem)) {
         if (files.has(file)) continue; // configured folders may nest; the first one claims the file
         files.add(file);
+        report(false);
         const outcome = await this.readFile(folder, file);
         if (outcome === 'refused') refused++;
         else if (outcome === 'skipped') skipped++;
@@ -143,6 +171,7 @@ export class MediaLibrary implements MediaCatalog {
     }
     this.byId = byId;
     this.items = [...byId.values()].sort(compareItems);
+    report(true);
     this.log.info(
       { items: this.items.length, refused, skipped, ms: Date.now() - started },
       `media library: ${this.items.length} items from ${this.folders.length} folder(s)`,

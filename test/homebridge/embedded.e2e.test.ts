@@ -1,6 +1,5 @@
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { OPERATIONS_BY_NAME } from '../../src/operations/table';
 import {
   Controller,
   HAP,
@@ -21,7 +20,6 @@ import { longMediaFolder, Rest } from './rest';
 
 const TOKEN = 'hb-test-token-0123456789abcdef';
 const NAMES = ['Kitchen', 'Living Room', 'Bath'];
-const hasAnnounce = OPERATIONS_BY_NAME.has('announce');
 
 jest.setTimeout(30_000);
 beforeAll(() => installHomebridgeDeps(), 10 * 60_000);
@@ -149,19 +147,16 @@ describe.each(VERSIONS)('embedded hub in $label', ({ major }) => {
     expect((await rest.devices()).some((d) => d.IsPlaying)).toBe(false);
   });
 
-  (hasAnnounce ? test : test.skip)(
-    'an announcement switch announces on its speakers and turns itself off (needs the announce operation)',
-    async () => {
-      const sw = byName('Dinner');
-      const key = `${sw.aid}.${sw.iid[HAP.On]}`;
-      const seen = await ctrl.subscribe([key]);
-      await ctrl.write(sw.aid, sw.iid[HAP.On], true);
-      const m = await run.waitFor(/Announcement "Dinner" started \(AnnouncementID (\S+)\)/);
-      const status = await rest.op('announcement_status', { AnnouncementID: m[1] });
-      expect(['queued', 'playing', 'done']).toContain(status.State);
-      await until(() => (seen.get(key) ?? []).some((v) => v === false || v === 0), 'the switch turning itself off');
-    },
-  );
+  test('an announcement switch announces on its speakers and turns itself off (needs the announce operation)', async () => {
+    const sw = byName('Dinner');
+    const key = `${sw.aid}.${sw.iid[HAP.On]}`;
+    const seen = await ctrl.subscribe([key]);
+    await ctrl.write(sw.aid, sw.iid[HAP.On], true);
+    const m = await run.waitFor(/Announcement "Dinner" started \(AnnouncementID (\S+)\)/);
+    const status = await rest.op('announcement_status', { AnnouncementID: m[1] });
+    expect(['queued', 'playing', 'done']).toContain(status.State);
+    await until(() => (seen.get(key) ?? []).some((v) => v === false || v === 0), 'the switch turning itself off');
+  });
 
   test('a Homebridge restart restores the same accessories (same aid, name, service)', async () => {
     const before = accessories.map((a) => ({ aid: a.aid, name: a.name, type: a.serviceType })).sort((x, y) => x.aid - y.aid);
