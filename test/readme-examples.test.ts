@@ -8,16 +8,24 @@
  *   (set -euo pipefail). `speakerhub`/`npx speakerhub` run this checkout's CLI.
  * - A block whose first line starts with `# not runnable against the default hub` is
  *   skipped; that is the only way out, and the marker is visible to readers.
+ * - The Cloud mode walkthrough's blocks (first line `# cloud walkthrough: …`) run in README
+ *   order as one bash script in a temporary folder, against a cloud on a free loopback port
+ *   substituted for 8080: variables and files carry from block to block; the commands that
+ *   keep running (the cloud, the linked hub) are started in the background, each followed by
+ *   a wait for its positive signal (the cloud's banner; the hub's link relaying
+ *   init_session), and stopped after the test.
  * - ```js blocks that use the package run with node, the package resolved to this checkout.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { EXAMPLE } from '../src/operations/table';
 import { CLI, ROOT, ensureBuilt, killAll, runCli, waitForBanner, within, type Cli } from './helpers/cli';
 
 export const NOT_RUNNABLE = '# not runnable against the default hub';
+export const CLOUD_WALKTHROUGH = '# cloud walkthrough: runs in order with a cloud on 127.0.0.1:8080';
 
 interface Block {
   lang: string;
@@ -43,7 +51,8 @@ export function codeBlocks(markdown: string): Block[] {
 const README = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
 const blocks = codeBlocks(README);
 const shell = blocks.filter((b) => ['sh', 'bash', 'shell'].includes(b.lang));
-const runnable = shell.filter((b) => !b.code.trimStart().startsWith(NOT_RUNNABLE));
+const cloudWalkthrough = shell.filter((b) => b.code.trimStart().startsWith(CLOUD_WALKTHROUGH));
+const runnable = shell.filter((b) => !b.code.trimStart().startsWith(NOT_RUNNABLE) && !cloudWalkthrough.includes(b));
 const js = blocks.filter((b) => b.lang === 'js' && b.code.includes("require('homebridge-speakerhub')"));
 
 let hub: Cli;
@@ -105,11 +114,9 @@ function substitute(code: string): string {
     .replaceAll('<the token>', token);
 }
 
-function preamble(): string {
-  return `set -euo pipefail
-export SPEAKERHUB_URL=http://127.0.0.1:${port} SPEAKERHUB_TOKEN=${token} SPEAKERHUB_DATA_DIR=${dataDir}
-T=${token}
-speakerhub() { node ${CLI} "$@"; }
+/** The shell functions every example runs with: the checkout's CLI, and a curl that fails on errors. */
+function commands(): string {
+  return `speakerhub() { node ${CLI} "$@"; }
 npx() { if [ "$1" = speakerhub ]; then shift; node ${CLI} "$@"; else command npx "$@"; fi; }
 curl() {
   local out
@@ -120,9 +127,17 @@ curl() {
 `;
 }
 
+function preamble(): string {
+  return `set -euo pipefail
+export SPEAKERHUB_URL=http://127.0.0.1:${port} SPEAKERHUB_TOKEN=${token} SPEAKERHUB_DATA_DIR=${dataDir}
+T=${token}
+${commands()}`;
+}
+
 test('the README has runnable shell examples, and skips only visibly marked ones', () => {
   expect(runnable.length).toBeGreaterThanOrEqual(3);
-  for (const b of shell.filter((x) => !runnable.includes(x))) expect(b.code.split('\n')[0]).toMatch(/^# not runnable against the default hub: \S/);
+  for (const b of shell.filter((x) => !runnable.includes(x) && !cloudWalkthrough.includes(x)))
+    expect(b.code.split('\n')[0]).toMatch(/^# not runnable against the default hub: \S/);
 });
 
 test("the example IDs are the default hub's", async () => {
@@ -176,4 +191,147 @@ describe('library examples', () => {
     },
     60_000,
   );
+});
+
+describe('the cloud walkthrough', () => {
+  let dir: string;
+  let cloudPort: number;
+
+  /** A free loopback port for the cloud (the README's 8080 may be taken on this machine). */
+  const freePort = () =>
+    new Promise<number>((resolve, reject) => {
+      const srv = createServer();
+      srv.once('error', reject);
+      srv.listen(0, '127.0.0.1', () => {
+        const { port: p } = srv.address() as { port: number };
+        srv.close(() => resolve(p));
+      });
+    });
+
+  /**
+   * A command that keeps running (`speakerhub cloud`, `speakerhub hub`) starts in the
+   * background, on loopback (the hub on free ports), its pid recorded for the cleanup, and
+   * the script goes on once its positive signal arrives.
+   */
+  function background(line: string): string {
+    const args = line.replace(/^(npx )?speakerhub /, '');
+    const cloud = args.startsWith('cloud');
+    const extra = cloud ? '--host 127.0.0.1 --log-level warn' : '--host 127.0.0.1 --port 0 --mqtt-port 0 --log-level info';
+    const log = cloud ? 'cloud.log' : 'hub.log';
+    const ready = cloud
+      ? `grep -q 'SpeakerHub Cloud is running' ${log}`
+      : `command curl -sf -o /dev/null -H "Authorization: Bearer \${T:?}" http://127.0.0.1:${cloudPort}/api/v1/init_session`;
+    return `node ${CLI} ${args} ${extra} </dev/null >${log} 2>&1 &\necho $! >> pids\nwait_for ${log} $! '${ready.replaceAll("'", `'\\''`)}'`;
+  }
+
+  function script(): string {
+    const lines = [
+      'set -euo pipefail',
+      commands(),
+      // Polls a positive signal (bounded), failing at once if the process it waits for exited.
+      `wait_for() {
+  for _ in $(seq 600); do
+    if eval "$3"; then return 0; fi
+    if ! kill -0 "$2" 2>/dev/null; then echo "README example failed: the process logging to $1 exited:" >&2; cat "$1" >&2; return 1; fi
+    sleep 0.1
+  done
+  echo "README example failed: no ready signal ($3); $1 says:" >&2; cat "$1" >&2; return 1
+}`,
+    ];
+    for (const b of cloudWalkthrough) {
+      lines.push(`echo '::block ${b.line}'`);
+      const code = b.code.replaceAll('127.0.0.1:8080', `127.0.0.1:${cloudPort}`).replace(/ --port 8080\b/g, ` --port ${cloudPort}`);
+      for (const line of code.split('\n')) lines.push(/^(npx )?speakerhub (cloud --port|hub )/.test(line) ? background(line) : line);
+    }
+    return lines.join('\n');
+  }
+
+  /** What each block printed, by the block's first code line. */
+  function outputs(out: string): Map<Block, string> {
+    const m = new Map<Block, string>();
+    for (const b of cloudWalkthrough) {
+      const start = out.indexOf(`::block ${b.line}\n`);
+      const next = out.indexOf('::block ', start + 1);
+      m.set(b, out.slice(start, next < 0 ? undefined : next));
+    }
+    return m;
+  }
+
+  const blockWith = (text: string) => {
+    const b = cloudWalkthrough.find((x) => x.code.includes(text));
+    if (!b) throw new Error(`no cloud walkthrough block contains ${text}`);
+    return b;
+  };
+  const lastJson = (text: string) =>
+    JSON.parse(
+      text
+        .trim()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .at(-1) ?? 'null',
+    ) as Record<string, unknown>;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'speakerhub-readme-cloud-'));
+    cloudPort = await freePort();
+  });
+
+  afterAll(async () => {
+    let pids: number[] = [];
+    try {
+      pids = readFileSync(path.join(dir, 'pids'), 'utf8').split('\n').filter(Boolean).map(Number);
+    } catch {
+      // The script failed before starting anything.
+    }
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    for (const pid of pids.reverse()) {
+      if (!alive(pid)) continue;
+      process.kill(pid, 'SIGTERM');
+      const gone = new Promise<void>((resolve) => {
+        const check = () => (alive(pid) ? setTimeout(check, 50) : resolve());
+        check();
+      });
+      await within(gone, 10_000, `process ${pid} stopping`).catch(() => process.kill(pid, 'SIGKILL'));
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }, 30_000);
+
+  test('the README has the whole walkthrough, from starting the cloud to the hub answering through it', () => {
+    expect(cloudWalkthrough.length).toBeGreaterThanOrEqual(8);
+    expect(cloudWalkthrough[0].code).toMatch(/speakerhub cloud --port 8080/);
+    expect(cloudWalkthrough.at(-1)!.code).toMatch(/set_party_mode/);
+  });
+
+  test('runs in order against a real cloud and a linked hub', async () => {
+    const r = await run('bash', ['-c', script()], undefined, {}, dir);
+    if (r.code !== 0) throw new Error(`the README's cloud walkthrough failed (exit ${r.code}):\n${r.out}`);
+    const out = outputs(r.out);
+
+    const password = lastJson(out.get(blockWith('grant_type=password'))!);
+    expect(password).toEqual({ token_type: 'bearer', access_token: expect.any(String), expires_in: 3600, refresh_token: expect.any(String) });
+    expect(String(password.access_token).length).toBeGreaterThanOrEqual(40);
+
+    expect(out.get(blockWith('decision=allow'))).toMatch(/^https:\/\/app\.example\.org\/callback\?code=[\w-]+&state=xyz$/m);
+    const code = lastJson(out.get(blockWith('grant_type=authorization_code'))!);
+    expect(code).toMatchObject({ token_type: 'bearer', expires_in: 3600, access_token: expect.any(String), refresh_token: expect.any(String) });
+
+    // The refresh grant's answer is the last tokens.json: a new pair, the old one replaced.
+    const refreshed = JSON.parse(readFileSync(path.join(dir, 'tokens.json'), 'utf8')) as Record<string, unknown>;
+    expect(refreshed).toMatchObject({ expires_in: 3600, access_token: expect.any(String) });
+    expect(refreshed.access_token).not.toBe(password.access_token);
+    expect(refreshed.refresh_token).not.toBe(password.refresh_token);
+
+    // The hub keeps its link token (not the password) in its data folder, readable only by its user.
+    expect(statSync(path.join(dir, 'hub-data', 'cloud-link.json')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(path.join(dir, 'hub-data', 'cloud-link.json'), 'utf8')).not.toContain('correct horse battery');
+
+    expect(lastJson(out.get(blockWith('set_party_mode'))!)).toEqual({ Result: 'true', ResponseOf: 'set_party_mode' });
+  }, 120_000);
 });
