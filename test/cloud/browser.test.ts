@@ -16,7 +16,7 @@ import { labSuite } from '../helpers/labs';
 import { TEST_TOKEN } from '../helpers/hub';
 import { startCloud, PASSWORD, type TestCloud } from './helpers';
 import { startLinkedHub, type LinkedHub } from './hub';
-import { startMqttHub, type MqttTestHub } from '../mqtt/helpers';
+import { Probe, startMqttHub, type MqttTestHub } from '../mqtt/helpers';
 
 const LAB_FLAGS = [
   '--no-sandbox',
@@ -56,7 +56,7 @@ labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIU
     while (!(await check())) await new Promise((r) => setTimeout(r, 25));
   }
 
-  test('cloud: sign up, sign in through the consent page, play TTS on a virtual speaker, move a volume slider', async () => {
+  test('cloud: sign up, sign in through the consent page, play TTS on a virtual speaker, move a volume slider, announce', async () => {
     const page: Page = await browser.newPage({ viewport: { width: 420, height: 1100 } });
     // Sign up on the web site, then sign out: the client's sign-in must go through the consent page.
     await page.goto(`${t.base}/signup`);
@@ -130,6 +130,13 @@ labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIU
     await state('Playing');
     await page.locator('#speakers li', { hasText: 'playing' }).first().waitFor(); // the badges follow playback
 
+    // An announcement over the music through the cloud, followed on the page until it is done.
+    await page.fill('#announce-text', 'Doorbell');
+    await page.click('#announce-send');
+    await done('Announce');
+    await page.waitForSelector('#announce-status[data-state=done]');
+    expect(await page.textContent('#announce-status')).toBe('Announcement: done');
+
     // The README's picture is refreshed on request only, so test runs leave the tree clean.
     const shot =
       process.env.UPDATE_SCREENSHOTS === '1'
@@ -196,11 +203,19 @@ labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIU
     const { DeviceList } = await mqttHub.rest('device_list');
     expect(await page.locator('#speakers li').count()).toBe(DeviceList.length);
 
+    // A read-only listener on the channel sees the page's command and the hub's answer.
+    const probe = await Probe.connect(mqttHub.url!, { username: mqttHub.keys.subscribeKey });
+    await probe.client.subscribeAsync('speakerhub/channel');
     const id: string = DeviceList[0].DeviceID;
     const target = DeviceList[0].Volume === 37 ? '36' : '37';
     await page.locator(`#spk-${id}-vol`).fill(target);
     await page.locator('#message.ok', { hasText: 'done.' }).waitFor();
     await until(async () => String((await mqttHub!.rest('get_volume_device', { DeviceID: id })).Volume) === target);
+    const command = (await probe.wait((m) => m.json?.Command === 'set_volume_device')).json;
+    expect(command).toMatchObject({ HKWHubUUID: mqttHub.uuid, DeviceID: id, Volume: target, SessionToken: expect.any(String) });
+    const response = (await probe.wait((m) => m.json?.ResponseOf === 'set_volume_device' && m.json.transaction === command.transaction)).json;
+    expect(response).toMatchObject({ HKWHubUUID: mqttHub.uuid, Result: 'true' });
+    await probe.end();
 
     // Nothing came over REST: the page never sent an API token, and loaded nothing from elsewhere.
     expect(await page.evaluate(() => (globalThis as any).sessionStorage.getItem('sh.apiToken'))).toBeNull();
