@@ -9,9 +9,9 @@
  */
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { existsSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { labSuite } from '../helpers/labs';
 import { TEST_TOKEN } from '../helpers/hub';
 import { startCloud, PASSWORD, type TestCloud } from './helpers';
@@ -151,6 +151,11 @@ labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIU
     const page = await browser.newPage();
     await page.goto(`${hub!.base}/`);
     await page.waitForSelector('#signin-local:not([hidden])');
+    // This hub runs no MQTT: the keys' sign-in says so instead of waiting forever.
+    await page.fill('#sub-key', 'sub-0123456789abcdef');
+    await page.fill('#pub-key', 'pub-0123456789abcdef');
+    await page.click('#signin-mqtt button[type=submit]');
+    await page.locator('#message', { hasText: 'cannot reach the hub over MQTT' }).waitFor();
     await page.fill('#api-token', TEST_TOKEN);
     await page.click('#signin-local button[type=submit]');
     await page.waitForSelector('#speakers li');
@@ -220,6 +225,12 @@ labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIU
     // Nothing came over REST: the page never sent an API token, and loaded nothing from elsewhere.
     expect(await page.evaluate(() => (globalThis as any).sessionStorage.getItem('sh.apiToken'))).toBeNull();
     expect(external.filter((u) => !u.startsWith('ws://'))).toEqual([]);
+
+    // The bundle is the installed mqtt package's browser build, served without a token.
+    const res = await fetch(`${mqttHub.base}/client/mqtt.min.js`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(await res.text()).toBe(await readFile(join(dirname(require.resolve('mqtt/package.json')), 'dist', 'mqtt.min.js'), 'utf8'));
 
     // Wrong keys are refused with a clear message.
     await page.click('#signout');

@@ -44,16 +44,24 @@
     let seq = 0;
 
     await new Promise((resolve, reject) => {
+      let settled = false;
       const fail = (e) => {
+        if (settled) return;
+        settled = true;
         client.end(true);
         const refused = e && (e.code === 5 || e.code === 4 || /authori/i.test(e.message || ''));
-        reject(new Error(refused ? 'the hub refused these keys' : `cannot reach the hub over MQTT (${(e && e.message) || 'closed'})`));
+        reject(new Error(refused ? 'the hub refused these keys' : `cannot reach the hub over MQTT (${(e && e.message) || 'connection closed'})`));
       };
       client.once('connect', () => {
+        settled = true;
         client.off('error', fail);
+        client.off('close', closed);
         resolve();
       });
       client.once('error', fail);
+      // A server without /mqtt (MQTT off, or an external broker) just closes the socket: no 'error' comes.
+      const closed = () => fail(null);
+      client.once('close', closed);
     });
     await client.subscribeAsync(channel, { qos: 1 });
 
