@@ -271,16 +271,15 @@
 
   const target = () => document.querySelector('input[name=target]:checked').value;
 
-  const ANNOUNCE_STATES = { queued: 'queued', playing: 'playing', done: 'done', failed: 'failed' };
   /** Follows one announcement (queued → playing → done/failed) until it ends; a newer one replaces it. */
   function followAnnouncement(id) {
     clearTimeout(announceTimer);
     const out = $('announce-status');
     const shown = (state, reason) => {
       out.dataset.state = state;
-      out.textContent = `Announcement: ${ANNOUNCE_STATES[state] || state}${reason ? ` (${reason})` : ''}`;
+      out.textContent = `Announcement: ${state}${reason ? ` (${reason})` : ''}`;
     };
-    shown('queued');
+    shown('queued'); // what announce answers at once
     const step = async () => {
       try {
         const s = await api('announcement_status', { AnnouncementID: id });
