@@ -1,10 +1,10 @@
 /**
  * The browser sample client in a real headless Chromium (Debian's, through playwright-core):
  * on the cloud it signs up, signs in through the consent page (authorization code + PKCE),
- * plays TTS on a virtual speaker and moves a volume slider, all checked on the hub itself;
+ * plays TTS on a virtual speaker, moves a volume slider and announces, all checked on the hub itself;
  * on a local hub it signs in with the API token and makes an announcement (followed to done,
  * confirmed by the hub over REST); on a hub with the MQTT extension it signs in with the pub/sub
- * keys over MQTT-over-WebSocket and moves a volume slider. UPDATE_SCREENSHOTS=1 refreshes the
+ * keys over MQTT-over-WebSocket, moves a volume slider and announces to all speakers. UPDATE_SCREENSHOTS=1 refreshes the
  * README's screenshot (docs/images/browser-client.png).
  */
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -191,7 +191,7 @@ labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIU
     await page.close();
   }, 30_000);
 
-  test('MQTT: the client signs in with the pub/sub keys over WebSocket at /mqtt, lists the speakers and moves a volume slider', async () => {
+  test('MQTT: the client signs in with the pub/sub keys over WebSocket at /mqtt, lists the speakers, moves a volume slider and announces to all', async () => {
     mqttHub = await startMqttHub();
     const page = await browser.newPage({ viewport: { width: 420, height: 1100 } });
     const external: string[] = [];
@@ -220,11 +220,21 @@ labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIU
     expect(command).toMatchObject({ HKWHubUUID: mqttHub.uuid, DeviceID: id, Volume: target, SessionToken: expect.any(String) });
     const response = (await probe.wait((m) => m.json?.ResponseOf === 'set_volume_device' && m.json.transaction === command.transaction)).json;
     expect(response).toMatchObject({ HKWHubUUID: mqttHub.uuid, Result: 'true' });
-    await probe.end();
 
     // Nothing came over REST: the page never sent an API token, and loaded nothing from elsewhere.
     expect(await page.evaluate(() => (globalThis as any).sessionStorage.getItem('sh.apiToken'))).toBeNull();
     expect(external.filter((u) => !u.startsWith('ws://'))).toEqual([]);
+
+    // An announcement to every speaker over MQTT, followed to done; the hub agrees over REST.
+    await page.check('input[name=announce-target][value=all]');
+    await page.fill('#announce-text', 'Hello over MQTT');
+    await page.click('#announce-send');
+    const sent = (await probe.wait((m) => m.json?.ResponseOf === 'announce' && m.json.HKWHubUUID === mqttHub!.uuid)).json;
+    await page.waitForSelector('#announce-status[data-state=done]');
+    const announced = await mqttHub.rest('announcement_status', { AnnouncementID: sent.AnnouncementID });
+    expect(announced.State).toBe('done');
+    expect(announced.DeviceIDList.split(',').sort()).toEqual(DeviceList.map((d: { DeviceID: string }) => d.DeviceID).sort());
+    await probe.end();
 
     // The bundle is the installed mqtt package's browser build, served without a token.
     const res = await fetch(`${mqttHub.base}/client/mqtt.min.js`);
