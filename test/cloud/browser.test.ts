@@ -1,11 +1,11 @@
 /**
  * The browser sample client in a real headless Chromium (Debian's, through playwright-core):
  * on the cloud it signs up, signs in through the consent page (authorization code + PKCE),
- * plays TTS on a virtual speaker, moves a volume slider and announces, all checked on the hub itself;
- * on a local hub it signs in with the API token and makes an announcement (followed to done,
- * confirmed by the hub over REST); on a hub with the MQTT extension it signs in with the pub/sub
- * keys over MQTT-over-WebSocket, moves a volume slider and announces to all speakers. UPDATE_SCREENSHOTS=1 refreshes the
- * README's screenshot (docs/images/browser-client.png).
+ * plays TTS on a virtual speaker, moves a volume slider and announces, all checked on the hub
+ * itself; on a local hub it signs in with the API token and makes an announcement (followed to
+ * done, confirmed by the hub over REST); on a hub with the MQTT extension it signs in with the
+ * pub/sub keys over MQTT-over-WebSocket, moves a volume slider and announces to all speakers.
+ * UPDATE_SCREENSHOTS=1 refreshes the README's screenshot (docs/images/browser-client.png).
  */
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { existsSync } from 'node:fs';
