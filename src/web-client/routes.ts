@@ -5,18 +5,21 @@ import type { FastifyInstance } from 'fastify';
 /**
  * The browser sample client (plain HTML/CSS/JS in the package's web/client folder, no build
  * step), served at `/` by the local hub and by the cloud. `/client/config.json` tells the
- * page which server it is on: the local hub (sign in with the API token) or the cloud
- * (authorization code + PKCE).
+ * page which server it is on: the local hub (sign in with the API token or the pub/sub keys
+ * over MQTT-over-WebSocket) or the cloud (authorization code + PKCE).
  */
 const FILES: Record<string, string> = {
   '/': 'index.html',
   '/client/app.js': 'app.js',
+  '/client/mqtt-transport.js': 'mqtt-transport.js',
   '/client/style.css': 'style.css',
 };
+/** mqtt.js's browser bundle, served from the installed package (the page loads nothing from elsewhere). */
+const MQTT_BUNDLE_PATH = '/client/mqtt.min.js';
 const TYPES: Record<string, string> = { html: 'text/html; charset=utf-8', js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8' };
 
 /** Paths the client is served at; they need no token (the page holds no secret). */
-export const BROWSER_CLIENT_PATHS: ReadonlySet<string> = new Set([...Object.keys(FILES), '/client/config.json']);
+export const BROWSER_CLIENT_PATHS: ReadonlySet<string> = new Set([...Object.keys(FILES), MQTT_BUNDLE_PATH, '/client/config.json']);
 
 function clientDir(): string {
   for (let dir = __dirname; ; dir = dirname(dir)) {
@@ -26,19 +29,28 @@ function clientDir(): string {
   }
 }
 
+function mqttBundleFile(): string {
+  return join(dirname(require.resolve('mqtt/package.json')), 'dist', 'mqtt.min.js');
+}
+
 export function registerBrowserClient(app: FastifyInstance, config: () => Record<string, unknown>): void {
   const dir = clientDir();
-  for (const [path, file] of Object.entries(FILES)) {
-    const body = readFileSync(join(dir, file));
-    const type = TYPES[file.split('.').pop()!];
+  const send = (path: string, type: string, body: () => Buffer) =>
     app.get(path, async (_req, reply) =>
       reply
         .header('content-type', type)
         .header('cache-control', 'no-cache')
         .header('x-content-type-options', 'nosniff')
+        // 'self' in connect-src also allows ws:/wss: to this origin (MQTT over WebSocket at /mqtt).
         .header('content-security-policy', "default-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'")
-        .send(body),
+        .send(body()),
     );
+  for (const [path, file] of Object.entries(FILES)) {
+    const body = readFileSync(join(dir, file));
+    send(path, TYPES[file.split('.').pop()!], () => body);
   }
+  // ~370 KB: read on first use, not at every server start.
+  let bundle: Buffer | undefined;
+  send(MQTT_BUNDLE_PATH, TYPES.js, () => (bundle ??= readFileSync(mqttBundleFile())));
   app.get('/client/config.json', async (_req, reply) => reply.header('cache-control', 'no-store').send(config()));
 }

@@ -2,8 +2,9 @@
 /*
  * SpeakerHub sample client: plain JavaScript, no build step. The same page runs on the
  * cloud (sign-in: OAuth 2.0 authorization code + PKCE S256; tokens refreshed when they
- * expire) and on a local hub (sign-in: the hub's API token). It calls the Speaker Control
- * Service API on its own origin: /api/v1/<operation>.
+ * expire) and on a local hub (sign-in: the hub's API token, or the pub/sub keys over
+ * MQTT-over-WebSocket). It calls the Speaker Control Service API on its own origin:
+ * /api/v1/<operation> over REST, or the same operations on the MQTT channel (mqtt-transport.js).
  */
 (function () {
   const $ = (id) => document.getElementById(id);
@@ -12,6 +13,8 @@
   let session = null;
   let lastMedia = null;
   let pollTimer = null;
+  let mqttLink = null; // the MQTT transport when signed in with the pub/sub keys
+  let announceTimer = null;
   const selected = new Set(JSON.parse(store.getItem('sh.selected') || '[]'));
 
   function show(text, ok) {
@@ -104,18 +107,33 @@
     }
   }
 
+  /** Signed in with the pub/sub keys: (re)opens the MQTT transport. */
+  async function mqttTransport() {
+    if (!mqttLink) {
+      const keys = JSON.parse(store.getItem('sh.mqtt') || 'null');
+      if (!keys) throw new ApiError('Unauthorized', 'Not signed in.');
+      mqttLink = await window.SpeakerHubMqtt.open(keys);
+    }
+    return mqttLink;
+  }
+
   async function api(op, params = {}, retried = false) {
-    const q = new URLSearchParams(params);
+    const p = { ...params };
     if (op !== 'init_session') {
       if (!session) session = (await api('init_session')).SessionToken;
-      q.set('SessionToken', session);
+      p.SessionToken = session;
     }
-    const res = await fetch(`/api/v1/${op}?${q}`, { headers: { authorization: `Bearer ${bearer()}` } });
-    const body = await res.json().catch(() => ({}));
-    if (res.status === 401 && !retried && config.mode === 'cloud' && (await refreshTokens())) return api(op, params, true);
-    if (res.status === 401) {
-      signedOut('Please sign in again.');
-      throw new ApiError('Unauthorized', 'Not signed in.');
+    let body;
+    if (store.getItem('sh.mqtt')) {
+      body = await (await mqttTransport()).call(op, p);
+    } else {
+      const res = await fetch(`/api/v1/${op}?${new URLSearchParams(p)}`, { headers: { authorization: `Bearer ${bearer()}` } });
+      body = await res.json().catch(() => ({}));
+      if (res.status === 401 && !retried && config.mode === 'cloud' && (await refreshTokens())) return api(op, params, true);
+      if (res.status === 401) {
+        signedOut('Please sign in again.');
+        throw new ApiError('Unauthorized', 'Not signed in.');
+      }
     }
     if (body.ErrorCode === 'SessionNotFound' && !retried) {
       session = null;
@@ -139,15 +157,22 @@
 
   function signedOut(text) {
     clearInterval(pollTimer);
+    clearTimeout(announceTimer);
     session = null;
+    if (mqttLink) mqttLink.close();
+    mqttLink = null;
+    store.removeItem('sh.mqtt');
     $('app').hidden = true;
     $('signin').hidden = false;
     $('signin-cloud').hidden = config.mode !== 'cloud';
     $('signin-local').hidden = config.mode === 'cloud';
+    $('signin-mqtt').hidden = config.mode === 'cloud';
     if (text) show(text);
   }
 
   async function signedIn() {
+    $('where').textContent =
+      `${config.mode === 'cloud' ? 'SpeakerHub Cloud' : 'Local hub'} · ${location.host}${store.getItem('sh.mqtt') ? ' · over MQTT' : ''}`;
     $('signin').hidden = true;
     $('app').hidden = false;
     await loadSpeakers();
@@ -246,13 +271,65 @@
 
   const target = () => document.querySelector('input[name=target]:checked').value;
 
+  /** Follows one announcement (queued → playing → done/failed) until it ends; a newer one replaces it. */
+  function followAnnouncement(id) {
+    clearTimeout(announceTimer);
+    const out = $('announce-status');
+    const shown = (state, reason) => {
+      out.dataset.state = state;
+      out.textContent = `Announcement: ${state}${reason ? ` (${reason})` : ''}`;
+    };
+    shown('queued'); // what announce answers at once
+    const step = async () => {
+      try {
+        const s = await api('announcement_status', { AnnouncementID: id });
+        shown(s.State, s.Reason);
+        if (s.State === 'done' || s.State === 'failed') return;
+      } catch (e) {
+        if (e.code === 'AnnouncementNotFound' || e.code === 'Unauthorized') return shown('failed', e.message);
+        /* a lost answer: ask again */
+      }
+      announceTimer = setTimeout(step, 500);
+    };
+    announceTimer = setTimeout(step, 250);
+  }
+
+  async function announce() {
+    const params = { Text: $('announce-text').value };
+    const vol = $('announce-volume').value.trim();
+    if (vol !== '') params.Volume = vol;
+    if ($('announce-chime').checked) params.Chime = 'true';
+    if (document.querySelector('input[name=announce-target]:checked').value === 'selected') {
+      const ids = [...document.querySelectorAll('#speakers input[type=checkbox]:checked')].map((b) => b.id.replace(/^spk-/, ''));
+      if (!ids.length) throw new Error('tick at least one speaker, or choose “All speakers”.');
+      params.DeviceIDList = ids.join(',');
+    }
+    const { AnnouncementID } = await api('announce', params);
+    followAnnouncement(AnnouncementID);
+  }
+
   function wire() {
     $('cloud-signin').addEventListener('click', () => startCloudSignin().catch((e) => show(`Sign-in failed: ${e.message}`)));
     $('signin-local').addEventListener('submit', (ev) => {
       ev.preventDefault();
+      store.removeItem('sh.mqtt');
       store.setItem('sh.apiToken', $('api-token').value.trim());
       show('');
       signedIn().catch((e) => show(e.message));
+    });
+    $('signin-mqtt').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const keys = { subscribeKey: $('sub-key').value.trim(), publishKey: $('pub-key').value.trim(), channel: $('channel').value.trim() };
+      store.removeItem('sh.apiToken');
+      store.setItem('sh.mqtt', JSON.stringify(keys));
+      show('');
+      signedIn().catch((e) => {
+        signedOut(`Sign-in failed: ${e.message}`);
+      });
+    });
+    $('announce').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      act('Announce', announce);
     });
     $('signout').addEventListener('click', () => {
       store.removeItem('sh.tokens');
@@ -295,7 +372,7 @@
     config = await (await fetch('/client/config.json')).json();
     $('where').textContent = config.mode === 'cloud' ? `SpeakerHub Cloud · ${location.host}` : `Local hub · ${location.host}`;
     if (config.mode === 'cloud') await finishCloudSignin();
-    if (!bearer()) return signedOut();
+    if (!bearer() && !store.getItem('sh.mqtt')) return signedOut();
     try {
       await signedIn();
     } catch (e) {

@@ -1,0 +1,125 @@
+'use strict';
+/*
+ * The client's MQTT transport: the spec's publish/subscribe mode over MQTT-over-WebSocket at
+ * /mqtt on the hub's own port (username = subscribe key, password = publish key). Commands go
+ * on the shared channel as {"Command", "HKWHubUUID", "SessionToken", ...params, "transaction"};
+ * the answer is the message with ResponseOf and the same transaction. The operation names,
+ * parameters and response JSON are those of REST, so app.js runs unchanged on top of it.
+ */
+(function () {
+  const MAX_IN_FLIGHT = 64; // bounded: a hub that stops answering cannot grow this map
+  const TIMEOUT_MS = 15000;
+  let bundle = null;
+
+  /** mqtt.js's browser build, from this server (only loaded when this sign-in is used). */
+  function loadBundle() {
+    if (window.mqtt) return Promise.resolve();
+    bundle ??= new Promise((resolve, reject) => {
+      const s = document.createElement('script');
+      s.src = '/client/mqtt.min.js';
+      s.onload = () => resolve();
+      s.onerror = () => {
+        bundle = null;
+        reject(new Error('could not load the MQTT library from the hub'));
+      };
+      document.head.appendChild(s);
+    });
+    return bundle;
+  }
+
+  async function open({ subscribeKey, publishKey, channel }) {
+    await loadBundle();
+    const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/mqtt`;
+    const prefix = `web-${Math.random().toString(36).slice(2, 10)}-`;
+    const client = window.mqtt.connect(url, {
+      username: subscribeKey,
+      password: publishKey,
+      clientId: prefix.slice(0, -1),
+      clean: true,
+      connectTimeout: 10000,
+      reconnectPeriod: 2000,
+    });
+    const pending = new Map();
+    let hubUuid = null;
+    let seq = 0;
+
+    await new Promise((resolve, reject) => {
+      let settled = false;
+      const fail = (e) => {
+        if (settled) return;
+        settled = true;
+        client.end(true);
+        const refused = e && (e.code === 5 || e.code === 4 || /authori/i.test(e.message || ''));
+        reject(new Error(refused ? 'the hub refused these keys' : `cannot reach the hub over MQTT (${(e && e.message) || 'connection closed'})`));
+      };
+      client.once('connect', () => {
+        settled = true;
+        client.off('error', fail);
+        client.off('close', closed);
+        resolve();
+      });
+      client.once('error', fail);
+      // A server without /mqtt (MQTT off, or an external broker) just closes the socket: no 'error' comes.
+      const closed = () => fail(null);
+      client.once('close', closed);
+    });
+    await client.subscribeAsync(channel, { qos: 1 });
+
+    client.on('message', (topic, payload) => {
+      if (topic !== channel) return;
+      let m;
+      try {
+        m = JSON.parse(new TextDecoder().decode(payload));
+      } catch {
+        return; // not for us
+      }
+      if (!m || typeof m !== 'object' || !('ResponseOf' in m)) return; // commands and events
+      const p = pending.get(m.transaction);
+      if (!p) return; // another client's answer, or one that came after its timeout
+      pending.delete(m.transaction);
+      clearTimeout(p.timer);
+      // The first answer to an init_session without a UUID names the hub from now on.
+      if (!hubUuid && m.HKWHubUUID) hubUuid = m.HKWHubUUID;
+      const body = { ...m };
+      delete body.ResponseOf;
+      delete body.transaction;
+      p.resolve(body);
+    });
+
+    return {
+      kind: 'mqtt',
+      get hubUuid() {
+        return hubUuid;
+      },
+      /** Runs one operation; resolves with the response JSON (errors too, as over REST). */
+      call(op, params) {
+        if (pending.size >= MAX_IN_FLIGHT) return Promise.reject(new Error('too many requests waiting for the hub'));
+        const transaction = `${prefix}${++seq}`;
+        const msg = { Command: op, ...(hubUuid ? { HKWHubUUID: hubUuid } : {}), ...params, transaction };
+        return new Promise((resolve, reject) => {
+          const timer = setTimeout(() => {
+            pending.delete(transaction);
+            reject(new Error('no answer from the hub over MQTT'));
+          }, TIMEOUT_MS);
+          pending.set(transaction, { resolve, reject, timer });
+          client.publish(channel, JSON.stringify(msg), { qos: 1 }, (err) => {
+            if (!err) return;
+            clearTimeout(timer);
+            pending.delete(transaction);
+            reject(new Error(`MQTT publish failed: ${err.message}`));
+          });
+        });
+      },
+      close() {
+        for (const p of pending.values()) {
+          clearTimeout(p.timer);
+          p.reject(new Error('disconnected'));
+        }
+        pending.clear();
+        client.end(true);
+      },
+    };
+  }
+
+  window.SpeakerHubMqtt = { open };
+})();
