@@ -54,8 +54,13 @@ export class PubsubChannel {
 
   /** On every connect: after an outage first the spec's NetworkUnavailable, then the announcement. */
   announce(reconnect: boolean): void {
-    if (reconnect) this.send(networkEvent(this.ctx.uuid), 1);
+    if (reconnect) this.send(networkEvent(this.ctx.uuid, 'Restored'), 1);
     this.send(announceMessage(this.ctx.uuid, this.ctx.version), 1);
+  }
+
+  /** The host lost its LAN addresses or got them back (the broker link may never have dropped). */
+  network(state: 'Lost' | 'Restored'): void {
+    this.send(networkEvent(this.ctx.uuid, state), 1);
   }
 
   private send(msg: Record<string, unknown>, qos: 0 | 1): void {

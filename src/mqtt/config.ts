@@ -46,6 +46,17 @@ export const MqttConfigSchema = z
     /** Reconnect backoff towards the broker. */
     reconnectMinMs: z.number().int().min(50).max(60_000).default(500),
     reconnectMaxMs: z.number().int().min(100).max(600_000).default(30_000),
+    /**
+     * How often the host's LAN addresses are checked (NetworkUnavailable when they are all
+     * gone, and again when they are back); 0: not watched.
+     */
+    networkWatchMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(600_000)
+      .refine((v) => v === 0 || v >= 50, 'mqtt.networkWatchMs must be 0 (off) or at least 50')
+      .default(5000),
     /** Commands the hub runs at once; further messages wait at the broker (backpressure). */
     maxConcurrentCommands: z.number().int().min(1).max(1000).default(32),
     /** Root of the bridge topics (zigbee2mqtt style). */

@@ -94,9 +94,13 @@ export function eventMessage(uuid: string, e: WireEvent): Record<string, unknown
   }
 }
 
-/** The hub's link was down and is back (the spec's NetworkUnavailable reason). */
-export function networkEvent(uuid: string): Record<string, unknown> {
-  return { Event: 'DeviceStateUpdated', HKWHubUUID: uuid, SessionToken: '', Reason: 'NetworkUnavailable' };
+/**
+ * The spec's NetworkUnavailable reason: the hub's network or broker link was lost (Lost, heard
+ * only by clients that still reach the hub, e.g. on its own host) or is back (Restored).
+ * `Network` is beyond the spec: it tells the two apart.
+ */
+export function networkEvent(uuid: string, network: 'Lost' | 'Restored'): Record<string, unknown> {
+  return { Event: 'DeviceStateUpdated', HKWHubUUID: uuid, SessionToken: '', Reason: 'NetworkUnavailable', Network: network };
 }
 
 /** What the hub says on the channel each time it connects. */

@@ -8,6 +8,7 @@ import { FriendlyNames } from './friendly-names';
 import { HaDiscovery } from './ha-discovery';
 import { loadOrCreateKeys, type PubsubKeys } from './keys';
 import { HubLink } from './link';
+import { NetworkWatch, type InterfaceSource } from './network-watch';
 import { RateLimitedLog } from './rate-limit';
 import { SpeakerTopics } from './speakers';
 import { Topics } from './topics';
@@ -31,6 +32,11 @@ export interface MqttStatus {
 /** Events a stalled MQTT link may leave waiting before the view is rebuilt from scratch. */
 const MAX_QUEUED_EVENTS = 10_000;
 
+export interface MqttExtensionOptions {
+  /** Where the host's interfaces are read (default: os.networkInterfaces; tests inject one). */
+  interfaces?: InterfaceSource;
+}
+
 /**
  * The MQTT front end: the spec's publish/subscribe mode on one channel topic and a
  * zigbee2mqtt-style bridge, over the embedded aedes broker or an external one. It reaches
@@ -45,6 +51,9 @@ export class MqttExtension implements HubExtension {
   private session?: string;
   private names?: FriendlyNames;
   private _status?: MqttStatus;
+  private watch?: NetworkWatch;
+
+  constructor(private readonly options: MqttExtensionOptions = {}) {}
 
   /** Set once started (undefined when MQTT is off). */
   get status(): MqttStatus | undefined {
@@ -182,6 +191,25 @@ export class MqttExtension implements HubExtension {
     subscribe();
     await link.start();
 
+    if (cfg.networkWatchMs > 0) {
+      const iface = ctx.config.network.interface;
+      this.watch = new NetworkWatch({
+        intervalMs: cfg.networkWatchMs,
+        interfaceName: iface,
+        source: this.options.interfaces,
+        // Said at loss too: clients on the hub's own host (loopback, the embedded broker) still hear it.
+        onLost: () => {
+          log.warn({ interface: iface }, 'network lost: the host has no LAN address');
+          channel.network('Lost');
+        },
+        onRestored: (addresses) => {
+          log.info({ interface: iface, addresses }, 'network restored');
+          channel.network('Restored');
+        },
+      });
+      this.watch.start();
+    }
+
     const port = ctx.httpServer?.address();
     this._status = {
       mode: external ? 'external' : 'embedded',
@@ -202,6 +230,8 @@ export class MqttExtension implements HubExtension {
   }
 
   async stop(): Promise<void> {
+    this.watch?.stop();
+    this.watch = undefined;
     this.sub?.close();
     this.sub = undefined;
     const link = this.link;

@@ -115,7 +115,10 @@ describe('the MQTT front end in a hub', () => {
     (t.ext as unknown as { link: { client: { stream: { destroy(): void } } } }).link.client.stream.destroy();
     const offline = await p.wait((m) => m.topic === 'speakerhub/bridge/state' && m.json?.state === 'offline');
     const start = p.messages.indexOf(offline);
-    await p.wait((m) => m.json?.Reason === 'NetworkUnavailable' && p.messages.indexOf(m) > start);
+    await p.wait(
+      (m) =>
+        m.json?.Reason === 'NetworkUnavailable' && m.json.Network === 'Restored' && m.json.HKWHubUUID === t!.uuid && p.messages.indexOf(m) > start,
+    );
     await p.wait((m) => m.json?.Event === 'HubOnline' && p.messages.indexOf(m) > start);
     await p.wait((m) => m.topic === 'speakerhub/bridge/state' && m.json?.state === 'online' && p.messages.indexOf(m) > start);
     await p.end();

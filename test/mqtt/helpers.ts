@@ -9,7 +9,7 @@ import type { HubConfigInput } from '../../src/config/schema';
 import type { Clock } from '../../src/core/clock';
 import { createLogger } from '../../src/logger';
 import { ensureSampleMedia } from '../../src/media/samples';
-import { MqttExtension } from '../../src/mqtt/extension';
+import { MqttExtension, type MqttExtensionOptions } from '../../src/mqtt/extension';
 import type { Operation } from '../../src/operations/table';
 import { SHARED_SAMPLES, TEST_TOKEN } from '../helpers/hub';
 
@@ -29,7 +29,10 @@ export interface MqttTestHub {
 }
 
 /** A real hub on loopback with the MQTT extension (embedded broker on a free port unless config says otherwise). */
-export async function startMqttHub(config: HubConfigInput = {}, options: { clock?: Clock; dataDir?: string } = {}): Promise<MqttTestHub> {
+export async function startMqttHub(
+  config: HubConfigInput = {},
+  options: { clock?: Clock; dataDir?: string; mqtt?: MqttExtensionOptions } = {},
+): Promise<MqttTestHub> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'speakerhub-mqtt-')));
   const logs: string[] = [];
   const stream = new Writable({
@@ -39,7 +42,7 @@ export async function startMqttHub(config: HubConfigInput = {}, options: { clock
     },
   });
   await ensureSampleMedia(SHARED_SAMPLES);
-  const ext = new MqttExtension();
+  const ext = new MqttExtension(options.mqtt);
   const hub = createHub(
     {
       dataDir,
