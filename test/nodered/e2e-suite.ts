@@ -339,12 +339,12 @@ export function defineEndToEnd(version: NodeRedVersion): void {
         10_000,
       );
       // A hub left running per deploy would hold its library, servers and drivers: many MB of heap
-      // over 20 (heap after a full GC is the precise figure; RSS only a coarse bound, as V8 and
-      // malloc return memory to the system lazily). Measured over deploys 10→50: NR4 RSS
-      // 151→155 MB, NR5 193→198 MB; heap snapshots after 10 and 40 deploys hold exactly one
-      // SpeakerHub, HubCore, RestServer and MediaServer.
+      // over 20. Heap after a full GC is the leak signal; RSS is only logged: V8 and malloc return
+      // memory to the system lazily, so on a loaded machine it drifts by tens of MB (seen: +50 MB
+      // on NR5 under a parallel test load) without anything being held. Measured over deploys
+      // 10→50: NR4 RSS 151→155 MB, NR5 193→198 MB; heap snapshots after 10 and 40 deploys hold
+      // exactly one SpeakerHub, HubCore, RestServer and MediaServer.
       expect(after.heap - before.heap).toBeLessThan(12 * 1024 * 1024);
-      expect(after.rss - before.rss).toBeLessThan(48 * 1024 * 1024);
       console.log(
         `Node-RED ${version} redeploy x20: heap ${(before.heap / 1e6).toFixed(1)} → ${(after.heap / 1e6).toFixed(1)} MB, rss ${(before.rss / 1e6).toFixed(1)} → ${(after.rss / 1e6).toFixed(1)} MB, listening ${after.sockets.length}`,
       );
