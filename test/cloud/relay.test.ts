@@ -105,7 +105,8 @@ describe('every operation through the cloud', () => {
       const qs = new URLSearchParams(params).toString();
       const r = await viaCloud(`/api/v1/${op.name}${qs ? `?${qs}` : ''}`);
       const { ResponseOf, ...body } = r.body;
-      if (op.exampleCaptures && typeof body[op.exampleCaptures.field] === 'string') captured[op.exampleCaptures.variable] = body[op.exampleCaptures.field];
+      if (op.exampleCaptures && typeof body[op.exampleCaptures.field] === 'string')
+        captured[op.exampleCaptures.variable] = body[op.exampleCaptures.field];
       expect({ op: op.name, ResponseOf }).toEqual({ op: op.name, ResponseOf: op.cloudResponseOf ? op.name : undefined });
       if (body.Result === 'false') {
         // Operation-level refusals (NotResumable after a fresh play, …) travel as the hub sent them.
