@@ -26,6 +26,7 @@ export { VirtualSpeaker } from './drivers/virtual/virtual-speaker';
 export { UpnpDriver, UpnpConfigSchema, type UpnpConfig } from './drivers/upnp';
 export { SnapcastDriver, SnapcastConfigSchema, type SnapcastConfig } from './drivers/snapcast';
 export { SpeakerHubClient } from './client/client';
+export { HubEventStream, type EventStreamOptions, type StreamEvent } from './client/event-stream';
 export { VERSION } from './version';
 export { MqttExtension, type MqttStatus } from './mqtt/extension';
 export { CloudLinkExtension } from './cloud-link/link-extension';

@@ -1,11 +1,10 @@
 import { OPERATIONS_BY_NAME } from '../operations/table';
 import { SpeakerHubClient } from '../client/client';
+import { HubEventStream } from '../client/event-stream';
 import type { HubConnection, HubListener, HubWireEvent, OperationParams } from './hub-connection';
 import type { Logging } from './homebridge-api';
 
 const EVENT_TYPES = new Set(['playbackState', 'playbackTime', 'device', 'volume', 'selection']);
-/** An SSE event larger than this is junk (a device list is a few hundred bytes): drop the connection. */
-const MAX_EVENT_BYTES = 1 << 20;
 const BACKOFF_MIN_MS = 500;
 const BACKOFF_MAX_MS = 30_000;
 
@@ -23,16 +22,14 @@ export interface RemoteOptions {
 export class RemoteConnection implements HubConnection {
   readonly mode = 'remote';
   private readonly client: SpeakerHubClient;
-  private abort?: AbortController;
-  private stopped = false;
+  private events?: HubEventStream;
 
   constructor(private readonly options: RemoteOptions) {
     this.client = new SpeakerHubClient({ baseUrl: options.url, token: options.token, timeoutMs: 10_000 });
   }
 
   async start(listener: HubListener): Promise<void> {
-    this.stopped = false;
-    void this.follow(listener);
+    this.follow(listener);
   }
 
   call(operation: string, params: OperationParams = {}): Promise<Record<string, unknown>> {
@@ -41,67 +38,31 @@ export class RemoteConnection implements HubConnection {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.abort?.abort();
+    this.events?.close();
+    this.events = undefined;
     await this.client.close().catch(() => undefined);
   }
 
-  private async follow(listener: HubListener): Promise<void> {
-    let delay = BACKOFF_MIN_MS;
-    while (!this.stopped) {
-      this.abort = new AbortController();
-      try {
-        const res = await fetch(new URL('/api/v1/events', this.options.url), {
-          headers: { Accept: 'text/event-stream', ...(this.options.token ? { Authorization: `Bearer ${this.options.token}` } : {}) },
-          signal: this.abort.signal,
-        });
-        if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
-        this.options.log.info(`Following the hub's events at ${this.options.url}`);
-        delay = BACKOFF_MIN_MS;
-        // Events may have been missed while disconnected (or the hub was down at start): re-read.
-        listener.resync();
-        await this.read(res.body, listener);
-        if (!this.stopped) this.options.log.warn('The hub closed its event stream; reconnecting');
-        if (!this.stopped) listener.lost?.();
-      } catch (e) {
-        if (this.stopped) return;
-        listener.lost?.();
-        this.options.log.warn(
-          `Hub events at ${this.options.url} unavailable (${e instanceof Error ? e.message : String(e)}); retrying in ${Math.round(delay / 1000)} s`,
-        );
-      }
-      if (this.stopped) return;
-      await new Promise((r) => setTimeout(r, delay).unref());
-      delay = Math.min(delay * 2, BACKOFF_MAX_MS);
-    }
-  }
-
-  /** Parses `event:`/`data:` blocks (the hub sends one data line per event). */
-  private async read(body: ReadableStream<Uint8Array>, listener: HubListener): Promise<void> {
-    const decoder = new TextDecoder();
-    let buffer = '';
-    let type = '';
-    let data = '';
-    for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-      buffer += decoder.decode(chunk, { stream: true });
-      if (buffer.length > MAX_EVENT_BYTES) throw new Error('an event larger than 1 MB');
-      let nl: number;
-      while ((nl = buffer.indexOf('\n')) >= 0) {
-        const line = buffer.slice(0, nl).replace(/\r$/, '');
-        buffer = buffer.slice(nl + 1);
-        if (line === '') {
-          if (type && data && EVENT_TYPES.has(type)) {
-            try {
-              listener.event({ type, data: JSON.parse(data) } as HubWireEvent);
-            } catch (e) {
-              this.options.log.warn(`Ignoring a malformed ${type} event: ${e instanceof Error ? e.message : String(e)}`);
-            }
-          }
-          type = '';
-          data = '';
-        } else if (line.startsWith('event:')) type = line.slice(6).trim();
-        else if (line.startsWith('data:')) data += line.slice(5).trim();
-      }
-    }
+  /** Follows the hub's event stream; after every (re)connect the accessories re-read the hub (events may have been missed). */
+  private follow(listener: HubListener): void {
+    this.events = new HubEventStream({
+      url: new URL('/api/v1/events', this.options.url).href,
+      token: this.options.token,
+      minBackoffMs: BACKOFF_MIN_MS,
+      maxBackoffMs: BACKOFF_MAX_MS,
+      onState: (state, detail) => {
+        if (state === 'connected') {
+          this.options.log.info(`Following the hub's events at ${this.options.url}`);
+          listener.resync();
+        } else {
+          listener.lost?.();
+          this.options.log.warn(`Hub events at ${this.options.url} unavailable (${detail}); retrying`);
+        }
+      },
+      onEvent: (e) => {
+        if (EVENT_TYPES.has(e.type)) listener.event(e as HubWireEvent);
+      },
+    });
+    this.events.start();
   }
 }

@@ -3,7 +3,7 @@ import { isHubError } from '../core/errors';
 import { OPERATIONS_BY_NAME } from '../operations/table';
 import type { Logger } from '../logger';
 import { EventFanout, HubUnreachableError, type HubConnection, type HubWireEvent } from './connection';
-import { SseClient } from './sse-client';
+import { HubEventStream } from '../client/event-stream';
 
 export interface RemoteOptions {
   /** The hub's origin, http://host:port */
@@ -22,7 +22,7 @@ export class RemoteConnection implements HubConnection {
   readonly ready: Promise<void>;
   private readonly client: SpeakerHubClient;
   private readonly fanout: EventFanout;
-  private sse?: SseClient;
+  private sse?: HubEventStream;
 
   constructor(private readonly options: RemoteOptions) {
     let origin: URL;
@@ -42,7 +42,7 @@ export class RemoteConnection implements HubConnection {
     this.ready = Promise.resolve();
     this.fanout = new EventFanout(
       () => {
-        this.sse = new SseClient({
+        this.sse = new HubEventStream({
           url: new URL('/api/v1/events', origin).href,
           token: options.token || undefined,
           onEvent: (e) => this.fanout.emit(e),

@@ -1,10 +1,15 @@
-import type { HubWireEvent } from './connection';
+/** An event as the hub's stream names it (`event:`) with its parsed JSON (`data:`). */
+export interface StreamEvent {
+  type: string;
+  data: unknown;
+}
 
-export interface SseOptions {
+export interface EventStreamOptions {
+  /** The hub's event stream: `<origin>/api/v1/events`. */
   url: string;
   token?: string;
-  onEvent(event: HubWireEvent): void;
-  /** Connection state changes, for the config node's status. */
+  onEvent(event: StreamEvent): void;
+  /** Connection state changes: 'connected' after every (re)connect — events may have been missed meanwhile. */
   onState?(state: 'connected' | 'reconnecting', detail?: string): void;
   minBackoffMs?: number;
   maxBackoffMs?: number;
@@ -14,17 +19,18 @@ export interface SseOptions {
 const MAX_EVENT_CHARS = 1 << 20;
 
 /**
- * Follows a server-sent event stream (the hub's /api/v1/events), reconnecting with
+ * Follows a remote hub's server-sent event stream (/api/v1/events), reconnecting with
  * exponential backoff after any failure until close(). Built on fetch so the bearer token
- * goes in a header, never in a URL that proxies log.
+ * goes in a header, never in a URL that proxies log. The Node-RED config node and the
+ * Homebridge plugin follow a remote hub with it.
  */
-export class SseClient {
+export class HubEventStream {
   private abort?: AbortController;
   private closed = false;
   private timer?: NodeJS.Timeout;
   private backoff: number;
 
-  constructor(private readonly options: SseOptions) {
+  constructor(private readonly options: EventStreamOptions) {
     this.backoff = options.minBackoffMs ?? 250;
   }
 
