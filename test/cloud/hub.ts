@@ -1,12 +1,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { CloudLinkExtension, type LinkState } from '../../src/cloud-link/link-extension';
-import { createHub, type SpeakerHub } from '../../src/hub';
-import { createLogger } from '../../src/logger';
-import { ensureSampleMedia } from '../../src/media/samples';
-import { SHARED_SAMPLES, TEST_TOKEN } from '../helpers/hub';
+import type { SpeakerHub } from '../../src/hub';
+import { createTestHub } from '../helpers/hub';
 import { PASSWORD } from './helpers';
 
 export interface LinkedHub {
@@ -32,25 +29,14 @@ export async function startLinkedHub(
   o: { dataDir?: string; withPassword?: boolean; speakers?: number; reconnectBaseMs?: number } = {},
 ): Promise<LinkedHub> {
   const dataDir = o.dataDir ?? (await mkdtemp(join(tmpdir(), 'speakerhub-linked-')));
-  const logs: string[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      logs.push(String(chunk));
-      cb();
-    },
-  });
-  await ensureSampleMedia(SHARED_SAMPLES);
   let passwordFile: string | undefined;
   if (o.withPassword !== false) {
     passwordFile = join(dataDir, 'cloud-password');
     await writeFile(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
   }
   const link = new CloudLinkExtension();
-  const hub = createHub(
+  const { hub, logs } = await createTestHub(
     {
-      dataDir,
-      media: { samples: false, folders: [SHARED_SAMPLES] },
-      server: { host: '127.0.0.1', port: 0, token: TEST_TOKEN },
       speakers: { virtual: { count: o.speakers ?? 3 } },
       cloud: {
         url: cloud,
@@ -59,9 +45,8 @@ export async function startLinkedHub(
         heartbeatSeconds: 1,
         reconnectBaseMs: o.reconnectBaseMs ?? 50,
       },
-      log: { level: 'debug' },
     },
-    { logger: createLogger({ level: 'debug', stream }), extensions: [link] },
+    { dataDir, extensions: [link] },
   );
   await hub.start();
   const waitFor = (state: LinkState) =>

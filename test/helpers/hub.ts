@@ -5,6 +5,7 @@ import { Writable } from 'node:stream';
 import { createHub, type SpeakerHub } from '../../src/hub';
 import type { HubConfigInput } from '../../src/config/schema';
 import type { Clock } from '../../src/core/clock';
+import type { HubExtension } from '../../src/extensions/extension';
 import { createLogger } from '../../src/logger';
 import { ensureSampleMedia } from '../../src/media/samples';
 
@@ -27,9 +28,15 @@ export interface TestHub {
   close(): Promise<void>;
 }
 
-/** Starts a real hub on 127.0.0.1 with a temp data folder; close() removes everything. */
-export async function startHub(config: HubConfigInput = {}, options: { clock?: Clock } = {}): Promise<TestHub> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'speakerhub-test-'));
+/**
+ * A real hub (not started) as the tests make them: the shared sample tracks, the REST server on a
+ * free loopback port with TEST_TOKEN, debug logs captured in `logs`. Front-end suites (MQTT,
+ * the cloud link) pass their extensions.
+ */
+export async function createTestHub(
+  config: HubConfigInput,
+  options: { dataDir: string; clock?: Clock; extensions?: HubExtension[] },
+): Promise<{ hub: SpeakerHub; logs: string[] }> {
   const logs: string[] = [];
   const stream = new Writable({
     write(chunk, _enc, cb) {
@@ -40,14 +47,21 @@ export async function startHub(config: HubConfigInput = {}, options: { clock?: C
   await ensureSampleMedia(SHARED_SAMPLES);
   const hub = createHub(
     {
-      dataDir,
+      dataDir: options.dataDir,
       media: { samples: false, folders: [SHARED_SAMPLES] },
       ...config,
       server: { host: '127.0.0.1', port: 0, token: TEST_TOKEN, ...config.server },
       log: { level: 'debug' },
     },
-    { clock: options.clock, logger: createLogger({ level: 'debug', stream }) },
+    { clock: options.clock, logger: createLogger({ level: 'debug', stream }), extensions: options.extensions },
   );
+  return { hub, logs };
+}
+
+/** Starts a real hub on 127.0.0.1 with a temp data folder; close() removes everything. */
+export async function startHub(config: HubConfigInput = {}, options: { clock?: Clock } = {}): Promise<TestHub> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'speakerhub-test-'));
+  const { hub, logs } = await createTestHub(config, { dataDir, clock: options.clock });
   await hub.start();
   const base = hub.url!;
   const get = async (path: string, headers: Record<string, string> = { Authorization: `Bearer ${TEST_TOKEN}` }) => {

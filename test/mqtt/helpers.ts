@@ -2,16 +2,13 @@ import { readFile, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { connectAsync, type IClientOptions, type MqttClient } from 'mqtt';
-import { createHub, type SpeakerHub } from '../../src/hub';
+import type { SpeakerHub } from '../../src/hub';
 import type { HubConfigInput } from '../../src/config/schema';
 import type { Clock } from '../../src/core/clock';
-import { createLogger } from '../../src/logger';
-import { ensureSampleMedia } from '../../src/media/samples';
 import { MqttExtension, type MqttExtensionOptions } from '../../src/mqtt/extension';
 import type { Operation } from '../../src/operations/table';
-import { SHARED_SAMPLES, TEST_TOKEN } from '../helpers/hub';
+import { createTestHub, SHARED_SAMPLES, TEST_TOKEN } from '../helpers/hub';
 
 export interface MqttTestHub {
   hub: SpeakerHub;
@@ -34,25 +31,10 @@ export async function startMqttHub(
   options: { clock?: Clock; dataDir?: string; mqtt?: MqttExtensionOptions } = {},
 ): Promise<MqttTestHub> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'speakerhub-mqtt-')));
-  const logs: string[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      logs.push(String(chunk));
-      cb();
-    },
-  });
-  await ensureSampleMedia(SHARED_SAMPLES);
   const ext = new MqttExtension(options.mqtt);
-  const hub = createHub(
-    {
-      dataDir,
-      media: { samples: false, folders: [SHARED_SAMPLES] },
-      ...config,
-      mqtt: { port: 0, host: '127.0.0.1', ...config.mqtt },
-      server: { host: '127.0.0.1', port: 0, token: TEST_TOKEN, ...config.server },
-      log: { level: 'debug' },
-    },
-    { clock: options.clock, logger: createLogger({ level: 'debug', stream }), extensions: [ext] },
+  const { hub, logs } = await createTestHub(
+    { ...config, mqtt: { port: 0, host: '127.0.0.1', ...config.mqtt } },
+    { dataDir, clock: options.clock, extensions: [ext] },
   );
   await hub.start();
   const base = hub.url!;
