@@ -186,7 +186,9 @@ export async function startNodeRed(version: NodeRedVersion, options: { settings?
     },
   };
   try {
+    // red.js starts the flows first and listens afterwards: the admin API answers once it says so.
     await nr.waitForOutput('Started flows');
+    await nr.waitForOutput('Server now running at');
     nr.adminToken = await nr.login(ADMIN);
   } catch (e) {
     await nr.stop();

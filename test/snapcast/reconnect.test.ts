@@ -17,8 +17,9 @@ describeIf('Snapcast reconnect after a snapserver outage (default backoff)', () 
     expect(r.hubBackMs).toBeGreaterThanOrEqual(0);
     expect(r.retries.length).toBeGreaterThan(3);
     for (const retry of r.retries) expect(retry.retryInMs).toBeLessThanOrEqual(Math.max(250, Math.round(retry.downForMs / 4)));
-    // The outage was long enough for a doubling backoff to have reached 8 s waits.
-    expect(Math.max(...r.retries.map((x) => x.downForMs))).toBeGreaterThan(7000);
+    // The hub saw a long outage (the last failed retry comes a quarter-wait before snapserver is
+    // back, so anywhere past ~6 s of the 8): long enough for a doubling backoff to reach 4 s waits.
+    expect(Math.max(...r.retries.map((x) => x.downForMs))).toBeGreaterThan(4000);
     expect(r.connects).toBe(2);
   }, 90_000);
 });
