@@ -192,13 +192,11 @@ describe('isolation and availability', () => {
     expect(await none.json()).toMatchObject({ Result: 'false', ErrorCode: 'Unauthorized' });
   });
 
-  test('a user with no hub online gets 503 HubOffline at once', async () => {
-    const started = Date.now();
+  test('a user with no hub online gets 503 HubOffline (never a hang: the request returns)', async () => {
     const r = await viaCloud('/api/v1/init_session', carolToken);
     expect(r.status).toBe(503);
     expect(r.body).toMatchObject({ Result: 'false', ErrorCode: 'HubOffline', ResponseOf: 'init_session' });
     expect(r.body.ErrorMessage).toMatch(/speakerhub hub --cloud/);
-    expect(Date.now() - started).toBeLessThan(5000); // a bound on "never hangs", not a speed claim
   });
 });
 
