@@ -7,41 +7,25 @@
  * pub/sub keys over MQTT-over-WebSocket, moves a volume slider and announces to all speakers.
  * UPDATE_SCREENSHOTS=1 refreshes the README's screenshot (docs/images/browser-client.png).
  */
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { existsSync } from 'node:fs';
+import { type Browser, type Page } from 'playwright-core';
 import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { chromiumMissing, launchChromium } from '../helpers/chromium';
 import { labSuite } from '../helpers/labs';
 import { TEST_TOKEN } from '../helpers/hub';
 import { startCloud, PASSWORD, type TestCloud } from './helpers';
 import { startLinkedHub, type LinkedHub } from './hub';
 import { Probe, startMqttHub, type MqttTestHub } from '../mqtt/helpers';
 
-const LAB_FLAGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-dev-shm-usage',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-default-apps',
-  '--disable-domain-reliability',
-  '--metrics-recording-only',
-  '--no-default-browser-check',
-  '--disable-features=MediaRouter,OptimizationHints,Translate',
-];
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let browser: Browser;
 let t: TestCloud;
 let hub: LinkedHub | undefined;
 let mqttHub: MqttTestHub | undefined;
 
-labSuite('Chromium', existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIUM} (Debian package chromium)`)('browser client', () => {
+labSuite('Chromium', chromiumMissing())('browser client', () => {
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAB_FLAGS });
+    browser = await launchChromium();
     t = await startCloud();
   }, 30_000);
   afterAll(async () => {

@@ -2,8 +2,9 @@
 import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { type Browser } from 'playwright-core';
 import { OPERATIONS } from '../../src/operations/table';
+import { launchChromium } from '../helpers/chromium';
 import { startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
 import { ADMIN, ensureRuntimes, ROOT, startNodeRed, type NodeRed } from './runtime';
 
@@ -13,22 +14,6 @@ import { ADMIN, ensureRuntimes, ROOT, startNodeRed, type NodeRed } from './runti
  * speakers, no console errors; and it takes the README's screenshot of an example flow.
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-dev-shm-usage',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-default-apps',
-  '--disable-domain-reliability',
-  '--metrics-recording-only',
-  '--no-default-browser-check',
-  '--disable-features=MediaRouter,OptimizationHints,Translate',
-];
-
 let hub: TestHub;
 let nr: NodeRed;
 let browser: Browser;
@@ -37,7 +22,7 @@ beforeAll(async () => {
   ensureRuntimes();
   hub = await startHub({ speakers: { virtual: { count: 3, names: ['Kitchen', 'Living room', 'Office'] } } });
   nr = await startNodeRed(4);
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+  browser = await launchChromium();
 }, 180_000);
 
 afterAll(async () => {
