@@ -4,35 +4,10 @@
  * state at shutdown, stop_play reaches speakers no playback holds, a stronger play cancels a
  * start in progress, and speakers that come back rejoin a party play.
  */
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ManualClock } from '../../src/core/clock';
 import type { PlaybackSnapshot } from '../../src/core/events';
-import { encodeWav } from '../../src/media/wav';
 import { TEST_TOKEN, eventually, startHub, type TestHub } from '../helpers/hub';
-
-async function webServer() {
-  const rate = 8000;
-  const wav = encodeWav(new Int16Array(rate * 20), rate, { title: 'Web', artist: '', album: '' });
-  const hanging = new Set<ServerResponse>();
-  const server: Server = createServer((req, res) => {
-    if (req.url?.startsWith('/hang')) {
-      hanging.add(res);
-      return;
-    }
-    res.writeHead(200, { 'Content-Type': 'audio/wav', 'Content-Length': wav.length }).end(wav);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: (p: string) => `http://127.0.0.1:${port}${p}`,
-    close: () => {
-      for (const r of hanging) r.destroy();
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
+import { webServer } from './web-server';
 
 describe('playback engine', () => {
   const clock = new ManualClock();
@@ -45,7 +20,7 @@ describe('playback engine', () => {
   const speaker = (i: number) => t.hub.virtual!.speaker(i);
 
   beforeAll(async () => {
-    web = await webServer();
+    web = await webServer('Web');
     t = await startHub({ speakers: { virtual: { count: 3 } } }, { clock });
     ids = t.hub.virtual!.speakers().map((s) => s.id);
     const media = (await t.op('media_list')).MediaList;

@@ -3,37 +3,11 @@
  * play): overlays on the music, queueing, cut-in, snapshot/restore of another app's media,
  * and faults. Time is a ManualClock, so "the announcement has played" is a clock step.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ManualClock } from '../../src/core/clock';
 import type { AnnouncementEvent, PlaybackSnapshot } from '../../src/core/events';
 import type { SpeakerPlayState } from '../../src/drivers/driver';
-import { encodeWav } from '../../src/media/wav';
 import { TEST_TOKEN, eventually, startHub, type TestHub } from '../helpers/hub';
-
-/** A loopback web server: /tone.wav (20 s), /hang (accepts, never answers). */
-async function webServer() {
-  const rate = 8000;
-  const wav = encodeWav(new Int16Array(rate * 20), rate, { title: 'Other App', artist: '', album: '' });
-  const hanging = new Set<import('node:http').ServerResponse>();
-  const server: Server = createServer((req, res) => {
-    if (req.url?.startsWith('/hang')) {
-      hanging.add(res);
-      return;
-    }
-    res.writeHead(200, { 'Content-Type': 'audio/wav', 'Content-Length': wav.length }).end(wav);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: (p: string) => `http://127.0.0.1:${port}${p}`,
-    close: () => {
-      for (const r of hanging) r.destroy();
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
+import { webServer } from './web-server';
 
 describe('announcements (virtual speakers)', () => {
   const clock = new ManualClock();
@@ -65,7 +39,7 @@ describe('announcements (virtual speakers)', () => {
   const playOut = (ms = 8000) => clock.advance(ms);
 
   beforeAll(async () => {
-    web = await webServer();
+    web = await webServer('Other App');
     t = await startHub({ speakers: { virtual: { count: 3 } } }, { clock });
     ids = t.hub.virtual!.speakers().map((s) => s.id);
     const media = (await t.op('media_list')).MediaList;
