@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { hubCommand, type HubOptionRegistrar } from './cli/hub-command';
 import { remoteCommands } from './cli/commands';
+import { driverHubOptions } from './cli/driver-options';
 import { buildProgram, runCli, type CommandRegistrar } from './cli/program';
 import { mqttHubOptions } from './mqtt/cli-options';
 import { cloudHubOptions, registerCloudCommands } from './cloud/cli';
@@ -11,7 +12,7 @@ import { cloudHubOptions, registerCloudCommands } from './cloud/cli';
  */
 
 /** Flags of `speakerhub hub` beyond the core's (e.g. MQTT): each adds options and maps them to config. */
-const HUB_OPTIONS: HubOptionRegistrar[] = [mqttHubOptions, cloudHubOptions];
+const HUB_OPTIONS: HubOptionRegistrar[] = [driverHubOptions, mqttHubOptions, cloudHubOptions];
 
 /** Top-level commands: the hub itself, then the commands that talk to a running hub (e.g. cloud, account). */
 const COMMANDS: CommandRegistrar[] = [hubCommand(HUB_OPTIONS), remoteCommands, (program) => registerCloudCommands(program)];

@@ -4,9 +4,9 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { systemClock, type Clock } from './core/clock';
 import { HubCore } from './core/hub-core';
-import { ConfigError, parseConfig, type HubConfig, type HubConfigInput } from './config/schema';
-import { VirtualDriver } from './drivers/virtual/virtual-driver';
-import { createConfiguredDrivers } from './drivers/factory';
+import { ConfigError, parseConfig, type HubConfig, type HubConfigInput } from './hub-config';
+import { createDrivers } from './drivers/registry';
+import { hubMediaUrlMatcher } from './media/capability-url';
 import type { SpeakerDriver } from './drivers/driver';
 import { createLogger, type Logger } from './logger';
 import { MediaLibrary, type ScanProgress } from './media/library';
@@ -50,10 +50,9 @@ export class SpeakerHub {
   readonly tts: TtsService;
   /** This hub's tag reader (a helper process while it has work): closed by this hub's stop only. */
   private readonly metadata = new MetadataReader();
-  /** The configured drivers (virtual, upnp, snapcast) and any extra ones, in start order. */
-  readonly drivers: SpeakerDriver[];
-  /** The virtual driver, when it runs (tests and demos drive its speakers' faults). */
-  readonly virtual?: VirtualDriver;
+  /** Drivers handed in by the embedder (options.drivers); the configured ones are created at start. */
+  private readonly extraDrivers: SpeakerDriver[];
+  private _drivers: SpeakerDriver[] = [];
   private readonly onScanProgress?: (progress: ScanProgress) => void;
   private _core?: HubCore;
   private rest?: RestExtension;
@@ -93,11 +92,7 @@ export class SpeakerHub {
       logger: this.logger.child({ component: 'tts' }),
       reader: this.metadata,
     });
-    this.drivers = [
-      ...createConfiguredDrivers(config, { clock: this.clock, logger: this.logger, version: VERSION, networkAddress: this.networkAddress }),
-      ...(options.drivers ?? []),
-    ];
-    this.virtual = this.drivers.find((d): d is VirtualDriver => d instanceof VirtualDriver);
+    this.extraDrivers = [...(options.drivers ?? [])];
     this.extensions = [...(options.extensions ?? [])];
     this.onScanProgress = options.onScanProgress;
   }
@@ -127,6 +122,16 @@ export class SpeakerHub {
   /** True when this start generated (and saved) a new token. */
   get tokenGenerated(): boolean {
     return this._tokenGenerated;
+  }
+
+  /** The running drivers: the configured ones (created at start), then the embedder's, in start order. */
+  get drivers(): readonly SpeakerDriver[] {
+    return this._drivers;
+  }
+
+  /** The first running driver with this name (tests and demos reach the virtual speakers' fault switches through it). */
+  driver<T extends SpeakerDriver = SpeakerDriver>(name: string): T | undefined {
+    return this._drivers.find((d) => d.name === name) as T | undefined;
   }
 
   /** Open wire-event subscriptions (SSE streams, bridges): for health reports and leak checks. */
@@ -214,7 +219,25 @@ export class SpeakerHub {
       await file.load();
       this.undo.push({ what: 'session file', run: () => file.close() });
     }
-    for (const driver of this.drivers) await core.addDriver(driver);
+    // Each configured driver's code is loaded only now: a hub without Snapcast never loads it.
+    this._drivers = [
+      ...(await createDrivers(config.drivers, config, {
+        clock: this.clock,
+        logger: this.logger,
+        version: VERSION,
+        networkAddress: this.networkAddress,
+        interfaceName: config.network.interface,
+        isHubMediaUrl: hubMediaUrlMatcher({
+          bindHost: config.mediaServer.host ?? this.networkAddress,
+          advertiseHost: config.mediaServer.advertiseHost,
+          networkAddress: this.networkAddress,
+        }),
+        hub: config,
+      })),
+      ...this.extraDrivers,
+    ];
+    this.undo.push({ what: 'drivers', run: () => void (this._drivers = []) });
+    for (const driver of this._drivers) await core.addDriver(driver);
     const feed = new WireEventFeed(
       core.events,
       () => core.playback.snapshot(),

@@ -1,6 +1,6 @@
 /** SpeakerHub as a library: embed a hub (createHub) or reuse its parts. */
 export { createHub, SpeakerHub, type HubOptions } from './hub';
-export { parseConfig, ConfigSchema, ConfigError, type HubConfig, type HubConfigInput } from './config/schema';
+export { parseConfig, ConfigSchema, ConfigError, type HubConfig, type HubConfigInput } from './hub-config';
 export { loadConfig } from './config/load';
 export { HubCore } from './core/hub-core';
 export type { HubExtension, ExtensionContext } from './extensions/extension';

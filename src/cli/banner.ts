@@ -33,7 +33,7 @@ export function bannerLines(hub: SpeakerHub, options: { tty: boolean }): string[
     else lines.push(`  API token:  ${hub.token}${hub.tokenGenerated ? '   (new; saved in ' + file + ')' : ''}`);
   }
   const speakers = hub.core.speakers.all();
-  const virtual = hub.virtual?.speakers().length ?? 0;
+  const virtual = hub.driver('virtual')?.speakers().length ?? 0;
   lines.push(
     `  Speakers:   ${speakers.length}${virtual ? ` (${virtual === speakers.length ? 'all ' : ''}${virtual} virtual: silent test speakers)` : ''}`,
   );

@@ -1,10 +1,11 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { labelProblems, loadConfig, mergeConfig } from '../config/load';
-import { ConfigError, type HubConfig } from '../config/schema';
+import { ConfigError, type HubConfig } from '../hub-config';
 import { SpeakerHub } from '../hub';
 import { createLogger, prettyLogs } from '../logger';
 import type { LogNames } from '../logging/pretty';
-import { parseInteger } from '../util/values';
+import { collect, intFlag } from '../util/flags';
+import { DRIVER_NAMES } from '../drivers/registry';
 import { bannerLines } from './banner';
 import { scanProgressLine } from './scan-progress';
 import type { HubExtension } from '../extensions/extension';
@@ -28,16 +29,7 @@ export interface FlagConfig {
   banner?: (options: { tty: boolean }) => string[];
 }
 
-/** The one number rule (src/util/values.ts) for integer flags; the message states the range. */
-export function intFlag(name: string, min: number, max: number) {
-  return (v: string): number => {
-    const r = parseInteger(v, name, min, max);
-    if (!r.ok) throw new InvalidArgumentError(`${r.message}.`);
-    return r.value;
-  };
-}
-
-const collect = (v: string, acc: string[] = []): string[] => [...acc, v];
+export { intFlag };
 
 interface HubFlags {
   config?: string;
@@ -47,7 +39,6 @@ interface HubFlags {
   auth?: boolean;
   media?: string[];
   samples?: boolean;
-  virtualSpeakers?: number;
   data?: string;
   mediaHost?: string;
   mediaPort?: number;
@@ -56,9 +47,6 @@ interface HubFlags {
   logFormat?: string;
   drivers?: string[];
   interface?: string;
-  renderer?: string[];
-  ssdp?: boolean;
-  snapcast?: string[];
 }
 
 /** Config key → flag, for the flags this command defines. */
@@ -66,9 +54,6 @@ const FLAG_OF: Record<string, [keyof HubFlags, string]> = {
   dataDir: ['data', '--data'],
   drivers: ['drivers', '--drivers'],
   'network.interface': ['interface', '--interface'],
-  'upnp.renderers': ['renderer', '--renderer'],
-  'upnp.ssdp': ['ssdp', '--no-ssdp'],
-  'snapcast.servers': ['snapcast', '--snapcast'],
   'server.port': ['port', '--port'],
   'server.host': ['host', '--host'],
   'server.token': ['token', '--token'],
@@ -77,7 +62,6 @@ const FLAG_OF: Record<string, [keyof HubFlags, string]> = {
   'mediaServer.port': ['mediaPort', '--media-port'],
   'media.folders': ['media', '--media'],
   'media.samples': ['samples', '--no-samples'],
-  'speakers.virtual.count': ['virtualSpeakers', '--virtual-speakers'],
   'tts.provider': ['tts', '--tts'],
   'log.level': ['logLevel', '--log-level'],
   'log.format': ['logFormat', '--log-format'],
@@ -85,21 +69,17 @@ const FLAG_OF: Record<string, [keyof HubFlags, string]> = {
 
 /**
  * Flags win over the environment and the config file; only flags actually given override
- * anything. Naming a renderer or a snapserver without --drivers means those real speakers,
- * not the demo ones.
+ * anything. Drivers add their own flags (src/cli/driver-options.ts); naming a renderer or a
+ * snapserver turns its driver on (src/drivers/registry.ts).
  */
 function flagConfig(f: HubFlags): FlagConfig {
-  const implied = [...(f.renderer?.length ? ['upnp'] : []), ...(f.snapcast?.length ? ['snapcast'] : [])];
   const overrides = {
     dataDir: f.data,
-    drivers: f.drivers ?? (implied.length ? implied : undefined),
+    drivers: f.drivers,
     network: { interface: f.interface },
-    upnp: { renderers: f.renderer, ssdp: f.ssdp === false ? false : undefined },
-    snapcast: { servers: f.snapcast },
     server: { port: f.port, host: f.host, token: f.token, auth: f.auth === false ? false : undefined },
     mediaServer: { host: f.mediaHost, port: f.mediaPort },
     media: { folders: f.media, samples: f.samples === false ? false : undefined },
-    speakers: { virtual: { count: f.virtualSpeakers } },
     tts: { provider: f.tts },
     log: { level: f.logLevel, format: f.logFormat },
   };
@@ -109,7 +89,6 @@ function flagConfig(f: HubFlags): FlagConfig {
     // --no-x flags are true unless given.
     if (v !== undefined && !(name.startsWith('--no-') && v === true)) labels[key] = name;
   }
-  if (!f.drivers && implied.length) labels.drivers = f.renderer?.length ? '--renderer' : '--snapcast';
   return { overrides, labels };
 }
 
@@ -209,20 +188,16 @@ export function hubCommand(optionRegistrars: readonly HubOptionRegistrar[]): Com
       .option('--no-auth', 'turn bearer authentication off (trusted LANs only)')
       .option('-m, --media <dir>', 'media folder to scan (repeatable)', collect)
       .option('--no-samples', 'do not generate the sample tracks')
-      .option('--virtual-speakers <n>', 'number of virtual speakers (default 3)', intFlag('--virtual-speakers', 0, 10000))
       .option('-d, --data <dir>', 'data folder (default ~/.speakerhub)')
       .option('--media-host <address>', 'media server bind address (default 127.0.0.1)')
       .option('--media-port <port>', 'media server port (default: any free port)', intFlag('--media-port', 0, 65535))
-      .option('--drivers <list>', 'speaker drivers, comma-separated: virtual, upnp, snapcast (default virtual)', (v: string) =>
+      .option('--drivers <list>', `speaker drivers, comma-separated: ${DRIVER_NAMES.join(', ')} (default virtual)`, (v: string) =>
         v
           .split(',')
           .map((s) => s.trim())
           .filter(Boolean),
       )
       .option('-i, --interface <name>', 'network interface for SSDP discovery and media serving (e.g. eth0)')
-      .option('--renderer <url>', 'UPnP renderer description URL, for networks without multicast (repeatable)', collect)
-      .option('--no-ssdp', 'no SSDP discovery: only the --renderer URLs')
-      .option('--snapcast <host:port>', 'snapserver JSON-RPC control address (repeatable; port 1705 by default)', collect)
       .option('--tts <provider>', 'text-to-speech provider: espeak (default) or voicerss')
       .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent')
       .option('--log-format <format>', 'json, pretty, or auto (default: pretty on a terminal, JSON otherwise)');

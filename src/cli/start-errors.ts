@@ -1,4 +1,4 @@
-import { ConfigError, type HubConfig } from '../config/schema';
+import { ConfigError, type HubConfig } from '../hub-config';
 
 /**
  * Start-up failures as one line that says what happened and how to fix it, naming the

@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { HubConfig } from '../config/schema';
+import type { HubConfig } from '../hub-config';
 import type { HubExtension } from '../extensions/extension';
 import type { FlagConfig } from '../cli/hub-command';
 import { createLogger } from '../logger';

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { unquote } from '../util/values';
-import { ConfigSchema } from './schema';
+import { ConfigSchema } from '../hub-config';
 
 /**
  * Every configuration key can come from an environment variable: `SPEAKERHUB_` and the key

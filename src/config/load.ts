@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { configFromEnv } from './env';
-import { ConfigError, parseConfig, type HubConfig } from './schema';
+import { ConfigError, parseConfig, type HubConfig } from '../hub-config';
 
 /** Deep-merges plain objects; arrays and scalars in `over` replace those in `base`. */
 export function mergeConfig(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {

@@ -5,198 +5,151 @@ import { SnapcastConfigSchema } from '../drivers/snapcast/config';
 import { UpnpConfigSchema } from '../drivers/upnp/config';
 import { MqttConfigSchema, PubsubConfigSchema } from '../mqtt/config';
 
-/** The whole configuration, with the embedded defaults `npm start` runs on. */
-export const ConfigSchema = z
-  .object({
-    /** Where the hub keeps its token, UUID, sample media and TTS cache. */
-    dataDir: z.string().min(1).default(join(homedir(), '.speakerhub')),
-    server: z
-      .object({
-        enabled: z.boolean().default(true),
-        host: z.string().min(1).default('0.0.0.0'),
-        port: z.number().int().min(0).max(65535).default(8090),
-        /** Bearer token; generated on first start and kept in dataDir when absent. */
-        token: z.string().min(16, 'server.token must be at least 16 characters').optional(),
-        /** false turns bearer authentication off: only for trusted LANs. */
-        auth: z.boolean().default(true),
-        corsOrigin: z.string().default('*'),
-      })
-      .strict()
-      .prefault({}),
-    mediaServer: z
-      .object({
-        /** Address the media server binds; speakers must reach it. Default: network.interface's address, else 127.0.0.1. */
-        host: z.string().min(1).optional(),
-        port: z.number().int().min(0).max(65535).default(0),
-        /** Host or IP put in media URLs, when the bind address is not what speakers reach. */
-        advertiseHost: z.string().min(1).optional(),
-      })
-      .strict()
-      .prefault({}),
-    media: z
-      .object({
-        folders: z.array(z.string().min(1)).default([]),
-        /** Generates a few sample tracks into dataDir/samples so a fresh hub has music. */
-        samples: z.boolean().default(true),
-        /** Rescan when files in the folders change (debounced); rescan_media rescans on demand. */
-        watch: z.boolean().default(true),
-        watchDebounceMs: z.number().int().min(50).max(600_000).default(2000),
-      })
-      .strict()
-      .prefault({}),
-    webMedia: z
-      .object({
-        /**
-         * Refuse MediaUrls whose host is (or resolves to) a loopback or link-local address
-         * (MediaUrlRefused). Off by default: a stream served on the hub's own machine is a
-         * common setup, and every caller holds the API token.
-         */
-        refuseLocalAddresses: z.boolean().default(false),
-      })
-      .strict()
-      .prefault({}),
-    /** Speaker drivers to run; one hub can mix them (DeviceIDs never collide). */
-    drivers: z
-      .array(z.enum(['virtual', 'upnp', 'snapcast']))
-      .min(1)
-      .default(['virtual'])
-      .transform((d) => [...new Set(d)]),
-    network: z
-      .object({
-        /** Interface for SSDP and for media serving (its IPv4 address goes into media URLs). */
-        interface: z.string().min(1).optional(),
-      })
-      .strict()
-      .prefault({}),
-    upnp: UpnpConfigSchema.prefault({}),
-    snapcast: SnapcastConfigSchema.prefault({}),
-    speakers: z
-      .object({
-        virtual: z
-          .object({
-            count: z.number().int().min(0).max(10_000).default(3),
-            names: z.array(z.string().min(1)).optional(),
-            volume: z.number().int().min(0).max(50).default(20),
-          })
-          .strict()
-          .prefault({}),
-      })
-      .strict()
-      .prefault({}),
-    sessions: z
-      .object({
-        idleMinutes: z.number().positive().default(60),
-        maxSessions: z.number().int().min(1).default(20_000),
-        /** Keep the session table (token hashes) in dataDir/sessions.json, so sessions survive restarts. */
-        persist: z.boolean().default(true),
-      })
-      .strict()
-      .prefault({}),
-    tts: z
-      .object({
-        provider: z.enum(['espeak', 'voicerss']).default('espeak'),
-        /** espeak-ng voice (e.g. en, en-us, de) or VoiceRSS language[:voice] (e.g. en-us:Linda). */
-        voice: z.string().min(1).optional(),
-        maxTextLength: z.number().int().min(1).max(100_000).default(1000),
-        maxCacheEntries: z.number().int().min(1).default(500),
-        espeak: z
-          .object({ mode: z.enum(['auto', 'binary', 'wasm']).default('auto'), binaryPath: z.string().optional() })
-          .strict()
-          .prefault({}),
-        voicerss: z
-          .object({ key: z.string().min(1).optional(), baseUrl: z.url().optional() })
-          .strict()
-          .prefault({}),
-      })
-      .strict()
-      .prefault({}),
-    /** Hardening limits (README "Security"): connections, event streams, media serving, TTS. */
-    limits: z
-      .object({
-        /** Open REST connections from all clients together, and from one address. */
-        maxConnections: z.number().int().min(1).max(1_000_000).default(2000),
-        maxConnectionsPerAddress: z.number().int().min(1).max(1_000_000).default(200),
-        /** A request head must arrive within this; the whole request within requestTimeoutSeconds. */
-        headersTimeoutSeconds: z.number().positive().max(3600).default(10),
-        requestTimeoutSeconds: z.number().positive().max(3600).default(30),
-        /** Open /api/v1/events streams; one more is refused with Busy (HTTP 503). */
-        maxEventStreams: z.number().int().min(0).max(100_000).default(100),
-        /** Events a stream may lag behind (not read by its client) before it is closed. */
-        eventStreamMaxQueued: z.number().int().min(1).max(100_000).default(500),
-        /** Socket buffer of an event stream, in KiB, before events queue. */
-        eventStreamBufferKB: z.number().int().min(1).max(65_536).default(64),
-        /** Media server: connections in total and per address (loopback exempt: virtual speakers); a download that makes no progress for sendTimeoutSeconds is dropped. */
-        mediaMaxConnections: z.number().int().min(1).max(1_000_000).default(1000),
-        mediaMaxConnectionsPerAddress: z.number().int().min(1).max(1_000_000).default(50),
-        mediaSendTimeoutSeconds: z.number().positive().max(86_400).default(60),
-        /** A media URL stops working this long after its playback ended. */
-        mediaUrlGraceSeconds: z.number().min(0).max(86_400).default(60),
-        /** TTS cache size in MiB (besides tts.maxCacheEntries), and texts waiting for synthesis. */
-        ttsCacheMB: z.number().positive().max(1_000_000).default(200),
-        ttsQueue: z.number().int().min(1).max(10_000).default(16),
-      })
-      .strict()
-      .prefault({}),
-    /** MQTT: embedded or external broker, the bridge, Home Assistant discovery; and the spec's pub/sub mode. */
-    mqtt: MqttConfigSchema.prefault({}),
-    pubsub: PubsubConfigSchema.prefault({}),
-    /** Cloud mode: the hub's link to SpeakerHub Cloud (src/cloud-link). */
-    cloud: z
-      .object({
-        /** The cloud's origin; no link without it. */
-        url: z.url().optional(),
-        /** Sign in with these when there is no saved link token (or the cloud refuses it). */
-        username: z
-          .string()
-          .regex(/^[A-Za-z0-9._-]{2,32}$/, 'cloud.username must be 2–32 letters, digits, ".", "_" or "-"')
-          .optional(),
-        passwordFile: z.string().min(1).optional(),
-        heartbeatSeconds: z.number().positive().max(300).default(15),
-        reconnectBaseMs: z.number().int().min(1).default(500),
-        /** Reconnect backoff cap (at most 10 s). */
-        maxBackoffSeconds: z.number().positive().max(10).default(10),
-      })
-      .strict()
-      .prefault({}),
-    // Playback and announcements (core-announce).
-    playback: z
-      .object({
-        /** Speakers that come back (or appear) while a party play runs join it. */
-        partyRejoin: z.boolean().default(true),
-      })
-      .strict()
-      .prefault({}),
-    log: z
-      .object({
-        level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-        /** json: one JSON object per line (for journald, docker, log shippers); pretty: for people; auto: pretty on a terminal. */
-        format: z.enum(['auto', 'json', 'pretty']).default('auto'),
-      })
-      .strict()
-      .prefault({}),
-  })
-  .strict()
-  // Combinations that would otherwise start and fail later, or silently drop a setting.
-  .superRefine((c, ctx) => {
-    const { count, names } = c.speakers.virtual;
-    if (names && names.length > count) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['speakers', 'virtual', 'names'],
-        message: `${names.length} names for ${count} virtual speaker(s); give at most ${count} names or raise speakers.virtual.count (--virtual-speakers)`,
-      });
-    }
-    if (c.tts.provider === 'voicerss' && !c.tts.voicerss.key) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['tts', 'voicerss', 'key'],
-        message: 'required when tts.provider is voicerss (a free key: https://www.voicerss.org/); or use --tts espeak',
-      });
-    }
-  });
+/**
+ * The core's configuration sections, with the embedded defaults `npm start` runs on. Drivers
+ * and front ends contribute their own sections (src/hub-config.ts composes them): this module
+ * knows none of them.
+ */
+export const CoreConfigShape = {
+  /** Where the hub keeps its token, UUID, sample media and TTS cache. */
+  dataDir: z.string().min(1).default(join(homedir(), '.speakerhub')),
+  server: z
+    .object({
+      enabled: z.boolean().default(true),
+      host: z.string().min(1).default('0.0.0.0'),
+      port: z.number().int().min(0).max(65535).default(8090),
+      /** Bearer token; generated on first start and kept in dataDir when absent. */
+      token: z.string().min(16, 'server.token must be at least 16 characters').optional(),
+      /** false turns bearer authentication off: only for trusted LANs. */
+      auth: z.boolean().default(true),
+      corsOrigin: z.string().default('*'),
+    })
+    .strict()
+    .prefault({}),
+  mediaServer: z
+    .object({
+      /** Address the media server binds; speakers must reach it. Default: network.interface's address, else 127.0.0.1. */
+      host: z.string().min(1).optional(),
+      port: z.number().int().min(0).max(65535).default(0),
+      /** Host or IP put in media URLs, when the bind address is not what speakers reach. */
+      advertiseHost: z.string().min(1).optional(),
+    })
+    .strict()
+    .prefault({}),
+  media: z
+    .object({
+      folders: z.array(z.string().min(1)).default([]),
+      /** Generates a few sample tracks into dataDir/samples so a fresh hub has music. */
+      samples: z.boolean().default(true),
+      /** Rescan when files in the folders change (debounced); rescan_media rescans on demand. */
+      watch: z.boolean().default(true),
+      watchDebounceMs: z.number().int().min(50).max(600_000).default(2000),
+    })
+    .strict()
+    .prefault({}),
+  webMedia: z
+    .object({
+      /**
+       * Refuse MediaUrls whose host is (or resolves to) a loopback or link-local address
+       * (MediaUrlRefused). Off by default: a stream served on the hub's own machine is a
+       * common setup, and every caller holds the API token.
+       */
+      refuseLocalAddresses: z.boolean().default(false),
+    })
+    .strict()
+    .prefault({}),
+  network: z
+    .object({
+      /** Interface for SSDP and for media serving (its IPv4 address goes into media URLs). */
+      interface: z.string().min(1).optional(),
+    })
+    .strict()
+    .prefault({}),
+  sessions: z
+    .object({
+      idleMinutes: z.number().positive().default(60),
+      maxSessions: z.number().int().min(1).default(20_000),
+      /** Keep the session table (token hashes) in dataDir/sessions.json, so sessions survive restarts. */
+      persist: z.boolean().default(true),
+    })
+    .strict()
+    .prefault({}),
+  tts: z
+    .object({
+      provider: z.enum(['espeak', 'voicerss']).default('espeak'),
+      /** espeak-ng voice (e.g. en, en-us, de) or VoiceRSS language[:voice] (e.g. en-us:Linda). */
+      voice: z.string().min(1).optional(),
+      maxTextLength: z.number().int().min(1).max(100_000).default(1000),
+      maxCacheEntries: z.number().int().min(1).default(500),
+      espeak: z
+        .object({ mode: z.enum(['auto', 'binary', 'wasm']).default('auto'), binaryPath: z.string().optional() })
+        .strict()
+        .prefault({}),
+      voicerss: z
+        .object({ key: z.string().min(1).optional(), baseUrl: z.url().optional() })
+        .strict()
+        .prefault({}),
+    })
+    .strict()
+    .prefault({}),
+  /** Hardening limits (README "Security"): connections, event streams, media serving, TTS. */
+  limits: z
+    .object({
+      /** Open REST connections from all clients together, and from one address. */
+      maxConnections: z.number().int().min(1).max(1_000_000).default(2000),
+      maxConnectionsPerAddress: z.number().int().min(1).max(1_000_000).default(200),
+      /** A request head must arrive within this; the whole request within requestTimeoutSeconds. */
+      headersTimeoutSeconds: z.number().positive().max(3600).default(10),
+      requestTimeoutSeconds: z.number().positive().max(3600).default(30),
+      /** Open /api/v1/events streams; one more is refused with Busy (HTTP 503). */
+      maxEventStreams: z.number().int().min(0).max(100_000).default(100),
+      /** Events a stream may lag behind (not read by its client) before it is closed. */
+      eventStreamMaxQueued: z.number().int().min(1).max(100_000).default(500),
+      /** Socket buffer of an event stream, in KiB, before events queue. */
+      eventStreamBufferKB: z.number().int().min(1).max(65_536).default(64),
+      /** Media server: connections in total and per address (loopback exempt: virtual speakers); a download that makes no progress for sendTimeoutSeconds is dropped. */
+      mediaMaxConnections: z.number().int().min(1).max(1_000_000).default(1000),
+      mediaMaxConnectionsPerAddress: z.number().int().min(1).max(1_000_000).default(50),
+      mediaSendTimeoutSeconds: z.number().positive().max(86_400).default(60),
+      /** A media URL stops working this long after its playback ended. */
+      mediaUrlGraceSeconds: z.number().min(0).max(86_400).default(60),
+      /** TTS cache size in MiB (besides tts.maxCacheEntries), and texts waiting for synthesis. */
+      ttsCacheMB: z.number().positive().max(1_000_000).default(200),
+      ttsQueue: z.number().int().min(1).max(10_000).default(16),
+    })
+    .strict()
+    .prefault({}),
+  // Playback and announcements (core-announce).
+  playback: z
+    .object({
+      /** Speakers that come back (or appear) while a party play runs join it. */
+      partyRejoin: z.boolean().default(true),
+    })
+    .strict()
+    .prefault({}),
+  log: z
+    .object({
+      level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+      /** json: one JSON object per line (for journald, docker, log shippers); pretty: for people; auto: pretty on a terminal. */
+      format: z.enum(['auto', 'json', 'pretty']).default('auto'),
+    })
+    .strict()
+    .prefault({}),
+};
 
-export type HubConfig = z.output<typeof ConfigSchema>;
-export type HubConfigInput = z.input<typeof ConfigSchema>;
+/**
+ * Checks between sections that would otherwise start and fail later, or silently drop a
+ * setting (run on the composed configuration).
+ */
+export function checkCoreCombinations(c: { tts: { provider: string; voicerss: { key?: string } } }, ctx: z.RefinementCtx): void {
+  if (c.tts.provider === 'voicerss' && !c.tts.voicerss.key) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['tts', 'voicerss', 'key'],
+      message: 'required when tts.provider is voicerss (a free key: https://www.voicerss.org/); or use --tts espeak',
+    });
+  }
+}
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -205,12 +158,10 @@ export class ConfigError extends Error {
   }
 }
 
-/** Validates a configuration; errors name the offending key (e.g. `server.port`). */
-export function parseConfig(input: unknown): HubConfig {
-  const r = ConfigSchema.safeParse(input ?? {});
-  if (r.success) return r.data;
-  throw new ConfigError(
-    r.error.issues.map((i) => {
+/** Turns zod's issues into one line per problem, each starting with the key path (`server.port: …`). */
+export function configProblems(error: z.ZodError): ConfigError {
+  return new ConfigError(
+    error.issues.map((i) => {
       const path = i.path.join('.');
       if (i.code === 'unrecognized_keys') {
         return i.keys.map((k) => `${path ? `${path}.` : ''}${k}: unknown key`).join('; ');

@@ -2,8 +2,6 @@ import { HubError } from './errors';
 import type { SpeakerRegistry } from './speaker-registry';
 import type { Logger } from '../logger';
 
-export const MAX_VOLUME = 50;
-
 /** Volume 0 (muted) to 50, per speaker and for all speakers. */
 export class VolumeControl {
   constructor(

@@ -1,5 +1,5 @@
 import type { Server as HttpServer } from 'node:http';
-import type { HubConfig } from '../config/schema';
+import type { HubConfig } from '../hub-config';
 import type { Logger } from '../logger';
 import type { DispatchResult } from '../operations/dispatch';
 import type { Operation } from '../operations/table';

@@ -1,6 +1,6 @@
 import { HubError } from '../core/errors';
 import { createHub, type SpeakerHub } from '../hub';
-import type { HubConfigInput } from '../config/schema';
+import type { HubConfigInput } from '../hub-config';
 import type { Logger } from '../logger';
 import type { HubConnection, HubListener, OperationParams } from './hub-connection';
 import type { ExtensionContext, HubExtension } from '../extensions/extension';

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { HubConfigInput } from '../config/schema';
+import type { HubConfigInput } from '../hub-config';
 import type { PlatformSettings } from './config';
 
 /**

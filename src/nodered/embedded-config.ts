@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { ConfigSchema, type HubConfigInput } from '../config/schema';
+import { ConfigSchema, type HubConfigInput } from '../hub-config';
 
 /** A multi-line or comma list from an editor field. */
 function list(v: unknown): string[] {

@@ -85,8 +85,8 @@ export const MediaUrlParam = text().pipe(
 /** The hard cap keeps requests bounded; the configured limit (tts.maxTextLength) is checked by TTS. */
 export const TextParam = text().pipe(z.string().transform(unquote).pipe(z.string().min(1, 'Text is empty').max(100_000, 'Text is far too long')));
 
-export const VOLUME_MIN = 0;
-export const VOLUME_MAX = 50;
+export { VOLUME_MIN, VOLUME_MAX } from '../core/volume-range';
+import { VOLUME_MIN, VOLUME_MAX } from '../core/volume-range';
 export const VolumeParam = integer('Volume', VOLUME_MIN, VOLUME_MAX);
 
 /** A 32-bit signed integer, as the original hub's clients send. */

@@ -6,7 +6,7 @@
  */
 import { ManualClock } from '../../src/core/clock';
 import type { PlaybackSnapshot } from '../../src/core/events';
-import { TEST_TOKEN, eventually, startHub, type TestHub } from '../helpers/hub';
+import { TEST_TOKEN, eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
 import { webServer } from './web-server';
 
 describe('playback engine', () => {
@@ -17,12 +17,14 @@ describe('playback engine', () => {
   let pid: string;
   let duration: number;
   const states: PlaybackSnapshot[] = [];
-  const speaker = (i: number) => t.hub.virtual!.speaker(i);
+  const speaker = (i: number) => virtualOf(t.hub).speaker(i);
 
   beforeAll(async () => {
     web = await webServer('Web');
     t = await startHub({ speakers: { virtual: { count: 3 } } }, { clock });
-    ids = t.hub.virtual!.speakers().map((s) => s.id);
+    ids = virtualOf(t.hub)
+      .speakers()
+      .map((s) => s.id);
     const media = (await t.op('media_list')).MediaList;
     pid = media[0].PersistentID;
     duration = media[0].Duration;
@@ -34,7 +36,7 @@ describe('playback engine', () => {
   });
   beforeEach(async () => {
     await t.op('stop_play');
-    for (const s of t.hub.virtual!.speakers()) s.reappear();
+    for (const s of virtualOf(t.hub).speakers()) s.reappear();
     for (const id of ids) await t.op('remove_device_from_session', { DeviceID: id });
     states.length = 0;
   });

@@ -6,7 +6,7 @@
 import { ManualClock } from '../../src/core/clock';
 import type { AnnouncementEvent, PlaybackSnapshot } from '../../src/core/events';
 import type { SpeakerPlayState } from '../../src/drivers/driver';
-import { TEST_TOKEN, eventually, startHub, type TestHub } from '../helpers/hub';
+import { TEST_TOKEN, eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
 import { webServer } from './web-server';
 
 describe('announcements (virtual speakers)', () => {
@@ -17,7 +17,7 @@ describe('announcements (virtual speakers)', () => {
   let pid: string;
   const announcements: AnnouncementEvent[] = [];
   const states: PlaybackSnapshot[] = [];
-  const speaker = (i: number) => t.hub.virtual!.speaker(i);
+  const speaker = (i: number) => virtualOf(t.hub).speaker(i);
   const status = (id: string) => t.op('announcement_status', { AnnouncementID: id });
   const untilState = (id: string, state: string) => eventually(async () => (await status(id)).State === state, 10_000, `announcement ${id} ${state}`);
   /** The last download of speaker i, to wait for the next one. */
@@ -41,7 +41,9 @@ describe('announcements (virtual speakers)', () => {
   beforeAll(async () => {
     web = await webServer('Other App');
     t = await startHub({ speakers: { virtual: { count: 3 } } }, { clock });
-    ids = t.hub.virtual!.speakers().map((s) => s.id);
+    ids = virtualOf(t.hub)
+      .speakers()
+      .map((s) => s.id);
     const media = (await t.op('media_list')).MediaList;
     // The longest sample: the music must outlast the announcements.
     pid = [...media].sort((a: any, b: any) => b.Duration - a.Duration)[0].PersistentID;
@@ -55,7 +57,7 @@ describe('announcements (virtual speakers)', () => {
   beforeEach(async () => {
     await t.op('stop_play');
     await t.hub.core.announcements.idle();
-    for (const s of t.hub.virtual!.speakers()) {
+    for (const s of virtualOf(t.hub).speakers()) {
       s.reappear();
       await s.setVolume(20);
     }

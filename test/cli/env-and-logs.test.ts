@@ -4,7 +4,7 @@
  */
 import { configFromEnv, configKeys, envName } from '../../src/config/env';
 import { loadConfig } from '../../src/config/load';
-import { ConfigError, parseConfig } from '../../src/config/schema';
+import { ConfigError, parseConfig } from '../../src/hub-config';
 import { formatLine, describeError } from '../../src/logging/pretty';
 
 /** Values for keys that have no default, valid for their schema. */

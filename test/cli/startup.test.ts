@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { explainStartError } from '../../src/cli/start-errors';
-import { parseConfig } from '../../src/config/schema';
+import { parseConfig } from '../../src/hub-config';
 import { CLI, ROOT, cliResult, ensureBuilt, killAll, runCli, waitForBanner, within } from '../helpers/cli';
 
 const dirs: string[] = [];

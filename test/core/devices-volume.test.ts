@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHub, type SpeakerHub } from '../../src/hub';
 import { EXAMPLE } from '../../src/operations/table';
-import { startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
+import { startHub, TEST_TOKEN, type TestHub, virtualOf } from '../helpers/hub';
 
 describe('devices', () => {
   let t: TestHub;
@@ -11,7 +11,11 @@ describe('devices', () => {
     t = await startHub({ speakers: { virtual: { count: 3, names: ['Kitchen'] } } });
   });
   afterAll(() => t.close());
-  afterEach(() => t.hub.virtual!.speakers().forEach((s) => s.reappear()));
+  afterEach(() =>
+    virtualOf(t.hub)
+      .speakers()
+      .forEach((s) => s.reappear()),
+  );
 
   test('device_count and device_list have the exact wire types of compatibility.md', async () => {
     expect(await t.op('device_count')).toEqual({ DeviceCount: '3' });
@@ -98,7 +102,7 @@ describe('devices', () => {
   });
 
   test('a vanished speaker stays listed with Active false and cannot be added to the session', async () => {
-    const s = t.hub.virtual!.speaker(1);
+    const s = virtualOf(t.hub).speaker(1);
     s.vanish();
     const info = await t.op('device_info', { DeviceID: s.id });
     expect(info.Active).toBe(false);
@@ -111,7 +115,7 @@ describe('devices', () => {
   });
 
   test('a speaker renamed on the device shows the new name', async () => {
-    const s = t.hub.virtual!.speaker(2);
+    const s = virtualOf(t.hub).speaker(2);
     s.update({ name: 'Patio' });
     expect((await t.op('device_info', { DeviceID: s.id })).DeviceName).toBe('Patio');
   });
@@ -123,8 +127,15 @@ describe('volume', () => {
     t = await startHub({ speakers: { virtual: { count: 3, volume: 20 } } });
   });
   afterAll(() => t.close());
-  afterEach(() => t.hub.virtual!.speakers().forEach((s) => s.reappear()));
-  const ids = () => t.hub.virtual!.speakers().map((s) => s.id);
+  afterEach(() =>
+    virtualOf(t.hub)
+      .speakers()
+      .forEach((s) => s.reappear()),
+  );
+  const ids = () =>
+    virtualOf(t.hub)
+      .speakers()
+      .map((s) => s.id);
 
   test('get_volume is the average of the available speakers, as a string', async () => {
     expect(await t.op('get_volume')).toEqual({ Volume: '20' });
@@ -141,7 +152,7 @@ describe('volume', () => {
     await t.op('set_volume_device', { DeviceID: a, Volume: '20' });
     await t.op('set_volume_device', { DeviceID: b, Volume: '21' });
     await t.op('set_volume_device', { DeviceID: c, Volume: '50' });
-    t.hub.virtual!.speaker(2).vanish();
+    virtualOf(t.hub).speaker(2).vanish();
     expect(await t.op('get_volume')).toEqual({ Volume: '21' }); // 20.5 → 21
     // The vanished speaker still answers its last volume but cannot be set.
     expect(await t.op('get_volume_device', { DeviceID: c })).toEqual({ Volume: '50' });
@@ -153,7 +164,9 @@ describe('volume', () => {
   });
 
   test('with no speaker available there is no volume to read or set', async () => {
-    t.hub.virtual!.speakers().forEach((s) => s.vanish());
+    virtualOf(t.hub)
+      .speakers()
+      .forEach((s) => s.vanish());
     expect(await t.op('get_volume')).toMatchObject({ Result: 'false', ErrorCode: 'NoSpeakerAvailable' });
     expect(await t.op('set_volume', { Volume: '5' })).toMatchObject({ Result: 'false', ErrorCode: 'NoSpeakerAvailable' });
   });

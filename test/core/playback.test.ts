@@ -4,7 +4,7 @@ import { statSync } from 'node:fs';
 import { ManualClock } from '../../src/core/clock';
 import type { PlaybackSnapshot } from '../../src/core/events';
 import { encodeWav } from '../../src/media/wav';
-import { eventually, startHub, type TestHub } from '../helpers/hub';
+import { eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
 
 /** A real web server on loopback serving a 10 s WAV, counting requests per path. */
 async function webServer(): Promise<{ url: (path: string) => string; hits: Map<string, number>; close: () => Promise<void> }> {
@@ -41,12 +41,14 @@ describe('playback', () => {
 
   const status = () => t.op('playback_status');
   const playing = async () => (await t.op('device_list')).DeviceList.filter((d: any) => d.IsPlaying).map((d: any) => d.DeviceID);
-  const speaker = (i: number) => t.hub.virtual!.speaker(i);
+  const speaker = (i: number) => virtualOf(t.hub).speaker(i);
 
   beforeAll(async () => {
     web = await webServer();
     t = await startHub({ speakers: { virtual: { count: 3 } } }, { clock });
-    ids = t.hub.virtual!.speakers().map((s) => s.id);
+    ids = virtualOf(t.hub)
+      .speakers()
+      .map((s) => s.id);
     const media = (await t.op('media_list')).MediaList;
     pid = media[0].PersistentID;
     duration = media[0].Duration;
@@ -58,7 +60,7 @@ describe('playback', () => {
   });
   beforeEach(async () => {
     await t.op('stop_play');
-    for (const s of t.hub.virtual!.speakers()) s.reappear();
+    for (const s of virtualOf(t.hub).speakers()) s.reappear();
     for (const id of ids) await t.op('remove_device_from_session', { DeviceID: id });
     states.length = 0;
   });

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { ManualClock } from '../../src/core/clock';
 import { createHub, type SpeakerHub } from '../../src/hub';
-import type { HubConfigInput } from '../../src/config/schema';
+import type { HubConfigInput } from '../../src/hub-config';
 import { createLogger } from '../../src/logger';
 import { SHARED_SAMPLES, TEST_TOKEN } from '../helpers/hub';
 import { ensureSampleMedia } from '../../src/media/samples';

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { createHub, type SpeakerHub } from '../../src/hub';
-import type { HubConfigInput } from '../../src/config/schema';
+import type { HubConfigInput } from '../../src/hub-config';
 import type { Clock } from '../../src/core/clock';
+import type { VirtualDriver } from '../../src/drivers/virtual/virtual-driver';
 import type { HubExtension } from '../../src/extensions/extension';
 import { createLogger } from '../../src/logger';
 import { ensureSampleMedia } from '../../src/media/samples';
@@ -102,4 +103,11 @@ export async function eventually(check: () => boolean | Promise<boolean>, timeou
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** The hub's running virtual driver (tests reach its speakers' fault switches: vanish, failNextPlay …). */
+export function virtualOf(hub: SpeakerHub): VirtualDriver {
+  const d = hub.driver<VirtualDriver>('virtual');
+  if (!d) throw new Error('this hub runs no virtual speakers');
+  return d;
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { configSchemaJsonText } from '../../src/homebridge/config-schema-json';
 import { parsePlatformConfig } from '../../src/homebridge/config';
 import { embeddedHubConfig } from '../../src/homebridge/hub-config';
-import { parseConfig } from '../../src/config/schema';
+import { parseConfig } from '../../src/hub-config';
 
 describe('config.schema.json (the Homebridge UI form)', () => {
   test('is what the zod schema generates (run `npm run homebridge:schema` after changing the schema)', () => {

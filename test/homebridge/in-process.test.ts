@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
+import { startHub, TEST_TOKEN, type TestHub, virtualOf } from '../helpers/hub';
 import { homekitName } from '../../src/homebridge/names';
 import { percentToVolume, volumeToPercent } from '../../src/homebridge/volume-map';
 import { SpeakerHubPlatform } from '../../src/homebridge/platform';
@@ -133,7 +133,7 @@ describe('the platform on real hap-nodejs, remote hub in this process', () => {
 
   test('Mute sets volume 0; unmuting restores the level it had', async () => {
     const p = byName('Porch');
-    const id = hub.hub.virtual!.speakers()[1].id;
+    const id = virtualOf(hub.hub).speakers()[1].id;
     await hub.op('set_volume_device', { DeviceID: id, Volume: '23' });
     await until(async () => (await ctrl.read(p.aid, p.iid[HAP.Volume])).value === 46, 'Volume 46');
     await ctrl.write(p.aid, p.iid[HAP.Mute], true);
@@ -151,7 +151,7 @@ describe('the platform on real hap-nodejs, remote hub in this process', () => {
     await until(() => hb.lines.filter((l) => /Following the hub's events/.test(l)).length >= 2, 'the reconnect', 15_000);
     await until(async () => (await ctrl.read(d.aid, d.iid[HAP.StatusFault])).value === 0, 'StatusFault cleared after the reconnect');
     await ctrl.write(d.aid, d.iid[HAP.Brightness], 30);
-    expect((await hub.op('get_volume_device', { DeviceID: hub.hub.virtual!.speakers()[0].id })).Volume).toBe('15');
+    expect((await hub.op('get_volume_device', { DeviceID: virtualOf(hub.hub).speakers()[0].id })).Volume).toBe('15');
     expect(unhandled).toEqual([]);
   });
 
@@ -159,7 +159,7 @@ describe('the platform on real hap-nodejs, remote hub in this process', () => {
     const g = byName('Garage');
     await hub.op('stop_play');
     // The in-process hub has sample tracks, so make the play fail at the speaker instead.
-    hub.hub.virtual!.speakers()[2].failNextPlay('injected');
+    virtualOf(hub.hub).speakers()[2].failNextPlay('injected');
     await expect(ctrl.write(g.aid, g.iid[HAP.On], true)).rejects.toMatchObject({ status: -70402 });
     expect(hb.lines.some((l) => /^warn Garage .*write: .*injected/.test(l))).toBe(true);
     expect(unhandled).toEqual([]);

@@ -1,5 +1,5 @@
 import { rm } from 'node:fs/promises';
-import { startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
+import { startHub, TEST_TOKEN, type TestHub, virtualOf } from '../helpers/hub';
 import {
   Controller,
   HAP,
@@ -39,7 +39,10 @@ describe.each(VERSIONS)('remote hub in $label', ({ major }) => {
     if (!a) throw new Error(`no accessory named ${n}: ${accessories.map((x) => x.name).join(', ')}`);
     return a;
   };
-  const speaker = (name: string) => hub.hub.virtual!.speakers().find((s) => s.info().name === name)!;
+  const speaker = (name: string) =>
+    virtualOf(hub.hub)
+      .speakers()
+      .find((s) => s.info().name === name)!;
 
   beforeAll(async () => {
     media = await longMediaFolder();

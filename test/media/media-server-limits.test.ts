@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import path from 'node:path';
 import { MediaServer } from '../../src/media/media-server';
-import { eventually, startHub } from '../helpers/hub';
+import { eventually, startHub, virtualOf } from '../helpers/hub';
 import { captureLogger, http, noise, tempDir } from './helpers';
 
 function closed(s: net.Socket): Promise<void> {
@@ -97,7 +97,7 @@ test('a hub media URL stops working after its playback ended (limits.mediaUrlGra
     const media = (await h.op('media_list')).MediaList[0];
     const urls: string[] = [];
     // What the speaker was given to fetch.
-    const speaker = h.hub.virtual!.speakers()[0];
+    const speaker = virtualOf(h.hub).speakers()[0];
     const origPlay = speaker.play.bind(speaker);
     speaker.play = async (req) => {
       urls.push(req.url);

@@ -6,7 +6,7 @@
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ConfigError } from '../../src/config/schema';
+import { ConfigError } from '../../src/hub-config';
 import { createHub } from '../../src/hub';
 import { createLogger } from '../../src/logger';
 import { ensureSampleMedia } from '../../src/media/samples';

@@ -1,5 +1,5 @@
 import type { MqttClient } from 'mqtt';
-import { eventually } from '../helpers/hub';
+import { eventually, virtualOf } from '../helpers/hub';
 import { bridgeRequest, channelCommand, Probe, startMqttHub, startWebMedia, type Fixture, type MqttTestHub } from './helpers';
 import { operationTests } from './operation-suite';
 
@@ -225,7 +225,7 @@ describe('events and the bridge', () => {
   });
 
   test('device events: DeviceStateUpdated on the channel, bridge/event and retained availability', async () => {
-    const v = t.hub.virtual!;
+    const v = virtualOf(t.hub);
     const speaker = v.speakers()[2];
     const start = probe.messages.length;
     speaker.vanish();

@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { connect as tcpConnect } from 'node:net';
 import { mqttOverrides, mqttBannerLines } from '../../src/mqtt/cli-options';
-import { parseConfig } from '../../src/config/schema';
+import { parseConfig } from '../../src/hub-config';
 import { mergeConfig } from '../../src/config/load';
 import { buildCli } from '../../src/cli';
 import { loadOrCreateKeys } from '../../src/mqtt/keys';

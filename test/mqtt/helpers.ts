@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectAsync, type IClientOptions, type MqttClient } from 'mqtt';
 import type { SpeakerHub } from '../../src/hub';
-import type { HubConfigInput } from '../../src/config/schema';
+import type { HubConfigInput } from '../../src/hub-config';
 import type { Clock } from '../../src/core/clock';
 import { MqttExtension, type MqttExtensionOptions } from '../../src/mqtt/extension';
 import type { Operation } from '../../src/operations/table';

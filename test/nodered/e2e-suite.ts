@@ -8,7 +8,7 @@ import { createHub, type SpeakerHub } from '../../src/hub';
 import { createLogger } from '../../src/logger';
 import { ensureSampleMedia } from '../../src/media/samples';
 import { OPERATIONS, type Operation } from '../../src/operations/table';
-import { SHARED_SAMPLES } from '../helpers/hub';
+import { SHARED_SAMPLES, virtualOf } from '../helpers/hub';
 import { embeddedConfig, eventRecorder, remoteConfig, TAB, testFlow } from './flows';
 import { HubRest, until } from './hub-rest';
 import { childProcesses, ensureRuntimes, freePort, listeningSockets, ROOT, startNodeRed, VIEWER, type NodeRed, type NodeRedVersion } from './runtime';
@@ -227,7 +227,7 @@ export function defineEndToEnd(version: NodeRedVersion): void {
 
       if (mode === 'remote') {
         test('remote: a speaker going unavailable arrives as a device event, and the event stream reconnects after the hub restarts', async () => {
-          remote.hub.virtual!.speaker(2).vanish();
+          virtualOf(remote.hub).speaker(2).vanish();
           await until(
             'a DeviceUnavailable event',
             async () => (await nr.request('/api/events')).body as any[],
@@ -297,7 +297,7 @@ export function defineEndToEnd(version: NodeRedVersion): void {
         if (snap.kind === 'tts' && snap.state === 'PlayerStatePlaying') spoken ??= snap;
       };
       remote.hub.core.events.on('playbackState', onState);
-      const victim = remote.hub.virtual!.speaker(1);
+      const victim = virtualOf(remote.hub).speaker(1);
       let played: PlaybackSnapshot;
       try {
         victim.vanish();

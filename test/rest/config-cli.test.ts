@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { request } from 'node:http';
-import { ConfigError, parseConfig } from '../../src/config/schema';
+import { ConfigError, parseConfig } from '../../src/hub-config';
 import { httpGet } from './util';
 
 const ROOT = path.join(__dirname, '../..');

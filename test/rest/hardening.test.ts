@@ -4,8 +4,8 @@
  * requests, raw UTF-8, missing Host, long Text. Everything over real TCP on loopback.
  */
 import * as net from 'node:net';
-import { parseConfig } from '../../src/config/schema';
-import { startHub, eventually, TEST_TOKEN, type TestHub } from '../helpers/hub';
+import { parseConfig } from '../../src/hub-config';
+import { startHub, eventually, TEST_TOKEN, type TestHub, virtualOf } from '../helpers/hub';
 import { AUTH, expectErrorShape, rawRequest } from './util';
 
 /** Opens a raw TCP connection (optionally from another loopback address) and resolves once connected. */
@@ -228,7 +228,7 @@ describe('public endpoints, CORS and the /v1 dialect', () => {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ status: 'ok', version: expect.any(String), speakers: { total: 3, available: 3 } });
     expect(typeof r.body.uptime).toBe('number');
-    h.hub.virtual!.speakers()[0].vanish();
+    virtualOf(h.hub).speakers()[0].vanish();
     await eventually(async () => (await h.get('/healthz', {})).body.speakers.available === 2, 5000, 'healthz to see the vanished speaker');
   });
 

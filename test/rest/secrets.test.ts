@@ -7,7 +7,7 @@
  */
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startHub, eventually, TEST_TOKEN, type TestHub } from '../helpers/hub';
+import { startHub, eventually, TEST_TOKEN, type TestHub, virtualOf } from '../helpers/hub';
 import { makeWav } from './util';
 
 const PASSWORD = 'PlantedPassw0rd';
@@ -120,7 +120,7 @@ describe('planted secrets never appear in logs, answers or events', () => {
 
     // A driver reporting a fault whose text quotes the URL (as ffmpeg and renderers do):
     // the DeviceError event's detail is redacted.
-    const speaker = h.hub.virtual!.speakers()[0];
+    const speaker = virtualOf(h.hub).speakers()[0];
     speaker.emit('state', 'stopped', 'error', `ffmpeg: ${withUser}: Server returned 403 Forbidden (token=${URL_TOKEN})`);
     await eventually(() => sse.includes('DeviceError'), 5000, 'a DeviceError event');
   }, 60_000);

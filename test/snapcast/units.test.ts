@@ -1,4 +1,4 @@
-import { parseConfig } from '../../src/config/schema';
+import { parseConfig } from '../../src/hub-config';
 import { hubVolume, snapVolume, snapcastDeviceId } from '../../src/drivers/snapcast';
 import { parseHostPort, resolveServers, SnapcastConfigSchema } from '../../src/drivers/snapcast/config';
 import { parseSampleFormat, safeUrl } from '../../src/drivers/snapcast/feeder';

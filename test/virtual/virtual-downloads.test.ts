@@ -2,7 +2,7 @@
  * Virtual speakers' downloads (issue 7, item 6): streamed and counted, only the head kept, one
  * download shared by every virtual speaker of a play, and checked to be audio.
  */
-import { startHub, type TestHub } from '../helpers/hub';
+import { startHub, type TestHub, virtualOf } from '../helpers/hub';
 import { eventually } from '../upnp/processes';
 import { bigFileServer, measureDownloadRss, type BigFileServer } from './rss';
 
@@ -55,7 +55,7 @@ describe('virtual speaker downloads', () => {
     test('stopping a play lets go of its download: the big file is not read to its end', async () => {
       const path = '/stopped.wav';
       expect(await t.op('play_web_media_party_mode', { MediaUrl: web.url(path) })).toEqual({ Result: 'true' });
-      const downloads = t.hub.virtual!.downloads;
+      const downloads = virtualOf(t.hub).downloads;
       expect(downloads.size).toBe(1);
       expect(await t.op('stop_play')).toEqual({ Result: 'true' });
       // Positive signal: the shared download is gone once both speakers let go.
@@ -198,7 +198,7 @@ describe('durations of files longer than the kept head', () => {
   test.each(['plain.mp3', 'xing.mp3'])('%s: the speaker knows the 6-minute duration from the head', async (name) => {
     expect(statSync(join(dir, name)).size).toBeGreaterThan(2 * MiB);
     expect(await t.op('play_web_media_party_mode', { MediaUrl: `${base}/${name}` })).toEqual({ Result: 'true' });
-    const f = t.hub.virtual!.speaker(0).fetches.at(-1)!;
+    const f = virtualOf(t.hub).speaker(0).fetches.at(-1)!;
     expect(f.duration).toBeGreaterThan(355);
     expect(f.duration).toBeLessThan(365);
     await t.op('stop_play');

@@ -26,7 +26,8 @@ export class SnapcastDriver extends EventEmitter<DriverEvents> implements Speake
     super();
     // Accepts an unparsed object too (embedders, tests): defaults are applied either way.
     const config = SnapcastConfigSchema.parse(options.config);
-    this.log = options.logger.child({ driver: 'snapcast' });
+    // The registry hands every driver a logger already tagged with its name.
+    this.log = options.logger;
     const seen = new Set<string>();
     this.servers = resolveServers(config)
       .filter((server) => {

@@ -1,15 +1,7 @@
-import { EventEmitter } from 'node:events';
 import type { Clock, TimerHandle } from '../../core/clock';
-import type {
-  MediaRequest,
-  Speaker,
-  SpeakerCapabilities,
-  SpeakerEvents,
-  SpeakerInfo,
-  SpeakerPlayState,
-  SpeakerSnapshot,
-  StopReason,
-} from '../driver';
+import { clampVolume } from '../../core/volume-range';
+import { BaseSpeaker } from '../base-speaker';
+import type { MediaRequest, SpeakerCapabilities, SpeakerInfo, SpeakerPlayState, SpeakerSnapshot, StopReason } from '../driver';
 import type { Logger } from '../../logger';
 import { MediaDownloads, MediaFetchError, type ProbeResult } from './media-probe';
 
@@ -22,16 +14,11 @@ export interface FetchRecord extends ProbeResult {
  * audio over HTTP, keeps time with the hub's clock, ends at the end of the media, and can
  * be told to fail or vanish so fault handling is testable end to end.
  */
-export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speaker {
-  readonly driver = 'virtual';
+export class VirtualSpeaker extends BaseSpeaker {
   readonly capabilities: SpeakerCapabilities = { mute: true, snapshot: true, seek: true, syncGroup: false };
-  private _available = true;
   private _muted = false;
   /** What it has loaded now, as a renderer's transport URI (snapshot/restore read it). */
   private media?: MediaRequest;
-  private _state: SpeakerPlayState = 'stopped';
-  private _volume: number;
-  private _info: SpeakerInfo;
   private failures: string[] = [];
   private abort?: AbortController;
   private endTimer?: TimerHandle;
@@ -42,7 +29,7 @@ export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speak
   readonly fetches: FetchRecord[] = [];
 
   constructor(
-    readonly id: string,
+    id: string,
     info: SpeakerInfo,
     volume: number,
     private readonly clock: Clock,
@@ -50,28 +37,13 @@ export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speak
     private readonly downloads: MediaDownloads = new MediaDownloads(),
     private readonly log?: Logger,
   ) {
-    super();
-    this._info = info;
-    this._volume = volume;
-  }
-
-  get available(): boolean {
-    return this._available;
-  }
-  get state(): SpeakerPlayState {
-    return this._state;
-  }
-  get volume(): number {
-    return this._volume;
-  }
-  info(): SpeakerInfo {
-    return { ...this._info };
+    super(id, 'virtual', info, { volume });
   }
 
   async play(media: MediaRequest): Promise<void> {
     this.assertAvailable();
     this.cancelPlayback();
-    if (this._state !== 'stopped') this.setState('stopped', 'stopped');
+    if (this.state !== 'stopped') this.setState('stopped', 'stopped');
     const abort = new AbortController();
     this.abort = abort;
     const scheme = media.url.slice(0, media.url.indexOf(':') + 1).toLowerCase();
@@ -99,7 +71,7 @@ export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speak
       }
       throw new Error('could not play the media: the media URL could not be read');
     }
-    if (abort.signal.aborted || !this._available) throw new Error('playback was replaced before it started');
+    if (abort.signal.aborted || !this.available) throw new Error('playback was replaced before it started');
     const record: FetchRecord = { url: media.url, ...probe };
     void download.done.then((bytes) => (record.bytes = bytes));
     this.fetches.push(record);
@@ -112,7 +84,7 @@ export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speak
 
   async pause(): Promise<void> {
     this.assertAvailable();
-    if (this._state !== 'playing') return;
+    if (this.state !== 'playing') return;
     this.offset = this.position() ?? 0;
     this.endTimer?.cancel();
     this.setState('paused');
@@ -120,28 +92,25 @@ export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speak
 
   async resume(): Promise<void> {
     this.assertAvailable();
-    if (this._state !== 'paused') return;
+    if (this.state !== 'paused') return;
     this.startRunning();
   }
 
   async stop(): Promise<void> {
     this.cancelPlayback();
-    if (this._state !== 'stopped') this.setState('stopped', 'stopped');
+    if (this.state !== 'stopped') this.setState('stopped', 'stopped');
   }
 
   position(): number | undefined {
-    if (this._state === 'stopped') return undefined;
-    const elapsed = this._state === 'playing' ? (this.clock.now() - this.startedAt) / 1000 : 0;
+    if (this.state === 'stopped') return undefined;
+    const elapsed = this.state === 'playing' ? (this.clock.now() - this.startedAt) / 1000 : 0;
     const pos = this.offset + elapsed;
     return this.duration !== undefined ? Math.min(pos, this.duration) : pos;
   }
 
   async setVolume(volume: number): Promise<void> {
     this.assertAvailable();
-    const v = Math.max(0, Math.min(50, Math.round(volume)));
-    if (v === this._volume) return;
-    this._volume = v;
-    this.emit('volume', v);
+    this.setReportedVolume(clampVolume(volume));
   }
 
   isMuted(): boolean {
@@ -157,9 +126,9 @@ export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speak
   async snapshot(): Promise<SpeakerSnapshot> {
     this.assertAvailable();
     return {
-      state: this._state,
-      ...(this._state !== 'stopped' && this.media ? { ...this.media, position: this.position() } : {}),
-      volume: this._volume,
+      state: this.state,
+      ...(this.state !== 'stopped' && this.media ? { ...this.media, position: this.position() } : {}),
+      volume: this.volume,
       muted: this._muted,
       takenAt: this.clock.now(),
     };
@@ -188,24 +157,21 @@ export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speak
 
   /** The speaker drops off the network: whatever it played stops with an error. */
   vanish(): void {
-    if (!this._available) return;
-    this._available = false;
-    const wasActive = this._state !== 'stopped';
-    this.cancelPlayback();
-    if (wasActive) this.setState('stopped', 'error', 'speaker vanished');
-    this.emit('availability', false);
+    if (!this.available) return;
+    this.setAvailable(false, () => {
+      const wasActive = this.state !== 'stopped';
+      this.cancelPlayback();
+      if (wasActive) this.setState('stopped', 'error', 'speaker vanished');
+    });
   }
 
   reappear(): void {
-    if (this._available) return;
-    this._available = true;
-    this.emit('availability', true);
+    this.setAvailable(true);
   }
 
   /** Changes descriptive fields, as a speaker renamed in its own app would. */
   update(changed: Partial<SpeakerInfo>): void {
-    this._info = { ...this._info, ...changed };
-    this.emit('info', changed);
+    this.updateInfo(changed);
   }
 
   // ---- internals ----------------------------------------------------------------------
@@ -235,11 +201,6 @@ export class VirtualSpeaker extends EventEmitter<SpeakerEvents> implements Speak
   }
 
   private setState(state: SpeakerPlayState, reason?: StopReason, detail?: string): void {
-    this._state = state;
-    this.emit('state', state, reason, detail);
-  }
-
-  private assertAvailable(): void {
-    if (!this._available) throw new Error('speaker is not reachable');
+    this.setPlayState(state, reason, detail);
   }
 }
