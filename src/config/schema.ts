@@ -1,9 +1,6 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { SnapcastConfigSchema } from '../drivers/snapcast/config';
-import { UpnpConfigSchema } from '../drivers/upnp/config';
-import { MqttConfigSchema, PubsubConfigSchema } from '../mqtt/config';
 
 /**
  * The core's configuration sections, with the embedded defaults `npm start` runs on. Drivers
