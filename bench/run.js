@@ -8,6 +8,8 @@
  *  2. device_count latency p50/p99 at a fixed 1,000 req/s vs the bare server;       p99 < 2 ms
  *  3. device_list latency with 1,000 speakers and 10,000 open sessions, fixed rate; p99 < 10 ms
  *  4. idle RSS of a hub with 100 speakers vs a process running only node:http;      RSS < 60 MB
+ *  5. idle RSS of the default hub as `speakerhub hub` runs it (REST + embedded MQTT broker,
+ *     100 virtual speakers) vs the same bare node:http process;                   ratio <= 1.5
  *
  * Servers run in forked children (bench/hub-server.js, bench/bare-server.js) on 127.0.0.1;
  * the load generator runs here, so it never shares an event loop with a server. Exit code 0
@@ -219,6 +221,31 @@ async function stopHub(child) {
   await child.stop();
   rmSync(child.dataDir, { recursive: true, force: true });
   dataDirs.delete(child.dataDir);
+}
+
+/** `node dist/cli.js hub` itself (its flags, front ends and heap settings), with a preload that reports to us. */
+async function startCliHub(name, speakers) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'speakerhub-bench-'));
+  dataDirs.add(dataDir);
+  const args = [
+    'hub',
+    '--virtual-speakers',
+    String(speakers),
+    '-d',
+    dataDir,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '0',
+    '--mqtt-port',
+    '0',
+    '--log-level',
+    'warn',
+  ];
+  const child = new Child(name, join(__dirname, '..', 'dist', 'cli.js'), args, ['--expose-gc', '-r', join(__dirname, 'cli-hub-preload.js')]);
+  child.dataDir = dataDir;
+  child.info = await child.waitFor('ready', 60_000);
+  return child;
 }
 
 async function startBare(name, routes, execArgv = []) {
@@ -482,6 +509,17 @@ async function idleRss() {
   const b = await probe(() => startBare('bare-rss', null, ['--expose-gc']));
   const h = await probe(() => startHub('hub-rss', SETTINGS.rssSpeakers, { session: false, execArgv: ['--expose-gc'] }));
   const mb = (x) => x / 1e6; // decimal MB, as in the target
+  const c = await probe(() => startCliHub('cli-hub-rss', SETTINGS.rssSpeakers));
+  add({
+    id: '5',
+    metric: `idle RSS, default hub (REST + MQTT), ${SETTINGS.rssSpeakers} speakers`,
+    unit: 'MB',
+    hub: mb(c.rss),
+    baseline: mb(b.rss),
+    target: 'ratio <= 1.5',
+    check: (r) => r.ratio <= 1.5,
+    detail: `as \`speakerhub hub\` runs it; heapUsed ${mb(c.heapUsed).toFixed(1)} / heapTotal ${mb(c.heapTotal).toFixed(1)}, external ${mb(c.external).toFixed(1)} MB`,
+  });
   add({
     id: '4',
     metric: `idle RSS, ${SETTINGS.rssSpeakers} speakers`,
@@ -546,7 +584,9 @@ async function main() {
   log(
     `node ${process.version}, ${os.cpus().length} CPUs${PIN ? ' (pinned: bench on CPU 0, servers on CPU 1)' : ''}, settings ${JSON.stringify(SETTINGS)}${CPU_PROF ? `, cpu profiles in ${CPU_PROF}` : ''}`,
   );
-  for (const step of [throughputAndLatency, deviceListLatency, idleRss]) {
+  // BENCH_ONLY=idleRss (comma-separated step names) runs only those steps.
+  const only = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',') : null;
+  for (const step of [throughputAndLatency, deviceListLatency, idleRss].filter((s) => !only || only.includes(s.name))) {
     try {
       await step();
     } catch (e) {

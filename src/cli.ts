@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: sizes V8's young generation for a long-running server before anything is allocated.
+import './cli/heap';
 import { hubCommand, type HubOptionRegistrar } from './cli/hub-command';
 import { remoteCommands } from './cli/commands';
 import { driverHubOptions } from './cli/driver-options';

@@ -5,19 +5,15 @@ import type { HubConfig } from '../hub-config';
 import type { HubExtension } from '../extensions/extension';
 import type { FlagConfig } from '../cli/hub-command';
 import { createLogger } from '../logger';
-import { CloudLinkExtension } from '../cloud-link/link-extension';
+import { lazyExtension } from '../extensions/lazy';
 import { CloudAccountError, cloudOrigin, cloudSignin, cloudSignup, readPasswordFile, saveCredential } from '../cloud-link/credentials';
-import { AccountError } from './accounts/accounts';
-import { Clients } from './accounts/clients';
-import { runningCloud } from './admin';
 import { askPassword } from './prompt';
-import { CloudServer } from './server';
-import { openDatabase } from './storage/open';
 
 /**
  * The cloud's command line: `speakerhub cloud` (the server), `speakerhub cloud client add`,
  * `speakerhub account signup|signin`, and the hub's `--cloud*` flags. cli.ts hooks these
- * in; nothing here runs unless one of them is used.
+ * in; nothing here runs unless one of them is used, and the cloud server, its storage and
+ * the hub's link load only then (a plain `speakerhub hub` never loads them).
  */
 
 const collect = (v: string, acc: string[] = []): string[] => [...acc, v];
@@ -52,6 +48,7 @@ interface ServeFlags {
 }
 
 async function serve(f: ServeFlags): Promise<void> {
+  const { CloudServer } = await import('./server');
   if (f.publicUrl) cloudOrigin(f.publicUrl);
   const logger = createLogger({ level: f.logLevel });
   const cloud = new CloudServer({
@@ -89,6 +86,12 @@ async function serve(f: ServeFlags): Promise<void> {
 
 async function addClient(f: { data: string; name: string; redirectUri: string[]; json?: boolean; database?: string }): Promise<void> {
   let result: { client_id: string; client_secret: string };
+  const [{ runningCloud }, { openDatabase }, { Clients }, { AccountError }] = await Promise.all([
+    import('./admin'),
+    import('./storage/open'),
+    import('./accounts/clients'),
+    import('./accounts/accounts'),
+  ]);
   const running = await runningCloud(f.data);
   if (running) {
     const res = await fetch(`${running.url}/admin/clients`, {
@@ -216,5 +219,5 @@ export function cloudHubOptions(cmd: Command): (flags: Record<string, unknown>) 
 
 /** The extensions cloud mode adds to a hub (none without cloud.url). */
 export function cloudExtensions(config: HubConfig): HubExtension[] {
-  return config.cloud.url ? [new CloudLinkExtension()] : [];
+  return config.cloud.url ? [lazyExtension('cloud-link', async () => new (await import('../cloud-link/link-extension')).CloudLinkExtension())] : [];
 }
