@@ -63,7 +63,7 @@ async function main() {
     };
     const S = (await get('init_session')).SessionToken;
     const op = (name, params = {}) => get(name, { SessionToken: S, ...params });
-    const speakers = hub.virtual.speakers();
+    const speakers = hub.driver('virtual').speakers();
     const ids = speakers.map((s) => s.id);
     const media = (await op('media_list')).MediaList;
     const music = [...media].sort((a, b) => b.Duration - a.Duration)[0].PersistentID;

@@ -249,7 +249,7 @@ test('embedded mode: a bad setting or a hub that cannot start is reported as Hub
 
 test('embedded mode maps the editor fields onto the hub configuration (MQTT broker only when ticked)', () => {
   const { embeddedHubConfig } = require(join(ROOT, 'dist', 'nodered', 'embedded-config.js'));
-  const { parseConfig } = require(join(ROOT, 'dist', 'config', 'schema.js'));
+  const { parseConfig } = require(join(ROOT, 'dist', 'hub-config.js'));
 
   const cfg = embeddedHubConfig(
     {
