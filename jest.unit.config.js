@@ -1,0 +1,22 @@
+// The fast tier (npm run test:unit) for the edit–test loop: in-process tests that need no
+// Debian package, network namespace, browser, Node-RED/Homebridge runtime or build (dist/).
+// npm test still runs everything. A new test file belongs here when it needs none of those.
+const base = require('./jest.config');
+
+const UNIT = [
+  'test/core/**/*.test.ts',
+  'test/operations/**/*.test.ts',
+  'test/docs.test.ts',
+  'test/rest/!(config-cli|secrets).test.ts',
+  'test/media/!(drm).test.ts',
+  'test/announce/{engine,virtual,two-hubs}.test.ts',
+  'test/mqtt/{broker,channel,extension}.test.ts',
+  'test/snapcast/units.test.ts',
+  'test/upnp/unit.test.ts',
+  'test/cloud/{oauth,relay}.test.ts',
+  'test/tts/voicerss.test.ts',
+  'test/drivers/registry.test.ts',
+];
+
+// In-process suites: one worker per core (jest's default leaves one core idle).
+module.exports = { ...base, testMatch: UNIT.map((g) => `<rootDir>/${g}`), maxWorkers: '100%' };
