@@ -6,10 +6,10 @@ import type { ExtensionContext } from '../extensions/extension';
 import type { Logger } from '../logger';
 import { clip } from '../redact';
 import { BearerAuth } from './auth';
-import { installConnectionLimits, type ConnectionLimits } from './connection-limits';
+import { installConnectionLimits, type ConnectionLimits } from '../net/connection-limits';
 import { registerSampleRoute, SAMPLE_ROUTE } from './sample-route';
 import { streamEvents } from './event-stream';
-import { LimitedLog } from './limited-log';
+import { LimitedLog } from '../logging/limited-log';
 import {
   apiCorsOptions,
   DIALECTS,
