@@ -121,6 +121,7 @@ export class RestServer {
           res.setHeader('Connection', 'close');
           return this.send(res, 400, errorBody(new HubError('InvalidParameter', 'HTTP/1.1 requests need a Host header.')));
         }
+        if (this.accessLog) this.logAccess(req, res);
         if (!this.fastPath(req, res)) this.toFastify(req, res);
       },
     ));
@@ -237,7 +238,7 @@ export class RestServer {
       if (!this.auth || req.method === 'OPTIONS' || PUBLIC_PATHS.has(routeUrl) || routeUrl === SAMPLE_ROUTE || BROWSER_CLIENT_PATHS.has(routeUrl))
         return;
       const queryToken = req.routeOptions.url === '/api/v1/events' ? (req.query as Record<string, string>).access_token : undefined;
-      if (!this.auth.check(req.headers.authorization, queryToken)) {
+      if (!this.authorized(req.raw, queryToken)) {
         // Only the path, cut short: a query can carry secrets, and a 15 KB path must not cost 15 KB of log.
         this.refusals.warn({ path: clip(req.url.split('?')[0], 100), ip: req.ip });
         reply.header('WWW-Authenticate', 'Bearer realm="SpeakerHub"');
@@ -247,15 +248,6 @@ export class RestServer {
         );
       }
     });
-
-    if (this.accessLog) {
-      app.addHook('onResponse', async (req, reply) => {
-        this.options.logger.debug(
-          { method: req.method, path: clip(req.url.split('?')[0], 100), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
-          'request',
-        );
-      });
-    }
 
     const openapi = buildOpenApi(this.options.version);
     for (const path of OPENAPI_PATHS) app.get(path, async () => openapi);
@@ -330,18 +322,24 @@ export class RestServer {
     if (req.method !== 'GET') return false;
     const url = req.url ?? '';
     const found = resolveOperationPath(this.operationRoutes, url);
-    if (!found || (this.auth && !this.auth.check(req.headers.authorization))) return false;
+    if (!found || !this.authorized(req)) return false;
     const answer = this.run(found.route, found.legacy, url);
-    if (this.accessLog) {
-      const t0 = performance.now();
-      const path = clip(url.split('?')[0], 100);
-      res.once('finish', () =>
-        this.options.logger.debug({ method: 'GET', path, status: res.statusCode, ms: Math.round(performance.now() - t0) }, 'request'),
-      );
-    }
     if (answer instanceof Promise) answer.then((a) => this.send(res, a.status, a.body));
     else this.send(res, answer.status, answer.body);
     return true;
+  }
+
+  /** The one bearer check of every request, the fast path's and the routes' (events may carry the token in the query). */
+  private authorized(req: IncomingMessage, queryToken?: string): boolean {
+    return !this.auth || this.auth.check(req.headers.authorization, queryToken);
+  }
+
+  /** The access log (debug level) of every request, whichever path answers it: only the path, cut short (queries carry tokens). */
+  private logAccess(req: IncomingMessage, res: ServerResponse): void {
+    const t0 = performance.now();
+    const method = req.method;
+    const path = clip((req.url ?? '').split('?')[0], 100);
+    res.once('finish', () => this.options.logger.debug({ method, path, status: res.statusCode, ms: Math.round(performance.now() - t0) }, 'request'));
   }
 
   /** GET /healthz: for monitors and container health checks, no token needed. */
