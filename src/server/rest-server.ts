@@ -81,6 +81,7 @@ export class RestServer {
   private readonly refusals: LimitedLog;
   private readonly slowStreams: LimitedLog;
   private readonly timeouts: LimitedLog;
+  private readonly busyStreams: LimitedLog;
   /** Requests are logged one by one only at debug level (speed; URLs carry session tokens). */
   private readonly accessLog: boolean;
   private readonly operationRoutes = operationRoutes();
@@ -102,6 +103,7 @@ export class RestServer {
     this.refusals = new LimitedLog(options.logger, 'request refused: missing or wrong bearer token');
     this.slowStreams = new LimitedLog(options.logger, 'event stream closed: its client does not read');
     this.timeouts = new LimitedLog(options.logger, 'connection closed: request not received within the header/request timeout');
+    this.busyStreams = new LimitedLog(options.logger, 'event stream refused: limits.maxEventStreams reached');
     this.accessLog = options.logger.isLevelEnabled('debug');
     const headerBytes = (this.headerBytes = maxHeaderBytes(limits.maxTextLength));
     const server = (this.server = createServer(
@@ -261,7 +263,7 @@ export class RestServer {
     });
     app.get('/api/v1/events', (req, reply) => {
       if (streams.size >= this.limits.maxEventStreams) {
-        this.options.logger.warn({ open: streams.size, ip: req.ip }, 'event stream refused: limits.maxEventStreams reached');
+        this.busyStreams.warn({ open: streams.size, ip: req.ip });
         return this.fail(
           reply,
           new HubError('Busy', `${streams.size} event streams are open, the most this hub allows (limits.maxEventStreams); retry later.`),
