@@ -92,6 +92,9 @@ function flagConfig(f: HubFlags): FlagConfig {
   return { overrides, labels };
 }
 
+/** The whole shutdown after SIGTERM/SIGINT, at most. */
+const SHUTDOWN_LIMIT_MS = 15_000;
+
 function fail(message: string): never {
   process.stderr.write(`speakerhub: ${message}\n`);
   process.exit(EXIT_USAGE);
@@ -141,6 +144,13 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
     void (run.started ?? Promise.resolve(true)).then((ok) => {
       if (!ok) return;
       hub.logger.info({ signal }, 'shutting down');
+      // Every part bounds its own goodbyes; this is the last resort against a part that hangs
+      // (a stalled peer): the process exits anyway, and says so.
+      const deadline = setTimeout(() => {
+        hub.logger.error({ seconds: SHUTDOWN_LIMIT_MS / 1000 }, 'shutdown did not finish in time; exiting anyway');
+        process.exit(1);
+      }, SHUTDOWN_LIMIT_MS);
+      deadline.unref();
       hub.stop().then(
         () => process.exit(0),
         () => process.exit(1),

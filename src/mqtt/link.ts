@@ -195,8 +195,11 @@ export class HubLink {
     clearTimeout(this.timer);
     const c = this.client;
     if (!c) return;
-    if (last && c.connected) await this.publishAsync(last.topic, last.payload, true);
-    await new Promise<void>((resolve) => c.end(false, {}, () => resolve()));
+    // A stalled or vanished broker never acknowledges: the goodbye and the clean end are each
+    // bounded, then the connection is dropped (the broker's will says offline instead).
+    if (last && c.connected) await bounded(this.publishAsync(last.topic, last.payload, true), STOP_STEP_MS);
+    const ended = await bounded(new Promise<boolean>((resolve) => c.end(false, {}, () => resolve(true))), STOP_STEP_MS);
+    if (!ended) await new Promise<void>((resolve) => c.end(true, {}, () => resolve()));
   }
 
   private scheduleReconnect(): void {
@@ -240,4 +243,17 @@ export class HubLink {
     if (this.inflight < this.options.maxConcurrent) run();
     else this.waiting.push(run);
   }
+}
+
+/** How long each step of a clean stop may wait for the broker. */
+const STOP_STEP_MS = 2000;
+
+/** The promise's value, or undefined once `ms` passed without it. */
+function bounded<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+    timer.unref();
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }

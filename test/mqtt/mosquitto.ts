@@ -141,10 +141,24 @@ export class Mosquitto {
     await this.waitListening();
   }
 
+  /** SIGSTOP: the broker keeps its sockets open and answers nothing (a stalled broker). */
+  pause(): void {
+    if (this.running) this.proc!.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    if (this.running) this.proc!.kill('SIGCONT');
+  }
+
+  /** Started and not exited (a process killed by a signal has a signalCode, not an exitCode). */
+  private get running(): boolean {
+    return !!this.proc && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
   /** SIGKILL: no clean shutdown, no goodbye to clients. */
   async kill(): Promise<void> {
     const p = this.proc;
-    if (!p || p.exitCode !== null) return;
+    if (!p || !this.running) return;
     const exited = new Promise((r) => p.once('exit', r));
     p.kill('SIGKILL');
     await exited;
@@ -152,7 +166,7 @@ export class Mosquitto {
 
   async stop(): Promise<void> {
     const p = this.proc;
-    if (p && p.exitCode === null) {
+    if (p && this.running) {
       const exited = new Promise((r) => p.once('exit', r));
       p.kill('SIGTERM');
       await exited;
