@@ -30,15 +30,35 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-/** The running cloud's admin info, if a live process wrote it. */
+/**
+ * The running cloud's admin info, if the file names a cloud that answers. A live PID is not
+ * proof: after a crash the file stays, and its PID may be a zombie not yet reaped or, after a
+ * power loss, another program's. So the cloud it names must answer GET /admin/ping at its URL
+ * with its admin token; anything else is a stale file, and a new cloud may take the folder.
+ */
 export async function runningCloud(dataDir: string): Promise<AdminInfo | undefined> {
+  let info: AdminInfo;
   try {
-    const info = JSON.parse(await readFile(join(dataDir, ADMIN_FILE), 'utf8')) as AdminInfo;
-    return info.pid !== process.pid && isAlive(info.pid) ? info : undefined;
+    info = JSON.parse(await readFile(join(dataDir, ADMIN_FILE), 'utf8')) as AdminInfo;
+  } catch {
+    return undefined;
+  }
+  if (typeof info?.pid !== 'number' || info.pid === process.pid || !isAlive(info.pid)) return undefined;
+  if (typeof info.url !== 'string' || typeof info.token !== 'string') return undefined;
+  try {
+    const r = await fetch(new URL('/admin/ping', info.url), {
+      headers: { Authorization: `Bearer ${info.token}` },
+      signal: AbortSignal.timeout(PING_TIMEOUT_MS),
+    });
+    await r.body?.cancel();
+    return r.status === 204 ? info : undefined;
   } catch {
     return undefined;
   }
 }
+
+/** How long a cloud named in the admin file has to answer before the file counts as stale. */
+const PING_TIMEOUT_MS = 2000;
 
 export async function writeAdminInfo(dataDir: string, url: string): Promise<AdminInfo> {
   const info = { pid: process.pid, url, token: newSecret() };
@@ -50,14 +70,20 @@ export async function removeAdminInfo(dataDir: string): Promise<void> {
   await rm(join(dataDir, ADMIN_FILE), { force: true });
 }
 
-/** POST /admin/clients {name, redirectUris} with the admin token → {client_id, client_secret}. */
+/**
+ * POST /admin/clients {name, redirectUris} with the admin token → {client_id, client_secret};
+ * GET /admin/ping with the admin token → 204 (proves this is the cloud the admin file names).
+ */
 export function adminRoutes(app: FastifyInstance, clients: Clients, token: () => string | undefined): void {
-  app.post('/admin/clients', async (req, reply) => {
+  const authorized = (header: string | undefined): boolean => {
     const expected = token();
-    const given = /^Bearer\s+(\S+)$/.exec(req.headers.authorization ?? '')?.[1];
-    if (!expected || !given || given.length !== expected.length || !timingSafeEqual(Buffer.from(given), Buffer.from(expected))) {
-      return reply.code(401).send({ error: 'unauthorized', error_description: 'The admin token from cloud-admin.json is required.' });
-    }
+    const given = /^Bearer\s+(\S+)$/.exec(header ?? '')?.[1];
+    return !!expected && !!given && given.length === expected.length && timingSafeEqual(Buffer.from(given), Buffer.from(expected));
+  };
+  const refuse = { error: 'unauthorized', error_description: 'The admin token from cloud-admin.json is required.' };
+  app.get('/admin/ping', async (req, reply) => (authorized(req.headers.authorization) ? reply.code(204).send() : reply.code(401).send(refuse)));
+  app.post('/admin/clients', async (req, reply) => {
+    if (!authorized(req.headers.authorization)) return reply.code(401).send(refuse);
     const b = (req.body ?? {}) as { name?: unknown; redirectUris?: unknown };
     try {
       const uris = Array.isArray(b.redirectUris) ? b.redirectUris.map(String) : [];

@@ -215,3 +215,29 @@ test('accounts, clients and tokens survive a SIGKILLed cloud; the hub relinks', 
     await new Promise((r) => frankHub.once('exit', r));
   }
 }, 90_000);
+
+test('a stale admin file naming a live unrelated process does not stop a new cloud; a running cloud still does', async () => {
+  const data = await mkdtemp(join(tmpdir(), 'speakerhub-stale-'));
+  // A live process that is no cloud (after a power loss, the saved PID may be anyone's).
+  const bystander = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  try {
+    await writeFile(
+      join(data, 'cloud-admin.json'),
+      `${JSON.stringify({ pid: bystander.pid, url: `http://127.0.0.1:${await freePort()}`, token: 'stale-token-0123456789' })}\n`,
+    );
+    const port = await freePort();
+    const first = await startCloudProcess(port, data);
+    try {
+      // The file now names a cloud that answers: a second one on the same folder is refused.
+      const second = await run(['cloud', '--port', String(await freePort()), '--host', '127.0.0.1', '--data', data, '--log-level', 'warn']);
+      expect(second.code).not.toBe(0);
+      expect(second.err).toMatch(/Another cloud \(process \d+/);
+    } finally {
+      first.kill('SIGTERM');
+      await new Promise((r) => first.once('exit', r));
+    }
+  } finally {
+    bystander.kill('SIGKILL');
+    await rm(data, { recursive: true, force: true });
+  }
+}, 60_000);
