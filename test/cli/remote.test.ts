@@ -43,19 +43,26 @@ test('media lists titles and PersistentIDs', async () => {
   expect(await cli('media')).toContain(list[0].PersistentID);
 });
 
-test('say on named speakers with a volume; status shows where it plays', async () => {
-  const out = await cli(
-    'say',
-    'Dinner is ready, and it is a rather long sentence to keep speaking for a while',
-    '--speakers',
-    'kitchen,office',
-    '--volume',
-    '31',
-  );
-  expect(out).toContain('on Kitchen, Office');
+test('say announces on named speakers at a level of its own, waits until done, and puts the music and volumes back', async () => {
+  const media = await json('media');
+  await cli('play', media[0].PersistentID);
+  const out = await cli('say', 'Dinner is ready', '--speakers', 'kitchen', '--volume', '31');
+  expect(out).toBe('Said "Dinner is ready" on Kitchen\n');
+  // Done means restored: Kitchen has its own level back and plays the music again with the others.
   const devices = (await h.op('device_list')).DeviceList as { DeviceName: string; Volume: number }[];
-  expect(devices.find((d) => d.DeviceName === 'Kitchen')!.Volume).toBe(31);
-  expect(devices.find((d) => d.DeviceName === 'Living Room')!.Volume).toBe(20);
+  expect(devices.find((d) => d.DeviceName === 'Kitchen')!.Volume).toBe(20);
+  const status = await json('status');
+  expect(status.PlaybackState).toBe('PlayerStatePlaying');
+  expect(status.Playing.map((d: { DeviceName: string }) => d.DeviceName).sort()).toEqual(['Kitchen', 'Living Room', 'Office']);
+  // --no-wait answers with the AnnouncementID at once.
+  const id = JSON.parse(await cli('say', 'Again', '--speakers', 'office', '--no-wait', '--json')).AnnouncementID as string;
+  expect((await h.op('announcement_status', { AnnouncementID: id })).State).toMatch(/^(queued|playing|done)$/);
+  await cli('stop');
+});
+
+test("play-tts is the spec's TTS play: it replaces the music on the named speakers; status shows where it plays", async () => {
+  const out = await cli('play-tts', 'Dinner is ready, and it is a rather long sentence to keep speaking for a while', '--speakers', 'kitchen,office');
+  expect(out).toContain('on Kitchen, Office');
   const status = await json('status');
   expect(status.PlaybackState).toBe('PlayerStatePlaying');
   expect(status.Playing.map((d: { DeviceName: string }) => d.DeviceName).sort()).toEqual(['Kitchen', 'Office']);

@@ -4,12 +4,33 @@ import type { RemoteFlags } from '../remote/connection';
 import { printJson } from '../remote/output';
 import { resolveOne } from '../remote/resolve';
 import { intFlag } from '../hub-command';
+import type { SpeakerHubClient } from '../../client/client';
 import { remoteCommand, speakerNames, targetSpeakers, type Device } from './common';
 
 interface PlayFlags extends RemoteFlags {
   speakers?: string;
-  volume?: number;
   priority?: number;
+}
+
+interface SayFlags extends PlayFlags {
+  volume?: number;
+  chime?: boolean;
+  voice?: string;
+  wait?: boolean;
+}
+
+/** How long `say` follows an announcement before it gives up waiting (the announcement itself goes on). */
+const SAY_WAIT_MS = 10 * 60_000;
+
+/** Follows announcement_status until the announcement is done or failed. */
+async function waitForAnnouncement(client: SpeakerHubClient, id: string): Promise<Record<string, string>> {
+  const end = Date.now() + SAY_WAIT_MS;
+  for (;;) {
+    const status = (await client.call('announcement_status', { AnnouncementID: id })) as unknown as Record<string, string>;
+    if (status.State === 'done' || status.State === 'failed') return status;
+    if (Date.now() > end) throw new HubError('Busy', `announcement ${id} is still ${status.State}; follow it with announcement_status`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i;
@@ -30,23 +51,56 @@ const speakerOptions = (c: Command) =>
 
 /** say, play, stop. */
 export function registerPlaybackCommands(program: Command): void {
-  // `say` uses play_tts_*: every hub (and the original API) has them, with the documented parameters.
-  remoteCommand<PlayFlags>(
+  // `say` is what a person means by "say this on the speakers": an announcement (the music on
+  // the others goes on, the targets are put back as they were afterwards, at their own volume).
+  remoteCommand<SayFlags>(
     program,
     'say <text>',
-    'Speak a text on the speakers (text-to-speech).',
-    (c) => speakerOptions(c).option('--volume <n>', 'set the target speakers to this volume (0–50) first', intFlag('--volume', 0, 50)),
+    'Announce a text on the speakers (text-to-speech): the music on the others plays on, and every speaker is put back as it was afterwards.',
+    (c) =>
+      speakerOptions(c)
+        .option('--volume <n>', 'the level while it speaks (0–50); each speaker gets its own back afterwards', intFlag('--volume', 0, 50))
+        .option('--chime', 'a chime before the words')
+        .option('--voice <voice>', 'TTS voice (e.g. en, en-us, de)')
+        .option('--no-wait', 'answer at once with the AnnouncementID instead of waiting until it is done'),
     async ({ client, flags }, text) => {
       const target = await targetSpeakers(client, flags.speakers);
-      if (flags.volume !== undefined) {
-        if (target) for (const d of target) await client.call('set_volume_device', { DeviceID: d.DeviceID, Volume: flags.volume });
-        else await client.call('set_volume', { Volume: flags.volume });
+      const { AnnouncementID } = await client.call('announce', {
+        Text: text,
+        ...(target ? { DeviceIDList: target.map((d) => d.DeviceID) } : {}),
+        ...(flags.volume !== undefined ? { Volume: flags.volume } : {}),
+        ...(flags.chime ? { Chime: 'true' } : {}),
+        ...(flags.priority !== undefined ? { Priority: flags.priority } : {}),
+        ...(flags.voice ? { Voice: flags.voice } : {}),
+      });
+      const quoted = `"${text.length > 60 ? `${text.slice(0, 57)}…` : text}"`;
+      if (flags.wait === false) {
+        if (flags.json) return printJson({ Result: 'true', AnnouncementID });
+        process.stdout.write(
+          `Announcing ${quoted} on ${target ? speakerNames(target) : 'every available speaker'} (AnnouncementID ${AnnouncementID})\n`,
+        );
+        return;
       }
+      const status = await waitForAnnouncement(client, AnnouncementID);
+      if (flags.json) return printJson(status);
+      if (status.State === 'failed') throw new HubError('InternalError', `the announcement failed: ${status.Reason ?? 'no reason given'}`);
+      report(flags, `Said ${quoted}`, target, status);
+    },
+  );
+
+  // The spec's TTS play, under its own name: it replaces the music for good (no restore).
+  remoteCommand<PlayFlags>(
+    program,
+    'play-tts <text>',
+    "Play a text as the hub's playback (the spec's play_tts_*): it replaces what plays, with no restore afterwards.",
+    speakerOptions,
+    async ({ client, flags }, text) => {
+      const target = await targetSpeakers(client, flags.speakers);
       const priority = flags.priority === undefined ? {} : { Priority: flags.priority };
       const body = target
         ? await client.call('play_tts_selected_speakers', { Text: text, DeviceIDList: target.map((d) => d.DeviceID), ...priority })
         : await client.call('play_tts_party_mode', { Text: text, ...priority });
-      report(flags, `Saying "${text.length > 60 ? `${text.slice(0, 57)}…` : text}"`, target, body);
+      report(flags, `Playing "${text.length > 60 ? `${text.slice(0, 57)}…` : text}"`, target, body);
     },
   );
 
