@@ -42,6 +42,8 @@ export class MpdSpeaker extends BaseSpeaker {
   private statusAt = 0;
   /** Song id of the hub's media in the MPD's queue while the hub plays on it. */
   private hubSongId?: string;
+  /** Queue entries the hub added and has not deleted yet (bounded: one per play, deleted as they end). */
+  private readonly added = new Set<string>();
   private stopRequested = false;
   private attempt = 0;
   private retry?: TimerHandle;
@@ -119,6 +121,7 @@ export class MpdSpeaker extends BaseSpeaker {
     if (this.conn !== conn) return;
     this.conn = undefined;
     this.hubSongId = undefined;
+    this.added.clear();
     if (this.closed) return;
     this.log.warn(`mpd: connection to ${this.server.address} lost; speaker inactive until it is back`);
     this.setAvailable(false, () => this.setPlayState('stopped', 'error', 'connection to MPD lost'));
@@ -179,7 +182,7 @@ export class MpdSpeaker extends BaseSpeaker {
       this.hubSongId = undefined;
       const reason = this.stopRequested ? 'stopped' : st.error ? 'error' : 'ended';
       this.setPlayState('stopped', reason, st.error);
-      void this.send(`deleteid ${id}`).catch(() => undefined);
+      void this.forget(id);
       if (state === 'stopped') return;
     }
     this.setPlayState(state, state === 'stopped' ? (st.error ? 'error' : 'ended') : undefined, st.error);
@@ -195,11 +198,12 @@ export class MpdSpeaker extends BaseSpeaker {
     const added = parseFields(await this.send(`addid ${arg(media.url)}`));
     const id = added.Id;
     if (!id || !/^\d+$/.test(id)) throw new Error('MPD did not add the media');
+    this.added.add(id);
     const cmds = ['clearerror', `playid ${id}`];
     if (media.startAt && media.startAt > 0) cmds.push(`seekid ${id} ${media.startAt.toFixed(3)}`);
     await this.send(cmds);
     this.hubSongId = id;
-    if (old) void this.send(`deleteid ${old}`).catch(() => undefined);
+    if (old) void this.forget(old);
     await this.refreshNow();
     if (this.status.error && this.hubSongId === undefined) throw new Error(`MPD could not play the media: ${this.status.error}`);
   }
@@ -217,9 +221,14 @@ export class MpdSpeaker extends BaseSpeaker {
   async stop(): Promise<void> {
     this.assertAvailable();
     this.stopRequested = true;
-    const id = this.hubSongId;
     await this.send('stop');
-    if (id) await this.send(`deleteid ${id}`).catch(() => undefined);
+    await Promise.all([...this.added].map((id) => this.forget(id)));
+  }
+
+  /** Deletes a queue entry the hub added (gone already is fine: the user may have removed it). */
+  private async forget(id: string): Promise<void> {
+    this.added.delete(id);
+    await this.send(`deleteid ${id}`).catch(() => undefined);
   }
 
   position(): number | undefined {
@@ -277,6 +286,7 @@ export class MpdSpeaker extends BaseSpeaker {
       return;
     }
     this.hubSongId = undefined;
+    this.added.clear();
     const cmds = ['clear', ...data.files.map((f) => `add ${arg(f)}`)];
     cmds.push(`repeat ${data.repeat === '1' ? 1 : 0}`, `random ${data.random === '1' ? 1 : 0}`);
     cmds.push(`single ${data.single === 'oneshot' ? 'oneshot' : data.single === '1' ? 1 : 0}`, `consume ${data.consume === '1' ? 1 : 0}`);
