@@ -105,8 +105,8 @@ describeIf('MPD driver against two real mpd instances', () => {
     expect(list).toHaveLength(4);
     const kitchen = list.find((d: any) => d.DeviceName === 'Kitchen MPD');
     const other = list.find((d: any) => d.Active && d.DeviceName === 'MPD 127.0.0.1');
-    expect(kitchen).toMatchObject({ Active: true, ModelName: expect.stringMatching(/^MPD \d+\.\d+/) });
-    expect(other).toMatchObject({ Active: true, ModelName: expect.stringMatching(/^MPD \d+\.\d+/) });
+    expect(kitchen).toMatchObject({ Active: true, ModelName: expect.stringMatching(/^MPD \d+\.\d+(\.\d+)?$/) });
+    expect(other).toMatchObject({ Active: true, ModelName: expect.stringMatching(/^MPD \d+\.\d+(\.\d+)?$/) });
     idA = kitchen.DeviceID;
     idB = other.DeviceID;
     expect(idA).toMatch(/^\d{14}$/);

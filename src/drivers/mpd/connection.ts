@@ -52,12 +52,14 @@ export class MpdConnection {
   private constructor(
     private readonly client: MPD.Client,
     private readonly timeoutMs: number,
+    /** Protocol version from the greeting ('0.23.5'). */
+    readonly version: string,
   ) {}
 
   static async open(opts: { host: string; port: number; password?: string; timeoutMs: number }): Promise<MpdConnection> {
-    await probeGreeting(opts.host, opts.port, opts.timeoutMs);
+    const version = await probeGreeting(opts.host, opts.port, opts.timeoutMs);
     const client = await mpd.connect({ host: opts.host, port: opts.port, password: opts.password, timeout: opts.timeoutMs });
-    const conn = new MpdConnection(client, opts.timeoutMs);
+    const conn = new MpdConnection(client, opts.timeoutMs, version);
     // The socket timeout served the handshake; an idling connection is silent by design.
     client.socket.setTimeout(0);
     client.socket.on('data', () => {
@@ -67,10 +69,6 @@ export class MpdConnection {
     });
     client.socket.on('error', () => undefined);
     return conn;
-  }
-
-  get version(): string {
-    return (this.client as unknown as { PROTOCOL_VERSION?: string }).PROTOCOL_VERSION ?? '';
   }
 
   onSystem(fn: (subsystem: string) => void): void {
