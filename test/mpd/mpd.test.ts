@@ -156,8 +156,8 @@ describeIf('MPD driver against two real mpd instances', () => {
 
   test('stop: the queue is back to the user entries', async () => {
     await op('stop_play');
-    await waitFor(async () => (await mpdStatus(a.port)).state === 'stop', 5000, 'mpd stopped');
-    await waitFor(async () => (await queue(a.port)).length === 2, 5000, 'hub entry removed').catch(() => undefined);
+    await waitFor(async () => (await mpdStatus(a.port)).state === 'stop', 15_000, 'mpd stopped');
+    await waitFor(async () => (await queue(a.port)).length === 2, 15_000, 'hub entry removed').catch(() => undefined);
     expect(await queue(a.port)).toEqual(['user-1.wav', 'user-2.wav']);
   });
 
@@ -185,7 +185,7 @@ describeIf('MPD driver against two real mpd instances', () => {
       expect((await op('play_tts_selected_speakers', { Text: 'Dinner is ready.', DeviceIDList: idA })).Result).toBe('true');
       await waitFor(() => loudness(a.out, from) > AUDIBLE, 15_000, 'speech in the capture');
       await waitFor(async () => (await op('playback_status')).PlaybackState === 'PlayerStateStopped', 20_000, 'TTS ended');
-      await waitFor(async () => (await queue(a.port)).length === 2, 5000, 'TTS entry removed');
+      await waitFor(async () => (await queue(a.port)).length === 2, 15_000, 'TTS entry removed');
 
       await op('play_hub_media_selected_speakers', { PersistentID: pids['Hub Tone'], DeviceIDList: idA });
       await waitFor(async () => (await mpdStatus(a.port)).state === 'play', 5000, 'playing');
@@ -195,7 +195,7 @@ describeIf('MPD driver against two real mpd instances', () => {
       from = fileSize(a.out);
       await expectTone(a, from, 880);
       await op('stop_play');
-      await waitFor(async () => (await queue(a.port)).length === 2, 5000, 'hub entry removed');
+      await waitFor(async () => (await queue(a.port)).length === 2, 15_000, 'hub entry removed');
     } finally {
       await new Promise((r) => web.close(r));
     }
