@@ -19,6 +19,7 @@ declare -A NEEDED=(
   [mosquitto_pub]=mosquitto-clients   # the README's MQTT examples use mosquitto_pub/mosquitto_sub
   [openssl]=openssl             # the mqtts test makes a throwaway CA and broker certificate
   [chromium]=chromium           # the browser client's and the Node-RED editor's tests (headless, through playwright-core)
+  [mpd]=mpd                     # the MPD driver tests run two real mpd (own config, loopback ports; pipe output through ffmpeg -re)
 )
 
 # npm-installed test tools (Homebridge 1 and 2, Node 24, hap-controller) go into .cache/homebridge:

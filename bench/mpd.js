@@ -1,0 +1,163 @@
+'use strict';
+/**
+ * MPD benchmark (needs dist/ from npm run build, and mpd, ffmpeg, espeak-ng installed):
+ * a real mpd on a free loopback port (own config in a temp folder, pipe output through
+ * ffmpeg -re into a file), a hub in this process with `mpd.servers` set, REST over HTTP.
+ *
+ *  announce latency: request sent → the MPD's first request to the hub's media server for the
+ *  audio (the media server's `media request` log line), p50/p95:
+ *   - uncached TTS (a new text each time: synthesis is on the path), goal p95 < 300 ms;
+ *   - baseline in the same run: an announcement of hub media (no synthesis).
+ *
+ * Exit code 0 whatever the figures say; 1 if anything failed.
+ */
+const { spawn } = require('node:child_process');
+const { mkdtempSync, mkdirSync, rmSync, writeFileSync } = require('node:fs');
+const { createServer, connect } = require('node:net');
+const { tmpdir } = require('node:os');
+const { join } = require('node:path');
+const { Writable } = require('node:stream');
+const { performance } = require('node:perf_hooks');
+
+const N = Number(process.env.BENCH_MPD_N || 10);
+const TOKEN = 'bench-mpd-token-0123456789abcdef';
+
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] : NaN;
+};
+const fmt = (x) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function ping(port) {
+  return new Promise((resolve) => {
+    const s = connect({ host: '127.0.0.1', port });
+    s.on('data', (d) => {
+      s.destroy();
+      resolve(String(d).startsWith('OK MPD'));
+    });
+    s.on('error', () => resolve(false));
+  });
+}
+
+async function main() {
+  const { createHub } = require('../dist/index.js');
+  const { createLogger } = require('../dist/logger.js');
+  const { encodeWav } = require('../dist/media/wav.js');
+  const dir = mkdtempSync(join(tmpdir(), 'speakerhub-bench-mpd-'));
+  let mpd;
+  let hub;
+  try {
+    const port = await freePort();
+    for (const d of ['music', 'pl', 'media']) mkdirSync(join(dir, d));
+    writeFileSync(
+      join(dir, 'mpd.conf'),
+      [
+        `music_directory "${dir}/music"`,
+        `playlist_directory "${dir}/pl"`,
+        `db_file "${dir}/db"`,
+        `state_file "${dir}/state"`,
+        'bind_to_address "127.0.0.1"',
+        `port "${port}"`,
+        'audio_output {',
+        '  type "pipe"',
+        '  name "capture"',
+        `  command "ffmpeg -loglevel quiet -re -f s16le -ar 44100 -ac 2 -i - -f s16le - >> ${dir}/out.raw"`,
+        '  format "44100:16:2"',
+        '  mixer_type "software"',
+        '}',
+        '',
+      ].join('\n'),
+    );
+    const rate = 22050;
+    const tone = new Int16Array(rate).map((_, i) => Math.round(8000 * Math.sin((2 * Math.PI * 660 * i) / rate)));
+    writeFileSync(join(dir, 'media', 'chime.wav'), encodeWav(tone, rate, { title: 'Bench Chime', artist: 'Bench', album: 'Bench' }));
+    mpd = spawn('mpd', ['--no-daemon', join(dir, 'mpd.conf')], { stdio: 'ignore' });
+    for (let i = 0; !(await ping(port)); i++) {
+      if (i > 100) throw new Error('mpd did not start');
+      await sleep(100);
+    }
+
+    /** Times (performance.now) of the media server's requests, as its log lines come. */
+    const mediaRequests = [];
+    const logger = createLogger({
+      level: 'debug',
+      stream: new Writable({
+        write(chunk, _enc, cb) {
+          for (const line of String(chunk).split('\n')) if (line.includes('"msg":"media request"')) mediaRequests.push(performance.now());
+          cb();
+        },
+      }),
+    });
+    hub = createHub(
+      {
+        dataDir: dir,
+        speakers: { virtual: { count: 0 } },
+        server: { host: '127.0.0.1', port: 0, token: TOKEN },
+        media: { samples: false, folders: [join(dir, 'media')] },
+        log: { level: 'debug' },
+        mpd: { servers: [`127.0.0.1:${port}`] },
+      },
+      { logger },
+    );
+    await hub.start();
+    const base = hub.url;
+    const get = async (path) => (await fetch(base + path, { headers: { Authorization: `Bearer ${TOKEN}` } })).json();
+    const session = (await get('/api/v1/init_session')).SessionToken;
+    const op = (name, params = {}) => get(`/api/v1/${name}?${new URLSearchParams({ SessionToken: session, ...params })}`);
+    for (let i = 0; !(await op('device_list')).DeviceList.some((d) => d.Active); i++) {
+      if (i > 100) throw new Error('the MPD speaker did not come up');
+      await sleep(100);
+    }
+    const pid = (await op('media_list')).MediaList.find((m) => m.Title === 'Bench Chime').PersistentID;
+
+    async function once(params) {
+      const before = mediaRequests.length;
+      const t0 = performance.now();
+      const a = await op('announce', params);
+      if (!a.AnnouncementID) throw new Error(`announce failed: ${JSON.stringify(a)}`);
+      for (let i = 0; mediaRequests.length === before; i++) {
+        if (i > 500) throw new Error('the MPD never fetched the audio');
+        await sleep(2);
+      }
+      const ms = mediaRequests[before] - t0;
+      for (let i = 0; (await op('announcement_status', { AnnouncementID: a.AnnouncementID })).State !== 'done'; i++) {
+        if (i > 300) throw new Error('announcement did not finish');
+        await sleep(100);
+      }
+      return ms;
+    }
+
+    const tts = [];
+    const hubMedia = [];
+    for (let i = 0; i < N; i++) {
+      tts.push(await once({ Text: `Bench ${i} ${Math.random().toString(36).slice(2, 8)}` }));
+      hubMedia.push(await once({ PersistentID: pid }));
+    }
+    console.log(`mpd announce latency (request → MPD fetches the audio), n=${N} each:`);
+    console.log(`  TTS uncached: p50 ${fmt(pct(tts, 50))} ms, p95 ${fmt(pct(tts, 95))} ms (goal p95 < 300 ms)`);
+    console.log(`  hub media (baseline, no synthesis): p50 ${fmt(pct(hubMedia, 50))} ms, p95 ${fmt(pct(hubMedia, 95))} ms`);
+    console.log(`  ratio TTS/hub media p50: ${fmt(pct(tts, 50) / pct(hubMedia, 50))}x`);
+  } finally {
+    await hub?.stop();
+    mpd?.kill('SIGKILL');
+    await sleep(200);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,302 @@
+import type { Clock, TimerHandle } from '../../core/clock';
+import { VOLUME_MAX, clampVolume } from '../../core/volume-range';
+import type { Logger } from '../../logger';
+import { BaseSpeaker } from '../base-speaker';
+import { digitId, type MediaRequest, type SpeakerCapabilities, type SpeakerPlayState, type SpeakerSnapshot } from '../driver';
+import type { MpdConfig, ResolvedMpdServer } from './config';
+import { arg, MpdConnection, MpdConnectionError, parseFields } from './connection';
+
+/** What an MPD had before the hub took it (for an announcement): all of it goes back. */
+export interface MpdSnapshotData {
+  files: string[];
+  /** Index in files of the current song, when there is one. */
+  song?: number;
+  elapsed?: number;
+  state: 'play' | 'pause' | 'stop';
+  /** MPD's own 0–100 (or -1: no mixer). */
+  volume: number;
+  repeat: string;
+  random: string;
+  single: string;
+  consume: string;
+}
+
+/** Most queue entries a snapshot keeps (a bigger queue is put back up to this many). */
+export const MAX_SNAPSHOT_QUEUE = 20_000;
+
+const STATES: Record<string, SpeakerPlayState> = { play: 'playing', pause: 'paused', stop: 'stopped' };
+
+/**
+ * One MPD server as a speaker. State comes from MPD's `idle` notifications (player, mixer,
+ * playlist, options) on the mpd2 connection, each followed by one `status`; the connection is
+ * re-opened with backoff when lost.
+ *
+ * Queue policy for a spec play: the hub's track is appended to the MPD's queue and played
+ * (`addid` + `playid`); the rest of the queue stays as it was. The hub's entry is deleted
+ * again when it ends or is stopped, so the user's queue does not fill with hub URLs.
+ */
+export class MpdSpeaker extends BaseSpeaker {
+  readonly capabilities: SpeakerCapabilities = { mute: false, snapshot: true, seek: true, syncGroup: false };
+  private conn?: MpdConnection;
+  private status: Record<string, string> = {};
+  private statusAt = 0;
+  /** Song id of the hub's media in the MPD's queue while the hub plays on it. */
+  private hubSongId?: string;
+  /** Queue entries the hub added and has not deleted yet (bounded: one per play, deleted as they end). */
+  private readonly added = new Set<string>();
+  private stopRequested = false;
+  private attempt = 0;
+  private retry?: TimerHandle;
+  private closed = false;
+  private refreshing = false;
+  private refreshAgain = false;
+
+  constructor(
+    readonly server: ResolvedMpdServer,
+    private readonly config: MpdConfig,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {
+    super(
+      digitId(`mpd:${server.address}`),
+      'mpd',
+      {
+        name: server.name,
+        groupName: server.name,
+        groupId: digitId(`mpd-group:${server.address}`, 10),
+        modelName: 'MPD',
+        version: '',
+        role: 21,
+        macAddress: '',
+        ipAddress: server.host,
+        port: server.port,
+        wifiSignalStrength: 0,
+      },
+      { available: false },
+    );
+  }
+
+  start(): void {
+    void this.connect();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.retry?.cancel();
+    this.conn?.close();
+    this.conn = undefined;
+  }
+
+  // ---- connection ------------------------------------------------------------------------
+
+  private async connect(): Promise<void> {
+    if (this.closed) return;
+    let conn: MpdConnection;
+    try {
+      conn = await MpdConnection.open({ ...this.server, timeoutMs: this.config.requestTimeoutMs });
+    } catch (err) {
+      this.scheduleReconnect(err);
+      return;
+    }
+    if (this.closed) return conn.close();
+    this.conn = conn;
+    conn.onClose(() => this.lost(conn));
+    conn.onSystem((sub) => {
+      if (sub === 'player' || sub === 'mixer' || sub === 'playlist' || sub === 'options') void this.refresh();
+    });
+    this.updateInfo({ modelName: `MPD ${conn.version}`, version: conn.version });
+    try {
+      await this.refreshNow();
+    } catch (err) {
+      conn.close();
+      this.scheduleReconnect(err);
+      return;
+    }
+    this.attempt = 0;
+    this.log.info({ version: conn.version }, `mpd: connected to ${this.server.address}`);
+    this.setAvailable(true);
+  }
+
+  private lost(conn: MpdConnection): void {
+    if (this.conn !== conn) return;
+    this.conn = undefined;
+    this.hubSongId = undefined;
+    this.added.clear();
+    if (this.closed) return;
+    this.log.warn(`mpd: connection to ${this.server.address} lost; speaker inactive until it is back`);
+    this.setAvailable(false, () => this.setPlayState('stopped', 'error', 'connection to MPD lost'));
+    this.scheduleReconnect(undefined);
+  }
+
+  /** Doubling backoff from reconnectMinMs to reconnectMaxMs, ±25 % jitter so many hubs do not retry in step. */
+  private scheduleReconnect(err: unknown): void {
+    if (this.closed) return;
+    const base = Math.min(this.config.reconnectMaxMs, this.config.reconnectMinMs * 2 ** Math.min(this.attempt, 20));
+    const delay = Math.round(base * (0.75 + Math.random() * 0.5));
+    this.attempt++;
+    if (err) {
+      const code = err instanceof MpdConnectionError ? err.code : 'MpdRefused';
+      this.log.warn({ code, attempt: this.attempt, retryMs: delay }, `mpd: cannot connect to ${this.server.address}: ${(err as Error).message}`);
+    }
+    this.retry?.cancel();
+    this.retry = this.clock.setTimer(() => void this.connect(), delay);
+  }
+
+  private async send(command: string | string[]): Promise<string> {
+    const conn = this.conn;
+    if (!conn) throw new Error('MPD is not reachable');
+    return conn.send(command);
+  }
+
+  // ---- state -------------------------------------------------------------------------------
+
+  /** Coalesces idle notifications: one status at a time, one more if any came meanwhile. */
+  private async refresh(): Promise<void> {
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return;
+    }
+    this.refreshing = true;
+    try {
+      do {
+        this.refreshAgain = false;
+        await this.refreshNow();
+      } while (this.refreshAgain);
+    } catch (err) {
+      this.log.debug({ err: (err as Error).message }, 'mpd: status failed');
+    } finally {
+      this.refreshing = false;
+    }
+  }
+
+  private async refreshNow(): Promise<void> {
+    const st = parseFields(await this.send('status'));
+    this.status = st;
+    this.statusAt = this.clock.now();
+    const vol = Number(st.volume);
+    if (Number.isFinite(vol) && vol >= 0) this.setReportedVolume(Math.round((vol * VOLUME_MAX) / 100));
+    const state = STATES[st.state] ?? 'stopped';
+    if (this.hubSongId !== undefined && (st.songid !== this.hubSongId || state === 'stopped')) {
+      // The hub's media is over: it ended, was stopped, or the MPD's own app played something else.
+      const id = this.hubSongId;
+      this.hubSongId = undefined;
+      const reason = this.stopRequested ? 'stopped' : st.error ? 'error' : 'ended';
+      this.setPlayState('stopped', reason, st.error);
+      void this.forget(id);
+      if (state === 'stopped') return;
+    }
+    this.setPlayState(state, state === 'stopped' ? (st.error ? 'error' : 'ended') : undefined, st.error);
+  }
+
+  // ---- operations --------------------------------------------------------------------------
+
+  async play(media: MediaRequest): Promise<void> {
+    this.assertAvailable();
+    const old = this.hubSongId;
+    this.hubSongId = undefined;
+    this.stopRequested = false;
+    const added = parseFields(await this.send(`addid ${arg(media.url)}`));
+    const id = added.Id;
+    if (!id || !/^\d+$/.test(id)) throw new Error('MPD did not add the media');
+    this.added.add(id);
+    const cmds = ['clearerror', `playid ${id}`];
+    if (media.startAt && media.startAt > 0) cmds.push(`seekid ${id} ${media.startAt.toFixed(3)}`);
+    await this.send(cmds);
+    this.hubSongId = id;
+    if (old) void this.forget(old);
+    await this.refreshNow();
+    if (this.status.error && this.hubSongId === undefined) throw new Error(`MPD could not play the media: ${this.status.error}`);
+  }
+
+  async pause(): Promise<void> {
+    this.assertAvailable();
+    await this.send('pause 1');
+  }
+
+  async resume(): Promise<void> {
+    this.assertAvailable();
+    await this.send('pause 0');
+  }
+
+  async stop(): Promise<void> {
+    this.assertAvailable();
+    this.stopRequested = true;
+    await this.send('stop');
+    await Promise.all([...this.added].map((id) => this.forget(id)));
+  }
+
+  /** Deletes a queue entry the hub added (gone already is fine: the user may have removed it). */
+  private async forget(id: string): Promise<void> {
+    this.added.delete(id);
+    await this.send(`deleteid ${id}`).catch(() => undefined);
+  }
+
+  position(): number | undefined {
+    const elapsed = Number(this.status.elapsed);
+    if (!Number.isFinite(elapsed)) return undefined;
+    return this.status.state === 'play' ? elapsed + (this.clock.now() - this.statusAt) / 1000 : elapsed;
+  }
+
+  async setVolume(volume: number): Promise<void> {
+    this.assertAvailable();
+    const v = clampVolume(volume);
+    await this.send(`setvol ${Math.round((v * 100) / VOLUME_MAX)}`);
+    this.setReportedVolume(v);
+  }
+
+  // ---- snapshot / restore ------------------------------------------------------------------
+
+  async snapshot(): Promise<SpeakerSnapshot> {
+    this.assertAvailable();
+    const st = parseFields(await this.send('status'));
+    const files: string[] = [];
+    for (const line of (await this.send('playlist')).split('\n')) {
+      const m = /^\d+:file: (.*)$/.exec(line);
+      if (m && files.length < MAX_SNAPSHOT_QUEUE) files.push(m[1]);
+    }
+    const song = st.song !== undefined ? Number(st.song) : undefined;
+    const elapsed = st.elapsed !== undefined ? Number(st.elapsed) : undefined;
+    const data: MpdSnapshotData = {
+      files,
+      song: song !== undefined && song < files.length ? song : undefined,
+      elapsed,
+      state: st.state === 'play' || st.state === 'pause' ? st.state : 'stop',
+      volume: Number(st.volume ?? -1),
+      repeat: st.repeat ?? '0',
+      random: st.random ?? '0',
+      single: st.single ?? '0',
+      consume: st.consume ?? '0',
+    };
+    return {
+      state: STATES[data.state],
+      url: song !== undefined ? files[song] : undefined,
+      position: elapsed,
+      volume: data.volume >= 0 ? Math.round((data.volume * VOLUME_MAX) / 100) : this.volume,
+      takenAt: this.clock.now(),
+      driver: data,
+    };
+  }
+
+  async restore(snapshot: SpeakerSnapshot, options: { volumeOnly?: boolean } = {}): Promise<void> {
+    this.assertAvailable();
+    const data = snapshot.driver as MpdSnapshotData | undefined;
+    const rawVolume = data && data.volume >= 0 ? data.volume : Math.round((snapshot.volume * 100) / VOLUME_MAX);
+    if (options.volumeOnly || !data) {
+      await this.send(`setvol ${rawVolume}`);
+      return;
+    }
+    this.hubSongId = undefined;
+    this.added.clear();
+    const cmds = ['clear', ...data.files.map((f) => `add ${arg(f)}`)];
+    cmds.push(`repeat ${data.repeat === '1' ? 1 : 0}`, `random ${data.random === '1' ? 1 : 0}`);
+    cmds.push(`single ${data.single === 'oneshot' ? 'oneshot' : data.single === '1' ? 1 : 0}`, `consume ${data.consume === '1' ? 1 : 0}`);
+    if (data.volume >= 0) cmds.push(`setvol ${data.volume}`);
+    if (data.song !== undefined && data.state !== 'stop') {
+      // A playing snapshot goes on where it would be now; a paused one where it was.
+      const later = data.state === 'play' ? (this.clock.now() - snapshot.takenAt) / 1000 : 0;
+      cmds.push(`seek ${data.song} ${((data.elapsed ?? 0) + later).toFixed(3)}`);
+      if (data.state === 'pause') cmds.push('pause 1');
+    }
+    await this.send(cmds);
+  }
+}
