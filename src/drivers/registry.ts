@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { DriverDefinition, DriverDeps } from './definition';
 import type { SpeakerDriver } from './driver';
+import { airplayDriver } from './airplay/definition';
 import { snapcastDriver } from './snapcast/definition';
 import { upnpDriver } from './upnp/definition';
 import { virtualDriver } from './virtual/definition';
@@ -10,7 +11,7 @@ import { virtualDriver } from './virtual/definition';
  * `src/drivers/<name>/` with a `definition.ts`, plus one line here: the config schema, the
  * CLI's flags, `--drivers` and the docs follow from this list.
  */
-export const DRIVERS = [virtualDriver, upnpDriver, snapcastDriver] as const;
+export const DRIVERS = [virtualDriver, upnpDriver, snapcastDriver, airplayDriver] as const;
 
 export type RegisteredDriver = (typeof DRIVERS)[number];
 
