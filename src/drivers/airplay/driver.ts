@@ -124,6 +124,12 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
 
   /** One stream, every speaker joins it, then the clock starts: they all start on the same frame. */
   async playOn(speakers: AirPlaySpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+    // A speaker joining a play that runs (party join, an announced speaker coming back) joins
+    // its stream: same RTP timeline, so it is in step with the others from its first frame.
+    const running = this.runningStream(media);
+    if (running) {
+      return Promise.allSettled(speakers.map((s) => this.rejoin(s, running)));
+    }
     // A speaker leaves whatever it played before; the others of that play go on.
     await Promise.all(speakers.map((s) => (s.stream && s.member ? s.stream.remove(s.member) : undefined)));
     const stream = new AirPlayStream(media.url, media.startAt ?? 0, media.duration, this.udp, this.opts.config.latencyMs, this.opts.logger);
@@ -136,6 +142,16 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
       for (const [i, s] of speakers.entries()) if (results[i].status === 'fulfilled') s.markPlaying();
     } else stream.stop();
     return results;
+  }
+
+  /** The stream a play with a start offset continues: same URL, playing, about at that position. */
+  private runningStream(media: MediaRequest): AirPlayStream | undefined {
+    if (!media.startAt) return undefined;
+    for (const sp of this.byKey.values()) {
+      const st = sp.stream;
+      if (st && st.state === 'playing' && st.url === media.url && Math.abs(st.position() - media.startAt) < 5) return st;
+    }
+    return undefined;
   }
 
   private async joinStream(s: AirPlaySpeaker, stream: AirPlayStream): Promise<void> {

@@ -1,0 +1,118 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { labSuite } from '../helpers/labs';
+import { startHub, type TestHub } from '../helpers/hub';
+import { ReceiverLab, analyse, audible, canRunReceivers, until, type Receiver } from './harness';
+
+const describeIf = labSuite(
+  'the AirPlay lab',
+  canRunReceivers() ? undefined : 'shairport-sync, avahi-daemon, dbus-daemon, ffmpeg or root (for namespaces) is missing',
+);
+
+jest.setTimeout(180_000);
+
+/**
+ * The hub with `airplay.receivers` (the configured path): three real shairport-sync receivers
+ * play a party play together, follow volume, pause/resume and stop, and a receiver killed
+ * mid-play goes inactive while the others play on, then comes back.
+ */
+describeIf('AirPlay speakers through the hub (three shairport-sync receivers)', () => {
+  let lab: ReceiverLab;
+  let t: TestHub;
+  let rx: Receiver[];
+  const ids: string[] = [];
+  let toneId = '';
+
+  /** Audible bytes of receiver i's capture after byte offset `from`. */
+  const heardAfter = (i: number, from: number) => audible(lab.captured(rx[i]).subarray(from));
+
+  beforeAll(async () => {
+    lab = new ReceiverLab();
+    rx = [await lab.add({ name: 'Kitchen' }), await lab.add({ name: 'Den' }), await lab.add({ name: 'Porch' })];
+    const music = join(lab.dir, 'music');
+    mkdirSync(music);
+    execFileSync('ffmpeg', [
+      '-loglevel',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=frequency=1000:duration=40',
+      '-af',
+      'volume=4',
+      '-ac',
+      '2',
+      '-ar',
+      '44100',
+      '-metadata',
+      'title=Long Tone',
+      join(music, 'long-tone.wav'),
+    ]);
+    t = await startHub({
+      media: { samples: false, folders: [music] },
+      airplay: { receivers: rx.map((r) => ({ host: r.host, port: r.port, name: r.name })) },
+    } as never);
+    await until('three available AirPlay speakers', async () => {
+      const list = (await t.op('device_list')).DeviceList ?? [];
+      return list.filter((d: any) => d.Active === true).length === 3;
+    });
+    const list = (await t.op('device_list')).DeviceList;
+    for (const r of rx) ids.push(list.find((d: any) => d.DeviceName === r.name).DeviceID);
+    toneId = (await t.op('media_list')).MediaList.find((m: any) => m.Title === 'Long Tone').PersistentID;
+  });
+
+  afterAll(async () => {
+    await t?.close();
+    lab?.close();
+  });
+
+  test('a party play reaches all three receivers; volume follows per receiver; TimeElapsed moves', async () => {
+    expect((await t.op('set_party_mode')).Result).toBe('true');
+    await t.op('set_volume_device', { DeviceID: ids[0], Volume: '50' });
+    await t.op('set_volume_device', { DeviceID: ids[1], Volume: '50' });
+    await t.op('set_volume_device', { DeviceID: ids[2], Volume: '25' });
+    const from = rx.map((r) => lab.capturedBytes(r));
+    expect((await t.op('play_hub_media', { PersistentID: toneId })).Result).toBe('true');
+    await until('a second of tone on every receiver', () => rx.every((_, i) => heardAfter(i, from[i]).length > 176400), 20_000);
+    const levels = rx.map((_, i) => analyse(heardAfter(i, from[i]), [1000, 440]));
+    for (const l of levels) expect(l.power[1000]).toBeGreaterThan(10 * l.power[440]);
+    // −15 dB at volume 25 against 0 dB at 50: a clearly lower level.
+    expect(levels[2].rms).toBeLessThan(levels[0].rms * 0.4);
+    expect(Math.abs(levels[0].rms - levels[1].rms)).toBeLessThan(levels[0].rms * 0.2);
+    const e1 = Number((await t.op('playback_status')).TimeElapsed);
+    await until('TimeElapsed to move on', async () => Number((await t.op('playback_status')).TimeElapsed) > e1);
+
+    // The volume of a playing receiver changes its level at once.
+    const mark = lab.capturedBytes(rx[0]);
+    await t.op('set_volume_device', { DeviceID: ids[0], Volume: '10' });
+    await until('audio at the new level', () => lab.capturedBytes(rx[0]) > mark + 4 * 176400, 20_000);
+    const quieter = analyse(audible(lab.captured(rx[0]).subarray(mark + 3 * 176400), 50), [1000]);
+    expect(quieter.rms).toBeLessThan(levels[0].rms * 0.2);
+  });
+
+  test('pause, resume and stop', async () => {
+    expect((await t.op('pause_play')).Result).toBe('true');
+    await until('paused', async () => (await t.op('playback_status')).PlaybackState === 'PlayerStatePaused');
+    expect((await t.op('resume_hub_media', { PersistentID: toneId })).Result).toBe('true');
+    const from = lab.capturedBytes(rx[1]);
+    await until('tone again after resume', () => heardAfter(1, from).length > 176400, 20_000);
+    expect((await t.op('stop_play')).Result).toBe('true');
+    await until('stopped', async () => (await t.op('playback_status')).PlaybackState === 'PlayerStateStopped');
+  });
+
+  test('a receiver killed mid-play goes inactive, the others play on; restarted, it is active again', async () => {
+    await t.op('set_party_mode');
+    expect((await t.op('play_hub_media', { PersistentID: toneId })).Result).toBe('true');
+    const from = rx.map((r) => lab.capturedBytes(r));
+    await until('tone on all three', () => rx.every((_, i) => heardAfter(i, from[i]).length > 88200), 20_000);
+    lab.kill(rx[1]);
+    await until('the killed receiver inactive', async () => (await t.op('device_info', { DeviceID: ids[1] })).Active === false, 20_000);
+    const after = [lab.capturedBytes(rx[0]), 0, lab.capturedBytes(rx[2])];
+    await until('the others play on', () => heardAfter(0, after[0]).length > 176400 && heardAfter(2, after[2]).length > 176400, 20_000);
+    expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
+    await lab.startReceiver(rx[1]);
+    await until('the restarted receiver active', async () => (await t.op('device_info', { DeviceID: ids[1] })).Active === true, 20_000);
+    await t.op('stop_play');
+  });
+});
