@@ -83,6 +83,8 @@ export class ReceiverLab {
       `  name = "${r.name}";`,
       '  port = 5000;',
       '  output_backend = "stdout";',
+      // AirPlay's −30..0 dB onto 30 dB of attenuation: the captured level is the dB the hub asked for.
+      '  volume_range_db = 30;',
       options.password ? `  password = "${options.password}";` : '',
       '};',
       'sessioncontrol = {',

@@ -105,7 +105,26 @@ describeIf('AirPlay speakers through the hub (three shairport-sync receivers)', 
     await t.op('set_party_mode');
     expect((await t.op('play_hub_media', { PersistentID: toneId })).Result).toBe('true');
     const from = rx.map((r) => lab.capturedBytes(r));
-    await until('tone on all three', () => rx.every((_, i) => heardAfter(i, from[i]).length > 88200), 20_000);
+    await until('tone on all three', () => rx.every((_, i) => heardAfter(i, from[i]).length > 88200), 20_000).catch(async (e) => {
+      throw new Error(
+        `${e.message}: ${rx.map((_, i) => heardAfter(i, from[i]).length)} bytes ${rx.map((r, i) => lab.capturedBytes(r) - from[i])} max ${rx.map(
+          (r, i) => {
+            const b = lab.captured(r).subarray(from[i]);
+            let m = 0;
+            for (let k = 0; k + 1 < b.length; k += 2) m = Math.max(m, Math.abs(b.readInt16LE(k)));
+            return m;
+          },
+        )} ${JSON.stringify(await t.op('playback_status'))} ${JSON.stringify(await t.op('device_info', { DeviceID: ids[0] }))} ${t.logs
+          .filter((l) => /"level":[45]|fail|airplay stream/i.test(l))
+          .slice(-8)
+          .join('')} ${rx[0]
+          .log()
+          .split('\n')
+          .filter((l) => !/dbus|mpris/.test(l))
+          .slice(-25)
+          .join('\n')}`,
+      );
+    });
     lab.kill(rx[1]);
     await until('the killed receiver inactive', async () => (await t.op('device_info', { DeviceID: ids[1] })).Active === false, 20_000);
     const after = [lab.capturedBytes(rx[0]), 0, lab.capturedBytes(rx[2])];
