@@ -55,6 +55,11 @@ describeIf('AirPlay driver against real shairport-sync receivers', () => {
     await driver.start();
   });
 
+  function driverFor(receivers: { host: string; port: number; password?: string }[]): AirPlayDriver {
+    const logger = createLogger({ level: 'silent' });
+    return new AirPlayDriver({ config: AirPlayConfigSchema.parse({ receivers }), logger, version: 'test' });
+  }
+
   afterAll(async () => {
     await driver?.stop();
     lab?.close();
@@ -86,5 +91,40 @@ describeIf('AirPlay driver against real shairport-sync receivers', () => {
     // ffmpeg's sine is 1/8 full scale (RMS 0.088); at volume 50 (0 dB) the receiver passes it at about that.
     expect(rms).toBeGreaterThan(0.05);
     expect(power[1000]).toBeGreaterThan(10 * power[440]);
+  });
+
+  test('a receiver with a password: the wrong one is refused with AirPlayAuthFailed, the right one plays', async () => {
+    const locked = await lab.add({ name: 'Locked', password: 'opensesame' });
+    const wrong = driverFor([{ host: locked.host, port: locked.port, password: 'nope' }]);
+    const right = driverFor([{ host: locked.host, port: locked.port, password: 'opensesame' }]);
+    await wrong.start();
+    await right.start();
+    try {
+      await expect(wrong.speakers()[0].play({ url: tone(440, 2) })).rejects.toMatchObject({ code: 'AirPlayAuthFailed' });
+      const s = right.speakers()[0];
+      await s.setVolume(50);
+      const from = lab.capturedBytes(locked);
+      await s.play({ url: tone(440, 2) });
+      await until('the tone on the locked receiver', () => audible(lab.captured(locked).subarray(from)).length > 176400);
+      expect(analyse(audible(lab.captured(locked).subarray(from)), [440, 1000]).power[440]).toBeGreaterThan(0.01);
+    } finally {
+      await wrong.stop();
+      await right.stop();
+    }
+  });
+
+  test('a receiver busy with another sender that may not be interrupted refuses with AirPlayBusy', async () => {
+    const busy = await lab.add({ name: 'Busy', interruptible: false });
+    const phone = driverFor([{ host: busy.host, port: busy.port }]);
+    const hub = driverFor([{ host: busy.host, port: busy.port }]);
+    await phone.start();
+    await hub.start();
+    try {
+      await phone.speakers()[0].play({ url: tone(440, 20) });
+      await expect(hub.speakers()[0].play({ url: tone(1000, 2) })).rejects.toMatchObject({ code: 'AirPlayBusy' });
+    } finally {
+      await phone.stop();
+      await hub.stop();
+    }
   });
 });
