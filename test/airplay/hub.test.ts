@@ -23,6 +23,7 @@ describeIf('AirPlay speakers through the hub (three shairport-sync receivers)', 
   let rx: Receiver[];
   const ids: string[] = [];
   let toneId = '';
+  let chimeId = '';
 
   /** Audible bytes of receiver i's capture after byte offset `from`. */
   const heardAfter = (i: number, from: number) => audible(lab.captured(rx[i]).subarray(from));
@@ -49,6 +50,23 @@ describeIf('AirPlay speakers through the hub (three shairport-sync receivers)', 
       'title=Long Tone',
       join(music, 'long-tone.wav'),
     ]);
+    execFileSync('ffmpeg', [
+      '-loglevel',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=frequency=440:duration=2',
+      '-af',
+      'volume=4',
+      '-ac',
+      '2',
+      '-ar',
+      '44100',
+      '-metadata',
+      'title=Bell',
+      join(music, 'bell.wav'),
+    ]);
     t = await startHub({
       media: { samples: false, folders: [music] },
       airplay: { receivers: rx.map((r) => ({ host: r.host, port: r.port, name: r.name })) },
@@ -59,7 +77,9 @@ describeIf('AirPlay speakers through the hub (three shairport-sync receivers)', 
     });
     const list = (await t.op('device_list')).DeviceList;
     for (const r of rx) ids.push(list.find((d: any) => d.DeviceName === r.name).DeviceID);
-    toneId = (await t.op('media_list')).MediaList.find((m: any) => m.Title === 'Long Tone').PersistentID;
+    const media = (await t.op('media_list')).MediaList;
+    toneId = media.find((m: any) => m.Title === 'Long Tone').PersistentID;
+    chimeId = media.find((m: any) => m.Title === 'Bell').PersistentID;
   });
 
   afterAll(async () => {
@@ -132,6 +152,46 @@ describeIf('AirPlay speakers through the hub (three shairport-sync receivers)', 
     expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
     await lab.startReceiver(rx[1]);
     await until('the restarted receiver active', async () => (await t.op('device_info', { DeviceID: ids[1] })).Active === true, 20_000);
+    await t.op('stop_play');
+  });
+
+  test('an announcement on one receiver: the others play on, it speaks, then rejoins the music at its own volume', async () => {
+    await t.op('set_party_mode');
+    for (const id of ids) await t.op('set_volume_device', { DeviceID: id, Volume: '50' });
+    await t.op('set_volume_device', { DeviceID: ids[2], Volume: '35' });
+    expect((await t.op('play_hub_media', { PersistentID: toneId })).Result).toBe('true');
+    const from = rx.map((r) => lab.capturedBytes(r));
+    await until('music on all three', () => rx.every((_, i) => heardAfter(i, from[i]).length > 88200), 20_000);
+    const before = analyse(heardAfter(2, from[2]), [1000]).rms;
+    const a = await t.op('announce', { PersistentID: chimeId, DeviceIDList: ids[2], Volume: '50' });
+    expect(a.Result).toBe('true');
+    const mark = rx.map((r) => lab.capturedBytes(r));
+    await until(
+      'the bell on the announced receiver',
+      () => {
+        const h = heardAfter(2, mark[2]);
+        return h.length > 44100 && analyse(h.subarray(0, 88200), [440, 1000]).power[440] > 0.02;
+      },
+      20_000,
+    );
+    await until(
+      'the announcement done',
+      async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done',
+      30_000,
+    );
+    // The others never stopped: their capture after the mark is the music tone.
+    const other = analyse(heardAfter(0, mark[0]), [440, 1000]);
+    expect(other.power[1000]).toBeGreaterThan(10 * other.power[440]);
+    // The announced receiver is back on the music, at its own level again.
+    const back = lab.capturedBytes(rx[2]);
+    await until(
+      'the music back on the announced receiver',
+      () => analyse(heardAfter(2, back), [1000]).power[1000] > 0.02 && heardAfter(2, back).length > 176400,
+      20_000,
+    );
+    const after = analyse(heardAfter(2, back).subarray(88200), [1000]).rms;
+    expect(Math.abs(after - before)).toBeLessThan(before * 0.25);
+    expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
     await t.op('stop_play');
   });
 });
