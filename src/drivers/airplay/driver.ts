@@ -93,15 +93,18 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
     return speaker;
   }
 
-  /** Receivers given by address are available when their RTSP port accepts a connection. */
+  /**
+   * A receiver is available when its RTSP port accepts a connection (checked while it is not
+   * playing): receivers given by address have no other signal, and a discovered one killed
+   * without an mDNS goodbye comes back this way too.
+   */
   private async probeAll(): Promise<void> {
-    const statics = this.opts.config.receivers.map((r) => this.byKey.get(`${r.host}:${r.port}`)).filter((s): s is AirPlaySpeaker => !!s);
     await Promise.all(
-      statics
+      [...this.byKey.values()]
         .filter((s) => !s.member)
         .map(async (s) => {
           const ok = await tcpReachable(s.address.host, s.address.port, 1500);
-          if (!this.stopped) s.markAvailable(ok);
+          if (!this.stopped && !s.member) s.markAvailable(ok);
         }),
     );
   }
