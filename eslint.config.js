@@ -3,8 +3,41 @@
 const js = require('@eslint/js');
 const tseslint = require('typescript-eslint');
 
-/** Front ends and their libraries: src/core must not import them (TEAM rules, README "Development"). */
-const FRONT_ENDS = ['server', 'mqtt', 'cloud', 'nodes', 'homebridge', 'cli', 'client', 'extensions', 'docs'];
+/** Front ends and their libraries: the inner layers must not import them (README "Development"). */
+const FRONT_ENDS = [
+  'server',
+  'mqtt',
+  'cloud',
+  'cloud-link',
+  'nodes',
+  'nodered',
+  'homebridge',
+  'cli',
+  'client',
+  'extensions',
+  'docs',
+  'web-client',
+  'dlna',
+];
+/** The modules that compose the hub (they may import everything; nothing inner imports them). */
+const COMPOSITION = ['hub', 'hub-config', 'index', 'main'];
+
+/** Import specifiers naming one of `dirs` (a folder or a top-level module) at any depth of ../ */
+const under = (dirs) => [...new Set(dirs)].flatMap((f) => [`../${f}`, `../${f}/*`, `../../${f}`, `../../${f}/*`, `../../../${f}`, `../../../${f}/*`]);
+
+/**
+ * One layer's boundary: files under `files` may not import `forbidden` folders (nor `packages`).
+ * Layers, inside out: core ← operations; core ← drivers; core ← media; front ends (each a
+ * sibling of the others) on top, reaching the core through the extension context.
+ */
+function layer(files, forbidden, message, extra = []) {
+  return {
+    files,
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: under(forbidden), message }, ...extra] }],
+    },
+  };
+}
 const FRONT_END_PACKAGES = ['fastify', '@fastify/*', 'mqtt', 'aedes', 'ws', 'node-red', 'homebridge', 'hap-nodejs', 'commander', 'axios'];
 
 module.exports = tseslint.config(
@@ -45,7 +78,7 @@ module.exports = tseslint.config(
         {
           patterns: [
             {
-              group: FRONT_ENDS.flatMap((f) => [`../${f}`, `../${f}/*`, `../../${f}`, `../../${f}/*`]),
+              group: under([...FRONT_ENDS, ...COMPOSITION]),
               message: 'The hub core knows nothing about front ends: they reach it through the operation dispatch and the wire events.',
             },
             { group: FRONT_END_PACKAGES, message: 'The hub core knows nothing about HTTP, MQTT, Node-RED or HomeKit.' },
@@ -54,4 +87,35 @@ module.exports = tseslint.config(
       ],
     },
   },
+  layer(
+    ['src/operations/**/*.ts'],
+    [...FRONT_ENDS, ...COMPOSITION, 'drivers'],
+    'The operation table talks to the hub core only: no front end, no driver.',
+  ),
+  layer(
+    ['src/drivers/**/*.ts'],
+    [...FRONT_ENDS, ...COMPOSITION, 'operations'],
+    'A driver knows no front end and no operation: the core calls it through src/drivers/driver.ts.',
+  ),
+  {
+    // A driver is a folder of its own: it may use the shared driver modules (driver.ts,
+    // definition.ts, base-speaker.ts), never another driver's folder.
+    files: ['src/drivers/*/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: under([...FRONT_ENDS, ...COMPOSITION, 'operations']), message: 'A driver knows no front end and no operation.' },
+            { regex: '^\\.\\./(?!\\.\\.)[^/]+/', message: "A driver does not import another driver's folder: share through src/drivers/*.ts." },
+          ],
+        },
+      ],
+    },
+  },
+  layer(
+    ['src/media/**/*.ts'],
+    [...FRONT_ENDS, ...COMPOSITION, 'drivers', 'operations'],
+    'The media layer (library, media server) knows no front end, driver or operation: shared HTTP plumbing lives in src/net and src/logging.',
+  ),
 );

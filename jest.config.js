@@ -31,4 +31,7 @@ module.exports = {
     '^(async-function|async-generator-function|generator-function)$': '<rootDir>/node_modules/$1/index.js',
   },
   testTimeout: 30000,
+  // Shared fixtures (the sample tracks) are made once per run in a folder of the run.
+  globalSetup: '<rootDir>/test/global-setup.ts',
+  globalTeardown: '<rootDir>/test/global-teardown.ts',
 };

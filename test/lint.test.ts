@@ -54,3 +54,43 @@ test('the core may import the core, and front ends may import the core and each 
   const front = `${FORBIDDEN.join('\n')}\nimport { HubError } from '../core/errors';\nexport const all = [RestServer, b, c, d, e, f, Fastify, mqtt, HubError];\n`;
   expect(await problems('src/server/probe.ts', front)).toEqual([]);
 });
+
+/** The other layers' boundaries (eslint.config.js `layer(...)`): each rule fails on a violating import. */
+const LAYER_CASES: { file: string; bad: string[]; good: string[] }[] = [
+  {
+    file: 'src/operations/probe.ts',
+    bad: ["import { a } from '../drivers/upnp/driver';", "import { b } from '../mqtt/bridge';", "import { c } from '../hub';"],
+    good: ["import { HubError } from '../core/errors';", "import { unquote } from '../util/values';"],
+  },
+  {
+    file: 'src/drivers/squeezebox/probe.ts',
+    bad: [
+      "import { a } from '../../operations/table';",
+      "import { b } from '../../server/rest-server';",
+      "import { c } from '../upnp/soap';",
+      "import { d } from '../../hub-config';",
+    ],
+    good: [
+      "import { BaseSpeaker } from '../base-speaker';",
+      "import { defineDriver } from '../definition';",
+      "import { digitId } from '../driver';",
+      "import { clampVolume } from '../../core/volume-range';",
+      "import { frame } from './frames';",
+    ],
+  },
+  {
+    file: 'src/media/probe.ts',
+    bad: ["import { a } from '../server/rest-server';", "import { b } from '../drivers/driver';", "import { c } from '../operations/table';"],
+    good: ["import { LimitedLog } from '../logging/limited-log';", "import { isLoopback } from '../net/connection-limits';"],
+  },
+];
+
+test.each(LAYER_CASES)('$file: the layer refuses what it must not know and takes what it may', async ({ file, bad, good }) => {
+  const names = (lines: string[]) => lines.map((l) => /import \{ (\w+) \}/.exec(l)![1]);
+  const found = await problems(file, `${bad.join('\n')}\nexport const all = [${names(bad).join(', ')}];\n`);
+  for (const line of bad) {
+    const spec = /from '([^']+)'/.exec(line)![1];
+    expect(found.filter((p) => p.startsWith(`no-restricted-imports: '${spec}'`)).length).toBeGreaterThan(0);
+  }
+  expect(await problems(file, `${good.join('\n')}\nexport const all = [${names(good).join(', ')}];\n`)).toEqual([]);
+});

@@ -27,6 +27,11 @@ export class SessionStore {
   private readonly trusted = new Set<string>();
   /** Told about changes (the hub saves the table so that sessions survive restarts). */
   onChange?: (change: SessionChange) => void;
+  /**
+   * Set by whatever keeps the table (src/persistence/session-file.ts): resolves once the
+   * table as it is now is on disk. Unset: nothing is kept, and committed() resolves at once.
+   */
+  durability?: () => Promise<void>;
 
   constructor(
     private readonly clock: Clock,
@@ -48,6 +53,14 @@ export class SessionStore {
     this.byHash.set(hash(token), { lastUsed: this.clock.now() });
     this.onChange?.('table');
     return token;
+  }
+
+  /**
+   * Resolves once a session just created or closed is durable: a hub killed right after
+   * answering init_session or close_session comes back with exactly the sessions it answered.
+   */
+  committed(): Promise<void> {
+    return this.durability ? this.durability() : Promise.resolve();
   }
 
   /** The ordinary sessions, longest idle first (trusted ones are never saved: their front ends open new ones). */

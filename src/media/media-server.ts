@@ -7,8 +7,8 @@ import path from 'node:path';
 import { pipeline } from 'node:stream';
 import type { Socket } from 'node:net';
 import { maskToken, type Logger } from '../logger';
-import { installConnectionLimits, isLoopback } from '../server/connection-limits';
-import { LimitedLog } from '../server/limited-log';
+import { installConnectionLimits, isLoopback } from '../net/connection-limits';
+import { LimitedLog } from '../logging/limited-log';
 import { parseRange } from './range';
 import type { MediaHost } from './types';
 

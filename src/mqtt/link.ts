@@ -88,6 +88,10 @@ export class HubLink {
       reconnectPeriod: 0,
       queueQoSZero: false,
       resubscribe: false,
+      // mqtt-packet would otherwise pre-build a Buffer for each of the 65,536 packet ids (about
+      // 6 MB of heap, shared with the embedded aedes broker); a hub writes few packets, so the
+      // two bytes are allocated when written.
+      writeCache: false,
       will: { topic: o.will.topic, payload: Buffer.from(o.will.payload), qos: 1, retain: true },
       rejectUnauthorized: o.rejectUnauthorized,
       ...(o.caFile ? { ca: readFileSync(o.caFile) } : {}),

@@ -115,15 +115,22 @@ const sessionAndDevices = [
     summary: 'Starts a session and returns its SessionToken (and the hub UUID, HKWHubUUID).',
     needsSession: false,
     response: z.object({ SessionToken: z.string(), HKWHubUUID: z.string() }),
-    handler: (hub) => ({ SessionToken: hub.sessions.create(), HKWHubUUID: hub.uuid }),
+    // Answered once the new session is on disk (sessions.persist), so a crash right after cannot lose it.
+    handler: async (hub) => {
+      const token = hub.sessions.create();
+      await hub.sessions.committed();
+      return { SessionToken: token, HKWHubUUID: hub.uuid };
+    },
   }),
   define({
     name: 'close_session',
     group: 'session',
     summary: 'Closes the session; its token is removed from the session table.',
     response: ResultResponse,
-    handler: (hub, _p, ctx) => {
+    // Answered once the closing is on disk: a closed session never comes back after a crash.
+    handler: async (hub, _p, ctx) => {
       hub.sessions.close(ctx.sessionToken!);
+      await hub.sessions.committed();
       return ok;
     },
   }),

@@ -31,6 +31,8 @@ export class SessionFile {
   private readonly tableDelayMs: number;
   private readonly touchDelayMs: number;
   private closed = false;
+  /** The next write that callers waiting for durability share (group commit). */
+  private nextCommit?: Promise<void>;
 
   constructor(
     dataDir: string,
@@ -64,6 +66,21 @@ export class SessionFile {
       }
     }
     this.store.onChange = (change) => this.changed(change);
+    this.store.durability = () => this.commit();
+  }
+
+  /**
+   * Resolves once the table as it is now is on disk. Every create and close awaiting this
+   * within one turn of the event loop shares one write (a burst of init_session costs one
+   * fsync, not one each); writes never overlap, and each takes the table as it is when it starts.
+   */
+  commit(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.nextCommit ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      this.nextCommit = undefined;
+      return this.flush();
+    });
+    return this.nextCommit;
   }
 
   private changed(change: SessionChange): void {
@@ -91,6 +108,7 @@ export class SessionFile {
   /** Saves a last time and stops following changes. */
   async close(): Promise<void> {
     this.store.onChange = undefined;
+    this.store.durability = undefined;
     await this.flush();
     this.closed = true;
   }

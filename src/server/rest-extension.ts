@@ -31,6 +31,6 @@ export class RestExtension implements HubExtension {
   }
 
   get httpServer(): Server | undefined {
-    return this.server?.app.server;
+    return this.server?.server;
   }
 }

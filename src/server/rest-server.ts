@@ -1,15 +1,14 @@
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import cors from '@fastify/cors';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { HubError, errorBody } from '../core/errors';
 import type { ExtensionContext } from '../extensions/extension';
 import type { Logger } from '../logger';
 import { clip } from '../redact';
 import { BearerAuth } from './auth';
-import { installConnectionLimits, type ConnectionLimits } from './connection-limits';
+import { installConnectionLimits, type ConnectionLimits } from '../net/connection-limits';
 import { registerSampleRoute, SAMPLE_ROUTE } from './sample-route';
 import { streamEvents } from './event-stream';
-import { LimitedLog } from './limited-log';
+import { LimitedLog } from '../logging/limited-log';
 import {
   apiCorsOptions,
   DIALECTS,
@@ -73,7 +72,8 @@ const OPENAPI_PATHS = ['/api/v1/openapi.json', '/v1/openapi.json', '/openapi.jso
 const PUBLIC_PATHS = new Set([...OPENAPI_PATHS, '/healthz']);
 
 export class RestServer {
-  readonly app: FastifyInstance;
+  /** The HTTP server: operation GETs are answered on it directly (fastPath), the rest by fastify. */
+  readonly server: Server;
   private readonly auth: BearerAuth | null;
   readonly limits: RestLimits;
   private readonly startedAt = Date.now();
@@ -81,9 +81,18 @@ export class RestServer {
   private readonly refusals: LimitedLog;
   private readonly slowStreams: LimitedLog;
   private readonly timeouts: LimitedLog;
+  private readonly busyStreams: LimitedLog;
   /** Requests are logged one by one only at debug level (speed; URLs carry session tokens). */
   private readonly accessLog: boolean;
   private readonly operationRoutes = operationRoutes();
+  private readonly headerBytes: number;
+  /**
+   * fastify serves everything but authorized operation GETs (CORS preflights, refusals, the
+   * event stream, OpenAPI, the browser page, unknown paths). It is built on the first such
+   * request: a hub that only answers operations (an automation polling it) never loads it.
+   */
+  private app?: Promise<{ app: FastifyInstance; handle: (req: IncomingMessage, res: ServerResponse) => void }>;
+  private closing = false;
 
   constructor(
     private readonly ctx: ExtensionContext,
@@ -94,59 +103,85 @@ export class RestServer {
     this.refusals = new LimitedLog(options.logger, 'request refused: missing or wrong bearer token');
     this.slowStreams = new LimitedLog(options.logger, 'event stream closed: its client does not read');
     this.timeouts = new LimitedLog(options.logger, 'connection closed: request not received within the header/request timeout');
+    this.busyStreams = new LimitedLog(options.logger, 'event stream refused: limits.maxEventStreams reached');
     this.accessLog = options.logger.isLevelEnabled('debug');
-    const headerBytes = maxHeaderBytes(limits.maxTextLength);
-    this.app = Fastify({
+    const headerBytes = (this.headerBytes = maxHeaderBytes(limits.maxTextLength));
+    const server = (this.server = createServer(
+      {
+        maxHeaderSize: headerBytes,
+        headersTimeout: limits.headersTimeoutMs,
+        requestTimeout: limits.requestTimeoutMs,
+        // Answered below with the API's error shape instead of Node's bare 400.
+        requireHostHeader: false,
+        keepAlive: true,
+        keepAliveInitialDelay: 30_000,
+        // Timeouts are enforced by this periodic check (default every 30 s): make it match them.
+        connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+      },
+      (req, res) => {
+        if (!req.headers.host && req.httpVersionMinor >= 1) {
+          res.setHeader('Connection', 'close');
+          return this.send(res, 400, errorBody(new HubError('InvalidParameter', 'HTTP/1.1 requests need a Host header.')));
+        }
+        if (this.accessLog) this.logAccess(req, res);
+        if (!this.fastPath(req, res)) this.toFastify(req, res);
+      },
+    ));
+    installRequestLineRepair(server, { timeoutMs: limits.headersTimeoutMs, maxBytes: headerBytes });
+    installConnectionLimits(server, limits, options.logger, 'REST server');
+    // A request Node cannot parse at all still gets the API's error shape.
+    server.on('clientError', (err, socket) => this.clientError(err, socket));
+  }
+
+  private clientError(err: Error, socket: import('node:stream').Duplex): void {
+    if (!socket.writable) return void socket.destroy();
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      // limits.headersTimeoutSeconds / requestTimeoutSeconds: a trickling or stalled client.
+      this.timeouts.warn({ ip: (socket as import('node:net').Socket).remoteAddress });
+      return void socket.end('HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    }
+    const body = JSON.stringify(
+      errorBody(
+        code === 'HPE_HEADER_OVERFLOW'
+          ? new HubError('InvalidParameter', `The request head is over ${this.headerBytes} bytes (room for a Text of tts.maxTextLength characters).`)
+          : new HubError('InvalidParameter', `Malformed HTTP request (${clip(code ?? err.message, 80)}).`),
+      ),
+    );
+    socket.end(
+      `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+
+  /** Hands a request to fastify, building it first if this is the first one. */
+  private toFastify(req: IncomingMessage, res: ServerResponse): void {
+    this.app ??= this.buildApp();
+    this.app.then(
+      ({ handle }) => handle(req, res),
+      (e: unknown) => {
+        this.options.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'the REST routes could not be built');
+        this.send(res, 500, errorBody(new HubError('InternalError', 'The hub hit an unexpected fault; it has been logged.')));
+      },
+    );
+  }
+
+  private async buildApp(): Promise<{ app: FastifyInstance; handle: (req: IncomingMessage, res: ServerResponse) => void }> {
+    const [{ default: Fastify }, { default: cors }] = await Promise.all([import('fastify'), import('@fastify/cors')]);
+    const options = this.options;
+    let handle: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+    const app = Fastify({
       // Fastify's own request logging stays off; the access log (debug) and faults are ours.
       logger: false,
       // HEAD of an operation would run it (a play!) and drop the answer: GET only.
       exposeHeadRoutes: false,
       routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true, maxParamLength: 500 },
+      // fastify routes requests of the server the fast path owns; it never listens itself.
       serverFactory: (handler) => {
-        const server = createServer(
-          {
-            maxHeaderSize: headerBytes,
-            headersTimeout: limits.headersTimeoutMs,
-            requestTimeout: limits.requestTimeoutMs,
-            // Answered below with the API's error shape instead of Node's bare 400.
-            requireHostHeader: false,
-            keepAlive: true,
-            keepAliveInitialDelay: 30_000,
-            // Timeouts are enforced by this periodic check (default every 30 s): make it match them.
-            connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
-          },
-          (req, res) => {
-            if (!req.headers.host && req.httpVersionMinor >= 1) {
-              res.setHeader('Connection', 'close');
-              return this.send(res, 400, errorBody(new HubError('InvalidParameter', 'HTTP/1.1 requests need a Host header.')));
-            }
-            if (!this.fastPath(req, res)) handler(req, res);
-          },
-        );
-        installRequestLineRepair(server, { timeoutMs: limits.headersTimeoutMs, maxBytes: headerBytes });
-        installConnectionLimits(server, limits, options.logger, 'REST server');
-        return server;
+        handle = handler;
+        return this.server;
       },
-      // A request Node cannot parse at all still gets the API's error shape.
-      clientErrorHandler: (err, socket) => {
-        if (!socket.writable) return socket.destroy();
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-          // limits.headersTimeoutSeconds / requestTimeoutSeconds: a trickling or stalled client.
-          this.timeouts.warn({ ip: socket.remoteAddress });
-          return socket.end('HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
-        }
-        const body = JSON.stringify(
-          errorBody(
-            code === 'HPE_HEADER_OVERFLOW'
-              ? new HubError('InvalidParameter', `The request head is over ${headerBytes} bytes (room for a Text of tts.maxTextLength characters).`)
-              : new HubError('InvalidParameter', `Malformed HTTP request (${clip(code ?? err.message, 80)}).`),
-          ),
-        );
-        socket.end(
-          `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-        );
-      },
+      // Our own clientError listener answers (it is on the server from the start).
+      clientErrorHandler: () => undefined,
       // A path the router cannot decode (a malformed %-sequence) too; no hook runs for it.
       frameworkErrors: (err, _req, reply) => {
         const e =
@@ -156,7 +191,11 @@ export class RestServer {
         return (reply as FastifyReply).code(e.status).header('Access-Control-Allow-Origin', options.corsOrigin).send(errorBody(e));
       },
     });
-    this.routes();
+    app.register(cors, apiCorsOptions(options.corsOrigin));
+    this.routes(app);
+    await app.ready();
+    if (this.closing) await app.close();
+    return { app, handle: handle! };
   }
 
   /** A new API token (rotation); only when authentication is on. */
@@ -165,31 +204,43 @@ export class RestServer {
   }
 
   get url(): string {
-    const addr = this.app.server.address();
+    const addr = this.server.address();
     if (!addr || typeof addr === 'string') throw new Error('server is not listening');
     const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
     return `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`;
   }
 
   async start(): Promise<string> {
-    await this.app.listen({ host: this.options.host, port: this.options.port });
+    const server = this.server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host: this.options.host, port: this.options.port }, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
     return this.url;
   }
 
+  /** Ends open event streams (fastify's preClose), then stops listening and closes idle connections. */
   async stop(): Promise<void> {
-    await this.app.close();
+    this.closing = true;
+    const built = await this.app?.catch(() => undefined);
+    await built?.app.close();
+    const server = this.server;
+    if (!server.listening) return;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    await closed;
   }
 
-  private routes(): void {
-    const app = this.app;
-    app.register(cors, apiCorsOptions(this.options.corsOrigin));
-
+  private routes(app: FastifyInstance): void {
     app.addHook('onRequest', async (req, reply) => {
       const routeUrl = req.routeOptions.url ?? '';
       if (!this.auth || req.method === 'OPTIONS' || PUBLIC_PATHS.has(routeUrl) || routeUrl === SAMPLE_ROUTE || BROWSER_CLIENT_PATHS.has(routeUrl))
         return;
       const queryToken = req.routeOptions.url === '/api/v1/events' ? (req.query as Record<string, string>).access_token : undefined;
-      if (!this.auth.check(req.headers.authorization, queryToken)) {
+      if (!this.authorized(req.raw, queryToken)) {
         // Only the path, cut short: a query can carry secrets, and a 15 KB path must not cost 15 KB of log.
         this.refusals.warn({ path: clip(req.url.split('?')[0], 100), ip: req.ip });
         reply.header('WWW-Authenticate', 'Bearer realm="SpeakerHub"');
@@ -199,15 +250,6 @@ export class RestServer {
         );
       }
     });
-
-    if (this.accessLog) {
-      app.addHook('onResponse', async (req, reply) => {
-        this.options.logger.debug(
-          { method: req.method, path: clip(req.url.split('?')[0], 100), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
-          'request',
-        );
-      });
-    }
 
     const openapi = buildOpenApi(this.options.version);
     for (const path of OPENAPI_PATHS) app.get(path, async () => openapi);
@@ -221,7 +263,7 @@ export class RestServer {
     });
     app.get('/api/v1/events', (req, reply) => {
       if (streams.size >= this.limits.maxEventStreams) {
-        this.options.logger.warn({ open: streams.size, ip: req.ip }, 'event stream refused: limits.maxEventStreams reached');
+        this.busyStreams.warn({ open: streams.size, ip: req.ip });
         return this.fail(
           reply,
           new HubError('Busy', `${streams.size} event streams are open, the most this hub allows (limits.maxEventStreams); retry later.`),
@@ -282,18 +324,24 @@ export class RestServer {
     if (req.method !== 'GET') return false;
     const url = req.url ?? '';
     const found = resolveOperationPath(this.operationRoutes, url);
-    if (!found || (this.auth && !this.auth.check(req.headers.authorization))) return false;
+    if (!found || !this.authorized(req)) return false;
     const answer = this.run(found.route, found.legacy, url);
-    if (this.accessLog) {
-      const t0 = performance.now();
-      const path = clip(url.split('?')[0], 100);
-      res.once('finish', () =>
-        this.options.logger.debug({ method: 'GET', path, status: res.statusCode, ms: Math.round(performance.now() - t0) }, 'request'),
-      );
-    }
     if (answer instanceof Promise) answer.then((a) => this.send(res, a.status, a.body));
     else this.send(res, answer.status, answer.body);
     return true;
+  }
+
+  /** The one bearer check of every request, the fast path's and the routes' (events may carry the token in the query). */
+  private authorized(req: IncomingMessage, queryToken?: string): boolean {
+    return !this.auth || this.auth.check(req.headers.authorization, queryToken);
+  }
+
+  /** The access log (debug level) of every request, whichever path answers it: only the path, cut short (queries carry tokens). */
+  private logAccess(req: IncomingMessage, res: ServerResponse): void {
+    const t0 = performance.now();
+    const method = req.method;
+    const path = clip((req.url ?? '').split('?')[0], 100);
+    res.once('finish', () => this.options.logger.debug({ method, path, status: res.statusCode, ms: Math.round(performance.now() - t0) }, 'request'));
   }
 
   /** GET /healthz: for monitors and container health checks, no token needed. */

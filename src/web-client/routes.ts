@@ -13,10 +13,17 @@ const FILES: Record<string, string> = {
   '/client/app.js': 'app.js',
   '/client/mqtt-transport.js': 'mqtt-transport.js',
   '/client/style.css': 'style.css',
+  // Browsers ask for it on every page; answered (an SVG), not refused as a request without a token.
+  '/favicon.ico': 'favicon.svg',
 };
 /** mqtt.js's browser bundle, served from the installed package (the page loads nothing from elsewhere). */
 const MQTT_BUNDLE_PATH = '/client/mqtt.min.js';
-const TYPES: Record<string, string> = { html: 'text/html; charset=utf-8', js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8' };
+const TYPES: Record<string, string> = {
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+  svg: 'image/svg+xml',
+};
 
 /** Paths the client is served at; they need no token (the page holds no secret). */
 export const BROWSER_CLIENT_PATHS: ReadonlySet<string> = new Set([...Object.keys(FILES), MQTT_BUNDLE_PATH, '/client/config.json']);

@@ -11,7 +11,17 @@ import { createLogger } from '../../src/logger';
 import { ensureSampleMedia } from '../../src/media/samples';
 
 /** Sample tracks rendered once per machine and shared by every test hub (rendering takes ~1 s). */
-export const SHARED_SAMPLES = join(tmpdir(), 'speakerhub-test-samples-v1');
+/**
+ * The sample tracks test hubs serve: made once per run by jest's global setup
+ * (test/global-setup.ts), in a folder of the run.
+ */
+export const SHARED_SAMPLES = sharedSamples();
+
+function sharedSamples(): string {
+  const runDir = process.env.SPEAKERHUB_TEST_RUN_DIR;
+  if (!runDir) throw new Error('SPEAKERHUB_TEST_RUN_DIR is not set: run the tests through jest (its global setup makes the shared fixtures)');
+  return join(runDir, 'samples');
+}
 
 export const TEST_TOKEN = 'test-token-0123456789abcdefghij';
 

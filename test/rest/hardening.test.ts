@@ -83,8 +83,24 @@ describe('event streams: bounded, capped, off the request path', () => {
     expectErrorShape(r.status, body);
     expect(body.ErrorCode).toBe('Busy');
     expect(body.ErrorMessage).toMatch(/maxEventStreams/);
+    // Every refusal is answered; the log says so a bounded number of times (LimitedLog: 5 per 10 s).
+    for (let i = 0; i < 20; i++) {
+      const again = await fetch(`${h.base}/api/v1/events`, { headers: AUTH, signal: AbortSignal.timeout(5000) });
+      expect(again.status).toBe(503);
+      await again.body?.cancel();
+    }
+    expect(h.logs.filter((l) => l.includes('event stream refused')).length).toBeLessThanOrEqual(5);
     for (const s of open) s.destroy();
     await eventually(() => h.hub.eventSubscribers === 0, 5000, 'streams closed');
+  });
+
+  test('/favicon.ico is served without a token and no refusal is logged', async () => {
+    const before = h.logs.filter((l) => l.includes('request refused')).length;
+    const r = await fetch(`${h.base}/favicon.ico`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe('image/svg+xml');
+    expect(await r.text()).toMatch(/^<svg /);
+    expect(h.logs.filter((l) => l.includes('request refused')).length).toBe(before);
   });
 
   test('a stream receives the volume events of a set_volume (through the bounded feed)', async () => {

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../logger';
-import { LimitedLog } from './limited-log';
+import { LimitedLog } from '../logging/limited-log';
 
 export interface ConnectionLimits {
   /** Open connections from all clients together. */

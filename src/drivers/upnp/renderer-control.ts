@@ -1,0 +1,120 @@
+import type { Logger } from '../../logger';
+import type { UpnpConfig } from './config';
+import type { RendererDescription, ServiceEndpoint } from './description';
+import { parseTime } from './didl';
+import { NetworkError } from './http';
+import { soapCall, type SoapArgs } from './soap';
+
+/** AVTransport's state as GetTransportInfo reports it (upper case). */
+export interface Transport {
+  state: string;
+  status: string;
+}
+
+/** GetPositionInfo: seconds into the media and its length, when the renderer says. */
+export interface Position {
+  rel?: number;
+  duration?: number;
+}
+
+export interface RendererControlOptions {
+  /** The renderer's current description (it changes when the renderer moves). */
+  description: () => RendererDescription;
+  config: UpnpConfig;
+  /** The interface address requests are sent from, when one is configured. */
+  localAddress?: string;
+  log: Logger;
+  /** A request found the renderer not answering: the speaker checks whether it is gone. */
+  onNoAnswer: (why: string) => void;
+}
+
+/**
+ * The control plumbing of one renderer: SOAP actions on its services, one at a time when
+ * they change its transport, and the reads every other part needs (transport, position, URI).
+ */
+export class RendererControl {
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly opts: RendererControlOptions) {}
+
+  requestOptions(): { timeoutMs: number; localAddress?: string } {
+    return { timeoutMs: this.opts.config.requestTimeoutMs, localAddress: this.opts.localAddress };
+  }
+
+  /** A SOAP call; a renderer that does not answer is checked, and marked unavailable if gone. */
+  async call(service: ServiceEndpoint, action: string, args: SoapArgs): Promise<Record<string, string>> {
+    try {
+      return await soapCall(service, action, args, this.requestOptions());
+    } catch (e) {
+      if (e instanceof NetworkError) {
+        this.opts.log.debug({ action, err: e.message }, 'control request failed');
+        this.opts.onNoAnswer(`${action} failed`);
+        throw new Error(`the renderer did not answer ${action}: ${e.message}`);
+      }
+      throw e;
+    }
+  }
+
+  /** An AVTransport action on instance 0. */
+  avt(action: string, args: SoapArgs = {}): Promise<Record<string, string>> {
+    return this.call(this.opts.description().avTransport, action, { InstanceID: 0, ...args });
+  }
+
+  /** A RenderingControl action on instance 0, Master channel. */
+  rc(action: string, args: SoapArgs = {}): Promise<Record<string, string>> {
+    const service = this.opts.description().renderingControl;
+    if (!service) return Promise.reject(new Error('the renderer has no RenderingControl service'));
+    return this.call(service, action, { InstanceID: 0, Channel: 'Master', ...args });
+  }
+
+  get hasRenderingControl(): boolean {
+    return this.opts.description().renderingControl !== undefined;
+  }
+
+  async readTransport(): Promise<Transport> {
+    const r = await this.avt('GetTransportInfo');
+    return { state: (r.CurrentTransportState ?? '').toUpperCase(), status: (r.CurrentTransportStatus ?? '').toUpperCase() };
+  }
+
+  async readPosition(): Promise<Position> {
+    const r = await this.avt('GetPositionInfo');
+    const duration = parseTime(r.TrackDuration);
+    return { rel: parseTime(r.RelTime), duration: duration ? duration : undefined };
+  }
+
+  /** The URI the renderer has loaded: GetMediaInfo's CurrentURI, else GetPositionInfo's TrackURI. */
+  async currentUri(): Promise<string> {
+    const media = await this.avt('GetMediaInfo').catch(() => undefined);
+    if (media?.CurrentURI) return media.CurrentURI;
+    const pos = await this.avt('GetPositionInfo').catch(() => undefined);
+    return pos?.TrackURI ?? '';
+  }
+
+  /** Runs control actions one after another, so a Stop never overtakes the Play it cancels. */
+  serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(fn, fn);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+}
+
+/** Media loaded and in use: playing, paused, or on its way (TRANSITIONING, PAUSED_RECORDING aside). */
+export function isActive(state: string): boolean {
+  return state === 'PLAYING' || state === 'PAUSED_PLAYBACK' || state === 'TRANSITIONING';
+}
+
+export function isIdle(state: string): boolean {
+  return state === 'STOPPED' || state === 'NO_MEDIA_PRESENT';
+}
+
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}
+
+export function isLoopbackUrl(url: string): boolean {
+  try {
+    return isLoopbackHost(new URL(url).hostname.replace(/^\[|\]$/g, ''));
+  } catch {
+    return false;
+  }
+}
