@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { labSuite } from '../helpers/labs';
 import { startHub, type TestHub } from '../helpers/hub';
@@ -193,5 +195,28 @@ describeIf('AirPlay speakers through the hub (three shairport-sync receivers)', 
     expect(Math.abs(after - before)).toBeLessThan(before * 0.25);
     expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
     await t.op('stop_play');
+  });
+
+  test('TTS and web media play on a receiver', async () => {
+    await t.op('set_volume_device', { DeviceID: ids[0], Volume: '50' });
+    let from = lab.capturedBytes(rx[0]);
+    expect((await t.op('play_tts_selected_speakers', { Text: 'Dinner is ready', DeviceIDList: ids[0] })).Result).toBe('true');
+    await until('speech on the receiver', () => heardAfter(0, from).length > 44100, 20_000);
+    await until('the speech to end', async () => (await t.op('playback_status')).PlaybackState === 'PlayerStateStopped', 30_000);
+    // Web media from a loopback web server (the hub's ffmpeg fetches it).
+    const body = readFileSync(join(lab.dir, 'music', 'bell.wav'));
+    const web = createServer((_req, res) => res.writeHead(200, { 'Content-Type': 'audio/wav', 'Content-Length': body.length }).end(body));
+    await new Promise<void>((r) => web.listen(0, '127.0.0.1', r));
+    try {
+      from = lab.capturedBytes(rx[0]);
+      const url = `http://127.0.0.1:${(web.address() as AddressInfo).port}/bell.wav`;
+      expect((await t.op('play_web_media_selected_speakers', { MediaUrl: url, DeviceIDList: ids[0] })).Result).toBe('true');
+      await until('the web bell on the receiver', () => heardAfter(0, from).length > 88200, 20_000);
+      const a = analyse(heardAfter(0, from), [440, 1000]);
+      expect(a.power[440]).toBeGreaterThan(10 * a.power[1000]);
+      await t.op('stop_play');
+    } finally {
+      web.close();
+    }
   });
 });
