@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import type { AirPlayDriver } from '../../src/drivers/airplay/driver';
 import { labSuite } from '../helpers/labs';
 import { startHub, type TestHub } from '../helpers/hub';
 import { ReceiverLab, analyse, audible, canRunReceivers, until, type Receiver } from './harness';
@@ -218,5 +219,21 @@ describeIf('AirPlay speakers through the hub (three shairport-sync receivers)', 
     } finally {
       web.close();
     }
+  });
+
+  test('a receiver added to the session during a play joins the running stream (same RTP timeline)', async () => {
+    await t.op('set_party_mode');
+    await t.op('remove_device_from_session', { DeviceID: ids[2] });
+    for (const id of ids) await t.op('set_volume_device', { DeviceID: id, Volume: '50' });
+    expect((await t.op('play_hub_media', { PersistentID: toneId })).Result).toBe('true');
+    const from = rx.map((r) => lab.capturedBytes(r));
+    await until('music on the two', () => heardAfter(0, from[0]).length > 88200 && heardAfter(1, from[1]).length > 88200, 20_000);
+    expect((await t.op('add_device_to_session', { DeviceID: ids[2] })).Result).toBe('true');
+    await until('music on the joined receiver', () => heardAfter(2, from[2]).length > 88200, 20_000);
+    const driver = t.hub.driver<AirPlayDriver>('airplay')!;
+    const streams = new Set(driver.speakers().map((s) => s.stream));
+    expect(streams.size).toBe(1);
+    expect([...streams][0]).toBeDefined();
+    await t.op('stop_play');
   });
 });
