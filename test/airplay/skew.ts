@@ -17,6 +17,9 @@ export interface AirPlaySyncResult {
   pulseSkewMs: number[];
   driftMs?: number;
   seconds: number;
+  /** From play() on one receiver (while the others play on) to its first audible output, ms. */
+  announceMs: number[];
+  latencyMs: number;
 }
 
 const PULSE_EVERY = 5;
@@ -118,7 +121,45 @@ export async function measureAirPlaySync(options: { rounds?: number; seconds?: n
     if (n > 1) {
       driftMs = Math.max(...long.slice(1).map((t) => Math.abs(t[n - 1] - long[0][n - 1] - (t[0] - long[0][0]))));
     }
-    return { startSkewMs, pulseSkewMs, driftMs, seconds };
+    // Announce latency: one receiver leaves the running play for a tone of its own.
+    const announceMs: number[] = [];
+    const bell = join(lab.dir, 'bell.wav');
+    execFileSync('ffmpeg', [
+      '-loglevel',
+      'error',
+      '-y',
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=frequency=440:duration=1',
+      '-af',
+      'volume=4',
+      '-ac',
+      '2',
+      '-ar',
+      '44100',
+      bell,
+    ]);
+    for (let i = 0; i < rounds; i++) {
+      const [a, b, c] = driver.speakers();
+      await driver.playGroup([a, b], { url: pulses(20) });
+      const from = lab.capturedBytes(rx[2]);
+      const t0 = performance.now();
+      await c.play({ url: bell, overlay: true });
+      let at: number | undefined;
+      await until(
+        'the announcement heard',
+        () => {
+          const pcm = lab.captured(rx[2]).subarray(from);
+          if (onsets(pcm, 3000).length) at = performance.now();
+          return at !== undefined;
+        },
+        20_000,
+      );
+      announceMs.push(at! - t0);
+      await Promise.all([a.stop(), b.stop(), c.stop()]);
+    }
+    return { startSkewMs, pulseSkewMs, driftMs, seconds, announceMs, latencyMs: driver.latencyMs };
   } finally {
     await driver?.stop();
     lab.close();

@@ -117,6 +117,11 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
     this.udp.close();
   }
 
+  /** The RTP latency every play uses (receivers play this long after the hub sends). */
+  get latencyMs(): number {
+    return this.opts.config.latencyMs;
+  }
+
   speakers(): AirPlaySpeaker[] {
     return [...this.byKey.values()];
   }
