@@ -172,8 +172,10 @@ describeIf('AirPlay speakers through the hub (three shairport-sync receivers)', 
     await until(
       'the bell on the announced receiver',
       () => {
+        // Any half second of the bell (music still buffered in the receiver may come first).
         const h = heardAfter(2, mark[2]);
-        return h.length > 44100 && analyse(h.subarray(0, 88200), [440, 1000]).power[440] > 0.02;
+        for (let o = 0; o + 88200 <= h.length; o += 44100) if (analyse(h.subarray(o, o + 88200), [440, 1000]).power[440] > 0.02) return true;
+        return false;
       },
       20_000,
     );
