@@ -20,6 +20,9 @@ declare -A NEEDED=(
   [openssl]=openssl             # the mqtts test makes a throwaway CA and broker certificate
   [chromium]=chromium           # the browser client's and the Node-RED editor's tests (headless, through playwright-core)
   [mpd]=mpd                     # the MPD driver tests run two real mpd (own config, loopback ports; pipe output through ffmpeg -re)
+  [shairport-sync]=shairport-sync   # real AirPlay 1 receivers for the AirPlay driver tests (each in its own network namespace)
+  [avahi-daemon]=avahi-daemon       # … which exit without an avahi-daemon (one per namespace, never in the root namespace)
+  [dbus-daemon]=dbus                # … and avahi-daemon needs a system bus (one per namespace)
 )
 
 # npm-installed test tools (Homebridge 1 and 2, Node 24, hap-controller) go into .cache/homebridge:
@@ -54,7 +57,7 @@ $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # an init system runs (a renderer announcing itself on the real network among them); the
 # tests start their own on loopback and in network namespaces, so keep the system ones off.
 if [ -d /run/systemd/system ]; then
-  for svc in gmediarender snapserver snapclient mosquitto; do
+  for svc in gmediarender snapserver snapclient mosquitto shairport-sync avahi-daemon; do
     if printf '%s\n' "${missing[@]}" | grep -qx "$svc"; then $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true; fi
   done
 fi

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { DriverDefinition, DriverDeps } from './definition';
 import type { SpeakerDriver } from './driver';
+import { airplayDriver } from './airplay/definition';
 import { mpdDriver } from './mpd/definition';
 import { snapcastDriver } from './snapcast/definition';
 import { upnpDriver } from './upnp/definition';
@@ -11,7 +12,7 @@ import { virtualDriver } from './virtual/definition';
  * `src/drivers/<name>/` with a `definition.ts`, plus one line here: the config schema, the
  * CLI's flags, `--drivers` and the docs follow from this list.
  */
-export const DRIVERS = [virtualDriver, upnpDriver, snapcastDriver, mpdDriver] as const;
+export const DRIVERS = [virtualDriver, upnpDriver, snapcastDriver, mpdDriver, airplayDriver] as const;
 
 export type RegisteredDriver = (typeof DRIVERS)[number];
 

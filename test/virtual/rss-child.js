@@ -28,7 +28,13 @@ async function main() {
       global.gc();
       emit({ evt: 'rss', rss: process.memoryUsage().rss });
     } else if (line === 'fetches') {
-      emit({ evt: 'fetches', fetches: hub.driver('virtual').speakers().map((s) => s.fetches.at(-1) ?? null) });
+      emit({
+        evt: 'fetches',
+        fetches: hub
+          .driver('virtual')
+          .speakers()
+          .map((s) => s.fetches.at(-1) ?? null),
+      });
     }
   });
   process.stdin.on('end', () => void hub.stop().then(() => process.exit(0)));

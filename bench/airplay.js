@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * AirPlay benchmark (part of `npm run bench`): three real shairport-sync receivers, each in its
+ * own network namespace, play one party play from the hub's RAOP sender.
+ *  - start skew: spread of the first pulse across the receivers, over several plays
+ *    (goal p50 < 5 ms, worst < 10 ms);
+ *  - drift: change of the receivers' offsets between the first pulse and one 60 s later (goal < 2 ms);
+ *  - announce latency: play() of an overlay on one receiver while two play on, to its first
+ *    audible output, against the RTP latency every AirPlay play waits by design.
+ * Timing comes from when each receiver's captured bytes arrive (see test/airplay/skew.ts).
+ * Needs root (network namespaces) and shairport-sync, avahi-daemon, dbus (scripts/install-test-deps.sh).
+ */
+const { join } = require('node:path');
+
+const fmt = (n, d = 1) => (n === undefined || n === null || Number.isNaN(n) ? 'n/a' : Number(n).toFixed(d));
+const p50 = (xs) => {
+  if (!xs.length) return undefined;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)];
+};
+
+async function main() {
+  const { measureAirPlaySync } = require(join(__dirname, '..', '.bench-build', 'test', 'airplay', 'skew.js'));
+  const r = await measureAirPlaySync({ rounds: Number(process.env.AIRPLAY_ROUNDS ?? 5), seconds: 62 });
+  const all = [...r.startSkewMs];
+  console.log('AirPlay (3 shairport-sync receivers, one party play)');
+  console.log(`  start skew   p50 ${fmt(p50(all))} ms  worst ${fmt(Math.max(...all))} ms  (${all.length} plays; goal p50 < 5, worst < 10)`);
+  console.log(
+    `  pulse skew over ${r.seconds} s  p50 ${fmt(p50(r.pulseSkewMs))} ms  worst ${fmt(Math.max(...r.pulseSkewMs))} ms  (${r.pulseSkewMs.length} pulses)`,
+  );
+  console.log(`  drift after ${r.seconds} s  ${fmt(r.driftMs, 2)} ms  (goal < 2)`);
+  console.log(
+    `  announce on one receiver (others play on): first audio after p50 ${fmt(p50(r.announceMs), 0)} ms, worst ${fmt(Math.max(...r.announceMs), 0)} ms` +
+      ` (baseline: the RTP latency ${r.latencyMs} ms every AirPlay play waits; ratio ${fmt(p50(r.announceMs) / r.latencyMs, 2)})`,
+  );
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

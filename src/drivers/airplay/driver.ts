@@ -1,0 +1,205 @@
+import { EventEmitter } from 'node:events';
+import { connect } from 'node:net';
+import type { Logger } from '../../logger';
+import { digitId, type DriverEvents, type MediaRequest, type SpeakerDriver } from '../driver';
+import type { AirPlayConfig } from './config';
+import type { ReceiverAddress } from './session';
+import { AirPlaySpeaker, type SpeakerHost } from './speaker';
+import { AirPlayStream } from './stream';
+import { UdpChannels } from './udp';
+
+export interface AirPlayDriverOptions {
+  config: AirPlayConfig;
+  logger: Logger;
+  version: string;
+  interfaceName?: string;
+  networkAddress?: string;
+}
+
+/** How often an unreachable receiver is tried again (ms). */
+const PROBE_MS = 3000;
+const DEFAULT_VOLUME = 20;
+
+/**
+ * AirPlay 1 (RAOP) receivers: given by address and/or found by mDNS. The hub is the sender;
+ * each play is an AirPlayStream that one or several receivers join, so a party play is one
+ * RTP timeline every receiver plays in step.
+ */
+export class AirPlayDriver extends EventEmitter<DriverEvents> implements SpeakerDriver, SpeakerHost {
+  readonly name = 'airplay';
+  private readonly udp = new UdpChannels();
+  private readonly byKey = new Map<string, AirPlaySpeaker>();
+  private probeTimer?: NodeJS.Timeout;
+  private stopped = false;
+  private discovery?: { stop(): void };
+
+  constructor(private readonly opts: AirPlayDriverOptions) {
+    super();
+  }
+
+  async start(): Promise<void> {
+    await this.udp.open();
+    for (const r of this.opts.config.receivers) {
+      this.addReceiver(
+        `${r.host}:${r.port}`,
+        { host: r.host, port: r.port, password: 'password' in r ? r.password : undefined },
+        ('name' in r && r.name) || `AirPlay ${r.host}:${r.port}`,
+      );
+    }
+    await this.probeAll();
+    this.probeTimer = setInterval(() => void this.probeAll(), PROBE_MS);
+    const wantDiscovery = this.opts.config.discovery ?? this.opts.config.receivers.length === 0;
+    if (wantDiscovery) {
+      const { startDiscovery } = await import('./discovery');
+      this.discovery = startDiscovery(this.opts, (found) => {
+        const existing = this.byKey.get(found.deviceId);
+        if (existing) {
+          existing.address = { ...existing.address, host: found.host, port: found.port };
+          existing.rename(found.name);
+          if (found.alive) existing.markAvailable(true);
+          else if (!existing.member) existing.markAvailable(false);
+          return;
+        }
+        if (!found.alive) return;
+        const s = this.addReceiver(found.deviceId, { host: found.host, port: found.port }, found.name, found.mac);
+        s.markAvailable(true);
+      });
+    }
+  }
+
+  private addReceiver(key: string, address: ReceiverAddress, name: string, mac = ''): AirPlaySpeaker {
+    const id = digitId(`airplay:${key}`);
+    const speaker = new AirPlaySpeaker(
+      id,
+      {
+        name,
+        groupName: 'AirPlay',
+        groupId: digitId('airplay-group', 10),
+        modelName: 'AirPlay receiver',
+        version: '',
+        role: 21,
+        macAddress: mac,
+        ipAddress: address.host,
+        port: address.port,
+        wifiSignalStrength: 0,
+      },
+      address,
+      this,
+      this.opts.logger.child({ speaker: id }),
+      DEFAULT_VOLUME,
+    );
+    this.byKey.set(key, speaker);
+    this.emit('speakerAdded', speaker);
+    return speaker;
+  }
+
+  /**
+   * A receiver is available when its RTSP port accepts a connection (checked while it is not
+   * playing): receivers given by address have no other signal, and a discovered one killed
+   * without an mDNS goodbye comes back this way too.
+   */
+  private async probeAll(): Promise<void> {
+    await Promise.all(
+      [...this.byKey.values()]
+        .filter((s) => !s.member)
+        .map(async (s) => {
+          const ok = await tcpReachable(s.address.host, s.address.port, 1500);
+          if (!this.stopped && !s.member) s.markAvailable(ok);
+        }),
+    );
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.probeTimer);
+    this.discovery?.stop();
+    await Promise.all([...this.byKey.values()].map((s) => s.stop().catch(() => undefined)));
+    this.udp.close();
+  }
+
+  /** The RTP latency every play uses (receivers play this long after the hub sends). */
+  get latencyMs(): number {
+    return this.opts.config.latencyMs;
+  }
+
+  speakers(): AirPlaySpeaker[] {
+    return [...this.byKey.values()];
+  }
+
+  playGroup(speakers: AirPlaySpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+    return this.playOn(speakers, media);
+  }
+
+  /** One stream, every speaker joins it, then the clock starts: they all start on the same frame. */
+  async playOn(speakers: AirPlaySpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+    // A speaker joining a play that runs (party join, an announced speaker coming back) joins
+    // its stream: same RTP timeline, so it is in step with the others from its first frame.
+    const running = this.runningStream(media);
+    if (running) {
+      return Promise.allSettled(speakers.map((s) => this.rejoin(s, running)));
+    }
+    // A speaker leaves whatever it played before; the others of that play go on.
+    await Promise.all(speakers.map((s) => (s.stream && s.member ? s.stream.remove(s.member) : undefined)));
+    const stream = new AirPlayStream(media.url, media.startAt ?? 0, media.duration, this.udp, this.opts.config.latencyMs, this.opts.logger);
+    stream.onEnd = (reason, detail) => {
+      for (const s of speakers) if (s.stream === stream) s.markStopped(reason, detail);
+    };
+    const results = await Promise.allSettled(speakers.map((s) => this.joinStream(s, stream)));
+    if (results.some((r) => r.status === 'fulfilled')) {
+      stream.begin();
+      for (const [i, s] of speakers.entries()) if (results[i].status === 'fulfilled') s.markPlaying();
+    } else stream.stop();
+    return results;
+  }
+
+  /** The stream a play with a start offset continues: same URL, playing, about at that position. */
+  private runningStream(media: MediaRequest): AirPlayStream | undefined {
+    if (!media.startAt) return undefined;
+    for (const sp of this.byKey.values()) {
+      const st = sp.stream;
+      if (st && st.state === 'playing' && st.url === media.url && Math.abs(st.position() - media.startAt) < 5) return st;
+    }
+    return undefined;
+  }
+
+  private async joinStream(s: AirPlaySpeaker, stream: AirPlayStream): Promise<void> {
+    const member = await stream.join(s.address, s.volume, { lost: (err) => this.lost(s, err) }, this.opts.config.requestTimeoutMs);
+    s.stream = stream;
+    s.member = member;
+  }
+
+  async rejoin(s: AirPlaySpeaker, stream: AirPlayStream): Promise<void> {
+    if (s.stream && s.member && s.stream !== stream) await s.stream.remove(s.member);
+    if (s.stream === stream) return;
+    await this.joinStream(s, stream);
+    if (stream.state === 'paused') s.markPaused();
+    else s.markPlaying();
+  }
+
+  lost(s: AirPlaySpeaker, err: Error): void {
+    this.opts.logger.warn({ speaker: s.id, err: err.message }, 'airplay receiver lost');
+    s.markStopped('error', err.message);
+    s.markAvailable(false);
+  }
+}
+
+function tcpReachable(host: string, port: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = connect({ host, port });
+    const done = (ok: boolean) => {
+      clearTimeout(t);
+      sock.destroy();
+      resolve(ok);
+    };
+    const t = setTimeout(() => done(false), timeoutMs);
+    sock.once('connect', () => done(true));
+    sock.once('error', () => done(false));
+  });
+}
+
+export function createAirPlayDriver(
+  config: AirPlayConfig,
+  deps: { logger: Logger; version: string; interfaceName?: string; networkAddress?: string },
+): AirPlayDriver {
+  return new AirPlayDriver({ config, ...deps });
+}
