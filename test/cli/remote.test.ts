@@ -112,6 +112,17 @@ test('failures: one line, exit 1 — unknown speaker, ambiguous name, wrong toke
   expect(r.stderr).toContain('the volume must be an integer from 0 to 50');
 });
 
+test('a hub address without http:// is a usage error (exit 2) that says what it should be, from the flag or the variable', async () => {
+  let r = await cliResult(['speakers', '--url', '127.0.0.1:8090'], env);
+  expect(r.code).toBe(2);
+  expect(r.stderr).toBe(
+    'speakerhub: --url must be the hub\'s http:// or https:// address, e.g. http://127.0.0.1:8090; got "127.0.0.1:8090" (did you mean http://127.0.0.1:8090?).\n',
+  );
+  r = await cliResult(['speakers'], { ...env, SPEAKERHUB_URL: 'ftp://hub.local' });
+  expect(r.code).toBe(2);
+  expect(r.stderr).toContain("SPEAKERHUB_URL must be the hub's http:// or https:// address");
+});
+
 test('token prints the data folder token; --rotate switches the running hub to a new one', async () => {
   const data = mkdtempSync(path.join(tmpdir(), 'speakerhub-token-'));
   try {

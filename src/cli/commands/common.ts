@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import type { SpeakerHubClient } from '../../client/client';
 import type { ResponseOf } from '../../operations/table';
-import { EXIT_FAILED } from '../program';
-import { addRemoteOptions, connect, explainRemoteError, type RemoteFlags } from '../remote/connection';
+import { EXIT_FAILED, EXIT_USAGE } from '../program';
+import { addRemoteOptions, connect, explainRemoteError, UsageError, type RemoteFlags } from '../remote/connection';
 import { resolveMany, type Named } from '../remote/resolve';
 
 export type Device = ResponseOf<'device_list'>['DeviceList'][number];
@@ -33,7 +33,16 @@ export function remoteCommand<F extends RemoteFlags>(
       .slice(0, -2)
       .flat()
       .filter((a): a is string => typeof a === 'string');
-    const { client, url } = connect(flags);
+    let connection: ReturnType<typeof connect>;
+    try {
+      connection = connect(flags);
+    } catch (e) {
+      if (!(e instanceof UsageError)) throw e;
+      process.stderr.write(`speakerhub: ${e.message}\n`);
+      process.exitCode = EXIT_USAGE;
+      return;
+    }
+    const { client, url } = connection;
     try {
       await run({ client, flags, url }, ...positional);
     } catch (e) {

@@ -39,9 +39,33 @@ export function tokenOf(flags: RemoteFlags, env: NodeJS.ProcessEnv = process.env
   }
 }
 
+/** A command line the hub cannot act on (exit code 2): what was given, and what it should be. */
+export class UsageError extends Error {}
+
 export function connect(flags: RemoteFlags, env: NodeJS.ProcessEnv = process.env): { client: SpeakerHubClient; url: string } {
-  const url = (flags.url ?? env.SPEAKERHUB_URL ?? DEFAULT_URL).replace(/\/+$/, '');
+  const source = flags.url !== undefined ? '--url' : env.SPEAKERHUB_URL !== undefined ? 'SPEAKERHUB_URL' : undefined;
+  const url = hubUrl(flags.url ?? env.SPEAKERHUB_URL ?? DEFAULT_URL, source);
   return { client: new SpeakerHubClient({ baseUrl: url, token: tokenOf(flags, env), timeoutMs: 60_000 }), url };
+}
+
+/**
+ * The hub's base URL as given (flag or variable: the same message names the one used), checked:
+ * http or https, a host, no query. `127.0.0.1:8090` (no scheme) gets the form it should have.
+ */
+export function hubUrl(given: string, source = '--url'): string {
+  const text = given.trim().replace(/\/+$/, '');
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed && (parsed.protocol === 'http:' || parsed.protocol === 'https:') && parsed.hostname && !parsed.search && !parsed.hash) return text;
+  const bare = /^[\w.-]+:\d+$|^\[[\da-f:]+\](:\d+)?$/i.test(text) || /^[\w.-]+$/.test(text);
+  const hint = bare ? ` (did you mean http://${text}?)` : '';
+  throw new UsageError(
+    `${source} must be the hub's http:// or https:// address, e.g. ${DEFAULT_URL}; got ${JSON.stringify(text.slice(0, 80))}${hint}.`,
+  );
 }
 
 /** A failure as one line that says what to do. */
