@@ -13,13 +13,20 @@ export function buildConfigSchemaJson(): Record<string, unknown> {
   const properties = { ...json.properties };
   delete properties.platform;
   delete properties._bridge;
+  // hub.advanced: a JSON text box in the form (the schema also takes the object from a config file).
+  const hub = properties.hub as { properties: Record<string, unknown> };
+  hub.properties.advanced = {
+    type: 'string',
+    title: 'Other hub settings (JSON)',
+    description: 'Any key of the hub configuration (see the README) as a JSON object, merged over the settings above.',
+    'x-schema-form': { type: 'textarea' },
+  };
   return {
     pluginAlias: PLATFORM_NAME,
     pluginType: 'platform',
     singular: true,
     headerDisplay:
       'Your speakers in the Home app and under Siri. Pick the speaker drivers (or a remote hub), then the HomeKit service. See the README for the service trade-offs.',
-    footerDisplay: 'Generated from the plugin’s configuration schema (npm run homebridge:schema).',
     schema: {
       type: 'object',
       properties,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DRIVER_NAMES } from '../drivers/registry';
 
 /**
  * The plugin's platform configuration (the `SpeakerHub` block of Homebridge's config.json).
@@ -75,7 +76,7 @@ const Hub = z
     url: z.url().optional().meta({ title: 'Remote hub URL', description: 'The hub origin, e.g. http://192.168.1.20:8090' }),
     token: z.string().min(1).optional().meta({ title: 'Remote hub API token' }),
     drivers: z
-      .array(z.enum(['virtual', 'upnp', 'snapcast']))
+      .array(z.enum(DRIVER_NAMES as [string, ...string[]]))
       .optional()
       .meta({
         title: 'Speaker drivers',
@@ -91,12 +92,43 @@ const Hub = z
     ttsVoice: z.string().min(1).optional().meta({ title: 'Voice (espeak-ng voice or VoiceRSS language[:voice])' }),
     voicerssKey: z.string().min(1).optional().meta({ title: 'VoiceRSS key' }),
     rest: Rest.optional(),
-    mqtt: z.record(z.string(), z.unknown()).optional().meta({ title: 'MQTT (the hub’s mqtt configuration block)' }),
-    logLevel: z.enum(['error', 'warn', 'info', 'debug']).default('info').meta({ title: 'Hub log level' }),
-    advanced: z
-      .record(z.string(), z.unknown())
+    mqtt: z
+      .looseObject({
+        enabled: z.boolean().optional().meta({ title: 'MQTT on', description: 'Off: the hub runs without MQTT.' }),
+        url: z.string().min(1).optional().meta({
+          title: 'External broker URL',
+          description: 'mqtt://host:port or mqtts://host:port. Empty: the hub runs its own broker.',
+        }),
+        username: z.string().min(1).optional().meta({ title: 'Broker username' }),
+        password: z.string().min(1).optional().meta({ title: 'Broker password' }),
+        port: z.number().int().min(0).max(65535).optional().meta({ title: 'Embedded broker port', description: 'Default 1883.' }),
+        baseTopic: z.string().min(1).optional().meta({ title: 'Base topic', description: 'Default speakerhub.' }),
+        haDiscovery: z.boolean().optional().meta({ title: 'Home Assistant discovery' }),
+      })
       .optional()
-      .meta({ title: 'Other hub settings', description: 'Any key of the hub configuration (see the README), merged over the settings above.' }),
+      .meta({ title: 'MQTT', description: 'The hub’s MQTT (README “MQTT”); any other key of its mqtt block is accepted too.' }),
+    logLevel: z.enum(['error', 'warn', 'info', 'debug']).default('info').meta({ title: 'Hub log level' }),
+    // The UI shows a text box of JSON; a config file may hold the object itself.
+    advanced: z
+      .union([
+        z.string().transform((text, ctx) => {
+          if (!text.trim()) return {};
+          try {
+            const v: unknown = JSON.parse(text);
+            if (typeof v === 'object' && v !== null && !Array.isArray(v)) return v as Record<string, unknown>;
+          } catch {
+            /* reported below */
+          }
+          ctx.addIssue({ code: 'custom', message: 'must be a JSON object, e.g. {"sessions": {"idleMinutes": 30}}' });
+          return z.NEVER;
+        }),
+        z.record(z.string(), z.unknown()),
+      ])
+      .optional()
+      .meta({
+        title: 'Other hub settings (JSON)',
+        description: 'Any key of the hub configuration (see the README) as a JSON object, merged over the settings above.',
+      }),
   })
   .strict();
 

@@ -54,6 +54,25 @@ describe('platform configuration', () => {
     expect(hub.network.interface).toBe('eth0');
   });
 
+  test('hub.mqtt and hub.advanced are form fields (not free-form objects the UI cannot render); no developer footer', () => {
+    const json = JSON.parse(configSchemaJsonText()) as any;
+    const hub = json.schema.properties.hub.properties;
+    expect(Object.keys(hub.mqtt.properties)).toEqual(
+      expect.arrayContaining(['enabled', 'url', 'username', 'password', 'port', 'baseTopic', 'haDiscovery']),
+    );
+    expect(hub.mqtt.properties.url.title).toBe('External broker URL');
+    expect(hub.advanced).toMatchObject({ type: 'string', 'x-schema-form': { type: 'textarea' } });
+    expect(hub.drivers.items.enum).toEqual(expect.arrayContaining(['virtual', 'upnp', 'snapcast', 'mpd', 'airplay']));
+    expect(json.footerDisplay).toBeUndefined();
+  });
+
+  test("hub.advanced as the form's JSON text reaches the hub; text that is not a JSON object is refused by name", () => {
+    const r = parsePlatformConfig({ platform: 'SpeakerHub', hub: { drivers: ['virtual'], advanced: '{"sessions": {"idleMinutes": 5}}' } });
+    expect(r.ok).toBe(true);
+    const bad = parsePlatformConfig({ platform: 'SpeakerHub', hub: { drivers: ['virtual'], advanced: '[1, 2]' } });
+    expect(bad.ok).toBe(false);
+  });
+
   test('hub.advanced reaches any hub key and is validated by the hub schema', () => {
     const r = parsePlatformConfig({ platform: 'SpeakerHub', hub: { drivers: ['virtual'], advanced: { sessions: { idleMinutes: 5 } } } });
     if (!r.ok) throw new Error(r.problems.join());
