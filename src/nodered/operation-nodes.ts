@@ -30,8 +30,10 @@ export function generatedOperations(): Operation[] {
 /**
  * One node type per operation of the table. A message runs the operation with the node's
  * settings overridden by msg.payload; the response goes out in msg.payload, exactly as REST
- * answers it. A failure sends nothing and calls node.error(err, msg) (err.code = the
- * operation's error code, which a catch node sees as msg.error.code) with a red status.
+ * answers it. A failure shows a red status and, when the node's error output is on (its
+ * second output), goes out there with msg.payload the REST error body and msg.error; else it
+ * sends nothing and calls node.error(err, msg) (err.code = the operation's error code, which a
+ * catch node sees as msg.error.code).
  */
 export function registerOperationNodes(RED: NodeRedApi): void {
   for (const op of generatedOperations()) {
@@ -41,13 +43,20 @@ export function registerOperationNodes(RED: NodeRedApi): void {
       const settings: Record<string, unknown> = {};
       for (const n of names) settings[n] = config[n];
       let failed = false;
+      const errorOutput = config.errorOutput === true;
       this.on('input', (msg, send, done) => {
         const hub = hubOf(RED, config.hub);
         const fail = (e: unknown) => {
           failed = true;
           const code = (e as { code?: string }).code ?? 'InternalError';
+          const message = e instanceof Error ? e.message : String(e);
           this.status({ fill: 'red', shape: 'ring', text: code });
-          done(e instanceof Error ? e : new Error(String(e)));
+          if (!errorOutput) return done(e instanceof Error ? e : new Error(message));
+          // The flow answers the failure itself (an http response, a notification): handled, not thrown.
+          msg.payload = { Result: 'false', ErrorCode: code, ErrorMessage: message };
+          msg.error = { message, code, source: { id: this.id, type: operationNodeType(op) } };
+          send([null, msg]);
+          done();
         };
         if (hub instanceof Error) return fail(hub);
         let params: Record<string, unknown>;

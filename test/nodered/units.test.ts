@@ -126,6 +126,32 @@ test('bad input: node.error with the validation code, a red status, nothing sent
   expect(hubSide.op.status.lastCall.args[0]).toEqual({});
 });
 
+test('with the error output on, a refused value goes out of the second output with the REST error body (an http-in flow can answer it)', async () => {
+  const flow = [
+    cfg(),
+    { id: 'op', type: 'speakerhub-set_volume', hub: 'cfg', errorOutput: true, outputs: 2, wires: [['ok'], ['bad']] },
+    { id: 'ok', type: 'helper' },
+    { id: 'bad', type: 'helper' },
+  ];
+  await helper.load(ALL, flow, creds);
+  const op = helper.getNode('op');
+  const ok = helper.getNode('ok');
+  const bad = helper.getNode('bad');
+  const reported = jest.fn();
+  op.on('call:error', reported);
+  const failed = new Promise<any>((resolve) => bad.on('input', resolve));
+  op.receive({ payload: { Volume: '99' }, req: { id: 'kept' } });
+  const m = await failed;
+  expect(m.payload).toEqual({ Result: 'false', ErrorCode: 'InvalidParameter', ErrorMessage: expect.stringMatching(/Volume/) });
+  expect(m.error).toMatchObject({ code: 'InvalidParameter' });
+  expect(m.req).toEqual({ id: 'kept' }); // the rest of the message (an http request's res) goes along
+  expect(op.status.lastCall.args[0]).toMatchObject({ fill: 'red', text: 'InvalidParameter' });
+  expect(reported).not.toHaveBeenCalled(); // handled by the flow, not thrown to catch nodes
+  const answered = new Promise<any>((resolve) => ok.on('input', resolve));
+  op.receive({ payload: { Volume: '12' } });
+  expect((await answered).payload).toEqual({ Result: 'true' });
+});
+
 test('an unreachable hub is reported as HubUnreachable; a missing config node too', async () => {
   const port = await freePort();
   const { op, out } = await loadOp('speakerhub-device_count', {}, `http://127.0.0.1:${port}`);
