@@ -3,12 +3,14 @@
 // (after `npm run build`). test/nodered/editor.test.ts fails when they are stale.
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
-const { operationsEditorHtml, operationsHelpHtml } = require('../dist/nodered/editor.js');
+const { operationsEditorHtml, operationsHelpHtml, universalEditorHtml, universalHelpHtml } = require('../dist/nodered/editor.js');
 
 const root = join(__dirname, '..');
 for (const [file, text] of [
   ['nodes/speakerhub-operations.html', operationsEditorHtml()],
   ['nodes/locales/en-US/speakerhub-operations.html', operationsHelpHtml()],
+  ['nodes/speakerhub.html', universalEditorHtml()],
+  ['nodes/locales/en-US/speakerhub.html', universalHelpHtml()],
 ]) {
   const path = join(root, file);
   let before = '';

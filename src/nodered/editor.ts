@@ -1,6 +1,7 @@
 import { responseShape } from '../docs/markdown';
-import type { Operation } from '../operations/table';
-import { CATEGORY, generatedOperations, operationNodeType } from './operation-nodes';
+import { OPERATIONS, type Operation } from '../operations/table';
+import { UNIVERSAL_NODE } from './universal-node';
+import { CATEGORY, generatedOperations, OPERATIONS_CATEGORY, operationNodeType } from './operation-nodes';
 import { operationParams, stringPayloadParam } from './params';
 
 /**
@@ -70,7 +71,7 @@ export function operationsEditorHtml(): string {
     "    var defaults = { name: { value: '' }, hub: { value: '', type: 'speakerhub-config' }, errorOutput: { value: false }, outputs: { value: 1 } };",
     "    op.params.forEach(function (p) { defaults[p] = { value: p === 'DeviceIDList' ? [] : '' }; });",
     "    RED.nodes.registerType('speakerhub-' + op.name, {",
-    `      category: ${JSON.stringify(CATEGORY)},`,
+    `      category: ${JSON.stringify(OPERATIONS_CATEGORY)},`,
     "      color: '#8FC1E3',",
     '      defaults: defaults,',
     '      inputs: 1,',
@@ -126,4 +127,66 @@ function help(op: Operation): string {
 /** nodes/locales/en-US/speakerhub-operations.html */
 export function operationsHelpHtml(): string {
   return [GENERATED, ...generatedOperations().map(help), ''].join('\n');
+}
+
+/** nodes/speakerhub.html: the universal node, its operation list from the table. */
+export function universalEditorHtml(): string {
+  const names = OPERATIONS.map((op) => op.name);
+  return [
+    GENERATED,
+    '<script type="text/javascript">',
+    '(function () {',
+    `  var OPERATIONS = ${JSON.stringify(names)};`,
+    `  RED.nodes.registerType('${UNIVERSAL_NODE}', {`,
+    `    category: ${JSON.stringify(CATEGORY)},`,
+    "    color: '#8FC1E3',",
+    "    defaults: { name: { value: '' }, hub: { value: '', type: 'speakerhub-config' }, operation: { value: 'playback_status' }, errorOutput: { value: false }, outputs: { value: 1 } },",
+    '    inputs: 1,',
+    '    outputs: 1,',
+    "    outputLabels: function (i) { return i === 0 ? 'response' : 'failure'; },",
+    "    icon: 'speakerhub.svg',",
+    "    paletteLabel: 'speakerhub',",
+    "    label: function () { return this.name || this.operation || 'speakerhub'; },",
+    "    labelStyle: function () { return this.name ? 'node_label_italic' : ''; },",
+    '    oneditprepare: function () {',
+    "      var select = $('#node-input-operation');",
+    "      OPERATIONS.forEach(function (n) { select.append($('<option></option>').val(n).text(n.replace(/_/g, ' '))); });",
+    '      select.val(this.operation);',
+    '    },',
+    "    oneditsave: function () { this.outputs = $('#node-input-errorOutput').prop('checked') ? 2 : 1; }",
+    '  });',
+    '})();',
+    '</script>',
+    '',
+    `<script type="text/html" data-template-name="${UNIVERSAL_NODE}">`,
+    '  <div class="form-row"><label for="node-input-hub"><i class="fa fa-server"></i> Hub</label><input type="text" id="node-input-hub"></div>',
+    '  <div class="form-row"><label for="node-input-operation"><i class="fa fa-play"></i> Operation</label><select id="node-input-operation" style="width:70%"></select></div>',
+    '  <div class="form-row"><label for="node-input-name"><i class="fa fa-tag"></i> Name</label><input type="text" id="node-input-name"></div>',
+    '  <div class="form-row"><label for="node-input-errorOutput">&nbsp;</label><input type="checkbox" id="node-input-errorOutput" style="width:auto; margin:0 6px 0 0"><label for="node-input-errorOutput" style="width:auto">Send failures to a second output</label></div>',
+    '  <div class="form-tips">msg.topic, when it names an operation, runs that one instead; msg.payload holds its parameters by API name (or a string for Text/MediaUrl).</div>',
+    '</script>',
+    '',
+  ].join('\n');
+}
+
+/** nodes/locales/en-US/speakerhub.html */
+export function universalHelpHtml(): string {
+  return [
+    GENERATED,
+    `<script type="text/html" data-help-name="${UNIVERSAL_NODE}">`,
+    '  <p>Runs any hub operation: the one named by <code>msg.topic</code>, else the one chosen in the editor.</p>',
+    '  <h3>Inputs</h3>',
+    '  <dl class="message-properties">',
+    '    <dt class="optional">topic <span class="property-type">string</span></dt><dd>An operation name (<code>set_volume</code>, <code>play_tts_party_mode</code>, <code>announce</code> …) to run instead of the chosen one.</dd>',
+    '    <dt class="optional">payload <span class="property-type">object | string</span></dt><dd>The parameters by API name (<code>{"Volume": 20}</code>); a string is the Text or MediaUrl. An http-in query works as is.</dd>',
+    '  </dl>',
+    '  <h3>Outputs</h3>',
+    '  <dl class="message-properties">',
+    '    <dt>payload <span class="property-type">object</span></dt><dd>The operation\'s response, exactly as REST answers it.</dd>',
+    '  </dl>',
+    '  <h3>Errors</h3>',
+    '  <p>As the operation nodes: a red status; with <i>Send failures to a second output</i> the message goes out there with <code>msg.payload</code> the REST error body and <code>msg.error</code>, else catch nodes get it with <code>msg.error.code</code>. An unknown operation is <code>UnknownOperation</code>.</p>',
+    '</script>',
+    '',
+  ].join('\n');
 }

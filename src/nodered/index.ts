@@ -7,3 +7,4 @@ export { registerConfigNode } from './config-node';
 export { registerOperationNodes, operationNodeTypes } from './operation-nodes';
 export { registerEventsNode } from './events-node';
 export { registerAnnounceNode } from './announce-node';
+export { registerUniversalNode } from './universal-node';

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OPERATIONS } from '../../src/operations/table';
-import { operationsEditorHtml, operationsHelpHtml } from '../../src/nodered/editor';
+import { operationsEditorHtml, operationsHelpHtml, universalEditorHtml, universalHelpHtml } from '../../src/nodered/editor';
 import { DEDICATED_NODES, generatedOperations, operationNodeTypes } from '../../src/nodered/operation-nodes';
 import { ROOT } from './runtime';
 
@@ -10,6 +10,8 @@ import { ROOT } from './runtime';
 const read = (f: string) => readFileSync(join(ROOT, f), 'utf8');
 
 test("the operation nodes' editor files are generated from the table (run `npm run nodered:gen`)", () => {
+  expect(read('nodes/speakerhub.html')).toBe(universalEditorHtml());
+  expect(read('nodes/locales/en-US/speakerhub.html')).toBe(universalHelpHtml());
   expect(read('nodes/speakerhub-operations.html')).toBe(operationsEditorHtml());
   expect(read('nodes/locales/en-US/speakerhub-operations.html')).toBe(operationsHelpHtml());
 });
@@ -43,7 +45,7 @@ test('package.json declares the node set (minimum Node-RED version, a .js and .h
     const html = file.replace(/\.js$/, '.html');
     expect(existsSync(join(ROOT, html))).toBe(true);
     expect(existsSync(join(ROOT, 'nodes', 'locales', 'en-US', html.split('/').pop()!))).toBe(true);
-    expect(type).toMatch(/^speakerhub-/);
+    expect(type).toMatch(/^speakerhub(-|$)/);
   }
   expect(existsSync(join(ROOT, 'nodes', 'icons', 'speakerhub.svg'))).toBe(true);
   const examples = readdirSync(join(ROOT, 'examples')).filter((f) => f.endsWith('.json'));

@@ -21,8 +21,9 @@ const configNode = require(join(ROOT, 'nodes', 'speakerhub-config.js'));
 const operationNodes = require(join(ROOT, 'nodes', 'speakerhub-operations.js'));
 const eventsNode = require(join(ROOT, 'nodes', 'speakerhub-events.js'));
 const announceNode = require(join(ROOT, 'nodes', 'speakerhub-announce.js'));
+const universalNode = require(join(ROOT, 'nodes', 'speakerhub.js'));
 
-const ALL = [configNode, operationNodes, eventsNode, announceNode];
+const ALL = [configNode, operationNodes, eventsNode, announceNode, universalNode];
 
 let hub: TestHub;
 let devices: string[];
@@ -150,6 +151,44 @@ test('with the error output on, a refused value goes out of the second output wi
   const answered = new Promise<any>((resolve) => ok.on('input', resolve));
   op.receive({ payload: { Volume: '12' } });
   expect((await answered).payload).toEqual({ Result: 'true' });
+});
+
+test('the universal node runs the operation in msg.topic, else its chosen one, with msg.payload as parameters', async () => {
+  const flow = [
+    cfg(),
+    { id: 'u', type: 'speakerhub', hub: 'cfg', operation: 'get_volume', errorOutput: true, outputs: 2, wires: [['ok'], ['bad']] },
+    { id: 'ok', type: 'helper' },
+    { id: 'bad', type: 'helper' },
+  ];
+  await helper.load(ALL, flow, creds);
+  const u = helper.getNode('u');
+  const ok = helper.getNode('ok');
+  const bad = helper.getNode('bad');
+  const next = (n: any) => new Promise<any>((resolve) => n.once('input', resolve));
+  let out = next(ok);
+  u.receive({ topic: 'set_volume_device', payload: { DeviceID: devices[0], Volume: 17 } });
+  expect((await out).payload).toEqual({ Result: 'true' });
+  expect((await hub.op('get_volume_device', { DeviceID: devices[0] })).Volume).toBe('17');
+  out = next(ok);
+  u.receive({ payload: {} }); // no topic: the chosen get_volume
+  expect((await out).payload).toEqual({ Volume: expect.stringMatching(/^\d+$/) });
+  let failed = next(bad);
+  u.receive({ topic: 'set_volume', payload: { Volume: 99 } });
+  expect((await failed).payload).toMatchObject({ Result: 'false', ErrorCode: 'InvalidParameter' });
+  await helper.unload();
+  // A topic naming no operation, and none chosen: UnknownOperation.
+  await helper.load(
+    ALL,
+    [
+      cfg(),
+      { id: 'u', type: 'speakerhub', hub: 'cfg', operation: '', errorOutput: true, outputs: 2, wires: [[], ['bad']] },
+      { id: 'bad', type: 'helper' },
+    ],
+    creds,
+  );
+  failed = next(helper.getNode('bad'));
+  helper.getNode('u').receive({ topic: 'make_coffee', payload: {} });
+  expect((await failed).payload).toMatchObject({ ErrorCode: 'UnknownOperation' });
 });
 
 test('an unreachable hub is reported as HubUnreachable; a missing config node too', async () => {
