@@ -72,7 +72,7 @@ export function discoveryMessages(topics: Topics, uuid: string, version: string,
         state_topic: topics.speaker(s.name),
         value_template: '{{ value_json.state }}',
         device_class: 'enum',
-        options: ['playing', 'paused', 'stopped'],
+        options: ['playing', 'paused', 'stopped', 'announcing'],
         icon: 'mdi:speaker',
       },
     });

@@ -26,6 +26,8 @@ export class SpeakerTopics {
   private readonly speakers = new Map<string, SpeakerView>();
   private playback: PlaybackSnapshot = STOPPED;
   private readonly published = new Map<string, string>();
+  /** Speakers speaking an announcement now (between its 'started' and 'ended'), with its id. */
+  private readonly announcing = new Map<string, string>();
   private listeners: (() => void)[] = [];
 
   constructor(
@@ -100,6 +102,18 @@ export class SpeakerTopics {
         const touched = new Set([...this.playback.deviceIds, ...e.data.deviceIds]);
         this.playback = e.data;
         for (const id of touched) {
+          const s = this.speakers.get(id);
+          if (s) this.publishSpeaker(s);
+        }
+        break;
+      }
+      case 'announcement': {
+        // The speaker's state says 'announcing' while it speaks, then what it is back to.
+        const a = e.data;
+        for (const id of a.deviceIds) {
+          if (a.phase === 'started') this.announcing.set(id, a.announcementId);
+          else if (this.announcing.get(id) === a.announcementId) this.announcing.delete(id);
+          else continue;
           const s = this.speakers.get(id);
           if (s) this.publishSpeaker(s);
         }
@@ -264,8 +278,10 @@ export class SpeakerTopics {
             // Hub media and TTS URLs carry the media server's secret: only web URLs are shown.
             ...(p.kind === 'web' && p.url ? { url: p.url } : {}),
           };
+    const announcement = this.announcing.get(s.id);
     return {
-      state,
+      state: announcement ? 'announcing' : state,
+      ...(announcement ? { announcement_id: announcement } : {}),
       volume: s.record.Volume,
       muted: s.record.Volume === 0,
       available: s.record.Active,

@@ -290,8 +290,16 @@ describe('events and the bridge', () => {
     const answer = (await probe.wait((m) => m.topic.endsWith('/response') && m.json?.transaction === 'ann')).json;
     expect(answer.status).toBe('ok');
     expect(answer.data.AnnouncementID).toEqual(expect.any(String));
-    // While it speaks, the speaker's retained state shows the announcement's level.
-    await probe.wait((m) => m.topic === 'speakerhub/virtual_speaker_2' && m.json?.volume === 25);
+    // While it speaks, the speaker's retained state says so, with the announcement's level.
+    await probe.wait(
+      (m) =>
+        m.topic === 'speakerhub/virtual_speaker_2' &&
+        m.json?.volume === 25 &&
+        m.json?.state === 'announcing' &&
+        m.json?.announcement_id === answer.data.AnnouncementID,
+    );
+    // Spoken: the state is what the speaker is back to (nothing played before: stopped).
+    await probe.wait((m) => m.topic === 'speakerhub/virtual_speaker_2' && m.json?.state === 'stopped' && m.json?.announcement_id === undefined);
     await eventually(
       async () => (await t.rest('announcement_status', { AnnouncementID: answer.data.AnnouncementID })).State === 'done',
       15000,
