@@ -13,8 +13,11 @@ export interface DiscoveryMessage {
  * announce notify entity; the hub itself is a device with an announce-to-all notify entity.
  */
 export function discoveryMessages(topics: Topics, uuid: string, version: string, speakers: SpeakerView[]): DiscoveryMessage[] {
-  const hubId = `speakerhub_${uuid.replace(/-/g, '').slice(0, 12)}`;
+  const hubKey = uuid.replace(/-/g, '').slice(0, 12);
+  const hubId = `speakerhub_${hubKey}`;
   const hubDevice = { identifiers: [hubId], name: 'SpeakerHub', manufacturer: 'SpeakerHub', model: 'SpeakerHub', sw_version: version };
+  // Who sent the discovery (HA shows it; `origin` is asked of every integration since 2024.2).
+  const origin = { name: 'SpeakerHub', sw: version };
   const bridgeAvailability = { topic: topics.state, value_template: '{{ value_json.state }}' };
   const out: DiscoveryMessage[] = [
     {
@@ -22,7 +25,9 @@ export function discoveryMessages(topics: Topics, uuid: string, version: string,
       config: {
         name: 'Announce on all speakers',
         unique_id: `${hubId}_announce`,
-        object_id: 'speakerhub_announce',
+        // HA 2025.10 deprecates object_id: the entity id is proposed whole (domain included).
+        default_entity_id: `notify.${hubId}_announce`,
+        origin,
         // An announcement on every available speaker: what they played comes back afterwards.
         command_topic: topics.request('announce'),
         command_template: '{"Text": {{ value | tojson }}}',
@@ -32,7 +37,9 @@ export function discoveryMessages(topics: Topics, uuid: string, version: string,
     },
   ];
   for (const s of speakers) {
-    const uid = `speakerhub_${s.id}`;
+    // Scoped by the hub: two hubs on one broker (their virtual speakers have the same DeviceIDs)
+    // never share a unique_id.
+    const uid = speakerUid(hubKey, s.id);
     const device = {
       identifiers: [uid],
       name: s.record.DeviceName,
@@ -41,6 +48,7 @@ export function discoveryMessages(topics: Topics, uuid: string, version: string,
       via_device: hubId,
     };
     const common = {
+      origin,
       availability: [bridgeAvailability, { topic: topics.availability(s.name), value_template: '{{ value_json.state }}' }],
       availability_mode: 'all',
       device,
@@ -101,6 +109,11 @@ export function discoveryMessages(topics: Topics, uuid: string, version: string,
     });
   }
   return out;
+}
+
+/** The id a speaker's entities and device are known by in Home Assistant. */
+export function speakerUid(hubKey: string, deviceId: string): string {
+  return `speakerhub_${hubKey}_${deviceId}`;
 }
 
 /** Publishes the discovery configs (retained) now, on new speakers, and when HA comes online. */

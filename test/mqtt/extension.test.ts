@@ -186,22 +186,31 @@ describe('the MQTT front end in a hub', () => {
     const ha = await Probe.connect(t.url!, { username: t.keys.subscribeKey, password: t.keys.publishKey });
     await ha.client.subscribeAsync('homeassistant/#');
     const speakerId = (await t.rest('device_list')).DeviceList[0].DeviceID;
-    const volume = await ha.wait((m) => m.topic === `homeassistant/number/speakerhub_${speakerId}/volume/config`);
+    const hubKey = t.uuid.replace(/-/g, '').slice(0, 12);
+    // Scoped by the hub: another hub's virtual speakers (same DeviceIDs) never share these ids.
+    const uid = `speakerhub_${hubKey}_${speakerId}`;
+    const volume = await ha.wait((m) => m.topic === `homeassistant/number/${uid}/volume/config`);
     expect(volume.retain).toBe(true);
     expect(volume.json).toMatchObject({
+      unique_id: `${uid}_volume`,
+      origin: { name: 'SpeakerHub', sw: expect.any(String) },
       command_topic: 'speakerhub/virtual_speaker_1/set',
       state_topic: 'speakerhub/virtual_speaker_1',
       min: 0,
       max: 50,
     });
     for (const kind of ['sensor/%/state', 'button/%/pause', 'button/%/resume', 'button/%/stop', 'notify/%/announce']) {
-      await ha.wait((m) => m.topic === `homeassistant/${kind.replace('%', `speakerhub_${speakerId}`)}/config`);
+      await ha.wait((m) => m.topic === `homeassistant/${kind.replace('%', uid)}/config`);
     }
-    await ha.wait((m) => /^homeassistant\/notify\/speakerhub_[0-9a-f]{12}\/announce\/config$/.test(m.topic));
+    const all = await ha.wait((m) => m.topic === `homeassistant/notify/speakerhub_${hubKey}/announce/config`);
+    // HA 2025.10 deprecates object_id: none is sent, default_entity_id instead (domain included).
+    expect(all.json.object_id).toBeUndefined();
+    expect(all.json.default_entity_id).toBe(`notify.speakerhub_${hubKey}_announce`);
+    for (const m of ha.messages.filter((x) => x.topic.startsWith('homeassistant/') && x.json)) expect(m.json.object_id).toBeUndefined();
     // HA restarts: it says online, the hub publishes the configs again (not retained deliveries now).
     const before = ha.messages.length;
     await ha.client.publishAsync('homeassistant/status', 'online', { qos: 1 });
-    const again = await ha.wait((m) => m.topic === `homeassistant/number/speakerhub_${speakerId}/volume/config` && ha.messages.indexOf(m) >= before);
+    const again = await ha.wait((m) => m.topic === `homeassistant/number/${uid}/volume/config` && ha.messages.indexOf(m) >= before);
     expect(again.retain).toBe(false);
     // The volume entity's command works as HA would send it.
     await ha.client.publishAsync('speakerhub/virtual_speaker_1/set', '{"volume": 12}', { qos: 1 });
