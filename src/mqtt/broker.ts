@@ -91,6 +91,7 @@ export class EmbeddedBroker {
           return done(e, false);
         }
         this.rights.set(client, rights);
+        if (rights === 'hub') exemptFromDrainTimeout(client);
         done(null, true);
       },
       authorizePublish: (client, packet, done) => {
@@ -198,4 +199,17 @@ export class EmbeddedBroker {
     this.lastRefusalLog = now;
     this.options.logger.warn(fields, msg);
   }
+}
+
+/**
+ * The hub's own connection is never dropped by its own broker: aedes disconnects a client whose
+ * socket does not drain within drainTimeout (right for a stalled subscriber), but the hub reads
+ * slowly on purpose while mqtt.maxConcurrentCommands commands run, and dropping it would take
+ * the bridge offline and redeliver the commands it was running. Its deliveries wait for the
+ * drain instead (aedes' per-client concurrency keeps that bounded; publishers are held back).
+ */
+function exemptFromDrainTimeout(client: Client): void {
+  const c = client as unknown as { waitForDrain?: (cb: (err?: Error, client?: Client) => void) => void; conn: NodeJS.EventEmitter };
+  if (typeof c.waitForDrain !== 'function') return;
+  c.waitForDrain = (cb) => void c.conn.once('drain', () => cb(undefined, client));
 }

@@ -219,8 +219,25 @@ export class HubLink {
    * that the acknowledgement (and with it mqtt.js's reading) waits for a slot: the broker
    * keeps the rest, so a flood of commands never grows the hub's memory.
    */
+  /** Message ids of the QoS 1 messages run lately (the broker reuses an id only after it was acknowledged). */
+  private readonly recentIds = new Set<number>();
+
+  private remember(id: number): void {
+    this.recentIds.delete(id);
+    this.recentIds.add(id);
+    if (this.recentIds.size > RECENT_IDS) this.recentIds.delete(this.recentIds.values().next().value as number);
+  }
+
   private admit(packet: IPublishPacket, done: (e?: Error) => void): void {
+    // A QoS 1 message the broker sends again (dup) after a lost acknowledgement was run
+    // already: acknowledged, not run twice. The ids of the session's recent ones are kept.
+    const id = packet.qos > 0 ? packet.messageId : undefined;
+    if (id !== undefined && packet.dup && this.recentIds.has(id)) {
+      this.options.logger.debug({ messageId: id, topic: packet.topic.slice(0, 200) }, 'MQTT redelivery of a message already run: not run again');
+      return done();
+    }
     const run = () => {
+      if (id !== undefined) this.remember(id);
       this.inflight++;
       let result: Promise<void> | void = undefined;
       try {
@@ -244,6 +261,9 @@ export class HubLink {
     else this.waiting.push(run);
   }
 }
+
+/** How many recent QoS 1 message ids are kept to recognise a redelivery. */
+const RECENT_IDS = 1024;
 
 /** How long each step of a clean stop may wait for the broker. */
 const STOP_STEP_MS = 2000;
