@@ -5,7 +5,9 @@
  *
  * - Each ```sh block runs in bash with the README's base URL and token substituted; `curl`
  *   must get a 2xx answer whose body has no "Result":"false", every command must succeed
- *   (set -euo pipefail). `speakerhub`/`npx speakerhub` run this checkout's CLI.
+ *   (set -euo pipefail). `speakerhub` is a command on PATH, as the Quick start's `npm link`
+ *   makes it: a bin folder with a `speakerhub` link to this checkout's dist/cli.js (executable,
+ *   its `#!/usr/bin/env node` line runs it) — no shell function stands in for it.
  * - A block whose first line starts with `# not runnable against the default hub` is
  *   skipped; that is the only way out, and the marker is visible to readers.
  * - The Cloud mode walkthrough's blocks (first line `# cloud walkthrough: …`) run in README
@@ -17,7 +19,7 @@
  * - ```js blocks that use the package run with node, the package resolved to this checkout.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -60,6 +62,7 @@ let port: string;
 let mqttPort: string | undefined;
 let token: string;
 let dataDir: string;
+let binDir: string;
 const tmpDirs: string[] = [];
 
 beforeAll(async () => {
@@ -72,6 +75,11 @@ beforeAll(async () => {
   port = new URL(base).port;
   mqttPort = /MQTT:\s+mqtt:\/\/[^\s:]+:(\d+)/.exec(hub.stdout())?.[1];
   token = readFileSync(path.join(dataDir, 'api-token'), 'utf8').trim();
+  // What `npm link` does: an executable `speakerhub` on PATH that is this checkout's CLI.
+  binDir = mkdtempSync(path.join(tmpdir(), 'speakerhub-readme-bin-'));
+  tmpDirs.push(binDir);
+  chmodSync(CLI, 0o755);
+  symlinkSync(CLI, path.join(binDir, 'speakerhub'));
 }, 120_000);
 
 afterAll(async () => {
@@ -116,8 +124,7 @@ function substitute(code: string): string {
 
 /** The shell functions every example runs with: the checkout's CLI, and a curl that fails on errors. */
 function commands(): string {
-  return `speakerhub() { node ${CLI} "$@"; }
-npx() { if [ "$1" = speakerhub ]; then shift; node ${CLI} "$@"; else command npx "$@"; fi; }
+  return `export PATH=${binDir}:"$PATH"
 curl() {
   local out
   if ! out=$(command curl --fail-with-body "$@"); then printf '%s\\n' "$out" >&2; echo "README example failed: curl $*" >&2; return 1; fi

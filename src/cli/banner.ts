@@ -38,7 +38,8 @@ export function bannerLines(hub: SpeakerHub, options: { tty: boolean }): string[
     `  Speakers:   ${speakers.length}${virtual ? ` (${virtual === speakers.length ? 'all ' : ''}${virtual} virtual: silent test speakers)` : ''}`,
   );
   if (virtual && virtual === speakers.length) {
-    lines.push('              Real speakers: --drivers upnp --interface eth0 (UPnP/DLNA), --snapcast <host> (Snapcast), --renderer <url>');
+    lines.push('              Real speakers: --drivers upnp --interface eth0 (UPnP/DLNA), --renderer <url>, --snapcast <host> (Snapcast),');
+    lines.push('                             --mpd <host:port> (MPD), --airplay <host:port> (AirPlay)');
   }
   lines.push(`  Media:      ${hub.library.list().length} items`);
   if (hub.url) lines.push('  Try:        speakerhub speakers      speakerhub say "Hello"      speakerhub --help');

@@ -34,7 +34,7 @@ export function operationsMarkdown(): string {
   }
   out.push(
     'Examples: one per operation, in an order that runs as a script against a default hub (`npm start`: three virtual',
-    'speakers, the sample tracks), with `T` the API token (`npx speakerhub token` prints it):',
+    'speakers, the sample tracks), with `T` the API token (`speakerhub token` prints it):',
     '',
     '```sh',
   );
