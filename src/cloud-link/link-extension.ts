@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import type { ExtensionContext, HubExtension } from '../extensions/extension';
-import { CLOSE_SHUTDOWN, LINK_PATH, type LinkRequest, type LinkResponse } from '../cloud/link/protocol';
+import { CLOSE_SHUTDOWN, LINK_PATH, parseLinkRequest, type LinkResponse } from '../protocols/cloud-link';
 import { HubError } from '../core/errors';
 import type { DispatchResult } from '../operations/dispatch';
 import { OPERATIONS_BY_NAME } from '../operations/table';
@@ -175,14 +175,9 @@ export class CloudLinkExtension implements HubExtension {
   }
 
   private onRequest(ws: WebSocket, text: string): void {
-    let req: LinkRequest;
-    try {
-      req = JSON.parse(text) as LinkRequest;
-    } catch {
-      return;
-    }
-    if (req.t !== 'req' || typeof req.id !== 'number' || typeof req.op !== 'string') return;
-    const params = req.params && typeof req.params === 'object' ? req.params : {};
+    const req = parseLinkRequest(text);
+    if (!req) return; // not a frame of the protocol: dropped
+    const params = req.params;
     if (this.inFlight >= MAX_IN_FLIGHT) {
       return this.answer(ws, req.id, {
         ok: false,

@@ -1,6 +1,6 @@
 import type { WebSocket } from 'ws';
 import { HubError, ERROR_CODES, type ErrorCode } from '../../core/errors';
-import type { HubToCloud, LinkRequest } from '../link/protocol';
+import { parseHubToCloud, type LinkRequest } from '../../protocols/cloud-link';
 
 /** Requests one hub may have in flight; more get HubBusy instead of queueing without bound. */
 export const MAX_IN_FLIGHT = 256;
@@ -66,25 +66,17 @@ export class HubLink {
   }
 
   private onMessage(text: string): void {
-    let msg: HubToCloud;
-    try {
-      msg = JSON.parse(text) as HubToCloud;
-    } catch {
-      return;
-    }
+    const msg = parseHubToCloud(text);
+    if (!msg) return; // not a frame of the protocol: dropped
     if (msg.t === 'hello') {
-      if (typeof msg.uuid === 'string') this.uuid = msg.uuid.slice(0, 64);
+      this.uuid = msg.uuid;
       return;
     }
-    if (msg.t !== 'res' || typeof msg.id !== 'number') return;
     if (msg.ok) {
-      this.settle(msg.id, { ok: true, body: msg.body && typeof msg.body === 'object' ? msg.body : {} });
+      this.settle(msg.id, { ok: true, body: msg.body });
     } else {
-      const code = (msg.error && msg.error.code in ERROR_CODES ? msg.error.code : 'InternalError') as ErrorCode;
-      this.settle(msg.id, {
-        ok: false,
-        error: new HubError(code, String(msg.error?.message ?? 'The hub reported an error.'), { parameter: msg.error?.parameter }),
-      });
+      const code = (msg.error.code in ERROR_CODES ? msg.error.code : 'InternalError') as ErrorCode;
+      this.settle(msg.id, { ok: false, error: new HubError(code, msg.error.message, { parameter: msg.error.parameter }) });
     }
   }
 

@@ -2,7 +2,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { CloudContext } from '../context';
-import { CLOSE_SHUTDOWN, LINK_PATH } from '../link/protocol';
+import { CLOSE_SHUTDOWN, LINK_PATH } from '../../protocols/cloud-link';
 import { HubLink } from './hub-link';
 
 export interface LinkServerOptions {
