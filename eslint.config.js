@@ -19,6 +19,8 @@ const FRONT_ENDS = [
   'web-client',
   'dlna',
 ];
+/** The front ends that must not import each other (the sibling rule below). */
+const SIBLING_FRONT_ENDS = ['server', 'mqtt', 'cloud', 'cloud-link', 'nodered', 'homebridge', 'dlna'];
 /** The modules that compose the hub (they may import everything; nothing inner imports them). */
 const COMPOSITION = ['hub', 'hub-config', 'index', 'main'];
 
@@ -113,6 +115,16 @@ module.exports = tseslint.config(
       ],
     },
   },
+  // Each front end is a sibling of the others: it reaches the hub through the extension
+  // context and shares only neutral modules (src/client, src/http, src/protocols, src/extensions,
+  // src/web-client …). A front end's CLI registrar (cli.ts, cli-options.ts) is composition.
+  ...SIBLING_FRONT_ENDS.map((f) =>
+    layer(
+      [`src/${f}/**/*.ts`],
+      SIBLING_FRONT_ENDS.filter((other) => other !== f),
+      `A front end does not import another front end: share through a neutral module (src/client, src/http, src/protocols, src/extensions).`,
+    ),
+  ).map((c) => ({ ...c, ignores: ['src/*/cli.ts', 'src/*/cli-options.ts'] })),
   layer(
     ['src/media/**/*.ts'],
     [...FRONT_ENDS, ...COMPOSITION, 'drivers', 'operations'],

@@ -9,7 +9,7 @@ import {
   resolveOperationPath,
   type Answer,
   type OperationRoute,
-} from '../../server/operation-routes';
+} from '../../http/operation-routes';
 import type { CloudContext } from '../context';
 
 const ROUTES = operationRoutes();
