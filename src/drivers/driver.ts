@@ -104,6 +104,12 @@ export interface SpeakerCapabilities {
   seek: boolean;
   /** Plays of several speakers of this driver start in sync (driver playGroup). */
   syncGroup: boolean;
+  /**
+   * What restore() cannot put back, in words for people; announcement_status says it for the
+   * announcements on such a speaker (never pretend: AirPlay cannot hand a receiver back to the
+   * phone whose stream an announcement took over).
+   */
+  restoreLimit?: string;
 }
 
 /** A speaker's own state, as snapshot() reads it. Drivers may add their own fields in `driver`. */

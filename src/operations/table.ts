@@ -437,7 +437,7 @@ const announcements = [
     group: 'announcement',
     beyondSpec: true,
     summary:
-      "Beyond the spec. An announcement's State: queued, playing, done (played and every speaker restored) or failed (Reason says why); unknown IDs are AnnouncementNotFound.",
+      "Beyond the spec. An announcement's State: queued, playing, done (played and every speaker restored) or failed (Reason says why); RestoreLimits says what the restore cannot put back on some speakers (AirPlay: another sender's stream); unknown IDs are AnnouncementNotFound.",
     params: z.object({ AnnouncementID: AnnouncementIDParam }),
     response: z.object({
       AnnouncementID: z.string(),
@@ -445,16 +445,20 @@ const announcements = [
       DeviceIDList: z.string(),
       Priority: z.string(),
       Reason: z.string().optional(),
+      /** What the restore cannot put back on some of its speakers (their driver says so), once each. */
+      RestoreLimits: z.string().optional(),
     }),
     example: { AnnouncementID: '$A' },
     handler: (hub, p) => {
       const s = hub.announcements.status(p.AnnouncementID);
+      const limits = [...new Set(s.deviceIds.map((id) => hub.speakers.find(id)?.capabilities?.restoreLimit).filter((l): l is string => !!l))];
       return {
         AnnouncementID: s.id,
         State: s.state,
         DeviceIDList: s.deviceIds.join(','),
         Priority: String(s.priority),
         ...(s.reason ? { Reason: s.reason } : {}),
+        ...(limits.length ? { RestoreLimits: limits.join('; ') } : {}),
       };
     },
   }),

@@ -184,6 +184,8 @@ describeIf('AirPlay speakers through the hub (three shairport-sync receivers)', 
       async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done',
       30_000,
     );
+    // Never pretend: the status says what AirPlay cannot put back (another sender's stream).
+    expect((await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).RestoreLimits).toMatch(/AirPlay receiver .* another sender/);
     // The others never stopped: their capture after the mark is the music tone.
     const other = analyse(heardAfter(0, mark[0]), [440, 1000]);
     expect(other.power[1000]).toBeGreaterThan(10 * other.power[440]);

@@ -20,7 +20,15 @@ interface AirPlaySnapshotData {
  * volume is its own (SET_PARAMETER on its session, kept for the next session when idle).
  */
 export class AirPlaySpeaker extends BaseSpeaker {
-  readonly capabilities: SpeakerCapabilities = { mute: false, snapshot: true, seek: true, syncGroup: true };
+  readonly capabilities: SpeakerCapabilities = {
+    mute: false,
+    snapshot: true,
+    seek: true,
+    syncGroup: true,
+    // AirPlay 1 shows no other sender's session to take a snapshot of, and cannot start one for it.
+    restoreLimit:
+      'an AirPlay receiver is not handed back to another sender (a phone) whose stream the announcement took over: that sender has to start again',
+  };
   stream?: AirPlayStream;
   member?: StreamMember;
 
