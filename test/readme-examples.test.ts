@@ -190,15 +190,18 @@ describe('library examples', () => {
       tmpDirs.push(dir);
       mkdirSync(path.join(dir, 'node_modules'));
       symlinkSync(ROOT, path.join(dir, 'node_modules', 'homebridge-speakerhub'), 'dir');
-      const code = block.code.replaceAll("'/tmp/hub'", JSON.stringify(path.join(dir, 'data'))).replace(/port: 8090/g, 'port: 0');
-      writeFileSync(path.join(dir, 'example.js'), code);
-      const r = await run(process.execPath, ['example.js'], undefined, {}, dir);
+      writeFileSync(path.join(dir, 'example.js'), block.code);
+      // As written; only the temp folder is the test's (the example keeps its data under it).
+      const r = await run(process.execPath, ['example.js'], undefined, { TMPDIR: dir }, dir);
       if (r.code !== 0) throw new Error(`README example at line ${block.line} failed (exit ${r.code}):\n${r.out}`);
       expect(r.out).toMatch(/REST API at http:\/\/127\.0\.0\.1:\d+\/api\/v1\//);
     },
     60_000,
   );
 });
+
+/** The walkthrough's own folder (README: `mkdir -p ~/speakerhub-cloud-demo`), under the test's HOME. */
+const DEMO = 'speakerhub-cloud-demo';
 
 describe('the cloud walkthrough', () => {
   let dir: string;
@@ -228,7 +231,7 @@ describe('the cloud walkthrough', () => {
     const ready = cloud
       ? `grep -q 'SpeakerHub Cloud is running' ${log}`
       : `command curl -sf -o /dev/null -H "Authorization: Bearer \${T:?}" http://127.0.0.1:${cloudPort}/api/v1/init_session`;
-    return `node ${CLI} ${args} ${extra} </dev/null >${log} 2>&1 &\necho $! >> pids\nwait_for ${log} $! '${ready.replaceAll("'", `'\\''`)}'`;
+    return `node ${CLI} ${args} ${extra} </dev/null >${log} 2>&1 &\necho $! >> ${dir}/pids\nwait_for ${log} $! '${ready.replaceAll("'", `'\\''`)}'`;
   }
 
   function script(): string {
@@ -317,7 +320,8 @@ describe('the cloud walkthrough', () => {
   });
 
   test('runs in order against a real cloud and a linked hub', async () => {
-    const r = await run('bash', ['-c', script()], undefined, {}, dir);
+    // HOME is the test's folder: the walkthrough's ~/speakerhub-cloud-demo lands there.
+    const r = await run('bash', ['-c', script()], undefined, { HOME: dir }, dir);
     if (r.code !== 0) throw new Error(`the README's cloud walkthrough failed (exit ${r.code}):\n${r.out}`);
     const out = outputs(r.out);
 
@@ -330,14 +334,14 @@ describe('the cloud walkthrough', () => {
     expect(code).toMatchObject({ token_type: 'bearer', expires_in: 3600, access_token: expect.any(String), refresh_token: expect.any(String) });
 
     // The refresh grant's answer is the last tokens.json: a new pair, the old one replaced.
-    const refreshed = JSON.parse(readFileSync(path.join(dir, 'tokens.json'), 'utf8')) as Record<string, unknown>;
+    const refreshed = JSON.parse(readFileSync(path.join(dir, DEMO, 'tokens.json'), 'utf8')) as Record<string, unknown>;
     expect(refreshed).toMatchObject({ expires_in: 3600, access_token: expect.any(String) });
     expect(refreshed.access_token).not.toBe(password.access_token);
     expect(refreshed.refresh_token).not.toBe(password.refresh_token);
 
     // The hub keeps its link token (not the password) in its data folder, readable only by its user.
-    expect(statSync(path.join(dir, 'hub-data', 'cloud-link.json')).mode & 0o777).toBe(0o600);
-    expect(readFileSync(path.join(dir, 'hub-data', 'cloud-link.json'), 'utf8')).not.toContain('correct horse battery');
+    expect(statSync(path.join(dir, DEMO, 'hub-data', 'cloud-link.json')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(path.join(dir, DEMO, 'hub-data', 'cloud-link.json'), 'utf8')).not.toContain('correct horse battery');
 
     expect(lastJson(out.get(blockWith('set_party_mode'))!)).toEqual({ Result: 'true', ResponseOf: 'set_party_mode' });
   }, 120_000);
