@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { unquote } from '../util/values';
+import { parseInteger, unquote } from '../util/values';
 import { ConfigSchema } from '../hub-config';
 
 /**
@@ -16,6 +16,8 @@ export interface ConfigKey {
   env: string;
   kind: string;
   element?: string;
+  /** Integer keys: their range, so a bad value gets the message its flag would give. */
+  integer?: { min: number; max: number };
 }
 
 export function envName(path: string): string {
@@ -45,7 +47,10 @@ export function configKeys(schema: z.ZodType = ConfigSchema): ConfigKey[] {
       default: {
         const p = path.join('.');
         const element = def.type === 'array' ? (def.element as { _zod: { def: { type: string } } })._zod.def.type : undefined;
-        out.push({ path: p, env: envName(p), kind: def.type, element });
+        const n = s as unknown as { isInt?: boolean; minValue?: number | null; maxValue?: number | null };
+        const integer =
+          def.type === 'number' && n.isInt ? { min: n.minValue ?? Number.MIN_SAFE_INTEGER, max: n.maxValue ?? Number.MAX_SAFE_INTEGER } : undefined;
+        out.push({ path: p, env: envName(p), kind: def.type, element, ...(integer ? { integer } : {}) });
       }
     }
   };
@@ -89,18 +94,34 @@ function convert(key: ConfigKey, raw: string): unknown {
   }
 }
 
-/** The configuration the environment sets, and for each key the variable it came from. */
-export function configFromEnv(env: NodeJS.ProcessEnv = process.env): { config: Record<string, unknown>; labels: Record<string, string> } {
+/**
+ * The configuration the environment sets, and for each key the variable it came from. An
+ * integer key's bad value is a problem worded as its flag's would be ("SPEAKERHUB_SERVER_PORT
+ * (server.port) must be an integer from 0 to 65535 (got "abc")"), not a type error of the schema.
+ */
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env): {
+  config: Record<string, unknown>;
+  labels: Record<string, string>;
+  problems: string[];
+} {
   const config: Record<string, unknown> = {};
   const labels: Record<string, string> = {};
+  const problems: string[] = [];
   for (const key of configKeys()) {
     const raw = env[key.env];
     if (raw === undefined || raw === '') continue;
+    if (key.integer) {
+      const r = parseInteger(raw, `${key.env} (${key.path})`, key.integer.min, key.integer.max);
+      if (!r.ok) {
+        problems.push(`${r.message}.`);
+        continue;
+      }
+    }
     const parts = key.path.split('.');
     let node = config;
     for (const p of parts.slice(0, -1)) node = (node[p] ??= {}) as Record<string, unknown>;
     node[parts[parts.length - 1]] = convert(key, raw);
     labels[key.path] = key.env;
   }
-  return { config, labels };
+  return { config, labels, problems };
 }

@@ -62,6 +62,7 @@ export async function loadConfig(file: string | undefined, overrides: Record<str
     }
   }
   const env = configFromEnv(options.env ?? process.env);
+  if (env.problems.length) throw new ConfigError(env.problems);
   const labels = { ...(file ? labelsFor(fromFile, file) : {}), ...env.labels, ...(options.labels ?? {}) };
   try {
     return parseConfig(mergeConfig(mergeConfig(fromFile, env.config), overrides));

@@ -117,10 +117,17 @@ describe('start-up failures: one line, exit 2', () => {
     expect(r.stderr).toContain('3 names for 2 virtual speaker(s)');
   });
 
-  test('an environment variable with a bad value is named', async () => {
+  test('an environment variable with a bad value is named, in the words its flag would get', async () => {
     const r = await cliResult(['hub', '--data', tmp()], { SPEAKERHUB_SERVER_PORT: 'eighty' });
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('SPEAKERHUB_SERVER_PORT (server.port)');
+    expect(r.stderr).toContain('SPEAKERHUB_SERVER_PORT (server.port) must be an integer from 0 to 65535 (got "eighty").');
+    const flag = await cliResult(['hub', '--data', tmp(), '--port', 'eighty']);
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toContain('--port must be an integer from 0 to 65535 (got "eighty").');
+    // A key that is not an integer still names its variable and key.
+    const other = await cliResult(['hub', '--data', tmp()], { SPEAKERHUB_SERVER_AUTH: 'maybe' });
+    expect(other.code).toBe(2);
+    expect(other.stderr).toContain('SPEAKERHUB_SERVER_AUTH (server.auth)');
   });
 
   test('--no-auth on a wildcard address warns before anything else happens', async () => {
