@@ -45,12 +45,14 @@ interface ServeFlags {
   database?: string;
   trustProxy?: boolean;
   logLevel: string;
+  logFormat: 'auto' | 'json' | 'pretty';
 }
 
 async function serve(f: ServeFlags): Promise<void> {
   const { CloudServer } = await import('./server');
   if (f.publicUrl) cloudOrigin(f.publicUrl);
-  const logger = createLogger({ level: f.logLevel });
+  // As the hub's: readable lines on a terminal, JSON for journald and log shippers.
+  const logger = createLogger({ level: f.logLevel, format: f.logFormat });
   const cloud = new CloudServer({
     host: f.host,
     port: f.port,
@@ -144,6 +146,15 @@ export function registerCloudCommands(program: Command, hub?: Command): void {
     .option('--database <url>', 'postgres://user@host/db for PostgreSQL (default: SQLite file in the data folder)')
     .option('--trust-proxy', 'behind a reverse proxy: client addresses (for rate limits) from X-Forwarded-For')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent', 'info')
+    .option(
+      '--log-format <format>',
+      'json, pretty, or auto (default: pretty on a terminal, JSON otherwise)',
+      (v: string) => {
+        if (v !== 'auto' && v !== 'json' && v !== 'pretty') throw new InvalidArgumentError('--log-format takes auto, json or pretty.');
+        return v;
+      },
+      'auto',
+    )
     .action(guard(serve));
   cloud
     .command('client')
