@@ -130,7 +130,15 @@ export function defineEndToEnd(version: NodeRedVersion): void {
       const sets = (res.body as any[]).filter((s) => s.module === 'homebridge-speakerhub');
       const types = sets.flatMap((s) => s.types).sort();
       expect(types).toEqual(
-        [...new Set(['speakerhub-announce', 'speakerhub-config', 'speakerhub-events', ...OPERATIONS.map((o) => `speakerhub-${o.name}`)])].sort(),
+        [
+          ...new Set([
+            'speakerhub',
+            'speakerhub-announce',
+            'speakerhub-config',
+            'speakerhub-events',
+            ...OPERATIONS.map((o) => `speakerhub-${o.name}`),
+          ]),
+        ].sort(),
       );
       for (const s of sets) expect({ set: s.name, enabled: s.enabled, err: s.err }).toEqual({ set: s.name, enabled: true, err: undefined });
       const warnings = nr
@@ -201,6 +209,16 @@ export function defineEndToEnd(version: NodeRedVersion): void {
         const ok = await nr.request('/api/sh/set_volume?Volume=21');
         expect(ok.body).toEqual({ Result: 'true' });
         expect((await rest.op('get_volume')).Volume).toBe('21');
+      });
+
+      test('the universal node runs the operation msg.topic names; its error output lets http-in answer a refused value', async () => {
+        const bad = await nr.request('/api/universal?op=set_volume&Volume=99');
+        expect(bad.status).toBe(422);
+        expect(bad.body).toMatchObject({ Result: 'false', ErrorCode: 'InvalidParameter' });
+        expect(bad.body.caught).toBeUndefined(); // answered by the flow, not thrown to the catch node
+        const ok = await nr.request('/api/universal?op=set_volume&Volume=22');
+        expect(ok.body).toEqual({ Result: 'true' });
+        expect((await rest.op('get_volume')).Volume).toBe('22');
       });
 
       test("the editor's dropdown endpoint needs a logged-in user with read permission", async () => {

@@ -84,6 +84,16 @@ export function testFlow(config: object, options: { recorder?: boolean } = {}): 
   if (options.recorder === false) flows.push({ id: id('ev'), type: 'speakerhub-events', z: 'tab1', hub: cfgId, topics: [], wires: [[]] });
   else flows.push(...eventRecorder(cfgId));
   flows.push(...httpRoute('announce', { type: 'speakerhub-announce', hub: cfgId, targets: [], volume: '30' }));
+  // The universal node with its error output: the operation from ?op=…, a failure answered by the flow (422).
+  const [uIn, uSet, uNode, uOk, uBadFn, uBad] = [id('in'), id('fn'), id('u'), id('out'), id('fn'), id('out')];
+  flows.push(
+    { id: uIn, type: 'http in', z: 'tab1', url: '/universal', method: 'get', upload: false, wires: [[uSet]] },
+    { id: uSet, type: 'function', z: 'tab1', func: 'msg.topic = msg.payload.op; delete msg.payload.op; return msg;', outputs: 1, wires: [[uNode]] },
+    { id: uNode, type: 'speakerhub', z: 'tab1', hub: cfgId, operation: '', errorOutput: true, outputs: 2, wires: [[uOk], [uBadFn]] },
+    { id: uOk, type: 'http response', z: 'tab1', statusCode: '', headers: {}, wires: [] },
+    { id: uBadFn, type: 'function', z: 'tab1', func: 'msg.statusCode = 422; return msg;', outputs: 1, wires: [[uBad]] },
+    { id: uBad, type: 'http response', z: 'tab1', statusCode: '', headers: {}, wires: [] },
+  );
   flows.push(...httpRoute('probe', fn("msg.payload = global.get('probe')(); return msg;")));
   return flows;
 }

@@ -8,9 +8,10 @@ import { delimiter, dirname, join, resolve } from 'node:path';
 /**
  * Real Node-RED runtimes for the end-to-end suites: Node-RED 4 on this machine's Node and
  * Node-RED 5 on Node 24, both installed into .cache/ by scripts/install-nodered.sh. The
- * package goes into a fresh user directory as users install it (npm install of the packed
- * tarball), flows are deployed through the admin HTTP API, and the process is stopped with
- * everything it started.
+ * package is installed as users install it: the packed tarball uploaded to the palette
+ * manager (admin API POST /nodes), which runs npm with its own flags (--engine-strict among
+ * them) in a fresh user directory. Flows are deployed through the admin HTTP API, and the
+ * process is stopped with everything it started.
  */
 
 export const ROOT = resolve(__dirname, '..', '..');
@@ -88,11 +89,7 @@ export async function startNodeRed(version: NodeRedVersion, options: { settings?
     { username: ADMIN.username, password: bcrypt.hashSync(ADMIN.password, 8), permissions: '*' },
     { username: VIEWER.username, password: bcrypt.hashSync(VIEWER.password, 8), permissions: 'read' },
   ];
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', packPackage(userDir)], {
-    cwd: userDir,
-    env,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const tarball = packPackage(userDir);
   const port = await freePort();
   await writeFile(
     join(userDir, 'settings.js'),
@@ -106,7 +103,8 @@ export async function startNodeRed(version: NodeRedVersion, options: { settings?
   runtimeState: { enabled: false, ui: false },
   logging: { console: { level: 'info', metrics: false, audit: false } },
   adminAuth: { type: 'credentials', users: ${JSON.stringify(users)} },
-  externalModules: { autoInstall: false, palette: { allowInstall: false } },
+  // The palette manager installs the package (upload); nothing else is installed by name.
+  externalModules: { autoInstall: false, palette: { allowInstall: true, allowUpload: true } },
   functionExternalModules: false,
   // The leak test reads memory after a full collection (node --expose-gc).
   functionGlobalContext: { probe: () => { if (global.gc) { global.gc(); global.gc(); } return process.memoryUsage(); } },
@@ -190,11 +188,34 @@ export async function startNodeRed(version: NodeRedVersion, options: { settings?
     await nr.waitForOutput('Started flows');
     await nr.waitForOutput('Server now running at');
     nr.adminToken = await nr.login(ADMIN);
+    await installThroughPalette(nr, tarball);
   } catch (e) {
     await nr.stop();
     throw e;
   }
   return nr;
+}
+
+/**
+ * Installs the package as a user does in the editor's palette manager (Manage palette →
+ * Install → upload): the tarball as multipart field `tarball` to POST /nodes. Node-RED runs
+ * `npm install --no-audit --no-update-notifier --no-fund --save --save-prefix=~ --omit=dev
+ * --engine-strict <tarball>` in the user directory and loads the nodes without a restart; an
+ * engine or install failure is its answer (HTTP 400 with npm's output in the log).
+ */
+async function installThroughPalette(nr: NodeRed, tarball: string): Promise<void> {
+  const form = new FormData();
+  form.append('tarball', new Blob([readFileSync(tarball)], { type: 'application/gzip' }), tarball.split('/').pop()!);
+  const res = await fetch(`${nr.base}/admin/nodes`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${nr.adminToken}` },
+    body: form,
+    signal: AbortSignal.timeout(240_000),
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`the palette manager refused the package: HTTP ${res.status} ${text}\n${nr.output().slice(-4000)}`);
+  if (/npm (WARN|warn)/.test(nr.output()))
+    throw new Error(`npm warned while the palette manager installed the package:\n${nr.output().slice(-4000)}`);
 }
 
 /** Listening TCP sockets of a process (from /proc: its socket inodes matched against /proc/net/tcp*). */
