@@ -15,6 +15,9 @@ const newest = (dir) =>
 const cli = join(root, 'dist', 'cli.js');
 if (!existsSync(cli) || statSync(cli).mtimeMs < newest(join(root, 'src'))) {
   process.stderr.write('building dist/ (npm run build)…\n');
-  execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+  execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: root,
+    stdio: 'inherit',
+  });
   execFileSync(process.execPath, [join(root, 'dist', 'media', 'build-samples.js')], { cwd: root, stdio: 'inherit' });
 }
