@@ -9,6 +9,8 @@ import { arg, MpdConnection, MpdConnectionError, parseFields } from './connectio
 /** What an MPD had before the hub took it (for an announcement): all of it goes back. */
 export interface MpdSnapshotData {
   files: string[];
+  /** Indexes in files of the entries the hub added (its music): put back as the hub's, so a stop deletes them. */
+  hubEntries?: number[];
   /** Index in files of the current song, when there is one. */
   song?: number;
   elapsed?: number;
@@ -250,14 +252,19 @@ export class MpdSpeaker extends BaseSpeaker {
     this.assertAvailable();
     const st = parseFields(await this.send('status'));
     const files: string[] = [];
-    for (const line of (await this.send('playlist')).split('\n')) {
-      const m = /^\d+:file: (.*)$/.exec(line);
-      if (m && files.length < MAX_SNAPSHOT_QUEUE) files.push(m[1]);
+    const hubEntries: number[] = [];
+    for (const entry of (await this.send('playlistinfo')).split(/\n(?=file: )/)) {
+      const file = /^file: (.*)$/m.exec(entry)?.[1];
+      if (file === undefined || files.length >= MAX_SNAPSHOT_QUEUE) continue;
+      const id = /^Id: (\d+)$/m.exec(entry)?.[1];
+      if (id && this.added.has(id)) hubEntries.push(files.length);
+      files.push(file);
     }
     const song = st.song !== undefined ? Number(st.song) : undefined;
     const elapsed = st.elapsed !== undefined ? Number(st.elapsed) : undefined;
     const data: MpdSnapshotData = {
       files,
+      hubEntries,
       song: song !== undefined && song < files.length ? song : undefined,
       elapsed,
       state: st.state === 'play' || st.state === 'pause' ? st.state : 'stop',
@@ -298,5 +305,10 @@ export class MpdSpeaker extends BaseSpeaker {
       if (data.state === 'pause') cmds.push('pause 1');
     }
     await this.send(cmds);
+    if (data.hubEntries?.length) {
+      // The hub's own entries came back at their places: they are the hub's again (a stop deletes them).
+      const ids = (await this.send('playlistinfo')).split(/\n(?=file: )/).map((e) => /^Id: (\d+)$/m.exec(e)?.[1]);
+      for (const i of data.hubEntries) if (ids[i]) this.added.add(ids[i]!);
+    }
   }
 }
