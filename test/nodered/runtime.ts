@@ -97,7 +97,8 @@ export async function startNodeRed(version: NodeRedVersion, options: { settings?
   uiHost: '127.0.0.1', uiPort: ${port},
   userDir: ${JSON.stringify(userDir)}, flowFile: 'flows.json', credentialSecret: 'speakerhub-test-secret',
   httpAdminRoot: '/admin', httpNodeRoot: '/api',
-  editorTheme: { projects: { enabled: false }, tours: false },
+  // No catalogue from the Internet: the palette manager only takes the uploaded tarball.
+  editorTheme: { projects: { enabled: false }, tours: false, palette: { catalogues: [] } },
   diagnostics: { enabled: false, ui: false },
   telemetry: { enabled: false, updateNotification: false },
   runtimeState: { enabled: false, ui: false },
