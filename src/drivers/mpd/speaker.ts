@@ -23,6 +23,10 @@ export interface MpdSnapshotData {
   consume: string;
 }
 
+/** A failed delete of a hub entry is tried again this many times, this far apart. */
+const FORGET_ATTEMPTS = 10;
+const FORGET_RETRY_MS = 1000;
+
 /** Most queue entries a snapshot keeps (a bigger queue is put back up to this many). */
 export const MAX_SNAPSHOT_QUEUE = 20_000;
 
@@ -227,10 +231,26 @@ export class MpdSpeaker extends BaseSpeaker {
     await Promise.all([...this.added].map((id) => this.forget(id)));
   }
 
-  /** Deletes a queue entry the hub added (gone already is fine: the user may have removed it). */
-  private async forget(id: string): Promise<void> {
-    this.added.delete(id);
-    await this.send(`deleteid ${id}`).catch(() => undefined);
+  /**
+   * Deletes a queue entry the hub added (gone already is fine: the user may have removed it).
+   * A delete that did not get through (a slow MPD timed out, the link dropped) is tried again
+   * a few times, so the hub's entries never stay in the user's queue.
+   */
+  private async forget(id: string, attempt = 0): Promise<void> {
+    try {
+      await this.send(`deleteid ${id}`);
+      this.added.delete(id);
+    } catch (e) {
+      // MPD's ACK for an id it does not have: already gone.
+      if (/ACK|No such song/i.test((e as Error).message) || attempt >= FORGET_ATTEMPTS) {
+        this.added.delete(id);
+        return;
+      }
+      const timer = setTimeout(() => {
+        if (this.added.has(id) && id !== this.hubSongId) void this.forget(id, attempt + 1);
+      }, FORGET_RETRY_MS);
+      timer.unref();
+    }
   }
 
   position(): number | undefined {
