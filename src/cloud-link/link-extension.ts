@@ -3,7 +3,7 @@ import type { ExtensionContext, HubExtension } from '../extensions/extension';
 import { CLOSE_SHUTDOWN, LINK_PATH, parseLinkRequest, type LinkResponse } from '../protocols/cloud-link';
 import { HubError } from '../core/errors';
 import type { DispatchResult } from '../operations/dispatch';
-import { OPERATIONS_BY_NAME } from '../operations/table';
+import { runOperation } from '../hub-client/run';
 import { backoffDelay } from '../util/backoff';
 import { CloudAccountError, cloudOrigin, cloudSignin, readCredential, readPasswordFile, saveCredential, type LinkCredential } from './credentials';
 
@@ -184,9 +184,8 @@ export class CloudLinkExtension implements HubExtension {
         error: new HubError('HubBusy', `The hub is running ${this.inFlight} cloud requests; retry shortly.`),
       });
     }
-    const op = OPERATIONS_BY_NAME.get(req.op);
-    // run() answers synchronous operations without a promise round trip, as the local server does.
-    const result = op ? this.ctx!.run(op, params) : this.ctx!.dispatch(req.op, params);
+    // Synchronous operations are answered without a promise round trip, as the local server does.
+    const result = runOperation(this.ctx!, req.op, params);
     if (result instanceof Promise) {
       this.inFlight++;
       void result.then((r) => {

@@ -1,11 +1,11 @@
-import type { DeviceRecord, PlaybackState } from '../core/events';
+import type { DeviceRecord } from '../core/events';
 import { parsePlatformConfig, type MediaChoice, type PlatformSettings, type ServiceKind } from './config';
-import type { EmbeddedConnection } from './embedded-connection';
-import type { HubConnection } from './hub-connection';
-import { HubState } from './hub-state';
+import type { HubConnection } from '../hub-client/connection';
+import type { EmbeddedConnection } from '../hub-client/embedded';
+import { HubReadModel } from '../hub-client/read-model';
+import { RemoteConnection } from '../hub-client/remote';
 import { PLATFORM_NAME, PLUGIN_NAME, type API, type Logging, type PlatformAccessory, type PlatformConfig } from './homebridge-api';
 import { homekitName } from './names';
-import { RemoteConnection } from './remote-connection';
 import { SpeakerAccessory } from './speaker-accessory';
 import { SpeakerControl } from './speaker-control';
 import { AnnouncementSwitch, PartySwitch } from './switches';
@@ -14,6 +14,8 @@ import { AnnouncementSwitch, PartySwitch } from './switches';
 const RESYNC_MS = 5 * 60_000;
 /** lastSeen in the accessory cache is rewritten at most this often per speaker. */
 const LAST_SEEN_WRITE_MS = 60 * 60_000;
+/** Events queued for HomeKit before the subscription counts as overflowing (then: resync). */
+const MAX_QUEUED_EVENTS = 10_000;
 
 type AccessoryKind = 'speaker' | 'announcement' | 'party';
 
@@ -26,12 +28,12 @@ export class SpeakerHubPlatform {
   private readonly cached = new Map<string, PlatformAccessory>();
   private readonly speakers = new Map<string, SpeakerAccessory>();
   private readonly switches: (AnnouncementSwitch | PartySwitch)[] = [];
-  private readonly state = new HubState();
+  private readonly state = new HubReadModel();
   private settings?: PlatformSettings;
   private hub?: HubConnection;
   private control?: SpeakerControl;
   private resyncTimer?: NodeJS.Timeout;
-  private resyncing?: Promise<void>;
+  private unfollow?: () => void;
   private stopped = false;
 
   constructor(
@@ -64,7 +66,7 @@ export class SpeakerHubPlatform {
       this.log.warn('No speaker drivers are configured (hub.drivers): SpeakerHub starts nothing. Choose upnp, snapcast or virtual, or a remote hub.');
       return;
     }
-    this.hub = s.hub.mode === 'remote' ? new RemoteConnection({ url: s.hub.url!, token: s.hub.token, log: this.log }) : this.embeddedHub(s);
+    this.hub = s.hub.mode === 'remote' ? this.remoteHub(s) : this.embeddedHub(s);
     this.control = new SpeakerControl(this.hub, this.state, (id) => this.defaultMediaOf(id));
     this.state.on('device', (d) => this.onDevice(d));
     this.state.on('missing', (id) => this.speakerOf(id)?.refresh());
@@ -76,20 +78,13 @@ export class SpeakerHubPlatform {
         this.attachSpeaker(acc, String(acc.context.name ?? ''));
     }
     this.setUpSwitches();
-    await this.hub.start({
-      event: (e) => {
-        try {
-          this.state.apply(e);
-        } catch (err) {
-          this.log.error(`Handling a ${e.type} event failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-        }
-      },
-      resync: () => void this.resync(),
-      lost: () => this.state.markUnreachable(),
-    });
+    this.unfollow = this.state.attach(this.hub, (what, err) =>
+      this.log.error(`SpeakerHub: ${what} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`),
+    );
+    await this.hub.ready;
     if (this.stopped) return;
     if (this.hub.mode === 'embedded') {
-      const running = (this.hub as EmbeddedConnection).runningHub;
+      const running = (this.hub as EmbeddedConnection).hub;
       this.log.info(`SpeakerHub hub running in Homebridge${running?.url ? `; REST API at ${running.url}` : ''}`);
     }
     await this.resync();
@@ -99,40 +94,47 @@ export class SpeakerHubPlatform {
 
   /** The hub (and everything it loads) is required only when an embedded hub is configured. */
   private embeddedHub(s: PlatformSettings): EmbeddedConnection {
-    const { EmbeddedConnection: Embedded } = require('./embedded-connection') as typeof import('./embedded-connection');
+    const { EmbeddedConnection: Embedded } = require('../hub-client/embedded') as typeof import('../hub-client/embedded');
     const { embeddedHubConfig } = require('./hub-config') as typeof import('./hub-config');
     const { hubLoggerFor } = require('./log-bridge') as typeof import('./log-bridge');
-    return new Embedded(embeddedHubConfig(s, this.api.user.storagePath()), hubLoggerFor(this.log, s.hub.logLevel));
+    return new Embedded({
+      config: embeddedHubConfig(s, this.api.user.storagePath()),
+      logger: hubLoggerFor(this.log, s.hub.logLevel),
+      name: 'homekit',
+      maxQueued: MAX_QUEUED_EVENTS,
+    });
+  }
+
+  /** A hub elsewhere: REST + its event stream, reconnecting with backoff (each reconnect re-reads the hub). */
+  private remoteHub(s: PlatformSettings): RemoteConnection {
+    const { hubLoggerFor } = require('./log-bridge') as typeof import('./log-bridge');
+    const url = s.hub.url!;
+    return new RemoteConnection({
+      url,
+      token: s.hub.token,
+      logger: hubLoggerFor(this.log, s.hub.logLevel),
+      timeoutMs: 10_000,
+      minBackoffMs: 500,
+      maxBackoffMs: 30_000,
+      onState: (state, detail) => {
+        if (state === 'connected') this.log.info(`Following the hub's events at ${url}`);
+        else this.log.warn(`Hub events at ${url} unavailable (${detail}); retrying`);
+      },
+    });
   }
 
   private async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.resyncTimer);
     for (const sw of this.switches) if (sw instanceof AnnouncementSwitch) sw.dispose();
-    await this.hub?.stop();
+    this.unfollow?.();
+    await this.hub?.close();
   }
 
   /** Re-reads the speaker list and playback state (start, reconnect, event overflow, periodically). */
-  private resync(): Promise<void> {
-    this.resyncing ??= (async () => {
-      try {
-        const hub = this.hub!;
-        const [list, status] = await Promise.all([hub.call('device_list'), hub.call('playback_status')]);
-        const devices = list.DeviceList as DeviceRecord[];
-        const state = String(status.PlaybackState) as PlaybackState;
-        this.state.replaceDevices(devices);
-        if (state !== this.state.playback.state) {
-          this.state.setPlayback({
-            state,
-            timeElapsed: Number(status.TimeElapsed),
-            deviceIds: devices.filter((d) => d.IsPlaying).map((d) => d.DeviceID),
-          });
-        }
-      } catch (e) {
-        this.log.warn(`Could not read the hub's speakers: ${e instanceof Error ? e.message : String(e)}`);
-      }
-    })().finally(() => (this.resyncing = undefined));
-    return this.resyncing;
+  private async resync(): Promise<void> {
+    if (!this.hub) return;
+    await this.state.resync(this.hub).catch((e) => this.log.warn(`Could not read the hub's speakers: ${e instanceof Error ? e.message : String(e)}`));
   }
 
   private uuidOf(kind: AccessoryKind, key: string): string {

@@ -2,7 +2,7 @@ import type { DeviceRecord } from '../core/events';
 import type { ServiceKind } from './config';
 import type { Characteristic, CharacteristicType, Hap, Logging, PlatformAccessory, Service, ServiceType } from './homebridge-api';
 import { guard, unreachable } from './hap-status';
-import type { HubState } from './hub-state';
+import type { HubReadModel } from '../hub-client/read-model';
 import { homekitName } from './names';
 import type { SpeakerControl } from './speaker-control';
 import { percentToVolume, volumeToPercent } from './volume-map';
@@ -13,7 +13,7 @@ const WRITE_ANSWER_MS = 2500;
 export interface SpeakerAccessoryDeps {
   hap: Hap;
   log: Logging;
-  state: HubState;
+  state: HubReadModel;
   control: SpeakerControl;
 }
 
@@ -64,7 +64,7 @@ export class SpeakerAccessory {
       this.handle(
         service,
         C.Mute,
-        () => this.live().Volume === 0,
+        () => this.deps.state.muted(this.deviceId),
         (v) => this.deps.control.setMute(this.deviceId, !!v),
       );
       if (!service.testCharacteristic(C.Volume)) service.addOptionalCharacteristic(C.Volume);
@@ -146,7 +146,7 @@ export class SpeakerAccessory {
     s.updateCharacteristic(C.StatusFault, d?.Active ? 0 : 1);
     if (!d) return false;
     if (this.kind === 'speaker') {
-      s.updateCharacteristic(C.Mute, d.Volume === 0);
+      s.updateCharacteristic(C.Mute, this.deps.state.muted(this.deviceId));
       s.updateCharacteristic(C.Volume, volumeToPercent(d.Volume));
     } else {
       s.updateCharacteristic(C.On, d.Active && this.deps.state.isPlaying(d.DeviceID));

@@ -1,106 +1,43 @@
 import { HubError } from '../core/errors';
-import type { HubConnection } from './hub-connection';
-import type { HubState } from './hub-state';
+import type { HubConnection } from '../hub-client/connection';
+import type { HubReadModel } from '../hub-client/read-model';
 import type { MediaChoice } from './config';
 
 /**
- * What HomeKit's switches and sliders mean for one speaker, expressed in the operation table's
- * operations (so the embedded and the remote hub behave the same):
- *
- * - off: the speaker alone in a playing hub media → pause_play (resumable); alone in web
- *   media/TTS → pause_play stops it; sharing the playback with others → it leaves it
- *   (remove_device_from_session) and the others play on.
- * - on: paused hub media that includes it → it resumes (only it); something else playing →
- *   it joins in at the current position (add_device_to_session); otherwise it plays its
- *   default (a media item or a stream URL).
+ * What HomeKit's switches and sliders do to one speaker: the table's speaker commands
+ * (set_speaker_power, set_mute_device, set_party), which define "on", "off", "mute" and
+ * "party" once for every front end. HomeKit adds only its defaults (what plays when nothing
+ * does) and refuses a speaker the hub does not list or cannot reach now, before asking.
  */
 export class SpeakerControl {
-  /** Last volume before a Mute, per speaker, so unmuting restores it. */
-  private readonly beforeMute = new Map<string, number>();
-
   constructor(
     private readonly hub: HubConnection,
-    private readonly state: HubState,
+    private readonly state: HubReadModel,
     private readonly defaultMediaOf: (deviceId: string) => MediaChoice | undefined,
   ) {}
 
   async setPlaying(id: string, on: boolean): Promise<void> {
-    const d = this.available(id);
-    const pb = this.state.playback;
-    const member = pb.deviceIds.includes(id);
-    if (!on) {
-      if (pb.state !== 'PlayerStatePlaying' || !member) return;
-      if (pb.deviceIds.length === 1) await this.hub.call('pause_play');
-      else await this.hub.call('remove_device_from_session', { DeviceID: id });
-      return;
-    }
-    if (pb.state === 'PlayerStatePlaying' && member) return;
-    if (pb.state === 'PlayerStatePaused' && member && pb.kind === 'hub' && pb.persistentId) {
-      await this.hub.call('resume_hub_media_selected_speakers', { PersistentID: pb.persistentId, DeviceIDList: [id] });
-      return;
-    }
-    if (pb.state === 'PlayerStatePlaying') {
-      await this.hub.call('add_device_to_session', { DeviceID: id });
-      return;
-    }
-    await this.playDefault(d.DeviceID);
-  }
-
-  private async playDefault(id: string): Promise<void> {
-    const media = await this.defaultMedia(id);
-    if ('url' in media) await this.hub.call('play_web_media_selected_speakers', { MediaUrl: media.url, DeviceIDList: [id] });
-    else await this.hub.call('play_hub_media_selected_speakers', { PersistentID: media.persistentId, DeviceIDList: [id] });
-  }
-
-  /** The speaker's (or, for '', the global) defaultMedia; with none configured, the library's first item. */
-  private async defaultMedia(id: string): Promise<{ url: string } | { persistentId: string }> {
-    const choice = this.defaultMediaOf(id);
-    if (choice?.url) return { url: choice.url };
-    if (choice?.persistentId) return { persistentId: choice.persistentId };
-    // Nothing configured: the first item of the library (a fresh hub has its sample tracks).
-    const list = (await this.hub.call('media_list')).MediaList as { PersistentID: string }[] | undefined;
-    const first = list?.[0]?.PersistentID;
-    if (!first) throw new HubError('MediaNotFound', 'Nothing to play: the media library is empty and no defaultMedia is configured.');
-    return { persistentId: first };
+    this.available(id);
+    await this.hub.run('set_speaker_power', { DeviceID: id, Power: on ? 'on' : 'off', ...mediaParams(this.defaultMediaOf(id)) });
   }
 
   async setVolume(id: string, volume: number): Promise<void> {
     this.available(id);
-    await this.hub.call('set_volume_device', { DeviceID: id, Volume: volume });
+    await this.hub.run('set_volume_device', { DeviceID: id, Volume: volume });
   }
 
-  /** Mute is volume 0 (the hub's common ground across drivers); unmute restores the level. */
   async setMute(id: string, mute: boolean): Promise<void> {
-    const d = this.available(id);
-    if (mute) {
-      if (d.Volume > 0) this.beforeMute.set(id, d.Volume);
-      await this.setVolume(id, 0);
-    } else if (d.Volume === 0) {
-      await this.setVolume(id, this.beforeMute.get(id) ?? 20);
-    }
+    this.available(id);
+    await this.hub.run('set_mute_device', { DeviceID: id, Mute: mute ? 'true' : 'false' });
   }
 
   /** Every available speaker plays together: joining what plays, else the global default. */
   async setParty(on: boolean): Promise<void> {
-    if (!on) {
-      await this.hub.call('stop_play');
-      return;
-    }
-    if (this.state.playback.state === 'PlayerStatePlaying') {
-      await this.hub.call('set_party_mode');
-      return;
-    }
-    const media = await this.defaultMedia('');
-    if ('url' in media) await this.hub.call('play_web_media_party_mode', { MediaUrl: media.url });
-    else await this.hub.call('play_hub_media_party_mode', { PersistentID: media.persistentId });
+    await this.hub.run('set_party', { Party: on ? 'on' : 'off', ...(on ? mediaParams(this.defaultMediaOf('')) : {}) });
   }
 
-  /** Party mode reads on while a playback plays on every available speaker. */
   partyOn(): boolean {
-    const pb = this.state.playback;
-    if (pb.state !== 'PlayerStatePlaying') return false;
-    const available = this.state.all().filter((d) => d.Active);
-    return available.length > 0 && available.every((d) => pb.deviceIds.includes(d.DeviceID));
+    return this.state.partyOn();
   }
 
   private available(id: string) {
@@ -109,4 +46,11 @@ export class SpeakerControl {
     if (!d.Active) throw new HubError('DeviceUnavailable', `${d.DeviceName} is not reachable now.`);
     return d;
   }
+}
+
+/** A configured default as the speaker commands take it (none: the hub plays its library's first item). */
+function mediaParams(choice: MediaChoice | undefined): Record<string, string> {
+  if (choice?.url) return { MediaUrl: choice.url };
+  if (choice?.persistentId) return { PersistentID: choice.persistentId };
+  return {};
 }

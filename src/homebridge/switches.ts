@@ -2,8 +2,10 @@ import { HubError } from '../core/errors';
 import type { AnnouncementPreset } from './config';
 import type { Hap, Logging, PlatformAccessory, Service } from './homebridge-api';
 import { guard } from './hap-status';
-import type { HubConnection, OperationParams } from './hub-connection';
-import type { HubState } from './hub-state';
+import type { HubConnection } from '../hub-client/connection';
+
+type OperationParams = Record<string, string | number | string[]>;
+import type { HubReadModel } from '../hub-client/read-model';
 import type { SpeakerControl } from './speaker-control';
 
 /** How long a stateless switch shows "on" before it turns itself off (HomeKit sees the flip). */
@@ -17,7 +19,7 @@ function switchService(hap: Hap, accessory: PlatformAccessory): Service {
 }
 
 /** The parameters of the `announce` operation for a preset; speakers named by DeviceName resolve to DeviceIDs. */
-export function announceParams(preset: AnnouncementPreset, state: HubState): OperationParams {
+export function announceParams(preset: AnnouncementPreset, state: HubReadModel): OperationParams {
   const p: OperationParams = {};
   if (preset.text !== undefined) p.Text = preset.text;
   if (preset.mediaUrl !== undefined) p.MediaUrl = preset.mediaUrl;
@@ -50,7 +52,7 @@ export class AnnouncementSwitch {
     readonly accessory: PlatformAccessory,
     private readonly preset: AnnouncementPreset,
     hub: HubConnection,
-    state: HubState,
+    state: HubReadModel,
   ) {
     this.service = switchService(hap, accessory);
     this.service
@@ -59,7 +61,7 @@ export class AnnouncementSwitch {
       .onSet(
         guard(hap, log, `Announcement "${preset.name}"`, async (v: unknown) => {
           if (!v) return;
-          const res = await hub.call('announce', announceParams(this.preset, state));
+          const res = await hub.run('announce', announceParams(this.preset, state));
           log.info(`Announcement "${preset.name}" started (AnnouncementID ${String(res.AnnouncementID ?? '?')})`);
           this.turnOffSoon(hap);
         }),

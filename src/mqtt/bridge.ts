@@ -2,6 +2,7 @@ import { HubError } from '../core/errors';
 import type { ExtensionContext } from '../extensions/extension';
 import type { DispatchResult } from '../operations/dispatch';
 import { OPERATIONS, OPERATIONS_BY_NAME } from '../operations/table';
+import { runOperation } from '../hub-client/run';
 import type { HubLink } from './link';
 import type { Topics } from './topics';
 import { SerialQueues } from './serial';
@@ -22,19 +23,6 @@ export function bridgeResponse(result: DispatchResult, transaction?: unknown): R
 
 export function failed(code: ConstructorParameters<typeof HubError>[0], message: string, parameter?: string): DispatchResult {
   return { ok: false, error: new HubError(code, message, parameter ? { parameter } : undefined) };
-}
-
-/**
- * Runs an operation by name: through ctx.run (synchronous handlers answer without a promise
- * round trip, as on the REST fast path) when it exists, else through dispatch for its error.
- */
-export function runByName(
-  ctx: Pick<ExtensionContext, 'dispatch' | 'run'>,
-  name: string,
-  params: Record<string, unknown>,
-): DispatchResult | Promise<DispatchResult> {
-  const op = OPERATIONS_BY_NAME.get(name);
-  return op ? ctx.run(op, params) : ctx.dispatch(name, params);
 }
 
 /** A success without a dispatch of its own (a set that combined several operations, or had nothing left to do). */
@@ -92,7 +80,7 @@ export class BridgeRequests {
       } else {
         // The bridge is one client: its requests are carried out in the order they were sent.
         return this.order.run('bridge', () => {
-          const r = runByName(this.ctx, op, given === undefined ? { ...params, SessionToken: this.session } : params);
+          const r = runOperation(this.ctx, op, given === undefined ? { ...params, SessionToken: this.session } : params);
           if (r instanceof Promise) return r.then((x) => this.answer(op, x, transaction));
           this.answer(op, r, transaction);
         });

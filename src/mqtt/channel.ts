@@ -4,7 +4,7 @@ import type { WireEvent } from '../extensions/wire-events';
 import type { HubLink } from './link';
 import { announceMessage, eventMessage, networkEvent, parseMessage, responseMessage } from './envelope';
 import type { RateLimitedLog } from './rate-limit';
-import { runByName } from './bridge';
+import { runOperation } from '../hub-client/run';
 import { SerialQueues } from './serial';
 
 /**
@@ -40,7 +40,7 @@ export class PubsubChannel {
     };
     // A session's commands are carried out in the order they were sent.
     return this.order.run(`session:${m.sessionToken}`, () => {
-      const result = runByName(this.ctx, m.command, m.params);
+      const result = runOperation(this.ctx, m.command, m.params);
       if (result instanceof Promise) return result.then(answer);
       answer(result);
     });

@@ -28,6 +28,8 @@ export class SpeakerTopics {
   private readonly published = new Map<string, string>();
   /** Speakers speaking an announcement now (between its 'started' and 'ended'), with its id. */
   private readonly announcing = new Map<string, string>();
+  /** Speakers muted now (the core's mute events; a driver's own mute or volume 0 with restore). */
+  private readonly muted = new Set<string>();
   private listeners: (() => void)[] = [];
 
   constructor(
@@ -43,7 +45,12 @@ export class SpeakerTopics {
   async load(): Promise<void> {
     const r = await this.ctx.dispatch('device_list', { SessionToken: this.session });
     if (!r.ok) throw r.error;
-    for (const record of r.body.DeviceList as DeviceRecord[]) this.track(record);
+    for (const record of r.body.DeviceList as DeviceRecord[]) {
+      this.track(record);
+      if (!record.Active) continue;
+      const m = await this.ctx.dispatch('get_mute_device', { SessionToken: this.session, DeviceID: record.DeviceID });
+      if (m.ok && m.body.Mute === 'true') this.muted.add(record.DeviceID);
+    }
   }
 
   list(): SpeakerView[] {
@@ -107,6 +114,13 @@ export class SpeakerTopics {
         }
         break;
       }
+      case 'mute': {
+        if (e.data.muted) this.muted.add(e.data.deviceId);
+        else this.muted.delete(e.data.deviceId);
+        const s = this.speakers.get(e.data.deviceId);
+        if (s) this.publishSpeaker(s);
+        break;
+      }
       case 'announcement': {
         // The speaker's state says 'announcing' while it speaks, then what it is back to.
         const a = e.data;
@@ -165,16 +179,16 @@ export class SpeakerTopics {
   }
 
   private async apply(s: SpeakerView, cmd: Record<string, unknown>): Promise<DispatchResult> {
-    const known = ['volume', 'state', 'announce', 'play', 'priority', 'transaction'];
+    const known = ['volume', 'mute', 'power', 'state', 'announce', 'play', 'priority', 'transaction'];
     const unknown = Object.keys(cmd).find((k) => !known.includes(k));
     if (unknown)
       return failed(
         'InvalidParameter',
-        `Unknown field ${JSON.stringify(unknown).slice(0, 60)}; a set takes volume, state, announce, play (and priority).`,
+        `Unknown field ${JSON.stringify(unknown).slice(0, 60)}; a set takes volume, mute, power, state, announce, play (and priority).`,
         unknown,
       );
-    if (!['volume', 'state', 'announce', 'play'].some((k) => k in cmd))
-      return failed('InvalidParameter', 'Nothing to do; a set takes volume, state, announce or play.');
+    if (!['volume', 'mute', 'power', 'state', 'announce', 'play'].some((k) => k in cmd))
+      return failed('InvalidParameter', 'Nothing to do; a set takes volume, mute, power, state, announce or play.');
     const base = { SessionToken: this.session };
     const priority = cmd.priority === undefined ? {} : { Priority: cmd.priority };
     let last: DispatchResult | undefined;
@@ -185,6 +199,9 @@ export class SpeakerTopics {
     // With an announcement, volume is its level on this speaker, and the speaker's own level comes back afterwards.
     const announcing = 'announce' in cmd;
     if ('volume' in cmd && !announcing && !(await run('set_volume_device', { DeviceID: s.id, Volume: cmd.volume }))) return last!;
+    // mute and power are the table's speaker commands: the same meaning as HomeKit's and the DLNA renderers'.
+    if ('mute' in cmd && !(await run('set_mute_device', { DeviceID: s.id, Mute: cmd.mute }))) return last!;
+    if ('power' in cmd && !(await run('set_speaker_power', { DeviceID: s.id, Power: cmd.power }))) return last!;
     if (announcing) {
       const level = 'volume' in cmd ? { Volume: cmd.volume } : {};
       if (!(await run('announce', { Text: cmd.announce, DeviceIDList: s.id, ...level, ...priority }))) return last!;
@@ -283,7 +300,7 @@ export class SpeakerTopics {
       state: announcement ? 'announcing' : state,
       ...(announcement ? { announcement_id: announcement } : {}),
       volume: s.record.Volume,
-      muted: s.record.Volume === 0,
+      muted: this.muted.has(s.id),
       available: s.record.Active,
       media,
       time_elapsed: state === 'stopped' ? -1 : p.timeElapsed,

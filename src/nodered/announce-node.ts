@@ -91,11 +91,13 @@ export function registerAnnounceNode(RED: NodeRedApi): void {
 
     const follow = (hub: ConfigNode) => {
       if (unsubscribe) return;
-      unsubscribe = hub.connection.subscribe((e) => {
-        if (!e.type.startsWith('announce')) return;
-        const id = announcementIdOf(e.data);
-        if (id !== undefined) check(hub, id);
-        else for (const k of pending.keys()) check(hub, k);
+      unsubscribe = hub.connection.follow({
+        event: (e) => {
+          if (!e.type.startsWith('announce')) return;
+          const id = announcementIdOf(e.data);
+          if (id !== undefined) check(hub, id);
+          else for (const k of pending.keys()) check(hub, k);
+        },
       });
       poll = setInterval(() => {
         for (const k of pending.keys()) check(hub, k);

@@ -1,7 +1,7 @@
-import type { HubConnection } from './connection';
-import { HubUnreachableError } from './connection';
-import { RemoteConnection } from './remote-connection';
-import { createEmbeddedConnection } from './embedded-connection';
+import { HubUnreachableError, type HubConnection } from '../hub-client/connection';
+import { EmbeddedConnection } from '../hub-client/embedded';
+import { RemoteConnection } from '../hub-client/remote';
+import { embeddedHubConfig } from './embedded-config';
 import { redLogger } from './red-logger';
 import type { NodeRedApi, RedNode } from './red-types';
 
@@ -36,7 +36,11 @@ export function registerConfigNode(RED: NodeRedApi): void {
     try {
       this.connection =
         settings.mode === 'embedded'
-          ? createEmbeddedConnection({ settings, credentials, userDir: RED.settings.userDir, nodeId: this.id, logger })
+          ? new EmbeddedConnection({
+              config: embeddedHubConfig(settings, credentials, { userDir: RED.settings.userDir, nodeId: this.id }),
+              logger,
+              name: 'node-red',
+            })
           : new RemoteConnection({ url: String(settings.url ?? ''), token: credentials.token, logger });
     } catch (e) {
       // A bad setting must not take Node-RED down: the nodes report it on every message.
@@ -47,7 +51,7 @@ export function registerConfigNode(RED: NodeRedApi): void {
         mode: settings.mode === 'embedded' ? 'embedded' : 'remote',
         ready: failed,
         run: () => failed,
-        subscribe: () => () => undefined,
+        follow: () => () => undefined,
         close: async () => undefined,
       };
     }

@@ -1,10 +1,12 @@
+import { HUB_EVENT_NAMES } from '../core/events';
 import { hubOf } from './config-node';
 import type { NodeRedApi, RedNode } from './red-types';
 
 export const EVENTS_TYPE = 'speakerhub-events';
 
 /** The event names the editor offers; announcement events (announcementStarted, …) are matched by their prefix. */
-export const EVENT_TOPICS = ['playbackState', 'playbackTime', 'device', 'volume', 'selection', 'announcement'] as const;
+/** Every event type of the hub (derived from the core's list, so a new event reaches the flows). */
+export const EVENT_TOPICS = HUB_EVENT_NAMES;
 
 /** Whether an event passes the node's filter (empty filter: every event). */
 export function eventPasses(filter: readonly string[], type: string): boolean {
@@ -28,12 +30,14 @@ export function registerEventsNode(RED: NodeRedApi): void {
     }
     this.status({ fill: 'grey', shape: 'ring', text: 'connecting' });
     let seen = false;
-    const unsubscribe = hub.connection.subscribe((e) => {
-      if (!seen) {
-        seen = true;
-        this.status({ fill: 'green', shape: 'dot', text: 'listening' });
-      }
-      if (eventPasses(filter, e.type)) this.send({ topic: e.type, payload: e.data });
+    const unsubscribe = hub.connection.follow({
+      event: (e) => {
+        if (!seen) {
+          seen = true;
+          this.status({ fill: 'green', shape: 'dot', text: 'listening' });
+        }
+        if (eventPasses(filter, e.type)) this.send({ topic: e.type, payload: e.data });
+      },
     });
     hub.connection.ready.then(
       () => {

@@ -131,15 +131,19 @@ describe('the platform on real hap-nodejs, remote hub in this process', () => {
     expect(byName('Desk').serviceType).toBe(HAP.services.lightbulb);
   });
 
-  test('Mute sets volume 0; unmuting restores the level it had', async () => {
+  test("Mute is the speaker's own mute (set_mute_device): its level stays; unmuting reads back false", async () => {
     const p = byName('Porch');
     const id = virtualOf(hub.hub).speakers()[1].id;
     await hub.op('set_volume_device', { DeviceID: id, Volume: '23' });
     await until(async () => (await ctrl.read(p.aid, p.iid[HAP.Volume])).value === 46, 'Volume 46');
     await ctrl.write(p.aid, p.iid[HAP.Mute], true);
-    expect((await hub.op('get_volume_device', { DeviceID: id })).Volume).toBe('0');
-    await ctrl.write(p.aid, p.iid[HAP.Mute], false);
+    expect(await hub.op('get_mute_device', { DeviceID: id })).toEqual({ Mute: 'true' });
+    expect(virtualOf(hub.hub).speakers()[1].isMuted()).toBe(true);
     expect((await hub.op('get_volume_device', { DeviceID: id })).Volume).toBe('23');
+    await until(() => ctrl.isOn(p.aid, p.iid[HAP.Mute]), 'Mute reads true');
+    await ctrl.write(p.aid, p.iid[HAP.Mute], false);
+    expect(await hub.op('get_mute_device', { DeviceID: id })).toEqual({ Mute: 'false' });
+    expect(virtualOf(hub.hub).speakers()[1].isMuted()).toBe(false);
   });
 
   test('a hub that goes away: StatusFault, writes answer a HAP status (no exception escapes); it comes back and works', async () => {

@@ -281,6 +281,22 @@ describe('events and the bridge', () => {
     await probe.wait((m) => m.topic === 'speakerhub/bridge/event' && m.json?.type === 'error' && m.json.data.code === 'DeviceNotFound');
   });
 
+  test("mute and power through set are the table's speaker commands: the speaker's own mute, power on plays, off pauses", async () => {
+    const name = 'virtual_speaker_1';
+    await t.rest('stop_play');
+    await writer.publishAsync(`speakerhub/${name}/set`, JSON.stringify({ mute: true, transaction: 'm1' }), { qos: 1 });
+    expect((await probe.wait((m) => m.topic === `speakerhub/${name}/response` && m.json?.transaction === 'm1')).json.status).toBe('ok');
+    await probe.wait((m) => m.topic === `speakerhub/${name}` && m.json?.muted === true, 5000, 'muted state');
+    expect(await t.rest('get_mute_device', { DeviceID: fx.deviceIds[0] })).toMatchObject({ Mute: 'true' });
+    await writer.publishAsync(`speakerhub/${name}/set`, JSON.stringify({ mute: false }), { qos: 1 });
+    await probe.wait((m) => m.topic === `speakerhub/${name}` && m.json?.muted === false, 5000, 'unmuted state');
+    await writer.publishAsync(`speakerhub/${name}/set`, JSON.stringify({ power: 'on' }), { qos: 1 });
+    await probe.wait((m) => m.topic === `speakerhub/${name}` && m.json?.state === 'playing', 10_000, 'playing after power on');
+    await writer.publishAsync(`speakerhub/${name}/set`, JSON.stringify({ power: 'off' }), { qos: 1 });
+    await probe.wait((m) => m.topic === `speakerhub/${name}` && m.json?.state === 'paused', 10_000, 'paused after power off');
+    await t.rest('stop_play');
+  });
+
   test('announce with a volume through set: spoken at that level, the own level restored', async () => {
     await t.rest('stop_play');
     expect((await t.rest('set_volume_device', { DeviceID: fx.deviceIds[1], Volume: '12' })).Result).toBe('true');

@@ -169,6 +169,9 @@ export function validParams(op: Operation, f: Fixture): Record<string, string> {
     MediaUrl: f.webUrl,
     Text: 'Hello from MQTT',
     Volume: '21',
+    Mute: 'false',
+    Power: 'on',
+    Party: 'on',
     Priority: '100',
     ...(f.announcementId ? { AnnouncementID: f.announcementId } : {}),
   };

@@ -41,6 +41,9 @@ function validParams(op: Operation): Record<string, string> {
     Chime: 'false',
     Voice: 'en',
     AnnouncementID: 'AAAAAAAAAAAA',
+    Mute: 'false',
+    Power: 'off',
+    Party: 'off',
   };
   const out: Record<string, string> = {};
   for (const name of parameterNames(op)) {
@@ -79,7 +82,10 @@ describe('a missing required parameter: 400 InvalidParameter naming it', () => {
       'DeviceID',
       'DeviceIDList',
       'MediaUrl',
+      'Mute',
+      'Party',
       'PersistentID',
+      'Power',
       'Priority',
       'SessionToken',
       'Text',
@@ -184,6 +190,19 @@ const MALFORMED: Record<string, [string, keyof typeof ERROR_CODES][]> = {
     ['', 'InvalidParameter'],
     ['en us', 'InvalidParameter'],
     ['x'.repeat(65), 'InvalidParameter'],
+  ],
+  Mute: [
+    ['yes', 'InvalidParameter'],
+    ['', 'InvalidParameter'],
+    ['2', 'InvalidParameter'],
+  ],
+  Power: [
+    ['standby', 'InvalidParameter'],
+    ['', 'InvalidParameter'],
+  ],
+  Party: [
+    ['maybe', 'InvalidParameter'],
+    ['', 'InvalidParameter'],
   ],
   AnnouncementID: [
     ['', 'InvalidParameter'],
