@@ -48,7 +48,9 @@ export class LocalConnection implements HubConnection {
     return this.session;
   }
 
-  async run(operation: string, params: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+  async run(operation: string, given: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+    // Wire form, as a remote hub receives it: lists comma-joined (DeviceIDList).
+    const params = Object.fromEntries(Object.entries(given).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : v]));
     if (!needsSession(operation)) return bodyOf(await runOperation(this.ctx, operation, params));
     let result = await runOperation(this.ctx, operation, { ...params, SessionToken: this.sessionToken() });
     if (!result.ok && result.error.code === 'SessionNotFound') {
