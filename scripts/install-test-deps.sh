@@ -39,6 +39,8 @@ gst_plugins=$(pkg-config --variable=pluginsdir gstreamer-1.0 2>/dev/null || echo
 # PostgreSQL: the cloud suite runs again on a private cluster (initdb + pg_ctl); Debian keeps
 # the binaries off PATH, in /usr/lib/postgresql/<version>/bin.
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null 2>&1 || missing+=(postgresql)
+# Jinja2 (Debian's, for /usr/bin/python3): the Home Assistant discovery test renders every template the hub sends.
+/usr/bin/python3 -c 'import jinja2' >/dev/null 2>&1 || missing+=(python3-jinja2)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then

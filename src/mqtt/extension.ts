@@ -1,7 +1,7 @@
 import type { ExtensionContext, HubExtension } from '../extensions/extension';
 import type { WireSubscription } from '../extensions/wire-events';
 import { HUB_USERNAME, KeyAuth } from './auth';
-import { BridgeRequests, OPERATION_NAMES } from './bridge';
+import { BridgeRequests, OPERATION_NAMES, bridgeResponse, failed, objectPayload } from './bridge';
 import { EmbeddedBroker } from './broker';
 import { PubsubChannel } from './channel';
 import { FriendlyNames } from './friendly-names';
@@ -12,6 +12,35 @@ import { NetworkWatch, type InterfaceSource } from './network-watch';
 import { RateLimitedLog } from './rate-limit';
 import { SpeakerTopics } from './speakers';
 import { Topics } from './topics';
+import { networkInterfaces } from 'node:os';
+import type { MediaChoice } from './ha-discovery';
+
+/** The bridge's own request beyond the operation table: forget a speaker that is gone for good. */
+const FORGET_SPEAKER = 'forget_speaker';
+
+/** The hub's web page, for Home Assistant's "Visit" link: the advertised or listening host and the REST port. */
+function pageUrl(ctx: ExtensionContext): string | undefined {
+  const addr = ctx.httpServer?.address();
+  if (!addr || typeof addr === 'string') return undefined;
+  const configured = ctx.config.mediaServer.advertiseHost ?? ctx.config.server.host;
+  const wildcard = !configured || configured === '0.0.0.0' || configured === '::';
+  const lan = Object.values(networkInterfaces())
+    .flat()
+    .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+  const host = wildcard ? (lan ?? '127.0.0.1') : configured;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${addr.port}/`;
+}
+
+/** The library as the play selects offer it (read when the configs are published). */
+async function libraryChoices(ctx: ExtensionContext, session: string): Promise<MediaChoice[]> {
+  const r = await ctx.dispatch('media_list', { SessionToken: session });
+  if (!r.ok) return [];
+  return (r.body.MediaList as { PersistentID: string; Title: string; Artist?: string }[]).map((m) => ({
+    persistentId: m.PersistentID,
+    title: m.Title,
+    artist: m.Artist,
+  }));
+}
 
 /** What the terminal banner shows (keys are printed there, never logged). */
 export interface MqttStatus {
@@ -135,8 +164,20 @@ export class MqttExtension implements HubExtension {
     const requests = new BridgeRequests(ctx, link, topics, session);
     const speakers = new SpeakerTopics(ctx, link, topics, this.names, session, cfg.timeUpdates);
     await speakers.load();
-    const ha = cfg.haDiscovery ? new HaDiscovery(link, topics, ctx.uuid, ctx.version, () => speakers.list()) : undefined;
-    if (ha) speakers.onChange(() => ha.publish());
+    const ha = cfg.haDiscovery
+      ? new HaDiscovery(
+          link,
+          topics,
+          ctx.uuid,
+          ctx.version,
+          () => speakers.list(),
+          async () => ({
+            configurationUrl: pageUrl(ctx),
+            media: await libraryChoices(ctx, session),
+          }),
+        )
+      : undefined;
+    if (ha) speakers.onChange(() => void ha.publish());
 
     const info = {
       version: ctx.version,
@@ -146,12 +187,34 @@ export class MqttExtension implements HubExtension {
       broker: external ? 'external' : 'embedded',
       ha_discovery: cfg.haDiscovery,
       operations: OPERATION_NAMES,
+      bridge_requests: [FORGET_SPEAKER],
+    };
+
+    // bridge/request/forget_speaker {"speaker": name or DeviceID}: a speaker gone for good is
+    // forgotten: its retained topics and Home Assistant entities are cleared (zigbee2mqtt's device remove).
+    const forgetSpeaker = (payload: Buffer): void => {
+      const parsed = objectPayload(payload);
+      const transaction = parsed.ok ? parsed.value.transaction : undefined;
+      let answer: Record<string, unknown>;
+      if (!parsed.ok) answer = bridgeResponse(parsed.result, transaction);
+      else if (typeof parsed.value.speaker !== 'string')
+        answer = bridgeResponse(failed('InvalidParameter', 'forget_speaker needs {"speaker": <friendly name or DeviceID>}.', 'speaker'), transaction);
+      else {
+        const r = speakers.forget(parsed.value.speaker);
+        if (r.ok) {
+          ha?.clear(r.deviceId);
+          log.info({ deviceId: r.deviceId, speakerName: r.name }, 'MQTT: forgot a speaker that is gone');
+          answer = { status: 'ok', data: { friendly_name: r.name, device_id: r.deviceId }, ...(transaction !== undefined ? { transaction } : {}) };
+        } else answer = bridgeResponse(r.result, transaction);
+      }
+      link.publish(topics.response(FORGET_SPEAKER), JSON.stringify(answer), { qos: 1 });
     };
 
     link.onMessage((topic, payload) => {
       if (topic === pubsub.channel) return channel.handle(payload);
       const c = topics.classify(topic);
       if (!c) return;
+      if (c.kind === 'request' && c.op === FORGET_SPEAKER) return forgetSpeaker(payload);
       if (c.kind === 'request') return requests.handle(c.op, payload);
       if (c.kind === 'set') return speakers.set(c.speaker, payload);
       if (c.kind === 'get') return speakers.get(c.speaker);
@@ -162,7 +225,7 @@ export class MqttExtension implements HubExtension {
       link.publish(topics.state, JSON.stringify({ state: 'online' }), { qos: 1, retain: true });
       link.publish(topics.info, JSON.stringify(info), { qos: 1, retain: true });
       speakers.publishAll();
-      ha?.publish();
+      void ha?.publish();
       channel.announce(reconnect);
     });
     link.onOffline(() => log.warn('MQTT link lost'));

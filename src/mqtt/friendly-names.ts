@@ -61,6 +61,25 @@ export class FriendlyNames {
     return this.byName.get(segment) ?? (this.byId.has(segment) ? segment : undefined);
   }
 
+  /** Every speaker ever named (kept across restarts): the ones the hub lists no more are its ghosts. */
+  knownIds(): string[] {
+    return [...this.byId.keys()];
+  }
+
+  /** The name a known speaker had, without assigning one. */
+  known(deviceId: string): string | undefined {
+    return this.byId.get(deviceId);
+  }
+
+  /** Forgets a speaker for good: its name may go to another speaker. */
+  forget(deviceId: string): void {
+    const name = this.byId.get(deviceId);
+    if (name === undefined) return;
+    this.byId.delete(deviceId);
+    this.byName.delete(name);
+    this.save();
+  }
+
   private set(id: string, name: string): void {
     this.byId.set(id, name);
     this.byName.set(name, id);

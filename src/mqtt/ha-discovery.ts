@@ -7,17 +7,82 @@ export interface DiscoveryMessage {
   config: Record<string, unknown>;
 }
 
+/** A library item as the play selects offer it. */
+export interface MediaChoice {
+  persistentId: string;
+  title: string;
+  artist?: string;
+}
+
+export interface DiscoveryExtras {
+  /** The hub's web page (the hub device's "Visit" link in HA). */
+  configurationUrl?: string;
+  /** The library, for the play selects (the first MAX_SELECT_OPTIONS items). */
+  media?: MediaChoice[];
+}
+
+/** HA renders every option of a select: a library of thousands stays out of it. */
+export const MAX_SELECT_OPTIONS = 100;
+
+/**
+ * Select options from library items: unique labels (a repeated title gets its artist, then a
+ * number), and the label → PersistentID map the command template uses.
+ */
+export function selectOptions(media: MediaChoice[]): { options: string[]; ids: Record<string, string> } {
+  const ids: Record<string, string> = {};
+  for (const m of media.slice(0, MAX_SELECT_OPTIONS)) {
+    const base = (m.title || m.persistentId).slice(0, 120);
+    let label = base in ids && m.artist ? `${base} (${m.artist.slice(0, 60)})` : base;
+    for (let n = 2; label in ids; n++) label = `${base} (${n})`;
+    ids[label] = m.persistentId;
+  }
+  return { options: Object.keys(ids), ids };
+}
+
+/** The topic suffixes of one speaker's discovery configs (a forgotten speaker's are cleared). */
+export const SPEAKER_CONFIGS = [
+  'number/%/volume',
+  'sensor/%/state',
+  'button/%/pause',
+  'button/%/resume',
+  'button/%/stop',
+  'notify/%/announce',
+  'switch/%/mute',
+  'switch/%/power',
+  'select/%/play',
+] as const;
+
+/** notify's send_message has a title since HA 2024.5: spoken before the message when given. */
+const ANNOUNCE_TEMPLATE = (field: string) =>
+  `{"${field}": {% if title is defined and title %}{{ (title ~ '. ' ~ value) | tojson }}{% else %}{{ value | tojson }}{% endif %}}`;
+
 /**
  * Home Assistant MQTT discovery. HA has no MQTT media_player, so each speaker becomes a
  * device with a volume number, a playback-state sensor, pause/resume/stop buttons and an
  * announce notify entity; the hub itself is a device with an announce-to-all notify entity.
  */
-export function discoveryMessages(topics: Topics, uuid: string, version: string, speakers: SpeakerView[]): DiscoveryMessage[] {
+export function discoveryMessages(
+  topics: Topics,
+  uuid: string,
+  version: string,
+  speakers: SpeakerView[],
+  extras: DiscoveryExtras = {},
+): DiscoveryMessage[] {
   const hubKey = uuid.replace(/-/g, '').slice(0, 12);
   const hubId = `speakerhub_${hubKey}`;
-  const hubDevice = { identifiers: [hubId], name: 'SpeakerHub', manufacturer: 'SpeakerHub', model: 'SpeakerHub', sw_version: version };
+  const hubDevice = {
+    identifiers: [hubId],
+    name: 'SpeakerHub',
+    manufacturer: 'SpeakerHub',
+    model: 'SpeakerHub',
+    sw_version: version,
+    ...(extras.configurationUrl ? { configuration_url: extras.configurationUrl } : {}),
+  };
   // Who sent the discovery (HA shows it; `origin` is asked of every integration since 2024.2).
-  const origin = { name: 'SpeakerHub', sw: version };
+  // Its url is the hub's own page (the package has no public home yet).
+  const origin = { name: 'SpeakerHub', sw: version, ...(extras.configurationUrl ? { url: extras.configurationUrl } : {}) };
+  const { options, ids } = selectOptions(extras.media ?? []);
+  const idsJson = JSON.stringify(ids);
   const bridgeAvailability = { topic: topics.state, value_template: '{{ value_json.state }}' };
   const out: DiscoveryMessage[] = [
     {
@@ -30,12 +95,50 @@ export function discoveryMessages(topics: Topics, uuid: string, version: string,
         origin,
         // An announcement on every available speaker: what they played comes back afterwards.
         command_topic: topics.request('announce'),
-        command_template: '{"Text": {{ value | tojson }}}',
+        command_template: ANNOUNCE_TEMPLATE('Text'),
+        availability: [bridgeAvailability],
+        device: hubDevice,
+      },
+    },
+    {
+      // What the last announcement did: done, or failed with the reason (an automation can react).
+      topic: `${topics.haPrefix}/sensor/${hubId}/last_announcement/config`,
+      config: {
+        name: 'Last announcement',
+        unique_id: `${hubId}_last_announcement`,
+        default_entity_id: `sensor.${hubId}_last_announcement`,
+        origin,
+        state_topic: topics.announcement,
+        value_template: '{{ value_json.state }}',
+        json_attributes_topic: topics.announcement,
+        json_attributes_template:
+          '{{ {"announcement_id": value_json.announcement_id, "reason": value_json.reason, "speakers": value_json.speakers} | tojson }}',
+        device_class: 'enum',
+        options: ['queued', 'playing', 'done', 'failed'],
+        icon: 'mdi:bullhorn',
         availability: [bridgeAvailability],
         device: hubDevice,
       },
     },
   ];
+  if (options.length) {
+    out.push({
+      topic: `${topics.haPrefix}/select/${hubId}/play/config`,
+      config: {
+        name: 'Play on all speakers',
+        unique_id: `${hubId}_play`,
+        default_entity_id: `select.${hubId}_play`,
+        origin,
+        // No state of its own: HA shows the option last chosen until it restarts.
+        command_topic: topics.request('play_hub_media_party_mode'),
+        command_template: `{% set ids = ${idsJson} %}{"PersistentID": {{ ids[value] | tojson }}}`,
+        options,
+        icon: 'mdi:playlist-music',
+        availability: [bridgeAvailability],
+        device: hubDevice,
+      },
+    });
+  }
   for (const s of speakers) {
     // Scoped by the hub: two hubs on one broker (their virtual speakers have the same DeviceIDs)
     // never share a unique_id.
@@ -81,9 +184,62 @@ export function discoveryMessages(topics: Topics, uuid: string, version: string,
         value_template: '{{ value_json.state }}',
         device_class: 'enum',
         options: ['playing', 'paused', 'stopped', 'announcing'],
+        // What plays, how far, and mute, as the state's attributes (media cards and automations read them).
+        json_attributes_topic: topics.speaker(s.name),
+        json_attributes_template:
+          '{{ {"media_title": (value_json.media.title if value_json.media else none), "media_kind": (value_json.media.kind if value_json.media else none), "time_elapsed": value_json.time_elapsed, "muted": value_json.muted, "volume": value_json.volume} | tojson }}',
         icon: 'mdi:speaker',
       },
     });
+    out.push({
+      topic: `${topics.haPrefix}/switch/${uid}/mute/config`,
+      config: {
+        ...common,
+        name: 'Mute',
+        unique_id: `${uid}_mute`,
+        state_topic: topics.speaker(s.name),
+        value_template: "{{ 'ON' if value_json.muted else 'OFF' }}",
+        command_topic: set,
+        payload_on: '{"mute": true}',
+        payload_off: '{"mute": false}',
+        state_on: 'ON',
+        state_off: 'OFF',
+        icon: 'mdi:volume-off',
+      },
+    });
+    out.push({
+      topic: `${topics.haPrefix}/switch/${uid}/power/config`,
+      config: {
+        ...common,
+        name: 'Power',
+        unique_id: `${uid}_power`,
+        state_topic: topics.speaker(s.name),
+        value_template: "{{ 'ON' if value_json.state in ['playing', 'announcing'] else 'OFF' }}",
+        command_topic: set,
+        payload_on: '{"power": "on"}',
+        payload_off: '{"power": "off"}',
+        state_on: 'ON',
+        state_off: 'OFF',
+        icon: 'mdi:power',
+      },
+    });
+    if (options.length) {
+      out.push({
+        topic: `${topics.haPrefix}/select/${uid}/play/config`,
+        config: {
+          ...common,
+          name: 'Play',
+          unique_id: `${uid}_play`,
+          state_topic: topics.speaker(s.name),
+          // The library item playing, else unknown ("None" clears a select's state).
+          value_template: `{% set t = value_json.media.title if value_json.media and value_json.media.kind == 'hub' else '' %}{{ t if t in ${JSON.stringify(options)} else 'None' }}`,
+          command_topic: set,
+          command_template: `{% set ids = ${idsJson} %}{"play": {"persistent_id": {{ ids[value] | tojson }}}}`,
+          options,
+          icon: 'mdi:playlist-music',
+        },
+      });
+    }
     for (const action of ['pause', 'resume', 'stop'] as const) {
       out.push({
         topic: `${topics.haPrefix}/button/${uid}/${action}/config`,
@@ -104,7 +260,7 @@ export function discoveryMessages(topics: Topics, uuid: string, version: string,
         name: 'Announce',
         unique_id: `${uid}_announce`,
         command_topic: set,
-        command_template: '{"announce": {{ value | tojson }}}',
+        command_template: ANNOUNCE_TEMPLATE('announce'),
       },
     });
   }
@@ -124,16 +280,24 @@ export class HaDiscovery {
     private readonly uuid: string,
     private readonly version: string,
     private readonly speakers: () => SpeakerView[],
+    private readonly extras: () => Promise<DiscoveryExtras> | DiscoveryExtras = () => ({}),
   ) {}
 
-  publish(): void {
-    for (const m of discoveryMessages(this.topics, this.uuid, this.version, this.speakers())) {
+  async publish(): Promise<void> {
+    const extras = await this.extras();
+    for (const m of discoveryMessages(this.topics, this.uuid, this.version, this.speakers(), extras)) {
       this.link.publish(m.topic, JSON.stringify(m.config), { qos: 1, retain: true });
     }
   }
 
+  /** A speaker removed for good: its configs are cleared (empty retained), as zigbee2mqtt does. */
+  clear(deviceId: string): void {
+    const uid = speakerUid(this.uuid.replace(/-/g, '').slice(0, 12), deviceId);
+    for (const c of SPEAKER_CONFIGS) this.link.publish(`${this.topics.haPrefix}/${c.replace('%', uid)}/config`, '', { qos: 1, retain: true });
+  }
+
   /** `homeassistant/status` says `online` when HA (re)starts: it wants the configs again. */
   haStatus(payload: Buffer): void {
-    if (payload.toString('utf8').trim() === 'online') this.publish();
+    if (payload.toString('utf8').trim() === 'online') void this.publish();
   }
 }

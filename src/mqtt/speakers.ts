@@ -31,6 +31,8 @@ export class SpeakerTopics {
   /** Speakers muted now (the core's mute events; a driver's own mute or volume 0 with restore). */
   private readonly muted = new Set<string>();
   private listeners: (() => void)[] = [];
+  /** The last announcement's outcome, published retained (and again after a reconnect). */
+  private lastAnnouncement?: Record<string, unknown>;
 
   constructor(
     private readonly ctx: Pick<ExtensionContext, 'dispatch'>,
@@ -67,6 +69,8 @@ export class SpeakerTopics {
     this.published.clear();
     this.publishDevices();
     for (const s of this.speakers.values()) this.publishSpeaker(s);
+    this.publishGhosts();
+    if (this.lastAnnouncement) this.publishRetained(this.topics.announcement, 'announcement', this.lastAnnouncement);
   }
 
   event(e: WireEvent): void {
@@ -122,6 +126,14 @@ export class SpeakerTopics {
         break;
       }
       case 'announcement': {
+        const done = e.data;
+        this.lastAnnouncement = {
+          announcement_id: done.announcementId,
+          state: done.state,
+          reason: done.reason ?? null,
+          speakers: done.deviceIds.map((id) => this.speakers.get(id)?.name ?? id),
+        };
+        this.publishRetained(this.topics.announcement, 'announcement', this.lastAnnouncement);
         // The speaker's state says 'announcing' while it speaks, then what it is back to.
         const a = e.data;
         for (const id of a.deviceIds) {
@@ -159,7 +171,7 @@ export class SpeakerTopics {
   /** `<base>/<name>/set`: volume, state, announce, play; a speaker's sets run in the order sent. */
   set(segment: string, payload: Buffer): Promise<void> | void {
     const s = this.find(segment);
-    if (!s) return this.answerUnknown(segment);
+    if (!s) return this.answerUnknown(segment, payload);
     return this.order.run(s.id, () => this.setNow(s, payload));
   }
 
@@ -252,12 +264,56 @@ export class SpeakerTopics {
     }
   }
 
+  /**
+   * Speakers the hub had before (their names are kept) but does not list now: published
+   * offline (retained), so Home Assistant shows them unavailable rather than stale.
+   */
+  publishGhosts(): void {
+    for (const id of this.names.knownIds()) {
+      if (this.speakers.has(id)) continue;
+      const name = this.names.known(id)!;
+      this.publishRetained(this.topics.availability(name), `availability:${id}`, { state: 'offline' });
+    }
+  }
+
+  /**
+   * Forgets a speaker the hub no longer lists (bridge/request/forget_speaker): its retained
+   * topics are cleared and its name is free again. A listed speaker is refused.
+   */
+  forget(segment: string): { ok: true; deviceId: string; name: string } | { ok: false; result: DispatchResult } {
+    const id = this.names.resolve(segment);
+    if (!id)
+      return {
+        ok: false,
+        result: failed('DeviceNotFound', `No speaker is named ${JSON.stringify(segment.slice(0, 60))} (friendly name or DeviceID).`, 'speaker'),
+      };
+    const name = this.names.known(id)!;
+    if (this.speakers.has(id))
+      return {
+        ok: false,
+        result: failed('InvalidParameter', `${name} is listed by the hub now; only a speaker that is gone can be forgotten.`, 'speaker'),
+      };
+    for (const topic of [this.topics.speaker(name), this.topics.availability(name)]) this.link.publish(topic, '', { qos: 1, retain: true });
+    this.published.delete(`speaker:${id}`);
+    this.published.delete(`availability:${id}`);
+    this.names.forget(id);
+    return { ok: true, deviceId: id, name };
+  }
+
   private find(segment: string): SpeakerView | undefined {
     const id = this.names.resolve(segment);
     return id ? this.speakers.get(id) : undefined;
   }
 
-  private answerUnknown(segment: string): void {
+  private answerUnknown(segment: string, payload?: Buffer): void {
+    const ghost = this.names.resolve(segment);
+    if (ghost && payload) {
+      // A speaker the hub had: the error goes where the sender waits for the answer (HA shows it).
+      const parsed = objectPayload(payload);
+      const transaction = parsed.ok ? parsed.value.transaction : undefined;
+      const result = failed('DeviceUnavailable', `${this.names.known(ghost)} is not present: the hub does not list it now.`);
+      this.link.publish(this.topics.setResponse(this.names.known(ghost)!), JSON.stringify(bridgeResponse(result, transaction)), { qos: 1 });
+    }
     // Reported on the bridge (the segment's own topics may belong to nobody).
     this.link.publish(
       this.topics.event,

@@ -17,6 +17,10 @@ export class Topics {
   get event(): string {
     return `${this.base}/bridge/event`;
   }
+  /** The last announcement's outcome (retained): state, reason, speakers. */
+  get announcement(): string {
+    return `${this.base}/bridge/announcement`;
+  }
   get requests(): string {
     return `${this.base}/bridge/request/+`;
   }

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { stat } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { connect as tcpConnect } from 'node:net';
@@ -8,7 +9,7 @@ import { buildCli } from '../../src/cli';
 import { loadOrCreateKeys } from '../../src/mqtt/keys';
 import { channelCommand, Probe, startMqttHub, type MqttTestHub } from './helpers';
 import { eventually } from '../helpers/hub';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mqttPacket from 'mqtt-packet';
@@ -217,5 +218,213 @@ describe('the MQTT front end in a hub', () => {
     await ha.client.subscribeAsync('speakerhub/virtual_speaker_1');
     await ha.wait((m) => m.topic === 'speakerhub/virtual_speaker_1' && m.json?.volume === 12);
     await ha.end();
+  });
+
+  test('discovery payloads use only the fields Home Assistant documents for each platform; mute, power, play and the last announcement work as HA sends them', async () => {
+    t = await startMqttHub({ mqtt: { haDiscovery: true } });
+    const ha = await Probe.connect(t.url!, { username: t.keys.subscribeKey, password: t.keys.publishKey });
+    await ha.client.subscribeAsync(['homeassistant/#', 'speakerhub/#']);
+    const hubKey = t.uuid.replace(/-/g, '').slice(0, 12);
+    const speakerId = (await t.rest('device_list')).DeviceList[0].DeviceID;
+    const uid = `speakerhub_${hubKey}_${speakerId}`;
+    const play = await ha.wait((m) => m.topic === `homeassistant/select/${uid}/play/config`);
+    await ha.wait((m) => m.topic === `homeassistant/sensor/speakerhub_${hubKey}/last_announcement/config`);
+    // The fields of HA's MQTT discovery documentation, per platform (abbreviations included).
+    const COMMON = [
+      'name',
+      'unique_id',
+      'default_entity_id',
+      'origin',
+      'availability',
+      'availability_mode',
+      'device',
+      'icon',
+      'json_attributes_topic',
+      'json_attributes_template',
+      'enabled_by_default',
+      'entity_category',
+      'qos',
+    ];
+    const PLATFORM: Record<string, string[]> = {
+      number: [
+        'command_topic',
+        'command_template',
+        'state_topic',
+        'value_template',
+        'min',
+        'max',
+        'step',
+        'mode',
+        'unit_of_measurement',
+        'device_class',
+        'optimistic',
+        'retain',
+      ],
+      sensor: ['state_topic', 'value_template', 'device_class', 'options', 'unit_of_measurement', 'state_class', 'expire_after', 'force_update'],
+      button: ['command_topic', 'command_template', 'payload_press', 'device_class', 'retain'],
+      notify: ['command_topic', 'command_template', 'retain'],
+      switch: [
+        'command_topic',
+        'command_template',
+        'state_topic',
+        'value_template',
+        'payload_on',
+        'payload_off',
+        'state_on',
+        'state_off',
+        'optimistic',
+        'retain',
+        'device_class',
+      ],
+      select: ['command_topic', 'command_template', 'state_topic', 'value_template', 'options', 'optimistic', 'retain'],
+    };
+    const DEVICE = [
+      'identifiers',
+      'connections',
+      'name',
+      'manufacturer',
+      'model',
+      'model_id',
+      'sw_version',
+      'hw_version',
+      'serial_number',
+      'suggested_area',
+      'via_device',
+      'configuration_url',
+    ];
+    const ORIGIN = ['name', 'sw', 'sw_version', 'url', 'support_url'];
+    const media = (await t.rest('media_list')).MediaList;
+    const media0Title = () => media[0].Title as string;
+    const isConfig = (m: { topic: string; json?: unknown }) => m.topic.startsWith('homeassistant/') && m.topic.endsWith('/config') && !!m.json;
+    // Three speakers × 9 entities, and the hub's announce, last announcement and play.
+    await eventually(() => new Set(ha.messages.filter(isConfig).map((m) => m.topic)).size === 3 * 9 + 3, 10_000, 'every discovery config');
+    const configs = ha.messages.filter(isConfig);
+    expect(new Set(configs.map((m) => m.topic.split('/')[1]))).toEqual(new Set(Object.keys(PLATFORM)));
+    for (const m of configs) {
+      const platform = m.topic.split('/')[1];
+      for (const key of Object.keys(m.json)) expect([m.topic, key, [...COMMON, ...PLATFORM[platform]].includes(key)]).toEqual([m.topic, key, true]);
+      for (const key of Object.keys(m.json.device)) expect([m.topic, key, DEVICE.includes(key)]).toEqual([m.topic, key, true]);
+      for (const key of Object.keys(m.json.origin)) expect(ORIGIN.includes(key)).toBe(true);
+      if (platform === 'select' || m.json.device_class === 'enum') expect(m.json.options.length).toBeGreaterThan(0);
+    }
+    // Every template renders in Jinja2 (HA's engine) to what HA needs: JSON commands, JSON attributes, valid states.
+    const speakerState = {
+      state: 'playing',
+      volume: 20,
+      muted: true,
+      available: true,
+      media: { kind: 'hub', title: media0Title(), persistent_id: '1' },
+      time_elapsed: 12,
+      device_id: speakerId,
+      name: 'Virtual Speaker 1',
+    };
+    const jobs: { topic: string; key: string; template: string; variables: Record<string, unknown> }[] = [];
+    for (const m of configs) {
+      for (const [key, template] of Object.entries(m.json)) {
+        if (!key.endsWith('_template')) continue;
+        const value = m.topic.includes('/select/') ? m.json.options[0] : m.topic.includes('/number/') ? '17' : 'Dinner is ready';
+        const value_json = m.topic.includes('last_announcement')
+          ? { state: 'failed', reason: 'speaker lost', announcement_id: 'x', speakers: ['a'] }
+          : speakerState;
+        jobs.push({ topic: m.topic, key, template: String(template), variables: key === 'command_template' ? { value } : { value_json } });
+        if (m.topic.includes('/notify/')) jobs.push({ topic: m.topic, key, template: String(template), variables: { value, title: 'Kitchen' } });
+      }
+    }
+    const rendered = JSON.parse(
+      execFileSync('/usr/bin/python3', [join(__dirname, 'render-jinja.py')], {
+        input: JSON.stringify(jobs.map(({ template, variables }) => ({ template, variables }))),
+      }).toString(),
+    ) as (string | { error: string })[];
+    rendered.forEach((r, i) => {
+      const { topic, key, variables } = jobs[i];
+      expect([topic, key, typeof r === 'string' ? 'ok' : r.error]).toEqual([topic, key, 'ok']);
+      const text = r as string;
+      if (key === 'command_template' || key === 'json_attributes_template') expect(() => JSON.parse(text)).not.toThrow();
+      if (key === 'value_template' && topic.includes('/switch/')) expect(['ON', 'OFF']).toContain(text);
+      if (key === 'value_template' && topic.includes('/sensor/')) expect(configs.find((c) => c.topic === topic)!.json.options).toContain(text);
+      if (key === 'value_template' && topic.includes('/select/')) expect(text).toBe(media0Title());
+      if (topic.includes('/notify/') && 'title' in variables) expect(Object.values(JSON.parse(text))[0]).toBe('Kitchen. Dinner is ready');
+    });
+    expect(jobs.length).toBeGreaterThan(30);
+    // The hub device links its web page.
+    const hubConfig = configs.find((m) => m.topic === `homeassistant/notify/speakerhub_${hubKey}/announce/config`)!;
+    expect(hubConfig.json.device.configuration_url).toMatch(/^http:\/\/.+:\d+\/$/);
+    // The play select: its options are the library's titles; HA sends the option, the template maps it.
+    expect(play.json.options).toEqual(media.map((m: { Title: string }) => m.Title));
+    const mapped = /\{% set ids = (\{.*?\}) %\}/.exec(play.json.command_template)![1];
+    expect(JSON.parse(mapped)[media[0].Title]).toBe(media[0].PersistentID);
+    await ha.client.publishAsync(
+      'speakerhub/virtual_speaker_1/set',
+      JSON.stringify({ play: { persistent_id: JSON.parse(mapped)[media[0].Title] } }),
+      { qos: 1 },
+    );
+    await ha.wait((m) => m.topic === 'speakerhub/virtual_speaker_1' && m.json?.state === 'playing' && m.json.media?.title === media[0].Title);
+    // Mute switch: HA's payload_on, the state follows the core's mute.
+    const mute = configs.find((m) => m.topic === `homeassistant/switch/${uid}/mute/config`)!;
+    await ha.client.publishAsync(mute.json.command_topic, mute.json.payload_on, { qos: 1 });
+    await ha.wait((m) => m.topic === 'speakerhub/virtual_speaker_1' && m.json?.muted === true);
+    expect(await t.rest('get_mute_device', { DeviceID: speakerId })).toMatchObject({ Mute: 'true' });
+    await ha.client.publishAsync(mute.json.command_topic, mute.json.payload_off, { qos: 1 });
+    await ha.wait((m) => m.topic === 'speakerhub/virtual_speaker_1' && m.json?.muted === false);
+    // Power off: the speaker playing alone pauses.
+    const power = configs.find((m) => m.topic === `homeassistant/switch/${uid}/power/config`)!;
+    await ha.client.publishAsync(power.json.command_topic, power.json.payload_off, { qos: 1 });
+    await ha.wait((m) => m.topic === 'speakerhub/virtual_speaker_1' && m.json?.state === 'paused');
+    // The last announcement: its outcome, retained, with the reason when it failed.
+    const a = await t.rest('announce', { Text: 'Hello', DeviceIDList: speakerId });
+    const last = await ha.wait(
+      (m) => m.topic === 'speakerhub/bridge/announcement' && m.json?.announcement_id === a.AnnouncementID && m.json.state === 'done',
+      15_000,
+      'announcement done',
+    );
+    expect(last.json.speakers).toEqual(['virtual_speaker_1']);
+    await t.rest('stop_play');
+    await ha.end();
+  });
+
+  test('a speaker gone after a restart is published offline (a ghost); a set to it is answered with an error; forget_speaker clears its entities', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'speakerhub-mqtt-ghost-'));
+    try {
+      t = await startMqttHub({ mqtt: { haDiscovery: true }, speakers: { virtual: { count: 3 } } }, { dataDir });
+      const third = (await t.rest('device_list')).DeviceList[2].DeviceID;
+      await t.close();
+      t = await startMqttHub({ mqtt: { haDiscovery: true }, speakers: { virtual: { count: 2 } } }, { dataDir });
+      const hubKey = t.uuid.replace(/-/g, '').slice(0, 12);
+      const c = await Probe.connect(t.url!, { username: t.keys.subscribeKey, password: t.keys.publishKey });
+      await c.client.subscribeAsync(['speakerhub/#', 'homeassistant/#']);
+      const ghost = await c.wait((m) => m.topic === 'speakerhub/virtual_speaker_3/availability');
+      expect(ghost.retain).toBe(true);
+      expect(ghost.json).toEqual({ state: 'offline' });
+      // A command to it: an error where the sender waits for the answer.
+      await c.client.publishAsync('speakerhub/virtual_speaker_3/set', JSON.stringify({ volume: 5, transaction: 'g1' }), { qos: 1 });
+      const err = await c.wait((m) => m.topic === 'speakerhub/virtual_speaker_3/response' && m.json?.transaction === 'g1');
+      expect(err.json).toMatchObject({ status: 'error', code: 'DeviceUnavailable' });
+      // A present speaker cannot be forgotten.
+      await c.client.publishAsync('speakerhub/bridge/request/forget_speaker', JSON.stringify({ speaker: 'virtual_speaker_1', transaction: 'f0' }), {
+        qos: 1,
+      });
+      expect((await c.wait((m) => m.topic === 'speakerhub/bridge/response/forget_speaker' && m.json?.transaction === 'f0')).json.status).toBe(
+        'error',
+      );
+      await c.client.publishAsync('speakerhub/bridge/request/forget_speaker', JSON.stringify({ speaker: 'virtual_speaker_3', transaction: 'f1' }), {
+        qos: 1,
+      });
+      const done = await c.wait((m) => m.topic === 'speakerhub/bridge/response/forget_speaker' && m.json?.transaction === 'f1');
+      expect(done.json).toMatchObject({ status: 'ok', data: { friendly_name: 'virtual_speaker_3', device_id: third } });
+      // Its discovery configs are cleared: empty retained payloads HA reads as "remove".
+      await c.wait((m) => m.topic === `homeassistant/number/speakerhub_${hubKey}_${third}/volume/config` && m.text === '');
+      await c.wait((m) => m.topic === 'speakerhub/virtual_speaker_3/availability' && m.text === '');
+      await c.end();
+      // Forgotten for good: its name is no longer kept for the next start (so no ghost is published then).
+      await t.close();
+      t = undefined as never;
+      const names = JSON.parse(await readFile(join(dataDir, 'mqtt-names.json'), 'utf8'));
+      expect(Object.keys(names)).not.toContain(third);
+      expect(Object.keys(names)).toHaveLength(2);
+    } finally {
+      await t?.close();
+      t = undefined as never;
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });

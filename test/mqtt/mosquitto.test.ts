@@ -59,6 +59,30 @@ suite('an external broker: a real mosquitto with a password file and an ACL', ()
     await expect(Probe.connect(url, { username: 'controller', password: 'wrong-password-000000' })).rejects.toMatchObject({ code: 5 });
   });
 
+  test("Home Assistant's account (README ACL): reads the discovery configs, its birth message republishes them, its set works; the channel is refused", async () => {
+    // This hub has discovery off; a second hub with it on, on the same broker and account.
+    const withHa = await startMqttHub({
+      mqtt: { url, username: 'speakerhub', password: USERS.speakerhub, haDiscovery: true, clientId: 'speakerhub-ha-test', baseTopic: 'speakerhub' },
+    });
+    try {
+      const ha = await Probe.connect(url, { username: 'homeassistant', password: USERS.homeassistant, protocolVersion: 5 });
+      await ha.client.subscribeAsync(['homeassistant/#', 'speakerhub/#'], { qos: 1 });
+      const hubKey = withHa.uuid.replace(/-/g, '').slice(0, 12);
+      await ha.wait((m) => m.topic === `homeassistant/notify/speakerhub_${hubKey}/announce/config`);
+      const before = ha.messages.length;
+      await ha.client.publishAsync('homeassistant/status', 'online', { qos: 1 });
+      await ha.wait((m) => m.topic === `homeassistant/notify/speakerhub_${hubKey}/announce/config` && ha.messages.indexOf(m) >= before);
+      await ha.client.publishAsync('speakerhub/virtual_speaker_2/set', '{"volume": 14}', { qos: 1 });
+      await eventually(async () => (await withHa.rest('get_volume_device', { DeviceID: fx.deviceIds[1] })).Volume === '14', 5000, 'volume 14');
+      await expect(ha.client.publishAsync(CHANNEL, JSON.stringify({ Command: 'stop_play', SessionToken: fx.session }), { qos: 1 })).rejects.toThrow(
+        /[Nn]ot authori[sz]ed|135/,
+      );
+      await ha.end();
+    } finally {
+      await withHa.close();
+    }
+  });
+
   test('the broker killed and restarted mid-play: REST unaffected, QoS 1 commands sent while the hub was away are processed, state republished', async () => {
     await t.rest('stop_play');
     await t.rest('set_volume', { Volume: '20' });

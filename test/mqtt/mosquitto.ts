@@ -25,7 +25,12 @@ export async function freePort(): Promise<number> {
 }
 
 /** The README's example: the hub, a controller that commands, a viewer that only reads. */
-export const USERS = { speakerhub: 'hub-password-0123456789', controller: 'controller-password-0123', viewer: 'viewer-password-01234567' };
+export const USERS = {
+  speakerhub: 'hub-password-0123456789',
+  controller: 'controller-password-0123',
+  viewer: 'viewer-password-01234567',
+  homeassistant: 'ha-password-0123456789ab',
+};
 export const ACL = `# the hub: everything under its base topic, the channel, Home Assistant discovery
 user speakerhub
 topic readwrite speakerhub/#
@@ -42,6 +47,14 @@ topic read speakerhub/#
 # a client that only watches
 user viewer
 topic read speakerhub/#
+
+# Home Assistant: discovery configs and its birth message, speaker states, set and bridge requests
+user homeassistant
+topic read homeassistant/#
+topic write homeassistant/status
+topic read speakerhub/#
+topic write speakerhub/+/set
+topic write speakerhub/bridge/request/#
 `;
 
 /**
