@@ -254,11 +254,12 @@ export function defineEndToEnd(version: NodeRedVersion): void {
           const seen = ((await nr.request('/api/events')).body as any[]).length;
           await remote.stop();
           await remote.start();
-          // The stream starts with the current playback state: the sign that it reconnected.
+          // The stream starts with the current playback state: the sign that it reconnected (not
+          // the old hub's last word, a playbackState with reason 'shutdown' when it was playing).
           await until(
             'the event stream to reconnect',
             async () => ((await nr.request('/api/events')).body as any[]).slice(seen),
-            (l) => l.some((e) => e.topic === 'playbackState'),
+            (l) => l.some((e) => e.topic === 'playbackState' && e.payload.reason !== 'shutdown'),
             20_000,
           );
           // New session on the new hub (the old one is gone): renewed transparently.

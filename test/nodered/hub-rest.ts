@@ -31,7 +31,7 @@ export async function until<T>(what: string, probe: () => Promise<T>, check: (v:
       lastErr = e;
     }
     if (Date.now() > end)
-      throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)?.slice(0, 500)} ${lastErr ? String(lastErr) : ''}`);
+      throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)?.slice(-1500)} ${lastErr ? String(lastErr) : ''}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
