@@ -66,7 +66,7 @@ test("play-tts is the spec's TTS play: it replaces the music on the named speake
   const status = await json('status');
   expect(status.PlaybackState).toBe('PlayerStatePlaying');
   expect(status.Playing.map((d: { DeviceName: string }) => d.DeviceName).sort()).toEqual(['Kitchen', 'Office']);
-  expect(await cli('status')).toMatch(/^Playing speech "Dinner is ready, and it is a rather long sentence to keep spe\.\.\." at /);
+  expect(await cli('status')).toMatch(/^Playing speech "Dinner is ready, and it is a rather long sentence to keep\.\.\." at /);
   expect(await cli('stop')).toBe('Stopped\n');
   expect((await h.op('playback_status')).PlaybackState).toBe('PlayerStateStopped');
 });
