@@ -21,9 +21,12 @@
    * of sight on a phone): kind 'ok', 'error' or 'info'; an empty text hides it.
    */
   function say(out, text, kind = 'error') {
+    clearTimeout(out.fade);
     out.textContent = text || '';
     out.dataset.kind = kind;
     out.hidden = !text;
+    // A success is news for a moment (a stale "Stopped." under a playing track misleads); an error stays until the next try.
+    if (kind === 'ok' && text) out.fade = setTimeout(() => (out.hidden = true), 8000);
   }
   /** Sign-in messages: at the top of the sign-in form, which is all the page shows then. */
   const show = (text, ok) => say($('signin-result'), text, ok ? 'ok' : 'error');
