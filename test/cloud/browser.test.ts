@@ -308,6 +308,15 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     await page.fill('#pub-key', 'not-the-publish-key');
     await page.click('#signin-mqtt button[type=submit]');
     await page.locator('#signin-result', { hasText: 'refused these keys' }).waitFor();
+
+    // Signed in over MQTT, the hub stops: the page says it cannot be reached instead of the last state.
+    await page.fill('#pub-key', mqttHub.keys.publishKey);
+    await page.click('#signin-mqtt button[type=submit]');
+    await page.locator('#state', { hasText: 'Stopped' }).waitFor();
+    await mqttHub.close();
+    mqttHub = undefined;
+    await page.locator('#hub-link', { hasText: 'The hub cannot be reached' }).waitFor();
+    expect(await page.textContent('#state')).toBe('Hub unreachable');
     await page.close();
   }, 30_000);
 });
