@@ -3,7 +3,7 @@
 // (after `npm run build`). test/nodered/editor.test.ts fails when they are stale.
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
-const { operationsEditorHtml, operationsHelpHtml, universalEditorHtml, universalHelpHtml } = require('../dist/nodered/editor.js');
+const { configEditorHtml, operationsEditorHtml, operationsHelpHtml, universalEditorHtml, universalHelpHtml } = require('../dist/nodered/editor.js');
 
 const root = join(__dirname, '..');
 for (const [file, text] of [
@@ -11,6 +11,8 @@ for (const [file, text] of [
   ['nodes/locales/en-US/speakerhub-operations.html', operationsHelpHtml()],
   ['nodes/speakerhub.html', universalEditorHtml()],
   ['nodes/locales/en-US/speakerhub.html', universalHelpHtml()],
+  // Hand-written but for its driver choice list, which follows src/drivers/registry.ts.
+  ['nodes/speakerhub-config.html', configEditorHtml(readFileSync(join(root, 'nodes/speakerhub-config.html'), 'utf8'))],
 ]) {
   const path = join(root, file);
   let before = '';

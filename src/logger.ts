@@ -1,6 +1,6 @@
 import pino, { type Logger } from 'pino';
 import { redactText } from './redact';
-import { describeError, PrettyLogStream, type LogNames } from './logging/pretty';
+import { describeError, PrettyLogStream, withSpeakerNames, type LogNames } from './logging/pretty';
 
 export type { Logger };
 // The redaction helpers live in one place (src/redact.ts); re-exported for existing callers.
@@ -50,14 +50,16 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       censor: '[redacted]',
     },
   };
+  // JSON lines get the speakers' names beside their IDs when the caller can name them (the CLI's hub).
+  const json = options.names ? { ...opts, formatters: { log: withSpeakerNames(options.names) } } : opts;
   if (options.stream) {
-    const dest = options.format === 'pretty' ? new PrettyLogStream(options.stream, options.names ?? {}, false) : options.stream;
-    return pino(opts, redacting(dest));
+    if (options.format === 'pretty') return pino(opts, redacting(new PrettyLogStream(options.stream, options.names ?? {}, false)));
+    return pino(json, redacting(options.stream));
   }
   if (prettyLogs(options.format)) {
     return pino(opts, redacting(new PrettyLogStream(process.stdout, options.names ?? {}, process.stdout.isTTY === true && !process.env.NO_COLOR)));
   }
-  return pino(opts, redacting(pino.destination(1)));
+  return pino(json, redacting(pino.destination(1)));
 }
 
 /** A log destination that redacts every line (src/redact.ts) before it reaches `target`. */

@@ -26,6 +26,8 @@ export function bannerLines(hub: SpeakerHub, options: { tty: boolean }): string[
       const port = new URL(hub.url).port;
       for (const a of lanAddresses()) lines.push(`              http://${a}:${port}/api/v1/   (LAN)`);
     }
+    // The browser page (web/client) is served at / of the same port: the easiest way in for a person.
+    lines.push(`  Web page:   ${hub.url}/   (speakers, play, volume, announce; sign in with the API token)`);
     const file = join(config.dataDir, 'api-token');
     if (!hub.token) lines.push('  API token:  none — authentication is OFF (server.auth=false)');
     else if (!options.tty)

@@ -348,7 +348,7 @@ export class AnnouncementManager implements OverlayHost {
       const r = results[i];
       if (r.status === 'rejected') {
         const msg = r.reason instanceof Error ? r.reason.message : String(r.reason);
-        failures.push(`${s.id}: ${msg}`);
+        failures.push(`${s.info().name} (${s.id}): ${msg}`);
         this.dropSpeaker(a, s.id, true);
         return;
       }

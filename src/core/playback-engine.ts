@@ -5,7 +5,7 @@ import type { Selection } from './selection';
 import type { SpeakerRegistry } from './speaker-registry';
 import type { MediaRequest, Speaker, SpeakerDriver, SpeakerPlayState, StopReason } from '../drivers/driver';
 import type { Logger } from '../logger';
-import { redactUrl } from '../redact';
+import { clip, redactUrl } from '../redact';
 
 /** Where a play goes: the playback session, every speaker, or a DeviceIDList. */
 export type Target = { kind: 'session' } | { kind: 'party' } | { kind: 'selected'; deviceIds: string[] };
@@ -188,7 +188,16 @@ export class PlaybackEngine {
         else this.watch(p, s);
       }
       this.logger.info(
-        { kind: media.kind, priority, target: target.kind, speakers: started.map((s) => s.id), lent: lent.map((s) => s.id) },
+        {
+          kind: media.kind,
+          // What plays, as a person names it: the title, the web URL (without its secrets), the spoken text (cut short).
+          title: clip(media.kind === 'web' ? redactUrl(media.url) : (media.title ?? ''), 120),
+          ...(media.persistentId ? { persistentId: media.persistentId } : {}),
+          priority,
+          target: target.kind,
+          speakers: started.map((s) => s.id),
+          lent: lent.map((s) => s.id),
+        },
         'playback started',
       );
       this.changed();

@@ -81,7 +81,10 @@ export class VolumeControl {
     if (!speakers.length) throw new HubError('NoSpeakerAvailable', 'No speaker is available to set a volume on.');
     const results = await Promise.allSettled(speakers.map((s) => s.setVolume(volume)));
     const reasons = results.flatMap((r, i) =>
-      r.status === 'rejected' ? [`${speakers[i].id}: ${r.reason instanceof Error ? r.reason.message : String(r.reason)}`] : [],
+      // Named for people (the log and the error message), with the ID for scripts.
+      r.status === 'rejected'
+        ? [`${speakers[i].info().name} (${speakers[i].id}): ${r.reason instanceof Error ? r.reason.message : String(r.reason)}`]
+        : [],
     );
     if (reasons.length) {
       this.logger.warn({ failed: reasons }, 'set_volume failed on some speakers');

@@ -10,6 +10,33 @@ export interface LogNames {
 
 const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO ', 40: 'WARN ', 50: 'ERROR', 60: 'FATAL' };
 const COLORS: Record<number, string> = { 10: '90', 20: '36', 30: '32', 40: '33', 50: '31', 60: '35' };
+/** Fields that hold one speaker's DeviceID, or a list of them (the core and drivers log IDs; a person reads names). */
+const SPEAKER_KEYS = new Set(['deviceId', 'DeviceID', 'speaker']);
+const SPEAKER_LIST_KEYS = new Set(['deviceIds', 'speakers', 'lent']);
+/** What withSpeakerNames() adds for JSON logs. */
+const NAME_KEYS = new Set(['speakerName', 'speakerNames']);
+
+/**
+ * For JSON logs (journald, log shippers): the speakers' names next to their IDs, which stay
+ * (scripts and tests match on them): `speakerName` for a DeviceID field, `speakerNames` for a list.
+ */
+export function withSpeakerNames(names: LogNames): (rec: Record<string, unknown>) => Record<string, unknown> {
+  return (rec) => {
+    const name = names.device;
+    if (!name) return rec;
+    let out = rec;
+    for (const [k, v] of Object.entries(rec)) {
+      if (SPEAKER_KEYS.has(k) && typeof v === 'string' && rec.speakerName === undefined) {
+        const n = name(v);
+        if (n !== undefined) out = { ...out, speakerName: n };
+      } else if (SPEAKER_LIST_KEYS.has(k) && Array.isArray(v) && v.length && rec.speakerNames === undefined) {
+        out = { ...out, speakerNames: v.map((id) => name(String(id)) ?? String(id)) };
+      }
+    }
+    return out;
+  };
+}
+
 /** Fields every line has, or that the line's head already shows. */
 const HIDDEN = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'v', 'component', 'ext']);
 
@@ -66,8 +93,12 @@ export function formatLine(line: string, names: LogNames = {}, color = false): s
   const fields: string[] = [];
   for (const [k, v] of Object.entries(rec)) {
     if (HIDDEN.has(k) || v === undefined || (k === 'name' && v === 'speakerhub')) continue;
-    if ((k === 'deviceId' || k === 'DeviceID') && typeof v === 'string') fields.push(`speaker=${value(speakerName(v, names))}`);
-    else if (k === 'deviceIds' && Array.isArray(v)) fields.push(`speakers=${value(v.map((id) => speakerName(String(id), names)).join(', '))}`);
+    if (SPEAKER_KEYS.has(k) && typeof v === 'string') fields.push(`speaker=${value(speakerName(v, names))}`);
+    else if (SPEAKER_LIST_KEYS.has(k) && Array.isArray(v)) {
+      if (!v.length) continue; // "lent=" says nothing
+      fields.push(`${k === 'deviceIds' ? 'speakers' : k}=${value(v.map((id) => speakerName(String(id), names)).join(', '))}`);
+    } else if (NAME_KEYS.has(k) && names.device)
+      continue; // the JSON log's names for the IDs: shown in their place above
     else if ((k === 'persistentId' || k === 'PersistentID') && typeof v === 'string') fields.push(`media=${value(names.media?.(v) ?? v)}`);
     else if (k === 'err' || k === 'error') fields.push(`error=${value(typeof v === 'string' ? v : describeError(v))}`);
     else fields.push(`${k}=${value(v)}`);

@@ -1,4 +1,6 @@
 import { responseShape } from '../docs/markdown';
+import type { DriverDefinition } from '../drivers/definition';
+import { DRIVERS } from '../drivers/registry';
 import { OPERATIONS, type Operation } from '../operations/table';
 import { UNIVERSAL_NODE } from './universal-node';
 import { CATEGORY, generatedOperations, OPERATIONS_CATEGORY, operationNodeType } from './operation-nodes';
@@ -189,4 +191,42 @@ export function universalHelpHtml(): string {
     '</script>',
     '',
   ].join('\n');
+}
+
+// ---- the config node's driver choice (nodes/speakerhub-config.html) ---------------------------
+
+const DRIVERS_BLOCK = /<!-- generated:drivers[^>]*-->[\s\S]*?<!-- \/generated:drivers -->/;
+
+/** What a driver is, for the choice list: its registry summary's first clause, without lists of examples when long. */
+function driverLabel(summary: string): string {
+  let text = summary.split(';')[0].trim();
+  if (text.length > 60) text = text.replace(/\s*\([^)]*,[^)]*\)/g, '');
+  if (text.length > 60) text = text.split(',')[0];
+  return text.trim();
+}
+
+/**
+ * The embedded hub's drivers as a list of ticks, one per driver of the registry (a new driver
+ * is a new tick; nothing here is hand-written). The ticks write the comma list into the hidden
+ * `drivers` input, the property the runtime reads (embedded-config.ts), as flows always stored it.
+ */
+export function driverChoicesHtml(): string {
+  const rows = (DRIVERS as readonly DriverDefinition[]).map(
+    (d) =>
+      `      <label class="speakerhub-driver" style="display:block; width:auto; margin:0 0 4px 0"><input type="checkbox" value="${esc(d.name)}" style="width:auto; margin:0 6px 0 0; vertical-align:baseline"><b>${esc(d.name)}</b> <span style="opacity:.75">${esc(driverLabel(d.summary))}</span></label>`,
+  );
+  return [
+    '<!-- generated:drivers (from src/drivers/registry.ts by npm run nodered:gen: do not edit) -->',
+    '    <div class="form-row"><label>Drivers</label>',
+    '      <div id="speakerhub-drivers" style="display:inline-block; width:calc(100% - 110px); vertical-align:top">',
+    ...rows,
+    '      </div><input type="hidden" id="node-config-input-drivers"></div>',
+    '    <!-- /generated:drivers -->',
+  ].join('\n');
+}
+
+/** nodes/speakerhub-config.html with its driver block regenerated (the rest of the file is hand-written). */
+export function configEditorHtml(current: string): string {
+  if (!DRIVERS_BLOCK.test(current)) throw new Error('nodes/speakerhub-config.html has no <!-- generated:drivers --> block');
+  return current.replace(DRIVERS_BLOCK, () => driverChoicesHtml());
 }

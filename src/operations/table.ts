@@ -344,6 +344,39 @@ const transportAndVolume = [
     },
   }),
   define({
+    // Beyond the specification: playback_status keeps the spec's two fields, so clients of the
+    // original hub see no change; a page or a CLI that shows the session needs this instead.
+    name: 'session_status',
+    group: 'playback',
+    beyondSpec: true,
+    summary:
+      'Beyond the spec: the playback session and what plays. SelectedDeviceIDList: the speakers in the session (add_device_to_session, set_party_mode); PlaybackState and TimeElapsed as playback_status; while something plays or is paused, MediaKind (hub, web, tts), Title (the media title, the web URL, or the spoken text), MediaUrl (web media, without its secrets), PersistentID (hub media) and PlayingDeviceIDList (the speakers playing it).',
+    response: z.object({
+      SelectedDeviceIDList: z.string(),
+      PlaybackState: PlaybackStateSchema,
+      TimeElapsed: z.string().regex(/^-?\d+$/),
+      MediaKind: z.enum(['hub', 'web', 'tts']).optional(),
+      Title: z.string().optional(),
+      MediaUrl: z.string().optional(),
+      PersistentID: z.string().optional(),
+      PlayingDeviceIDList: z.string(),
+    }),
+    handler: (hub) => {
+      const s = hub.playback.snapshot();
+      const playing = s.state !== 'PlayerStateStopped';
+      return {
+        SelectedDeviceIDList: hub.selection.list().join(','),
+        PlaybackState: s.state,
+        TimeElapsed: String(s.timeElapsed),
+        ...(playing && s.kind ? { MediaKind: s.kind } : {}),
+        ...(playing && s.title !== undefined ? { Title: s.title } : {}),
+        ...(playing && s.url !== undefined ? { MediaUrl: s.url } : {}),
+        ...(playing && s.persistentId !== undefined ? { PersistentID: s.persistentId } : {}),
+        PlayingDeviceIDList: playing ? s.deviceIds.join(',') : '',
+      };
+    },
+  }),
+  define({
     name: 'is_playing',
     group: 'playback',
     summary: 'Whether a playback is playing now (a paused one is not).',

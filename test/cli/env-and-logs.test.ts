@@ -5,7 +5,7 @@
 import { configFromEnv, configKeys, envName } from '../../src/config/env';
 import { loadConfig } from '../../src/config/load';
 import { ConfigError, parseConfig } from '../../src/hub-config';
-import { formatLine, describeError } from '../../src/logging/pretty';
+import { formatLine, describeError, withSpeakerNames } from '../../src/logging/pretty';
 
 /** Values for keys that have no default, valid for their schema. */
 const SAMPLES: Record<string, string> = {
@@ -139,6 +139,15 @@ describe('pretty logs', () => {
     expect(line).toContain('error="fetch failed ← ENOTFOUND (radio.example)"');
   });
 
+  test('lists of speakers under any of their keys (speakers, lent) are named; the JSON log keeps the IDs and adds the names', () => {
+    const rec = { level: 30, time: 0, msg: 'playback started', title: 'Little Waltz', speakers: ['12106658486352'], lent: [] };
+    expect(formatLine(JSON.stringify(rec), names)).toContain('title="Little Waltz" speakers=Kitchen\n');
+    const json = withSpeakerNames(names)({ ...rec, deviceId: '12106658486352' });
+    expect(json).toMatchObject({ speakers: ['12106658486352'], speakerNames: ['Kitchen'], deviceId: '12106658486352', speakerName: 'Kitchen' });
+    // The pretty line shows the names in place of the IDs once, not twice.
+    expect(formatLine(JSON.stringify(json), names)).not.toContain('speakerName');
+  });
+
   test('a line that is not a pino record passes through', () => {
     expect(formatLine('plain text')).toBe('plain text');
   });
@@ -195,6 +204,17 @@ describe('pretty logs of a running hub', () => {
       expect(cause).toContain('ECONNREFUSED');
       expect(cause).toContain(`127.0.0.1:${closed}`);
       expect(JSON.stringify(r)).not.toContain('ECONNREFUSED');
+
+      // What plays is named (here the spoken text), and where, by the speakers' names.
+      const played = await dispatch(hub.core, 'play_tts_party_mode', { SessionToken: s.body.SessionToken, Text: 'Dinner is ready' });
+      expect(played.ok).toBe(true);
+      const started = lines
+        .join('')
+        .split('\n')
+        .find((l) => l.includes('playback started'));
+      expect(started).toContain('title="Dinner is ready"');
+      expect(started).toContain('speakers=Kitchen');
+      expect(started).not.toMatch(/\d{14}/);
     } finally {
       await hub.stop();
       rmSync(dataDir, { recursive: true, force: true });

@@ -66,6 +66,7 @@ test("play-tts is the spec's TTS play: it replaces the music on the named speake
   const status = await json('status');
   expect(status.PlaybackState).toBe('PlayerStatePlaying');
   expect(status.Playing.map((d: { DeviceName: string }) => d.DeviceName).sort()).toEqual(['Kitchen', 'Office']);
+  expect(await cli('status')).toMatch(/^Playing speech "Dinner is ready, and it is a rather long sentence to keep\.\.\." at /);
   expect(await cli('stop')).toBe('Stopped\n');
   expect((await h.op('playback_status')).PlaybackState).toBe('PlayerStateStopped');
 });
@@ -77,6 +78,29 @@ test('play by title fragment and by PersistentID', async () => {
   await cli('play', media[1].PersistentID);
   expect((await h.op('is_playing')).IsPlaying).toBe('true');
   await cli('stop');
+});
+
+test('status names what plays (the title, the web URL, the spoken text), where, and the speakers of the session', async () => {
+  const media = await json('media');
+  await cli('play', media[0].PersistentID, '--speakers', 'kitchen');
+  let out = await cli('status');
+  expect(out).toMatch(new RegExp(`^Playing "${media[0].Title}" at \\d+:\\d\\d on Kitchen\n`));
+  let status = await json('status');
+  expect(status).toMatchObject({ Title: media[0].Title, MediaKind: 'hub', PersistentID: media[0].PersistentID });
+  const url = `${h.base}/samples/sample-tone-2-little-waltz.wav`;
+  await cli('play', url);
+  out = await cli('status');
+  expect(out.split('\n')[0]).toContain(`Playing ${url}`);
+  expect((await json('status')).MediaUrl).toBe(url);
+  // The session's speakers are the hub's own (add_device_to_session), not the last play's.
+  await h.op('add_device_to_session', { DeviceID: status.Playing[0].DeviceID });
+  status = await json('status');
+  expect(status.Selected.map((d: { DeviceName: string }) => d.DeviceName)).toEqual(['Kitchen']);
+  expect(await cli('status')).toContain('Session: Kitchen\n');
+  await h.op('remove_device_from_session', { DeviceID: status.Selected[0].DeviceID });
+  await cli('stop');
+  out = await cli('status');
+  expect(out).toMatch(/^Stopped\nSession: no speaker selected\n/);
 });
 
 test('volume: show, set all, set one by name', async () => {

@@ -259,6 +259,12 @@ describe('a running hub', () => {
       expect(out).not.toContain('"level":');
       expect(out).toContain('virtual: silent test speakers');
       expect(out.split(token).length - 1).toBe(1); // the banner only
+      // The banner names the browser page at /, and the page is there.
+      const page = /Web page:\s+(http:\/\/127\.0\.0\.1:\d+\/)\s/.exec(out);
+      expect(page).not.toBeNull();
+      const res = await fetch(page![1]);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('<title>SpeakerHub</title>');
     } finally {
       child.kill('SIGTERM');
       await exited;

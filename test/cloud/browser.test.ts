@@ -5,6 +5,10 @@
  * itself; on a local hub it signs in with the API token and makes an announcement (followed to
  * done, confirmed by the hub over REST); on a hub with the MQTT extension it signs in with the
  * pub/sub keys over MQTT-over-WebSocket, moves a volume slider and announces to all speakers.
+ * On a hub of its own: the speaker ticks are the hub's playback session (changed from elsewhere,
+ * changed from the page), "Now playing" names the title or URL, each control's result shows
+ * next to it in plain words, a wrong token is called refused, and a stopped hub is called
+ * unreachable until it is back.
  * UPDATE_SCREENSHOTS=1 refreshes the README's screenshot (docs/images/browser-client.png).
  */
 import { type Browser, type Page } from 'playwright-core';
@@ -13,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { chromiumMissing, launchChromium } from '../helpers/chromium';
 import { labSuite } from '../helpers/labs';
-import { TEST_TOKEN } from '../helpers/hub';
+import { startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
 import { startCloud, PASSWORD, type TestCloud } from './helpers';
 import { startLinkedHub, type LinkedHub } from './hub';
 import { Probe, startMqttHub, type MqttTestHub } from '../mqtt/helpers';
@@ -72,7 +76,7 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     const ids = await page.locator('#speakers input[type=checkbox]').evaluateAll((els) => els.map((e) => e.id.replace('spk-', '')));
     const first = ids[0];
     await page.check(`#spk-${first}`);
-    await page.waitForSelector('#message.ok');
+    await page.locator(`#spk-${first}-result[data-kind=ok]`, { hasText: 'is now in the session' }).waitFor();
     await page.fill('#tts-text', 'Hello from the browser. This sentence is long enough to keep playing while the test looks at the hub.');
     await page.click('#speak');
 
@@ -89,35 +93,36 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     // Hub media on every speaker, then pause, resume and stop from the page.
     const state = (text: string) => page.waitForFunction((t) => (globalThis as any).document.getElementById('state')?.textContent === t, text);
     await page.check('input[name=target][value=party]');
-    const done = (label: string) => page.locator('#message.ok', { hasText: `${label}: done.` }).waitFor();
+    // Each control's result shows next to it (on a phone the top of the page is out of sight).
+    const done = (where: string, text: string) => page.locator(`#${where}[data-kind=ok]`, { hasText: text }).waitFor();
     await page.click('#play-media button[type=submit]');
-    await done('Play');
+    await done('play-media-result', 'on all speakers');
     await state('Playing');
     expect(hub.hub.core.playback.snapshot()).toMatchObject({ kind: 'hub', deviceIds: ids });
     await page.click('#pause');
-    await done('Pause');
+    await done('status-result', 'Paused.');
     await state('Paused');
     expect(hub.hub.core.playback.snapshot().state).toBe('PlayerStatePaused');
     await page.click('#resume');
-    await done('Resume');
+    await done('status-result', 'Playing again.');
     await state('Playing');
     await page.locator('#master-volume').fill('30');
     await until(() => ids.every((id) => hub!.hub.core.volume.of(id) === 30));
     await page.click('#stop');
-    await done('Stop');
+    await done('status-result', 'Stopped.');
     await state('Stopped');
     expect(hub.hub.core.playback.snapshot().state).toBe('PlayerStateStopped');
     await page.check('input[name=target][value=session]');
     await page.fill('#tts-text', 'Hello from the browser. This sentence is long enough to keep playing while the test looks at the hub.');
     await page.click('#speak');
-    await done('Speak');
+    await done('play-tts-result', 'Speaking on the selected speakers.');
     await state('Playing');
     await page.locator('#speakers li', { hasText: 'playing' }).first().waitFor(); // the badges follow playback
 
     // An announcement over the music through the cloud, followed on the page until it is done.
     await page.fill('#announce-text', 'Doorbell');
     await page.click('#announce-send');
-    await done('Announce');
+    await done('announce-result', 'Announcement sent.');
     await page.waitForSelector('#announce-status[data-state=done]');
     expect(await page.textContent('#announce-status')).toBe('Announcement: done');
 
@@ -139,7 +144,7 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     await page.fill('#sub-key', 'sub-0123456789abcdef');
     await page.fill('#pub-key', 'pub-0123456789abcdef');
     await page.click('#signin-mqtt button[type=submit]');
-    await page.locator('#message', { hasText: 'cannot reach the hub over MQTT' }).waitFor();
+    await page.locator('#signin-result', { hasText: 'cannot reach the hub over MQTT' }).waitFor();
     await page.fill('#api-token', TEST_TOKEN);
     await page.click('#signin-local button[type=submit]');
     await page.waitForSelector('#speakers li');
@@ -150,7 +155,7 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     const ids = await page.locator('#speakers input[type=checkbox]').evaluateAll((els) => els.map((e) => e.id.replace('spk-', '')));
     for (const id of ids) if (await page.isChecked(`#spk-${id}`)) await page.uncheck(`#spk-${id}`);
     await page.check(`#spk-${ids[1]}`);
-    await page.locator('#message.ok', { hasText: 'done.' }).waitFor();
+    await page.locator(`#spk-${ids[1]}-result[data-kind=ok]`).waitFor();
     await page.fill('#announce-text', 'Dinner is ready');
     await page.fill('#announce-volume', '25');
     await page.check('#announce-chime');
@@ -169,11 +174,82 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
 
     // "All speakers" needs no ticks; an empty selection with "Selected speakers" is refused on the page.
     await page.uncheck(`#spk-${ids[1]}`);
-    await page.locator('#message.ok', { hasText: `Remove` }).waitFor();
+    await page.locator(`#spk-${ids[1]}-result[data-kind=ok]`, { hasText: 'left the session' }).waitFor();
     await page.click('#announce-send');
-    await page.locator('#message:not(.ok)', { hasText: 'tick at least one speaker' }).waitFor();
+    await page.locator('#announce-result[data-kind=error]', { hasText: 'No speaker is ticked' }).waitFor();
     await page.close();
   }, 30_000);
+
+  test("local hub: the ticks are the hub's session, now playing names the title or URL, results show next to their control in plain words, a refused token and a stopped hub say so", async () => {
+    const names = ['Kitchen', 'Office', 'Living Room'];
+    let own: TestHub | undefined = await startHub({ speakers: { virtual: { count: 3, names } } });
+    const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+    try {
+      await page.goto(`${own.base}/`);
+      // A wrong token: the page says the hub refused it (not just "Not signed in") and stays at the sign-in form.
+      await page.fill('#api-token', 'not-the-token-of-this-hub');
+      await page.click('#signin-local button[type=submit]');
+      await page.locator('#signin-result', { hasText: 'The hub refused this API token' }).waitFor();
+      expect(await page.isVisible('#signin-local')).toBe(true);
+      await page.fill('#api-token', TEST_TOKEN);
+      await page.click('#signin-local button[type=submit]');
+      await page.waitForSelector('#speakers li');
+      const { DeviceList } = await own.op('device_list');
+      const id = (name: string): string => DeviceList.find((d: { DeviceName: string }) => d.DeviceName === name).DeviceID;
+      const ticked = () =>
+        page.locator('#speakers input[type=checkbox]:checked').evaluateAll((els) => els.map((e) => e.id.replace('spk-', '')).sort());
+
+      // Playing with no speaker in the session: the error shows under the Play button, in plain words.
+      await page.click('#play-media button[type=submit]');
+      await page.locator('#play-media-result[data-kind=error]', { hasText: 'No speaker is ticked' }).waitFor();
+      expect(await page.getAttribute('#play-media-result', 'title')).toMatch(/^NoSpeakerSelected: /); // the API's words, as a tooltip
+
+      // Someone else (another client, over REST) puts all three in the session and plays "Selected speakers":
+      // the page's ticks show the hub's session without a reload, and "Now playing" names the title and the speakers.
+      await own.op('set_party_mode');
+      const { MediaList } = await own.op('media_list');
+      await own.op('play_hub_media', { PersistentID: MediaList[0].PersistentID });
+      await until(async () => (await ticked()).length === 3);
+      expect(await ticked()).toEqual(names.map(id).sort());
+      await page.locator('#now-title', { hasText: `“${MediaList[0].Title}”` }).waitFor();
+      expect(await page.textContent('#now-where')).toBe('on Kitchen, Office, Living Room');
+
+      // Unticking changes the hub's session (the speaker leaves the playback, too).
+      await page.uncheck(`#spk-${id('Office')}`);
+      await page.locator(`#spk-${id('Office')}-result[data-kind=ok]`, { hasText: 'Office left the session.' }).waitFor();
+      const session = await own.op('session_status');
+      expect(session.SelectedDeviceIDList.split(',').sort()).toEqual([id('Kitchen'), id('Living Room')].sort());
+      await page.locator('#now-where', { hasText: 'on Kitchen, Living Room' }).waitFor();
+      expect(await ticked()).toEqual([id('Kitchen'), id('Living Room')].sort());
+
+      // Web media: "Now playing" shows its URL.
+      const url = `${own.base}/samples/sample-tone-2-little-waltz.wav`;
+      await page.fill('#web-url', url);
+      await page.click('#play-web button[type=submit]');
+      await page.locator('#play-web-result[data-kind=ok]', { hasText: 'Playing the web address on the selected speakers.' }).waitFor();
+      await page.locator('#now-title', { hasText: url }).waitFor();
+      await page.locator('#state', { hasText: 'Playing' }).waitFor();
+
+      // The hub stops: the page says it is unreachable (no stale "Playing"); it comes back on the same port and the page recovers.
+      const port = new URL(own.base).port;
+      await own.close();
+      own = undefined;
+      await page.locator('#hub-link', { hasText: 'The hub cannot be reached' }).waitFor();
+      expect(await page.textContent('#state')).toBe('Hub unreachable');
+      await page.click('#stop');
+      await page.locator('#status-result[data-kind=error]', { hasText: 'The hub cannot be reached' }).waitFor();
+      own = await startHub({ speakers: { virtual: { count: 3, names } }, server: { port: Number(port) } });
+      await page.locator('#state', { hasText: 'Stopped' }).waitFor();
+      expect(await page.isHidden('#hub-link')).toBe(true);
+      expect(await ticked()).toEqual([]); // the new hub's session is empty, and the ticks say so
+      await page.check(`#spk-${id('Kitchen')}`);
+      await page.locator(`#spk-${id('Kitchen')}-result[data-kind=ok]`, { hasText: 'Kitchen is now in the session.' }).waitFor();
+      expect((await own.op('session_status')).SelectedDeviceIDList).toBe(id('Kitchen'));
+    } finally {
+      await page.close();
+      await own?.close();
+    }
+  }, 60_000);
 
   test('MQTT: the client signs in with the pub/sub keys over WebSocket at /mqtt, lists the speakers, moves a volume slider and announces to all', async () => {
     mqttHub = await startMqttHub();
@@ -198,7 +274,7 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     const id: string = DeviceList[0].DeviceID;
     const target = DeviceList[0].Volume === 37 ? '36' : '37';
     await page.locator(`#spk-${id}-vol`).fill(target);
-    await page.locator('#message.ok', { hasText: 'done.' }).waitFor();
+    await page.locator(`#spk-${id}-result[data-kind=ok]`, { hasText: `volume ${Number(target)}.` }).waitFor();
     await until(async () => String((await mqttHub!.rest('get_volume_device', { DeviceID: id })).Volume) === target);
     const command = (await probe.wait((m) => m.json?.Command === 'set_volume_device')).json;
     expect(command).toMatchObject({ HKWHubUUID: mqttHub.uuid, DeviceID: id, Volume: target, SessionToken: expect.any(String) });
@@ -231,7 +307,16 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     await page.fill('#sub-key', mqttHub.keys.subscribeKey);
     await page.fill('#pub-key', 'not-the-publish-key');
     await page.click('#signin-mqtt button[type=submit]');
-    await page.locator('#message', { hasText: 'refused these keys' }).waitFor();
+    await page.locator('#signin-result', { hasText: 'refused these keys' }).waitFor();
+
+    // Signed in over MQTT, the hub stops: the page says it cannot be reached instead of the last state.
+    await page.fill('#pub-key', mqttHub.keys.publishKey);
+    await page.click('#signin-mqtt button[type=submit]');
+    await page.locator('#state', { hasText: 'Stopped' }).waitFor();
+    await mqttHub.close();
+    mqttHub = undefined;
+    await page.locator('#hub-link', { hasText: 'The hub cannot be reached' }).waitFor();
+    expect(await page.textContent('#state')).toBe('Hub unreachable');
     await page.close();
   }, 30_000);
 });

@@ -58,6 +58,8 @@ export interface HomebridgeSetup {
   storage?: string;
   port?: number;
   username?: string;
+  /** The folder -P points at (default: one holding a symlink to this repository); an installed tarball's node_modules. */
+  pluginPath?: string;
 }
 
 /** Homebridge children still running when this (jest worker) process exits are killed with it. */
@@ -104,7 +106,7 @@ export async function startHomebridge(setup: HomebridgeSetup): Promise<Homebridg
     ? join(CACHE, 'hb1', 'node_modules', 'homebridge', 'bin', 'homebridge')
     : join(CACHE, 'hb2', 'node_modules', 'homebridge', 'bin', 'homebridge.js');
   const node = hb1 ? process.execPath : NODE24;
-  const child = spawn(node, [bin, '-U', storage, '-P', await plugins(), '--strict-plugin-resolution', '-I', '-D', '-Q', '-T'], {
+  const child = spawn(node, [bin, '-U', storage, '-P', setup.pluginPath ?? (await plugins()), '--strict-plugin-resolution', '-I', '-D', '-Q', '-T'], {
     env: { ...process.env, PATH: `${dirname(node)}:${process.env.PATH}`, NODE_OPTIONS: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

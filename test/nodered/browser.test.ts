@@ -4,6 +4,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Browser } from 'playwright-core';
 import { OPERATIONS } from '../../src/operations/table';
+import { DRIVER_NAMES } from '../../src/drivers/registry';
 import { launchChromium } from '../helpers/chromium';
 import { startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
 import { ADMIN, ensureRuntimes, ROOT, startNodeRed, type NodeRed } from './runtime';
@@ -108,9 +109,9 @@ test('the editor shows the SpeakerHub palette, fills the speaker dropdown from t
   await page.evaluate(() => (window as any).RED.editor.editConfig('', 'speakerhub-config', 'sh_cfg'));
   await page.waitForSelector('#node-config-input-mode', { timeout: 10_000 });
   expect(await page.isVisible('#node-config-input-url')).toBe(true);
-  expect(await page.isVisible('#node-config-input-drivers')).toBe(false);
+  expect(await page.isVisible('#speakerhub-drivers')).toBe(false);
   await page.selectOption('#node-config-input-mode', 'embedded');
-  expect(await page.isVisible('#node-config-input-drivers')).toBe(true);
+  expect(await page.isVisible('#speakerhub-drivers')).toBe(true);
   expect(await page.isVisible('#node-config-input-url')).toBe(false);
   await page.click('#node-config-dialog-cancel');
   await page.waitForSelector('#node-config-dialog-cancel', { state: 'detached', timeout: 10_000 });
@@ -129,6 +130,57 @@ test('the editor shows the SpeakerHub palette, fills the speaker dropdown from t
   await page.waitForTimeout(300); // the sidebar's slide animation: only the picture waits for it
   await mkdir(join(ROOT, 'docs', 'images'), { recursive: true });
   await page.screenshot({ path: join(ROOT, 'docs', 'images', 'nodered-example.png') });
+
+  // After the picture (these edits make the flow unsaved): the config node's dialog in embedded
+  // mode. Its dropdowns show their longest option whole; the operation node's speaker dropdown too.
+  await page.evaluate(() => (window as any).RED.editor.editConfig('', 'speakerhub-config', 'sh_cfg'));
+  await page.waitForSelector('#node-config-input-mode', { timeout: 10_000 });
+  await page.selectOption('#node-config-input-mode', 'embedded');
+  const cutOff = (selector: string) =>
+    page.$$eval(selector, (els) =>
+      els.flatMap((el) => {
+        const s = el as HTMLSelectElement;
+        const cs = getComputedStyle(s);
+        const ctx = document.createElement('canvas').getContext('2d')!;
+        ctx.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+        // The text box: the width inside the padding, less the arrow (about 20 px in Chromium).
+        const room = s.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20;
+        return Array.from(s.options)
+          .filter((o) => ctx.measureText(o.text).width > room)
+          .map((o) => `${s.id}: "${o.text}" needs ${Math.ceil(ctx.measureText(o.text).width)} px, has ${room}`);
+      }),
+    );
+  expect(await cutOff('.speakerhub-config-form select')).toEqual([]);
+  // The drivers are a choice list from the registry (not a text field); ticking writes the drivers property.
+  const offered = await page.$$eval('#speakerhub-drivers input[type=checkbox]', (els) => els.map((e) => (e as HTMLInputElement).value));
+  expect(offered).toEqual([...DRIVER_NAMES]);
+  expect(await page.isChecked('#speakerhub-drivers input[value=virtual]')).toBe(true);
+  await page.check('#speakerhub-drivers input[value=snapcast]');
+  await page.fill('#node-config-input-name', '');
+  await page.click('#node-config-dialog-ok');
+  await page.waitForSelector('#node-config-dialog-ok', { state: 'detached', timeout: 10_000 });
+  const saved = await page.evaluate(() => {
+    const RED = (window as any).RED;
+    const n = RED.nodes.node('sh_cfg');
+    return { drivers: n.drivers, mode: n.mode, label: RED.utils.getNodeLabel(n) };
+  });
+  // Without a name, the label says which hub it is (the "Hub" dropdowns and the config sidebar show it).
+  expect(saved).toEqual({ drivers: 'virtual,snapcast', mode: 'embedded', label: 'embedded hub (virtual, snapcast)' });
+  await page.evaluate(() => {
+    const RED = (window as any).RED;
+    Object.assign(RED.nodes.node('sh_cfg'), { mode: 'remote', name: '' });
+  });
+  expect(await page.evaluate(() => (window as any).RED.utils.getNodeLabel((window as any).RED.nodes.node('sh_cfg')))).toBe(
+    `hub at ${new URL(hub.base).host}`,
+  );
+  await page.evaluate(() => {
+    const RED = (window as any).RED;
+    RED.workspaces.show('test_tab');
+    RED.editor.edit(RED.nodes.node('dev_info'));
+  });
+  await page.waitForFunction(() => document.querySelectorAll('#node-input-DeviceID option').length >= 4, null, { timeout: 15_000 });
+  expect(await cutOff('#node-input-DeviceID')).toEqual([]);
+  await page.click('#node-dialog-cancel');
   await page.close();
 
   // The only console errors allowed: none.

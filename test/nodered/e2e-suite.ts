@@ -65,6 +65,13 @@ async function verify(op: Operation, body: any, rest: HubRest, ids: Ids): Promis
   if (/^(play_|resume_)/.test(op.name)) expect((await rest.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
   if (op.name === 'pause_play') expect((await rest.op('playback_status')).PlaybackState).toBe('PlayerStatePaused');
   if (op.name === 'stop_play') expect((await rest.op('playback_status')).PlaybackState).toBe('PlayerStateStopped');
+  if (op.name === 'session_status') {
+    const hub = await rest.op('session_status');
+    expect({ selected: body.SelectedDeviceIDList, state: body.PlaybackState }).toEqual({
+      selected: hub.SelectedDeviceIDList,
+      state: hub.PlaybackState,
+    });
+  }
 }
 
 /** The hub a remote config node talks to: a real hub on loopback (restartable on its port). */

@@ -1,7 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OPERATIONS } from '../../src/operations/table';
-import { operationsEditorHtml, operationsHelpHtml, universalEditorHtml, universalHelpHtml } from '../../src/nodered/editor';
+import { configEditorHtml, operationsEditorHtml, operationsHelpHtml, universalEditorHtml, universalHelpHtml } from '../../src/nodered/editor';
+import { DRIVER_NAMES } from '../../src/drivers/registry';
 import { DEDICATED_NODES, generatedOperations, operationNodeTypes } from '../../src/nodered/operation-nodes';
 import { ROOT } from './runtime';
 
@@ -14,6 +15,17 @@ test("the operation nodes' editor files are generated from the table (run `npm r
   expect(read('nodes/locales/en-US/speakerhub.html')).toBe(universalHelpHtml());
   expect(read('nodes/speakerhub-operations.html')).toBe(operationsEditorHtml());
   expect(read('nodes/locales/en-US/speakerhub-operations.html')).toBe(operationsHelpHtml());
+});
+
+test("the config node's driver choice is generated from the driver registry: one tick per driver, writing the drivers property", () => {
+  const html = read('nodes/speakerhub-config.html');
+  expect(html).toBe(configEditorHtml(html)); // run `npm run nodered:gen` when this fails
+  const block = /<!-- generated:drivers[\s\S]*?<!-- \/generated:drivers -->/.exec(html)![0];
+  const ticks = [...block.matchAll(/<input type="checkbox" value="([^"]+)"/g)].map((m) => m[1]);
+  expect(ticks).toEqual([...DRIVER_NAMES]);
+  expect(block).toContain('<input type="hidden" id="node-config-input-drivers">');
+  // The old free-text field is gone (a typo there made a hub that would not start).
+  expect(html).not.toMatch(/<input type="text" id="node-config-input-drivers"/);
 });
 
 test('one node type per operation: runtime loop, editor registrations, templates and help agree with the table', () => {

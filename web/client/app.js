@@ -15,14 +15,21 @@
   let pollTimer = null;
   let mqttLink = null; // the MQTT transport when signed in with the pub/sub keys
   let announceTimer = null;
-  const selected = new Set(JSON.parse(store.getItem('sh.selected') || '[]'));
 
-  function show(text, ok) {
-    const m = $('message');
-    m.textContent = text;
-    m.className = ok ? 'ok' : '';
-    m.hidden = !text;
+  /**
+   * Shows a result next to the control that caused it (a banner at the top of the page is out
+   * of sight on a phone): kind 'ok', 'error' or 'info'; an empty text hides it.
+   */
+  function say(out, text, kind = 'error') {
+    clearTimeout(out.fade);
+    out.textContent = text || '';
+    out.dataset.kind = kind;
+    out.hidden = !text;
+    // A success is news for a moment (a stale "Stopped." under a playing track misleads); an error stays until the next try.
+    if (kind === 'ok' && text) out.fade = setTimeout(() => (out.hidden = true), 8000);
   }
+  /** Sign-in messages: at the top of the sign-in form, which is all the page shows then. */
+  const show = (text, ok) => say($('signin-result'), text, ok ? 'ok' : 'error');
 
   // ---- credentials --------------------------------------------------------------------
 
@@ -107,6 +114,47 @@
     }
   }
 
+  /** What the page says for an error code: plain words for people, not the API's names. */
+  const PLAIN = {
+    HubUnreachable: 'The hub cannot be reached. Is it running? The page keeps trying.',
+    HubTimeout: 'The hub did not answer in time. Try again.',
+    HubOffline: 'Your hub is not connected to the cloud right now. Is it running and online?',
+    HubBusy: 'The hub is busy. Try again in a moment.',
+    Busy: 'The hub is busy. Try again in a moment.',
+    NoSpeakerSelected: 'No speaker is ticked. Tick one under Speakers, or choose “All speakers”.',
+    NoSpeakerAvailable: 'None of these speakers is available right now.',
+    DeviceUnavailable: 'This speaker is not available right now.',
+    DeviceNotFound: 'The hub no longer knows this speaker. Press Refresh.',
+    MediaNotFound: 'This track is no longer in the library. Reload the page.',
+    PriorityTooLow: 'Something more important is playing. Try again when it has ended.',
+    NotPlaying: 'Nothing is playing, so there is nothing to pause.',
+    NotResumable: 'There is nothing paused to resume (only music from the hub can be resumed).',
+    PlaybackFailed: 'The speakers could not play it. Is the address right, and can the speakers reach it?',
+    SpeakerError: 'A speaker did not carry out the command.',
+    TtsFailed: 'The text could not be turned into speech.',
+    TtsBusy: 'Too many texts are waiting to be spoken. Try again in a moment.',
+    TextTooLong: 'The text is too long for this hub.',
+    UnsupportedScheme: 'The address must start with http:// or https://.',
+    MediaUrlRefused: 'This hub does not play addresses on its own machine or network link.',
+    AnnouncementQueueFull: 'Too many announcements are waiting. Try again shortly.',
+    AnnouncementNotFound: 'The hub no longer knows this announcement.',
+    InternalError: 'The hub ran into a problem (it is described in the hub’s log).',
+    InvalidParameter: 'The hub did not accept that value.',
+  };
+  const plain = (e) => PLAIN[e.code] || e.message;
+
+  let unreachable = false;
+  /** The hub could not be reached (or can again): said in "Now playing", on every screen size. */
+  function reachable(ok, why) {
+    if (ok === !unreachable) return;
+    unreachable = !ok;
+    say($('hub-link'), ok ? '' : why || PLAIN.HubUnreachable);
+    if (!ok) {
+      $('state').textContent = 'Hub unreachable';
+      $('time').textContent = '';
+    }
+  }
+
   /** Signed in with the pub/sub keys: (re)opens the MQTT transport. */
   async function mqttTransport() {
     if (!mqttLink) {
@@ -115,6 +163,12 @@
       mqttLink = await window.SpeakerHubMqtt.open(keys);
     }
     return mqttLink;
+  }
+
+  /** The sign-in was refused: what to tell the person, per way of signing in. */
+  function refusedText() {
+    if (config.mode === 'cloud') return 'SpeakerHub Cloud did not accept your sign-in (it may have expired). Please sign in again.';
+    return 'The hub refused this API token. Copy the token the hub printed when it started (or its data folder’s file api-token) and try again.';
   }
 
   async function api(op, params = {}, retried = false) {
@@ -127,13 +181,21 @@
     if (store.getItem('sh.mqtt')) {
       body = await (await mqttTransport()).call(op, p);
     } else {
-      const res = await fetch(`/api/v1/${op}?${new URLSearchParams(p)}`, { headers: { authorization: `Bearer ${bearer()}` } });
+      let res;
+      try {
+        res = await fetch(`/api/v1/${op}?${new URLSearchParams(p)}`, { headers: { authorization: `Bearer ${bearer()}` } });
+      } catch {
+        // fetch rejects only when no answer came at all: the hub (or the cloud) is down or out of reach.
+        throw new ApiError('HubUnreachable', PLAIN.HubUnreachable);
+      }
       body = await res.json().catch(() => ({}));
       if (res.status === 401 && !retried && config.mode === 'cloud' && (await refreshTokens())) return api(op, params, true);
       if (res.status === 401) {
-        signedOut('Please sign in again.');
-        throw new ApiError('Unauthorized', 'Not signed in.');
+        signedOut(refusedText());
+        throw new ApiError('Unauthorized', refusedText());
       }
+      // A proxy in front of a stopped hub answers 502/504 without our JSON.
+      if (res.status >= 500 && !body.ErrorCode) throw new ApiError('HubUnreachable', PLAIN.HubUnreachable);
     }
     if (body.ErrorCode === 'SessionNotFound' && !retried) {
       session = null;
@@ -143,12 +205,22 @@
     return body;
   }
 
-  async function act(label, fn) {
+  /**
+   * Runs what a control asks for and shows the outcome next to it, in plain words: `done`
+   * (a text, or a function of the answer) on success, the error's plain text otherwise.
+   */
+  async function act(out, done, fn) {
+    say(out, 'Working…', 'info');
     try {
-      await fn();
-      show(`${label}: done.`, true);
+      const answer = await fn();
+      say(out, typeof done === 'function' ? done(answer) : done, 'ok');
+      out.title = '';
     } catch (e) {
-      show(`${label}: ${e.message}`);
+      if (e.code === 'Unauthorized') return; // signed out, with the reason at the sign-in form
+      say(out, plain(e), 'error');
+      // The API's own words stay reachable (a tooltip) for whoever reports a problem.
+      out.title = e.code ? `${e.code}: ${e.message}` : '';
+      if (e.code === 'HubUnreachable') reachable(false);
     }
     poll();
   }
@@ -159,9 +231,11 @@
     clearInterval(pollTimer);
     clearTimeout(announceTimer);
     session = null;
+    loaded = false;
     if (mqttLink) mqttLink.close();
     mqttLink = null;
     store.removeItem('sh.mqtt');
+    if (config.mode !== 'cloud') store.removeItem('sh.apiToken');
     $('app').hidden = true;
     $('signin').hidden = false;
     $('signin-cloud').hidden = config.mode !== 'cloud';
@@ -170,53 +244,80 @@
     if (text) show(text);
   }
 
+  let loaded = false;
   async function signedIn() {
     $('where').textContent =
       `${config.mode === 'cloud' ? 'SpeakerHub Cloud' : 'Local hub'} · ${location.host}${store.getItem('sh.mqtt') ? ' · over MQTT' : ''}`;
     $('signin').hidden = true;
     $('app').hidden = false;
-    await loadSpeakers();
-    await loadMedia();
-    poll();
     clearInterval(pollTimer);
     pollTimer = setInterval(poll, 1000);
+    try {
+      await load();
+    } catch (e) {
+      // Signed in but the hub is out of reach: "Now playing" says so, and the poll loads the page once it is back.
+      if (e.code !== 'HubUnreachable' && e.code !== 'HubOffline') throw e;
+      reachable(false, plain(e));
+      return;
+    }
+    poll();
   }
+
+  /** The speaker list and the library; again after the hub was unreachable at sign-in. */
+  async function load() {
+    await loadSpeakers();
+    await loadMedia();
+    loaded = true;
+  }
+
+  const names = new Map(); // DeviceID → DeviceName, for "Playing … on Kitchen, Office"
+  const busy = new Set(); // speakers whose tick is being sent: the poll leaves those boxes alone
 
   async function loadSpeakers() {
     const { DeviceList } = await api('device_list');
     const list = $('speakers');
     list.textContent = '';
+    names.clear();
     let sum = 0;
     let n = 0;
     for (const d of DeviceList) {
+      names.set(d.DeviceID, d.DeviceName);
       const li = document.createElement('li');
       const id = `spk-${d.DeviceID}`;
       li.innerHTML = `<div class="head"><label class="inline"><input type="checkbox" id="${id}"> <span></span></label>
         <span class="badge"></span></div>
         <label for="${id}-vol">Volume <output for="${id}-vol"></output></label>
-        <input type="range" id="${id}-vol" min="0" max="50" step="1">`;
+        <input type="range" id="${id}-vol" min="0" max="50" step="1">
+        <p id="${id}-result" class="result" role="status" aria-live="polite" hidden></p>`;
       li.querySelector('span').textContent = d.DeviceName;
       const badge = li.querySelector('.badge');
       badge.textContent = !d.Active ? 'unavailable' : d.IsPlaying ? 'playing' : 'ready';
       badge.className = `badge ${d.Active ? 'on' : 'off'}`;
+      const out = li.querySelector('.result');
       const box = li.querySelector('input[type=checkbox]');
-      box.checked = selected.has(d.DeviceID);
       box.disabled = !d.Active;
-      box.addEventListener('change', () =>
-        act(box.checked ? `Add ${d.DeviceName}` : `Remove ${d.DeviceName}`, async () => {
-          await api(box.checked ? 'add_device_to_session' : 'remove_device_from_session', { DeviceID: d.DeviceID });
-          if (box.checked) selected.add(d.DeviceID);
-          else selected.delete(d.DeviceID);
-          store.setItem('sh.selected', JSON.stringify([...selected]));
-        }),
-      );
+      // The tick is the hub's playback session, as session_status reports it (poll()).
+      box.addEventListener('change', () => {
+        const add = box.checked;
+        busy.add(d.DeviceID);
+        act(out, add ? `${d.DeviceName} is now in the session.` : `${d.DeviceName} left the session.`, async () => {
+          try {
+            await api(add ? 'add_device_to_session' : 'remove_device_from_session', { DeviceID: d.DeviceID });
+          } catch (e) {
+            box.checked = !add; // the hub's session did not change
+            throw e;
+          } finally {
+            busy.delete(d.DeviceID);
+          }
+        });
+      });
       const slider = li.querySelector('input[type=range]');
-      const out = li.querySelector('output');
-      slider.value = out.textContent = d.Volume;
+      const shown = li.querySelector('output');
+      slider.value = shown.textContent = d.Volume;
       slider.setAttribute('aria-label', `Volume of ${d.DeviceName}`);
-      slider.addEventListener('input', () => (out.textContent = slider.value));
+      slider.addEventListener('input', () => (shown.textContent = slider.value));
       slider.addEventListener('change', () =>
-        act(`Volume of ${d.DeviceName}`, () => api('set_volume_device', { DeviceID: d.DeviceID, Volume: slider.value })),
+        act(out, `${d.DeviceName}: volume ${slider.value}.`, () => api('set_volume_device', { DeviceID: d.DeviceID, Volume: slider.value })),
       );
       list.appendChild(li);
       if (d.Active) {
@@ -242,12 +343,14 @@
 
   const fmt = (s) => `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
   const STATES = { PlayerStatePlaying: 'Playing', PlayerStatePaused: 'Paused', PlayerStateStopped: 'Stopped' };
+  const ids = (list) => (list ? list.split(',').filter(Boolean) : []);
 
   let ticks = 0;
   /** Speaker badges follow playback (every other second; the list itself is not rebuilt). */
   async function refreshBadges() {
     const { DeviceList } = await api('device_list');
     for (const d of DeviceList) {
+      names.set(d.DeviceID, d.DeviceName);
       const box = document.getElementById(`spk-${d.DeviceID}`);
       const badge = box && box.closest('li').querySelector('.badge');
       if (!badge) continue;
@@ -257,19 +360,42 @@
     }
   }
 
+  /** The session's speakers and what plays, from the hub: the ticks and "Now playing" show its state. */
+  function showSession(s) {
+    const selected = new Set(ids(s.SelectedDeviceIDList));
+    for (const box of document.querySelectorAll('#speakers input[type=checkbox]')) {
+      const id = box.id.replace(/^spk-/, '');
+      if (!busy.has(id)) box.checked = selected.has(id);
+    }
+    $('state').textContent = STATES[s.PlaybackState] || s.PlaybackState;
+    const t = Number(s.TimeElapsed);
+    $('time').textContent = t >= 0 ? fmt(t) : '';
+    const what = s.Title === undefined ? '' : s.MediaKind === 'tts' ? `Speech: “${s.Title}”` : s.MediaKind === 'web' ? s.Title : `“${s.Title}”`;
+    $('now-title').textContent = what;
+    const where = ids(s.PlayingDeviceIDList).map((id) => names.get(id) || id);
+    $('now-where').textContent = what && where.length ? `on ${where.join(', ')}` : '';
+    if (s.PersistentID) lastMedia = s.PersistentID;
+  }
+
+  let polling = false;
   async function poll() {
+    if (polling) return; // a slow hub: one poll at a time
+    polling = true;
     try {
-      if (ticks++ % 2 === 0) await refreshBadges();
-      const s = await api('playback_status');
-      $('state').textContent = STATES[s.PlaybackState] || s.PlaybackState;
-      const t = Number(s.TimeElapsed);
-      $('time').textContent = t >= 0 ? fmt(t) : '';
-    } catch {
-      /* shown by the next action; polling goes on */
+      if (!loaded) await load();
+      else if (ticks++ % 2 === 0) await refreshBadges();
+      showSession(await api('session_status'));
+      reachable(true);
+    } catch (e) {
+      if (e.code === 'HubUnreachable' || e.code === 'HubOffline' || e.code === 'HubTimeout') reachable(false, plain(e));
+      /* other faults are shown by the control that meets them; polling goes on */
+    } finally {
+      polling = false;
     }
   }
 
   const target = () => document.querySelector('input[name=target]:checked').value;
+  const onWhat = () => (target() === 'party' ? 'on all speakers' : 'on the selected speakers');
 
   /** Follows one announcement (queued → playing → done/failed) until it ends; a newer one replaces it. */
   function followAnnouncement(id) {
@@ -286,7 +412,7 @@
         shown(s.State, s.Reason);
         if (s.State === 'done' || s.State === 'failed') return;
       } catch (e) {
-        if (e.code === 'AnnouncementNotFound' || e.code === 'Unauthorized') return shown('failed', e.message);
+        if (e.code === 'AnnouncementNotFound' || e.code === 'Unauthorized') return shown('failed', plain(e));
         /* a lost answer: ask again */
       }
       announceTimer = setTimeout(step, 500);
@@ -300,9 +426,9 @@
     if (vol !== '') params.Volume = vol;
     if ($('announce-chime').checked) params.Chime = 'true';
     if (document.querySelector('input[name=announce-target]:checked').value === 'selected') {
-      const ids = [...document.querySelectorAll('#speakers input[type=checkbox]:checked')].map((b) => b.id.replace(/^spk-/, ''));
-      if (!ids.length) throw new Error('tick at least one speaker, or choose “All speakers”.');
-      params.DeviceIDList = ids.join(',');
+      const ticked = [...document.querySelectorAll('#speakers input[type=checkbox]:checked')].map((b) => b.id.replace(/^spk-/, ''));
+      if (!ticked.length) throw new Error('No speaker is ticked. Tick one under Speakers, or choose “All speakers”.');
+      params.DeviceIDList = ticked.join(',');
     }
     const { AnnouncementID } = await api('announce', params);
     followAnnouncement(AnnouncementID);
@@ -315,7 +441,9 @@
       store.removeItem('sh.mqtt');
       store.setItem('sh.apiToken', $('api-token').value.trim());
       show('');
-      signedIn().catch((e) => show(e.message));
+      signedIn().catch((e) => {
+        if (e.code !== 'Unauthorized') show(plain(e)); // else signedOut() said the token was refused
+      });
     });
     $('signin-mqtt').addEventListener('submit', (ev) => {
       ev.preventDefault();
@@ -329,25 +457,27 @@
     });
     $('announce').addEventListener('submit', (ev) => {
       ev.preventDefault();
-      act('Announce', announce);
+      act($('announce-result'), 'Announcement sent.', announce);
     });
     $('signout').addEventListener('click', () => {
       store.removeItem('sh.tokens');
       store.removeItem('sh.apiToken');
       signedOut('Signed out.');
+      $('signin-result').dataset.kind = 'ok';
     });
-    $('refresh').addEventListener('click', () => act('Refresh', loadSpeakers));
-    $('pause').addEventListener('click', () => act('Pause', () => api('pause_play')));
-    $('stop').addEventListener('click', () => act('Stop', () => api('stop_play')));
+    const status = $('status-result');
+    $('refresh').addEventListener('click', () => act($('speakers-result'), 'Speaker list updated.', loadSpeakers));
+    $('pause').addEventListener('click', () => act(status, 'Paused.', () => api('pause_play')));
+    $('stop').addEventListener('click', () => act(status, 'Stopped.', () => api('stop_play')));
     $('resume').addEventListener('click', () =>
-      act('Resume', () =>
+      act(status, 'Playing again.', () =>
         api(target() === 'party' ? 'resume_hub_media_party_mode' : 'resume_hub_media', { PersistentID: lastMedia || $('media').value }),
       ),
     );
     const master = $('master-volume');
     master.addEventListener('input', () => ($('master-volume-value').textContent = master.value));
     master.addEventListener('change', () =>
-      act('Volume', async () => {
+      act(status, `Every speaker at volume ${master.value}.`, async () => {
         await api('set_volume', { Volume: master.value });
         await loadSpeakers();
       }),
@@ -355,29 +485,39 @@
     $('play-media').addEventListener('submit', (ev) => {
       ev.preventDefault();
       lastMedia = $('media').value;
-      act('Play', () => api(target() === 'party' ? 'play_hub_media_party_mode' : 'play_hub_media', { PersistentID: lastMedia }));
+      const title = $('media').selectedOptions[0]?.textContent || 'the track';
+      act($('play-media-result'), `Playing “${title}” ${onWhat()}.`, () =>
+        api(target() === 'party' ? 'play_hub_media_party_mode' : 'play_hub_media', { PersistentID: lastMedia }),
+      );
     });
     $('play-web').addEventListener('submit', (ev) => {
       ev.preventDefault();
-      act('Play web media', () => api(target() === 'party' ? 'play_web_media_party_mode' : 'play_web_media', { MediaUrl: $('web-url').value }));
+      act($('play-web-result'), `Playing the web address ${onWhat()}.`, () =>
+        api(target() === 'party' ? 'play_web_media_party_mode' : 'play_web_media', { MediaUrl: $('web-url').value }),
+      );
     });
     $('play-tts').addEventListener('submit', (ev) => {
       ev.preventDefault();
-      act('Speak', () => api(target() === 'party' ? 'play_tts_party_mode' : 'play_tts', { Text: $('tts-text').value }));
+      act($('play-tts-result'), `Speaking ${onWhat()}.`, () =>
+        api(target() === 'party' ? 'play_tts_party_mode' : 'play_tts', { Text: $('tts-text').value }),
+      );
     });
   }
 
   async function main() {
     wire();
-    config = await (await fetch('/client/config.json')).json();
+    try {
+      config = await (await fetch('/client/config.json')).json();
+    } catch {
+      /* the page came from this server a moment ago: assume a local hub and say it is unreachable below */
+    }
     $('where').textContent = config.mode === 'cloud' ? `SpeakerHub Cloud · ${location.host}` : `Local hub · ${location.host}`;
     if (config.mode === 'cloud') await finishCloudSignin();
     if (!bearer() && !store.getItem('sh.mqtt')) return signedOut();
     try {
       await signedIn();
     } catch (e) {
-      if (e.code === 'HubOffline') show(`${e.message}`);
-      else if (e.code !== 'Unauthorized') show(e.message);
+      if (e.code !== 'Unauthorized') show(plain(e));
     }
   }
 

@@ -11,6 +11,9 @@
   const TIMEOUT_MS = 15000;
   let bundle = null;
 
+  /** An error with the code app.js turns into plain words. */
+  const coded = (code, message) => Object.assign(new Error(message), { code });
+
   /** mqtt.js's browser build, from this server (only loaded when this sign-in is used). */
   function loadBundle() {
     if (window.mqtt) return Promise.resolve();
@@ -93,13 +96,15 @@
       },
       /** Runs one operation; resolves with the response JSON (errors too, as over REST). */
       call(op, params) {
-        if (pending.size >= MAX_IN_FLIGHT) return Promise.reject(new Error('too many requests waiting for the hub'));
+        // The broker is the hub: while the link is down (hub stopped, network gone) nothing is sent; mqtt.js reconnects by itself.
+        if (!client.connected) return Promise.reject(coded('HubUnreachable', 'the hub cannot be reached over MQTT'));
+        if (pending.size >= MAX_IN_FLIGHT) return Promise.reject(coded('Busy', 'too many requests waiting for the hub'));
         const transaction = `${prefix}${++seq}`;
         const msg = { Command: op, ...(hubUuid ? { HKWHubUUID: hubUuid } : {}), ...params, transaction };
         return new Promise((resolve, reject) => {
           const timer = setTimeout(() => {
             pending.delete(transaction);
-            reject(new Error('no answer from the hub over MQTT'));
+            reject(coded('HubTimeout', 'no answer from the hub over MQTT'));
           }, TIMEOUT_MS);
           pending.set(transaction, { resolve, reject, timer });
           client.publish(channel, JSON.stringify(msg), { qos: 1 }, (err) => {
