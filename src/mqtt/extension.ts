@@ -1,5 +1,6 @@
 import type { ExtensionContext, HubExtension } from '../extensions/extension';
-import type { WireSubscription } from '../extensions/wire-events';
+import { LocalConnection } from '../hub-client/local';
+import { HubReadModel } from '../hub-client/read-model';
 import { HUB_USERNAME, KeyAuth } from './auth';
 import { BridgeRequests, OPERATION_NAMES, bridgeResponse, failed, objectPayload } from './bridge';
 import { EmbeddedBroker } from './broker';
@@ -75,9 +76,9 @@ export class MqttExtension implements HubExtension {
   readonly name = 'mqtt';
   private broker?: EmbeddedBroker;
   private link?: HubLink;
-  private sub?: WireSubscription;
+  private unfollow?: () => void;
+  private local?: LocalConnection;
   private ctx?: ExtensionContext;
-  private session?: string;
   private names?: FriendlyNames;
   private _status?: MqttStatus;
   private watch?: NetworkWatch;
@@ -157,13 +158,16 @@ export class MqttExtension implements HubExtension {
       logger: log,
     });
     this.link = link;
-    const session = ctx.openTrustedSession();
-    this.session = session;
+    // The client layer: operations in the bridge's trusted session, events, the read model.
+    const local = new LocalConnection(ctx, { logger: log, maxQueued: MAX_QUEUED_EVENTS });
+    this.local = local;
+    const session = local.sessionToken();
+    const model = new HubReadModel();
+    await model.resync(local);
     this.names = new FriendlyNames(ctx.config.dataDir, log);
     const channel = new PubsubChannel(ctx, link, pubsub.channel, faults);
     const requests = new BridgeRequests(ctx, link, topics, session);
-    const speakers = new SpeakerTopics(ctx, link, topics, this.names, session, cfg.timeUpdates);
-    await speakers.load();
+    const speakers = new SpeakerTopics(ctx, link, topics, this.names, session, cfg.timeUpdates, model);
     const ha = cfg.haDiscovery
       ? new HaDiscovery(
           link,
@@ -230,28 +234,20 @@ export class MqttExtension implements HubExtension {
     });
     link.onOffline(() => log.warn('MQTT link lost'));
 
-    const subscribe = (): void => {
-      this.sub = ctx.subscribe(
-        (e) => {
-          channel.event(e);
-          speakers.event(e);
-        },
-        {
-          maxQueued: MAX_QUEUED_EVENTS,
-          initial: true,
-          // The view may have missed events: start over from the current state.
-          onOverflow: () => {
-            log.warn('MQTT event queue overflowed; resynchronizing');
-            void speakers.load().then(
-              () => speakers.publishAll(),
-              () => undefined,
-            );
-            subscribe();
-          },
-        },
-      );
-    };
-    subscribe();
+    this.unfollow = local.follow({
+      event: (e) => {
+        // The model first: the topics read it.
+        model.apply(e);
+        channel.event(e);
+        speakers.event(e);
+      },
+      // After an overflow (events missed): re-read the hub, then every retained topic again.
+      resync: () =>
+        void model.resync(local).then(
+          () => speakers.publishAll(),
+          (err: unknown) => log.warn({ err: String(err) }, 'MQTT: re-reading the hub failed'),
+        ),
+    });
     await link.start();
 
     if (cfg.networkWatchMs > 0) {
@@ -295,8 +291,8 @@ export class MqttExtension implements HubExtension {
   async stop(): Promise<void> {
     this.watch?.stop();
     this.watch = undefined;
-    this.sub?.close();
-    this.sub = undefined;
+    this.unfollow?.();
+    this.unfollow = undefined;
     const link = this.link;
     this.link = undefined;
     const ctx = this.ctx;
@@ -309,8 +305,8 @@ export class MqttExtension implements HubExtension {
     }
     this.broker = undefined;
     await this.names?.flush();
-    if (ctx && this.session) await ctx.dispatch('close_session', { SessionToken: this.session });
-    this.session = undefined;
+    await this.local?.close();
+    this.local = undefined;
     this._status = undefined;
   }
 }

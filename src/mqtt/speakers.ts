@@ -1,5 +1,6 @@
 import type { DeviceRecord, PlaybackSnapshot } from '../core/events';
 import type { ExtensionContext } from '../extensions/extension';
+import type { HubReadModel } from '../hub-client/read-model';
 import type { WireEvent } from '../extensions/wire-events';
 import type { DispatchResult } from '../operations/dispatch';
 import { bridgeResponse, failed, objectPayload, succeeded } from './bridge';
@@ -14,22 +15,18 @@ export interface SpeakerView {
   record: DeviceRecord;
 }
 
-const STOPPED: PlaybackSnapshot = { state: 'PlayerStateStopped', timeElapsed: -1, deviceIds: [] };
-
 /**
  * Per-speaker topics (zigbee2mqtt style): retained state and availability, `set` and `get`,
- * plus the bridge's device list and device events. Published on change only (time ticks
- * too when mqtt.timeUpdates asks for them); everything again after a reconnect.
+ * plus the bridge's device list and device events. What they say comes from the client
+ * layer's read model (speakers, playback, mute, who announces; re-read after an overflow);
+ * published on change only (time ticks too when mqtt.timeUpdates asks for them); everything
+ * again after a reconnect.
  */
 export class SpeakerTopics {
   private readonly order = new SerialQueues();
-  private readonly speakers = new Map<string, SpeakerView>();
-  private playback: PlaybackSnapshot = STOPPED;
   private readonly published = new Map<string, string>();
-  /** Speakers speaking an announcement now (between its 'started' and 'ended'), with its id. */
-  private readonly announcing = new Map<string, string>();
-  /** Speakers muted now (the core's mute events; a driver's own mute or volume 0 with restore). */
-  private readonly muted = new Set<string>();
+  /** Speakers this bridge has published (a device event for another one is a join). */
+  private readonly seen = new Set<string>();
   private listeners: (() => void)[] = [];
   /** The last announcement's outcome, published retained (and again after a reconnect). */
   private lastAnnouncement?: Record<string, unknown>;
@@ -41,22 +38,40 @@ export class SpeakerTopics {
     private readonly names: FriendlyNames,
     private readonly session: string,
     private readonly timeUpdates: boolean,
-  ) {}
+    private readonly model: HubReadModel,
+  ) {
+    for (const d of model.all()) this.seen.add(d.DeviceID);
+    model.on('device', (d) => {
+      this.publishSpeaker(this.view(d));
+      this.publishDevices();
+    });
+    model.on('playback', (snapshot) => {
+      for (const id of new Set([...this.lastPlayback.deviceIds, ...snapshot.deviceIds])) this.publishById(id);
+      this.lastPlayback = snapshot;
+    });
+    model.on('missing', (id) => {
+      // Gone from the hub's list (removed, or gone while the events overflowed): a ghost now.
+      this.seen.delete(id);
+      this.publishDevices();
+      this.publishGhosts();
+      for (const l of this.listeners) l();
+    });
+    model.on('synced', (list) => {
+      const joined = list.some((d) => !this.seen.has(d.DeviceID));
+      for (const d of list) this.seen.add(d.DeviceID);
+      if (joined) for (const l of this.listeners) l();
+    });
+  }
 
-  /** Reads the speakers once at start; events keep the view current afterwards. */
-  async load(): Promise<void> {
-    const r = await this.ctx.dispatch('device_list', { SessionToken: this.session });
-    if (!r.ok) throw r.error;
-    for (const record of r.body.DeviceList as DeviceRecord[]) {
-      this.track(record);
-      if (!record.Active) continue;
-      const m = await this.ctx.dispatch('get_mute_device', { SessionToken: this.session, DeviceID: record.DeviceID });
-      if (m.ok && m.body.Mute === 'true') this.muted.add(record.DeviceID);
-    }
+  /** The playback the speakers' states were last published for (to republish those it left). */
+  private lastPlayback: PlaybackSnapshot = { state: 'PlayerStateStopped', timeElapsed: -1, deviceIds: [] };
+
+  private get playback(): PlaybackSnapshot {
+    return this.model.playback;
   }
 
   list(): SpeakerView[] {
-    return [...this.speakers.values()];
+    return this.model.all().map((d) => this.view(d));
   }
 
   /** Called when the set of speakers or their names/availability changed (HA discovery listens). */
@@ -68,16 +83,19 @@ export class SpeakerTopics {
   publishAll(): void {
     this.published.clear();
     this.publishDevices();
-    for (const s of this.speakers.values()) this.publishSpeaker(s);
+    for (const s of this.list()) this.publishSpeaker(s);
     this.publishGhosts();
     if (this.lastAnnouncement) this.publishRetained(this.topics.announcement, 'announcement', this.lastAnnouncement);
   }
 
+  /** Wire events, after the read model has applied them: the bridge's device events, the last announcement, time ticks. */
   event(e: WireEvent): void {
     switch (e.type) {
       case 'device': {
-        const known = this.speakers.has(e.data.device.DeviceID);
-        const s = this.track(e.data.device);
+        const id = e.data.device.DeviceID;
+        const known = this.seen.has(id);
+        this.seen.add(id);
+        const s = this.view(this.model.device(id) ?? e.data.device);
         const type = !known
           ? 'device_joined'
           : e.data.reason === 'DeviceAvailable'
@@ -96,33 +114,7 @@ export class SpeakerTopics {
             }),
             { qos: 1 },
           );
-        this.publishDevices();
-        this.publishSpeaker(s);
         if (!known || type === 'device_available' || type === 'device_unavailable') for (const l of this.listeners) l();
-        break;
-      }
-      case 'volume': {
-        const s = this.speakers.get(e.data.deviceId);
-        if (s) {
-          s.record = { ...s.record, Volume: e.data.volume };
-          this.publishSpeaker(s);
-        }
-        break;
-      }
-      case 'playbackState': {
-        const touched = new Set([...this.playback.deviceIds, ...e.data.deviceIds]);
-        this.playback = e.data;
-        for (const id of touched) {
-          const s = this.speakers.get(id);
-          if (s) this.publishSpeaker(s);
-        }
-        break;
-      }
-      case 'mute': {
-        if (e.data.muted) this.muted.add(e.data.deviceId);
-        else this.muted.delete(e.data.deviceId);
-        const s = this.speakers.get(e.data.deviceId);
-        if (s) this.publishSpeaker(s);
         break;
       }
       case 'announcement': {
@@ -131,28 +123,13 @@ export class SpeakerTopics {
           announcement_id: done.announcementId,
           state: done.state,
           reason: done.reason ?? null,
-          speakers: done.deviceIds.map((id) => this.speakers.get(id)?.name ?? id),
+          speakers: done.deviceIds.map((id) => this.nameOf(id)),
         };
         this.publishRetained(this.topics.announcement, 'announcement', this.lastAnnouncement);
-        // The speaker's state says 'announcing' while it speaks, then what it is back to.
-        const a = e.data;
-        for (const id of a.deviceIds) {
-          if (a.phase === 'started') this.announcing.set(id, a.announcementId);
-          else if (this.announcing.get(id) === a.announcementId) this.announcing.delete(id);
-          else continue;
-          const s = this.speakers.get(id);
-          if (s) this.publishSpeaker(s);
-        }
         break;
       }
       case 'playbackTime':
-        if (this.timeUpdates) {
-          this.playback = { ...this.playback, timeElapsed: e.data.timeElapsed };
-          for (const id of e.data.deviceIds) {
-            const s = this.speakers.get(id);
-            if (s) this.publishSpeaker(s);
-          }
-        }
+        if (this.timeUpdates) for (const id of e.data.deviceIds) this.publishById(id);
         break;
       default:
         break;
@@ -270,7 +247,7 @@ export class SpeakerTopics {
    */
   publishGhosts(): void {
     for (const id of this.names.knownIds()) {
-      if (this.speakers.has(id)) continue;
+      if (this.model.device(id)) continue;
       const name = this.names.known(id)!;
       this.publishRetained(this.topics.availability(name), `availability:${id}`, { state: 'offline' });
     }
@@ -288,7 +265,7 @@ export class SpeakerTopics {
         result: failed('DeviceNotFound', `No speaker is named ${JSON.stringify(segment.slice(0, 60))} (friendly name or DeviceID).`, 'speaker'),
       };
     const name = this.names.known(id)!;
-    if (this.speakers.has(id))
+    if (this.model.device(id))
       return {
         ok: false,
         result: failed('InvalidParameter', `${name} is listed by the hub now; only a speaker that is gone can be forgotten.`, 'speaker'),
@@ -302,7 +279,8 @@ export class SpeakerTopics {
 
   private find(segment: string): SpeakerView | undefined {
     const id = this.names.resolve(segment);
-    return id ? this.speakers.get(id) : undefined;
+    const d = id ? this.model.device(id) : undefined;
+    return d ? this.view(d) : undefined;
   }
 
   private answerUnknown(segment: string, payload?: Buffer): void {
@@ -325,16 +303,19 @@ export class SpeakerTopics {
     );
   }
 
-  private track(record: DeviceRecord): SpeakerView {
-    const id = record.DeviceID;
-    const s = this.speakers.get(id);
-    if (s) {
-      s.record = record;
-      return s;
-    }
-    const view = { id, name: this.names.nameOf(id, record.DeviceName), record };
-    this.speakers.set(id, view);
-    return view;
+  /** A speaker as this bridge shows it: its record and its topic name (assigned on first sight, kept). */
+  private view(record: DeviceRecord): SpeakerView {
+    return { id: record.DeviceID, name: this.names.nameOf(record.DeviceID, record.DeviceName), record };
+  }
+
+  private nameOf(id: string): string {
+    const d = this.model.device(id);
+    return d ? this.view(d).name : (this.names.known(id) ?? id);
+  }
+
+  private publishById(id: string): void {
+    const d = this.model.device(id);
+    if (d) this.publishSpeaker(this.view(d));
   }
 
   private stateOf(s: SpeakerView): Record<string, unknown> {
@@ -351,12 +332,12 @@ export class SpeakerTopics {
             // Hub media and TTS URLs carry the media server's secret: only web URLs are shown.
             ...(p.kind === 'web' && p.url ? { url: p.url } : {}),
           };
-    const announcement = this.announcing.get(s.id);
+    const announcement = this.model.announcing(s.id);
     return {
       state: announcement ? 'announcing' : state,
       ...(announcement ? { announcement_id: announcement } : {}),
       volume: s.record.Volume,
-      muted: this.muted.has(s.id),
+      muted: this.model.muted(s.id),
       available: s.record.Active,
       media,
       time_elapsed: state === 'stopped' ? -1 : p.timeElapsed,

@@ -1,4 +1,5 @@
 import type { Clock, TimerHandle } from '../../core/clock';
+import { Backoff } from '../../util/backoff';
 import { VOLUME_MAX, clampVolume } from '../../core/volume-range';
 import type { Logger } from '../../logger';
 import { BaseSpeaker } from '../base-speaker';
@@ -51,7 +52,7 @@ export class MpdSpeaker extends BaseSpeaker {
   /** Queue entries the hub added and has not deleted yet (bounded: one per play, deleted as they end). */
   private readonly added = new Set<string>();
   private stopRequested = false;
-  private attempt = 0;
+  private readonly backoff: Backoff;
   private retry?: TimerHandle;
   private closed = false;
   private refreshing = false;
@@ -80,6 +81,8 @@ export class MpdSpeaker extends BaseSpeaker {
       },
       { available: false },
     );
+    // First retry after reconnectMinMs..2×reconnectMinMs, then doubling up to reconnectMaxMs.
+    this.backoff = new Backoff(config.reconnectMinMs * 2, config.reconnectMaxMs);
   }
 
   start(): void {
@@ -118,7 +121,7 @@ export class MpdSpeaker extends BaseSpeaker {
       this.scheduleReconnect(err);
       return;
     }
-    this.attempt = 0;
+    this.backoff.reset();
     this.log.info({ version: conn.version }, `mpd: connected to ${this.server.address}`);
     this.setAvailable(true);
   }
@@ -134,15 +137,16 @@ export class MpdSpeaker extends BaseSpeaker {
     this.scheduleReconnect(undefined);
   }
 
-  /** Doubling backoff from reconnectMinMs to reconnectMaxMs, ±25 % jitter so many hubs do not retry in step. */
+  /** The hub's one backoff (src/util/backoff.ts): doubling from reconnectMinMs, capped, jittered so many hubs do not retry in step. */
   private scheduleReconnect(err: unknown): void {
     if (this.closed) return;
-    const base = Math.min(this.config.reconnectMaxMs, this.config.reconnectMinMs * 2 ** Math.min(this.attempt, 20));
-    const delay = Math.round(base * (0.75 + Math.random() * 0.5));
-    this.attempt++;
+    const delay = this.backoff.next();
     if (err) {
       const code = err instanceof MpdConnectionError ? err.code : 'MpdRefused';
-      this.log.warn({ code, attempt: this.attempt, retryMs: delay }, `mpd: cannot connect to ${this.server.address}: ${(err as Error).message}`);
+      this.log.warn(
+        { code, attempt: this.backoff.attempts, retryMs: delay },
+        `mpd: cannot connect to ${this.server.address}: ${(err as Error).message}`,
+      );
     }
     this.retry?.cancel();
     this.retry = this.clock.setTimer(() => void this.connect(), delay);
