@@ -129,3 +129,9 @@ test.each(LAYER_CASES)('$file: the layer refuses what it must not know and takes
   }
   expect(await problems(file, `${good.join('\n')}\nexport const all = [${names(good).join(', ')}];\n`)).toEqual([]);
 });
+
+test('`any` is an error in src/ (tests may read untyped JSON with it)', async () => {
+  const code = 'export function f(x: any): unknown {\n  return x;\n}\n';
+  expect((await problems('src/core/probe.ts', code)).some((p) => p.startsWith('@typescript-eslint/no-explicit-any'))).toBe(true);
+  expect(await problems('test/probe.test.ts', code)).toEqual([]);
+});

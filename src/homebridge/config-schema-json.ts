@@ -8,7 +8,11 @@ import { PLATFORM_NAME } from './homebridge-api';
  * _bridge) are the UI's business and left out of the form.
  */
 export function buildConfigSchemaJson(): Record<string, unknown> {
-  const json = z.toJSONSchema(PlatformConfigSchema, { target: 'draft-7', io: 'input', unrepresentable: 'any' }) as Record<string, any>;
+  const json = z.toJSONSchema(PlatformConfigSchema, { target: 'draft-7', io: 'input', unrepresentable: 'any' }) as {
+    properties: Record<string, unknown>;
+    required?: string[];
+    $schema?: string;
+  };
   delete json.$schema;
   const properties = { ...json.properties };
   delete properties.platform;
@@ -30,7 +34,7 @@ export function buildConfigSchemaJson(): Record<string, unknown> {
     schema: {
       type: 'object',
       properties,
-      required: (json.required as string[] | undefined)?.filter((k) => k !== 'platform') ?? [],
+      required: json.required?.filter((k) => k !== 'platform') ?? [],
     },
   };
 }

@@ -41,9 +41,10 @@ type Handler = (req: RedRequest, res: RedResponse, next?: () => void) => void;
 export interface NodeRedApi {
   nodes: {
     createNode(node: object, config: object): void;
-    registerType(
+    // Generic: each node's constructor names its own node and settings types.
+    registerType<N extends object, C>(
       type: string,
-      ctor: (this: any, config: any) => void,
+      ctor: (this: N, config: C) => void,
       options?: { credentials?: Record<string, { type: 'text' | 'password' }> },
     ): void;
     getNode(id: string): RedNode | null;
