@@ -38,12 +38,19 @@ export interface PlaybackSnapshot {
   reason?: string;
 }
 
-export type AnnouncementState = 'queued' | 'playing' | 'done' | 'failed';
+/**
+ * What announcement_status says (beyond the spec): queued, playing, waiting_restore (over on
+ * every speaker, not yet put back: the restore runs, or waits for announcements queued
+ * behind it on the same speaker), done (played and every speaker restored) or failed.
+ * The transitions: src/core/announcement-states.ts.
+ */
+export type AnnouncementState = 'queued' | 'playing' | 'waiting_restore' | 'done' | 'failed';
 
 /**
  * An announcement's life (beyond the spec): 'started' when its first speaker starts it,
- * 'ended' when it has played out (or was stopped) on every speaker, 'restored' when every
- * speaker is back to what it did before (state done), 'failed' when it could not play at all.
+ * 'ended' when it has played out (or was stopped) on every speaker (state waiting_restore),
+ * 'restored' when every speaker is back to what it did before (state done), 'failed' when it
+ * could not play at all.
  */
 export interface AnnouncementEvent {
   announcementId: string;

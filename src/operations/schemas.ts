@@ -156,4 +156,4 @@ export const AnnouncementIDParam = text().pipe(
     .pipe(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'AnnouncementID must be the id announce returned')),
 );
 
-export const AnnouncementStateSchema = z.enum(['queued', 'playing', 'done', 'failed']);
+export const AnnouncementStateSchema = z.enum(['queued', 'playing', 'waiting_restore', 'done', 'failed']);

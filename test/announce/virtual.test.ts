@@ -16,6 +16,20 @@ describe('announcements (virtual speakers)', () => {
   let ids: string[];
   let pid: string;
   const announcements: AnnouncementEvent[] = [];
+  /** Every AnnouncementID announce answered, and those whose last event (restored or failed) came. */
+  const issued = new Set<string>();
+  const over = new Set<string>();
+  /** Resolves once every announcement issued so far is done or failed: on the events, not by polling. */
+  const allOver = () =>
+    new Promise<void>((resolve) => {
+      const check = () => {
+        if (![...issued].every((id) => over.has(id))) return;
+        t.hub.core.events.off('announcement', check);
+        resolve();
+      };
+      t.hub.core.events.on('announcement', check);
+      check();
+    });
   const states: PlaybackSnapshot[] = [];
   const speaker = (i: number) => virtualOf(t.hub).speaker(i);
   const status = (id: string) => t.op('announcement_status', { AnnouncementID: id });
@@ -47,7 +61,17 @@ describe('announcements (virtual speakers)', () => {
     const media = (await t.op('media_list')).MediaList;
     // The longest sample: the music must outlast the announcements.
     pid = [...media].sort((a: any, b: any) => b.Duration - a.Duration)[0].PersistentID;
-    t.hub.core.events.on('announcement', (e) => announcements.push(e));
+    t.hub.core.events.on('announcement', (e) => {
+      announcements.push(e);
+      if (e.phase === 'restored' || e.phase === 'failed') over.add(e.announcementId);
+    });
+    // Every announce goes through t.op: note its id, to wait for it to be over between tests.
+    const op = t.op.bind(t);
+    t.op = async (name, params) => {
+      const r = await op(name, params);
+      if (name === 'announce' && typeof r?.AnnouncementID === 'string') issued.add(r.AnnouncementID);
+      return r;
+    };
     t.hub.core.events.on('playbackState', (s) => states.push(s));
   });
   afterAll(async () => {
@@ -56,7 +80,7 @@ describe('announcements (virtual speakers)', () => {
   });
   beforeEach(async () => {
     await t.op('stop_play');
-    await t.hub.core.announcements.idle();
+    await allOver();
     for (const s of virtualOf(t.hub).speakers()) {
       s.reappear();
       await s.setVolume(20);
@@ -144,15 +168,56 @@ describe('announcements (virtual speakers)', () => {
     playOut(6000);
     await untilState(b.AnnouncementID, 'playing');
     await eventually(() => since().length === 2 && speaker(0).state === 'playing', 10_000, 'second announcement playing');
-    // Straight on: no music in between, and the first is not done until the speaker is restored.
+    // Straight on: no music in between, and the first is not done until the speaker is restored:
+    // it has finished speaking and says that it waits for the restore.
     expect(since().map((f) => f.url === music)).toEqual([false, false]);
-    expect((await status(a.AnnouncementID)).State).toBe('playing');
+    expect((await status(a.AnnouncementID)).State).toBe('waiting_restore');
     expect(speaker(0).volume).toBe(45);
     playOut(6000);
     await untilState(b.AnnouncementID, 'done');
     expect((await status(a.AnnouncementID)).State).toBe('done');
     expect(since().map((f) => f.url === music)).toEqual([false, false, true]);
     expect(speaker(0).volume).toBe(20);
+    expect(speaker(0).state).toBe('playing');
+  });
+
+  test('an announcement over on its speakers but waiting for the restore behind a queued one reads waiting_restore', async () => {
+    await t.op('play_hub_media_party_mode', { PersistentID: pid });
+    const music = lastFetch(1)!.url;
+    const before0 = lastFetch(0);
+    const before1 = lastFetch(1);
+    const a = await t.op('announce', { Text: 'First on two speakers', DeviceIDList: `${ids[0]},${ids[1]}` });
+    await playsNew(0, before0);
+    await playsNew(1, before1);
+    const first0 = lastFetch(0);
+    const b = await t.op('announce', { Text: 'Second on one', DeviceIDList: ids[0] });
+    playOut(6000);
+    await playsNew(0, first0);
+    await untilState(b.AnnouncementID, 'playing');
+    // Speaker 1 is back in the music; speaker 0 goes straight on to the second one, so the first
+    // is over everywhere but not restored everywhere: it says so, and so does its 'ended' event.
+    await eventually(() => speaker(1).state === 'playing' && lastFetch(1)!.url === music, 10_000, 'speaker 1 back in the music');
+    expect(await status(a.AnnouncementID)).toEqual({
+      AnnouncementID: a.AnnouncementID,
+      State: 'waiting_restore',
+      DeviceIDList: `${ids[0]},${ids[1]}`,
+      Priority: '100',
+    });
+    const ofA = () => announcements.filter((e) => e.announcementId === a.AnnouncementID);
+    expect(ofA().map((e) => [e.phase, e.state])).toEqual([
+      ['started', 'playing'],
+      ['ended', 'waiting_restore'],
+    ]);
+    playOut(6000);
+    await untilState(b.AnnouncementID, 'done');
+    // One restore after the last: both done at once, speaker 0 back in the music.
+    expect((await status(a.AnnouncementID)).State).toBe('done');
+    expect(ofA().map((e) => [e.phase, e.state])).toEqual([
+      ['started', 'playing'],
+      ['ended', 'waiting_restore'],
+      ['restored', 'done'],
+    ]);
+    expect(lastFetch(0)!.url).toBe(music);
     expect(speaker(0).state).toBe('playing');
   });
 
