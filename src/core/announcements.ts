@@ -248,11 +248,12 @@ export class AnnouncementManager {
     this.stopping = true;
     try {
       // Queued ones first, so that ending the playing ones starts none of them.
-      for (const a of [...this.pending.values()]) if (a.phase === 'loading' || a.phase === 'queued') this.cancel(a, reason);
+      // (Guarded one by one: a fault in one must not keep the others' speakers from coming back.)
+      for (const a of [...this.pending.values()]) if (a.phase === 'loading' || a.phase === 'queued') this.guard('stop', () => this.cancel(a, reason));
       for (const a of [...this.pending.values()]) {
         if (a.phase !== 'starting' && a.phase !== 'playing') continue;
         a.reason ??= reason;
-        this.endOn(a);
+        this.guard('stop', () => this.endOn(a));
       }
       await Promise.all([...this.lanes.values()].filter((l) => l.phase !== 'free').map((lane) => this.restoreLane(lane)));
     } finally {
