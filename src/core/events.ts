@@ -24,6 +24,9 @@ export type MediaKind = 'hub' | 'web' | 'tts';
 /** Reasons of the original hub's DeviceStateUpdated event (compatibility.md). */
 export type DeviceReason = 'DeviceAvailable' | 'DeviceUnavailable' | 'DeviceError' | 'SpeakerInfoUpdated' | 'WiFiSignalChanged';
 
+/** Why a playback stopped: its media ended, stop/pause of web media, a new play replaced it, every speaker failed, hub shutdown. */
+export type PlaybackEndReason = 'ended' | 'stopped' | 'interrupted' | 'error' | 'shutdown';
+
 export interface PlaybackSnapshot {
   state: PlaybackState;
   /** Whole seconds; -1 when stopped. */
@@ -34,8 +37,8 @@ export interface PlaybackSnapshot {
   title?: string;
   priority?: number;
   deviceIds: string[];
-  /** Why the playback stopped: 'ended', 'stopped', 'interrupted', 'error'. */
-  reason?: string;
+  /** Why the playback stopped. */
+  reason?: PlaybackEndReason;
 }
 
 /**

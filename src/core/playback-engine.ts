@@ -1,6 +1,6 @@
 import { HubError } from './errors';
 import type { Clock, TimerHandle } from './clock';
-import type { HubEventBus, MediaKind, PlaybackSnapshot, PlaybackState } from './events';
+import type { HubEventBus, MediaKind, PlaybackEndReason, PlaybackSnapshot, PlaybackState } from './events';
 import type { Selection } from './selection';
 import type { SpeakerRegistry } from './speaker-registry';
 import type { MediaRequest, Speaker, SpeakerDriver, SpeakerPlayState, StopReason } from '../drivers/driver';
@@ -135,7 +135,7 @@ export class PlaybackEngine {
     return this.current?.state === 'PlayerStatePlaying';
   }
 
-  snapshot(reason?: string): PlaybackSnapshot {
+  snapshot(reason?: PlaybackEndReason): PlaybackSnapshot {
     const p = this.current;
     const { state, timeElapsed } = this.status();
     if (!p) return { state, timeElapsed, deviceIds: [], ...(reason ? { reason } : {}) };
@@ -612,7 +612,7 @@ export class PlaybackEngine {
   }
 
   /** Ends the current playback, if any; its speakers are the caller's to stop. */
-  private finish(reason: string): void {
+  private finish(reason: PlaybackEndReason): void {
     const p = this.current;
     if (!p) return;
     p.tick?.cancel();
@@ -650,7 +650,7 @@ export class PlaybackEngine {
     );
   }
 
-  private changed(reason?: string): void {
+  private changed(reason?: PlaybackEndReason): void {
     this.events.emit('playbackState', this.snapshot(reason));
   }
 
