@@ -19,6 +19,19 @@ export type AnnouncementReason =
 
 export type AnnouncementReasonCode = AnnouncementReason['code'];
 
+/** Every code at run time (announcement_status's ReasonCode schema); fails to compile when a code is missing here. */
+export const ANNOUNCEMENT_REASON_CODES = [
+  'stopped_by_play',
+  'hub_shutdown',
+  'interrupted',
+  'load_failed',
+  'play_failed',
+  'never_played',
+] as const satisfies readonly AnnouncementReasonCode[];
+type Unlisted = Exclude<AnnouncementReasonCode, (typeof ANNOUNCEMENT_REASON_CODES)[number]>;
+const everyCodeListed: [Unlisted] extends [never] ? true : Unlisted = true;
+void everyCodeListed;
+
 /** The wire text of a reason (announcement_status's Reason, the events' reason). */
 export function reasonText(reason: AnnouncementReason): string {
   switch (reason.code) {

@@ -292,7 +292,7 @@ describe('announcements (virtual speakers)', () => {
     playOut();
     await untilState(high.AnnouncementID, 'done');
     const lowStatus = await status(low.AnnouncementID);
-    expect(lowStatus).toMatchObject({ State: 'done', Reason: expect.stringContaining('Interrupted') });
+    expect(lowStatus).toMatchObject({ State: 'done', Reason: expect.stringContaining('Interrupted'), ReasonCode: 'interrupted' });
     expect(speaker(0).volume).toBe(20);
     expect(speaker(0).state).toBe('playing');
     expect(speaker(0).position()).toBeCloseTo(speaker(1).position()!, 0);
@@ -308,7 +308,7 @@ describe('announcements (virtual speakers)', () => {
     expect(results.at(-1)).toMatchObject({ Result: 'false', ErrorCode: 'AnnouncementQueueFull' });
     expect(await status('nosuchannouncement')).toMatchObject({ Result: 'false', ErrorCode: 'AnnouncementNotFound' });
     await t.op('stop_play');
-    for (const r of results.slice(1, 17)) expect((await status(r.AnnouncementID)).State).toBe('failed');
+    for (const r of results.slice(1, 17)) expect(await status(r.AnnouncementID)).toMatchObject({ State: 'failed', ReasonCode: 'stopped_by_play' });
   });
 
   test('a TTS failure reports failed with the reason and touches no speaker', async () => {
@@ -316,7 +316,7 @@ describe('announcements (virtual speakers)', () => {
     const music = speaker(0).fetches.length;
     const r = await t.op('announce', { Text: 'unspeakable', DeviceIDList: ids[0], Voice: 'nosuchvoice', Volume: '45' });
     await untilState(r.AnnouncementID, 'failed');
-    expect((await status(r.AnnouncementID)).Reason).toMatch(/Text-to-speech/);
+    expect(await status(r.AnnouncementID)).toMatchObject({ Reason: expect.stringMatching(/Text-to-speech/), ReasonCode: 'load_failed' });
     expect(speaker(0).fetches.length).toBe(music);
     expect(speaker(0).state).toBe('playing');
     expect(speaker(0).volume).toBe(20);
@@ -338,7 +338,7 @@ describe('announcements (virtual speakers)', () => {
     speaker(0).failNextPlay('injected fault A');
     const r = await t.op('announce', { Text: 'Nobody hears this', DeviceIDList: ids[0], Volume: '42' });
     await untilState(r.AnnouncementID, 'failed');
-    expect((await status(r.AnnouncementID)).Reason).toContain('injected fault A');
+    expect(await status(r.AnnouncementID)).toMatchObject({ Reason: expect.stringContaining('injected fault A'), ReasonCode: 'play_failed' });
     expect(speaker(0).volume).toBe(20);
   });
 
@@ -367,7 +367,7 @@ describe('announcements (virtual speakers)', () => {
     await playsNew(0, before0);
     expect(await t.op('stop_play')).toEqual({ Result: 'true' });
     await untilState(r.AnnouncementID, 'done');
-    expect((await status(r.AnnouncementID)).Reason).toMatch(/stop_play/);
+    expect(await status(r.AnnouncementID)).toMatchObject({ Reason: 'stopped by stop_play', ReasonCode: 'stopped_by_play' });
     for (const i of [0, 1, 2]) expect(speaker(i).state).toBe('stopped');
     expect(speaker(0).volume).toBe(20);
   });

@@ -14,8 +14,8 @@ import {
   type LanePhase,
   type LaneTrigger,
 } from '../../src/core/announcement-states';
-import { endsDone, reasonText, type AnnouncementReason } from '../../src/core/announcement-reasons';
-import { AnnouncementStateSchema } from '../../src/operations/schemas';
+import { ANNOUNCEMENT_REASON_CODES, endsDone, reasonText, type AnnouncementReason } from '../../src/core/announcement-reasons';
+import { AnnouncementReasonCodeSchema, AnnouncementStateSchema } from '../../src/operations/schemas';
 
 const PHASES: AnnouncementPhase[] = ['loading', 'queued', 'starting', 'playing', 'waiting_restore', 'done', 'failed'];
 const TRIGGERS: AnnouncementTrigger[] = ['loaded', 'cancel', 'start', 'speak', 'end', 'restored', 'unplayed'];
@@ -108,6 +108,11 @@ describe('announcement reasons', () => {
     expect(endsDone(false, undefined)).toBe(false);
     // A message that merely mentions stop_play decides nothing.
     expect(endsDone(false, { code: 'load_failed', message: 'failed during stop_play' })).toBe(false);
+  });
+
+  test('announcement_status carries every code as ReasonCode', () => {
+    expect(AnnouncementReasonCodeSchema.options).toEqual([...ANNOUNCEMENT_REASON_CODES]);
+    expect(ANNOUNCEMENT_REASON_CODES).toHaveLength(6);
   });
 
   test('the wire text of each code', () => {
