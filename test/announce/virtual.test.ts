@@ -372,6 +372,44 @@ describe('announcements (virtual speakers)', () => {
     expect(speaker(0).volume).toBe(20);
   });
 
+  test('stop_play while an announcement is still taking its speaker (a slow snapshot): its volume is put back all the same', async () => {
+    const s0 = speaker(0);
+    const own = s0.snapshot;
+    let letGo!: () => void;
+    let asked!: () => void;
+    const gate = new Promise<void>((r) => (letGo = r));
+    const snapshotAsked = new Promise<void>((r) => (asked = r));
+    // A renderer that answers the snapshot query late: the announcement is still starting.
+    s0.snapshot = async () => {
+      asked();
+      await gate;
+      return own.call(s0);
+    };
+    try {
+      const r = await t.op('announce', { Text: 'Slow speaker', DeviceIDList: ids[0], Volume: '44' });
+      await snapshotAsked;
+      const ended = new Promise<void>((res) => {
+        const onEnded = (e: AnnouncementEvent) => {
+          if (e.announcementId !== r.AnnouncementID || e.phase !== 'ended') return;
+          t.hub.core.events.off('announcement', onEnded);
+          res();
+        };
+        t.hub.core.events.on('announcement', onEnded);
+      });
+      const stopped = t.op('stop_play');
+      await ended;
+      // The snapshot answers after stop_play ended the announcement; its volume still goes on, then back.
+      letGo();
+      expect(await stopped).toEqual({ Result: 'true' });
+      expect(await status(r.AnnouncementID)).toMatchObject({ State: 'done', ReasonCode: 'stopped_by_play' });
+      expect(s0.volume).toBe(20);
+      expect(s0.state).toBe('stopped');
+    } finally {
+      s0.snapshot = own;
+      letGo();
+    }
+  });
+
   test('a doorbell announcement does not wait behind a play still starting on a URL that never answers', async () => {
     await t.op('add_device_to_session', { DeviceID: ids[0] });
     const stuck = t.op('play_web_media', { MediaUrl: web.url('/hang.mp3') });
