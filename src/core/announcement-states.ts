@@ -8,11 +8,15 @@ import type { AnnouncementState } from './events';
  *
  * Announcement:
  *
- *   loading ──loaded──▶ queued ──start──▶ starting ──speak──▶ playing
- *      │                  │                  │                   │
- *      └──cancel──▶ failed ◀──cancel──┘      └──────end──────────┴──▶ waiting_restore
- *                                                                        │
- *                                       done ◀──restored── ──unplayed──▶ failed
+ *   loading ─loaded─▶ queued ─start─▶ starting ─speak─▶ playing
+ *      │                │                 │                │
+ *    cancel           cancel             end              end
+ *      ▼                ▼                 ▼                ▼
+ *    failed           failed        waiting_restore ◀──────┘
+ *                                     │          │
+ *                                  restored   unplayed
+ *                                     ▼          ▼
+ *                                   done       failed
  *
  * - loading: accepted; its media (TTS) is being prepared; no speaker touched.
  * - queued: ready, waiting to be first in line on every one of its speakers.
@@ -79,7 +83,8 @@ export const ANNOUNCEMENT_STATE_OF: Readonly<Record<AnnouncementPhase, Announcem
  * - between: taken, the last one is over here and the next queued one has not started yet
  *   (waits for its other speakers or its media): no restore in between.
  * - restoring: its speaker is being put back (volume, mute, music or what it played).
- * From `take` to the end of `restoring` the speaker is lent out by the playback engine.
+ * From `take` on the speaker is reserved in the playback engine (no music starts on it);
+ * the reservation ends when the restore gives it back into the music, or at the restore's end.
  */
 export type LanePhase = 'free' | 'announcing' | 'between' | 'restoring';
 
