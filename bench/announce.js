@@ -62,12 +62,33 @@ async function main() {
       return res.json();
     };
     const S = (await get('init_session')).SessionToken;
-    const op = (name, params = {}) => get(name, { SessionToken: S, ...params });
+    const events = hub.core.events;
+    // Every AnnouncementID announce answered, and those whose last event (restored/failed) came.
+    const issued = new Set();
+    const over = new Set();
+    events.on('announcement', (e) => {
+      if (e.phase === 'restored' || e.phase === 'failed') over.add(e.announcementId);
+    });
+    const op = async (name, params = {}) => {
+      const r = await get(name, { SessionToken: S, ...params });
+      if (name === 'announce' && typeof r.AnnouncementID === 'string') issued.add(r.AnnouncementID);
+      return r;
+    };
+    /** Resolves once every announcement issued so far is over (on the events). */
+    const allOver = () =>
+      new Promise((resolve) => {
+        const check = () => {
+          if (![...issued].every((id) => over.has(id))) return;
+          events.off('announcement', check);
+          resolve();
+        };
+        events.on('announcement', check);
+        check();
+      });
     const speakers = hub.driver('virtual').speakers();
     const ids = speakers.map((s) => s.id);
     const media = (await op('media_list')).MediaList;
     const music = [...media].sort((a, b) => b.Duration - a.Duration)[0].PersistentID;
-    const events = hub.core.events;
 
     /** ms from sending the request to the speaker's first fetch of a media-server URL after it. */
     async function latency(run) {
@@ -84,7 +105,7 @@ async function main() {
     }
     const settle = async () => {
       await op('stop_play');
-      await hub.core.announcements.idle();
+      await allOver();
     };
 
     // 1. Latencies.

@@ -2,8 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { HubError } from './errors';
 import type { Clock } from './clock';
 import type { AnnouncementEvent, AnnouncementState, HubEventBus } from './events';
-import type { OverlayHost, PlaybackEngine, PlayableMedia } from './playback-engine';
+import type { OverlayEndReason, PlaybackEngine, PlayableMedia } from './playback-engine';
 import type { SpeakerRegistry } from './speaker-registry';
+import {
+  ANNOUNCEMENT_STATE_OF,
+  ANNOUNCEMENT_TRANSITIONS,
+  LANE_TRANSITIONS,
+  transition,
+  type AnnouncementPhase,
+  type AnnouncementTrigger,
+  type LanePhase,
+  type LaneTrigger,
+} from './announcement-states';
+import { endsDone, reasonText, type AnnouncementReason, type AnnouncementReasonCode } from './announcement-reasons';
 import type { Speaker, SpeakerPlayState, SpeakerSnapshot, StopReason } from '../drivers/driver';
 import type { Logger } from '../logger';
 
@@ -17,6 +28,14 @@ import type { Logger } from '../logger';
  * snapshot is taken before the first and restored once, after the last. An announcement to
  * several speakers starts when it is first in line on all of them, so they start together.
  * A higher Priority cuts in: what played is interrupted, the restore stays the first one's.
+ *
+ * States and their transitions: src/core/announcement-states.ts (every change goes through
+ * its transition()); reasons: src/core/announcement-reasons.ts.
+ *
+ * Coupling runs one way: this manager uses the PlaybackEngine (reserve/lend a speaker, play
+ * on it, give it back, release it); the engine holds no reference to announcements. Its one
+ * request upwards, "end every overlay" at stop_play and shutdown, is a function this manager
+ * hands it (engine.onEndOverlays).
  */
 
 export interface AnnounceRequest {
@@ -35,8 +54,9 @@ export interface AnnouncementStatus {
   deviceIds: string[];
   priority: number;
   volume?: number;
-  /** Why it failed, or what interrupted it. */
+  /** Why it failed, or what interrupted it (wire text, made from reasonCode). */
   reason?: string;
+  reasonCode?: AnnouncementReasonCode;
   createdAt: number;
   startedAt?: number;
   endedAt?: number;
@@ -55,11 +75,18 @@ export interface AnnouncementLimits {
 export const DEFAULT_ANNOUNCEMENT_LIMITS: AnnouncementLimits = { maxQueuedPerSpeaker: 16, maxPending: 256, maxHistory: 1000 };
 
 interface Announcement {
-  status: AnnouncementStatus;
+  id: string;
+  phase: AnnouncementPhase;
   seq: number;
+  deviceIds: string[];
+  priority: number;
+  volume?: number;
+  reason?: AnnouncementReason;
+  createdAt: number;
+  startedAt?: number;
+  endedAt?: number;
+  restoredAt?: number;
   media?: PlayableMedia[];
-  /** Set once load() settled. */
-  ready: boolean;
   /** Speakers it still plays on. */
   playing: Set<string>;
   /** Speakers that have not yet been restored after it (or dropped from it). */
@@ -70,28 +97,37 @@ interface Announcement {
   step: number;
   /** Speakers that finished the current step. */
   stepDone: Set<string>;
+  /** Speakers a higher-Priority announcement cut in on. */
   interrupted: string[];
-  ended: boolean;
   /** At least one speaker started it. */
   played: boolean;
 }
 
 interface Lane {
+  /** The speaker's id. */
+  id: string;
+  phase: LanePhase;
   speaker: Speaker;
   queue: Announcement[];
+  /** The announcement playing (or starting) here; set only in phase announcing. */
   current?: Announcement;
   /** Taken before the first announcement of a run; put back after the last. */
   snapshot?: { volume: number; muted?: boolean; member: boolean; transport?: SpeakerSnapshot };
   /** Announcements that played here and wait for this lane's restore. */
   owed: Set<Announcement>;
+  /** Set in phase restoring. */
   restoring?: Promise<void>;
+  /**
+   * The last announcement's taking of this speaker (snapshot, lend, volume). The next taking
+   * (a cut-in) and the restore wait for it, so that a stop_play or a cut-in during the start
+   * cannot have the announcement's volume land after the restore.
+   */
+  taking?: Promise<void>;
   /** The volume the announcement set (restore only touches a volume the announcement changed). */
   setVolume?: number;
-  /** Taken by a run of announcements (from its start until its restore completes). */
-  taken: boolean;
 }
 
-export class AnnouncementManager implements OverlayHost {
+export class AnnouncementManager {
   private readonly lanes = new Map<string, Lane>();
   private readonly pending = new Map<string, Announcement>();
   private readonly history = new Map<string, AnnouncementStatus>();
@@ -109,7 +145,7 @@ export class AnnouncementManager implements OverlayHost {
     private readonly logger: Logger,
     private readonly limits: AnnouncementLimits = DEFAULT_ANNOUNCEMENT_LIMITS,
   ) {
-    engine.attachOverlays(this);
+    engine.onEndOverlays((why) => this.stopAll(why));
   }
 
   /** Media URLs of the announcements not finished yet (queued or playing): the media host keeps them. */
@@ -117,29 +153,6 @@ export class AnnouncementManager implements OverlayHost {
     const urls = new Set<string>();
     for (const a of this.pending.values()) for (const m of a.media ?? []) urls.add(m.url);
     return urls;
-  }
-
-  // ---- OverlayHost ---------------------------------------------------------------------
-
-  busy(speakerId: string): boolean {
-    const lane = this.lanes.get(speakerId);
-    return !!lane && (lane.taken || !!lane.restoring);
-  }
-
-  async stopAll(reason: string): Promise<void> {
-    this.stopping = true;
-    try {
-      // Queued ones first, so that ending the playing ones starts none of them.
-      for (const a of [...this.pending.values()]) if (a.status.state === 'queued') this.fail(a, reason);
-      for (const a of [...this.pending.values()]) {
-        a.status.reason ??= reason;
-        this.endOn(a);
-      }
-      // Volumes and mutes go back; transports stay stopped (stop means silence).
-      await Promise.all([...this.lanes.values()].filter((l) => l.taken || l.restoring).map((lane) => this.restoreLane(lane, false)));
-    } finally {
-      this.stopping = false;
-    }
   }
 
   // ---- commands and queries -------------------------------------------------------------
@@ -175,50 +188,50 @@ export class AnnouncementManager implements OverlayHost {
       }
     }
     const a: Announcement = {
-      status: {
-        id: randomBytes(9).toString('base64url'),
-        state: 'queued',
-        deviceIds: speakers.map((s) => s.id),
-        priority: req.priority,
-        volume: req.volume,
-        createdAt: this.clock.now(),
-      },
+      id: randomBytes(9).toString('base64url'),
+      phase: 'loading',
       seq: ++this.seq,
-      ready: false,
+      deviceIds: speakers.map((s) => s.id),
+      priority: req.priority,
+      volume: req.volume,
+      createdAt: this.clock.now(),
       playing: new Set(),
       unrestored: new Set(speakers.map((s) => s.id)),
       unwatch: new Map(),
       step: 0,
       stepDone: new Set(),
       interrupted: [],
-      ended: false,
       played: false,
     };
-    this.pending.set(a.status.id, a);
+    this.pending.set(a.id, a);
     for (const s of speakers) {
       const lane = this.lane(s);
       lane.queue.push(a);
       lane.queue.sort(order);
     }
-    this.logger.info({ announcement: a.status.id, speakers: a.status.deviceIds, priority: a.status.priority }, 'announcement queued');
+    this.logger.info({ announcement: a.id, speakers: a.deviceIds, priority: a.priority }, 'announcement queued');
     req.load().then(
-      (media) => {
-        a.media = media;
-        a.ready = true;
-        this.pump();
-      },
-      (e: unknown) => {
-        a.ready = true;
-        const err = e as { message?: string; code?: string };
-        this.fail(a, err.message ?? String(e), err.code);
-      },
+      (media) =>
+        this.guard('load', () => {
+          // Cancelled (stop_play) while it loaded: nothing more to do.
+          if (a.phase !== 'loading') return;
+          a.media = media;
+          this.move(a, 'loaded');
+          this.pump();
+        }),
+      (e: unknown) =>
+        this.guard('load', () => {
+          if (a.phase !== 'loading') return;
+          const err = e as { message?: string; code?: string };
+          this.cancel(a, { code: 'load_failed', message: err.message ?? String(e), errorCode: err.code });
+        }),
     );
-    return { ...a.status };
+    return this.statusOf(a);
   }
 
   status(id: string): AnnouncementStatus {
     const a = this.pending.get(id);
-    if (a) return { ...a.status };
+    if (a) return this.statusOf(a);
     const done = this.history.get(id);
     if (done) return { ...done };
     throw new HubError('AnnouncementNotFound', `No announcement has AnnouncementID ${id} (or it is too old to be remembered).`, {
@@ -226,10 +239,25 @@ export class AnnouncementManager implements OverlayHost {
     });
   }
 
-  /** Resolves when nothing is queued, playing or restoring (tests, bench). */
-  async idle(): Promise<void> {
-    while (this.pending.size || [...this.lanes.values()].some((l) => l.restoring)) {
-      await new Promise((r) => setTimeout(r, 10));
+  /**
+   * Ends every announcement (the engine asks at stop_play and shutdown): queued ones fail,
+   * started ones end; volumes and mutes go back, transports stay stopped (stop means silence).
+   */
+  private async stopAll(why: OverlayEndReason): Promise<void> {
+    const reason: AnnouncementReason = why === 'shutdown' ? { code: 'hub_shutdown' } : { code: 'stopped_by_play' };
+    this.stopping = true;
+    try {
+      // Queued ones first, so that ending the playing ones starts none of them.
+      // (Guarded one by one: a fault in one must not keep the others' speakers from coming back.)
+      for (const a of [...this.pending.values()]) if (a.phase === 'loading' || a.phase === 'queued') this.guard('stop', () => this.cancel(a, reason));
+      for (const a of [...this.pending.values()]) {
+        if (a.phase !== 'starting' && a.phase !== 'playing') continue;
+        a.reason ??= reason;
+        this.guard('stop', () => this.endOn(a));
+      }
+      await Promise.all([...this.lanes.values()].filter((l) => l.phase !== 'free').map((lane) => this.restoreLane(lane)));
+    } finally {
+      this.stopping = false;
     }
   }
 
@@ -251,7 +279,7 @@ export class AnnouncementManager implements OverlayHost {
   private lane(speaker: Speaker): Lane {
     let lane = this.lanes.get(speaker.id);
     if (!lane) {
-      lane = { speaker, queue: [], owed: new Set(), taken: false };
+      lane = { id: speaker.id, phase: 'free', speaker, queue: [], owed: new Set() };
       this.lanes.set(speaker.id, lane);
     }
     return lane;
@@ -268,12 +296,12 @@ export class AnnouncementManager implements OverlayHost {
     try {
       do {
         this.pumpAgain = false;
-        const waiting = [...this.pending.values()].filter((a) => a.status.state === 'queued').sort(order);
+        const waiting = [...this.pending.values()].filter((a) => a.phase === 'queued').sort(order);
         for (const a of waiting) {
-          if (!a.ready || a.status.state !== 'queued') continue;
-          const lanes = a.status.deviceIds.map((id) => this.lanes.get(id)).filter((l): l is Lane => !!l);
-          const go = lanes.every((l) => !l.restoring && l.queue[0] === a && (!l.current || l.current.status.priority < a.status.priority));
-          if (go) void this.start(a, lanes);
+          if (a.phase !== 'queued') continue;
+          const lanes = a.deviceIds.map((id) => this.lanes.get(id)).filter((l): l is Lane => !!l);
+          const go = lanes.every((l) => l.phase !== 'restoring' && l.queue[0] === a && (!l.current || l.current.priority < a.priority));
+          if (go) this.start(a, lanes).catch((e: unknown) => this.fault('start', e));
         }
       } while (this.pumpAgain);
     } finally {
@@ -282,47 +310,58 @@ export class AnnouncementManager implements OverlayHost {
   }
 
   private async start(a: Announcement, lanes: Lane[]): Promise<void> {
-    a.status.state = 'playing';
-    a.status.startedAt = this.clock.now();
+    this.move(a, 'start');
+    a.startedAt = this.clock.now();
     for (const lane of lanes) {
       lane.queue.shift();
       if (lane.current) this.cutIn(lane, a);
       lane.current = a;
-      lane.taken = true;
+      this.moveLane(lane, 'take');
     }
+    // The engine starts no music on them from now on, until they are released after the restore.
+    this.engine.reserve(lanes.map((l) => l.id));
     const usable = lanes.filter((l) => l.speaker.available);
     for (const lane of lanes) if (!lane.speaker.available) this.leaveLane(lane, a, 'speaker unavailable');
+    const taking = this.take(a, usable);
+    for (const l of usable) l.taking = taking;
+    await taking;
+    // stop_play, a cut-in or a failure may have ended it while its speakers were being taken.
+    if (a.phase !== 'starting') return;
+    const speakers = usable.filter((l) => l.current === a).map((l) => l.speaker);
+    for (const s of speakers) a.playing.add(s.id);
+    this.move(a, 'speak');
+    this.emit(a, 'started');
+    this.logger.info({ announcement: a.id, speakers: speakers.map((s) => s.id) }, 'announcement playing');
+    await this.playStep(a);
+  }
+
+  /** Snapshots what each speaker does before touching it (only the first of a run), lends it, sets the announcement's volume. */
+  private async take(a: Announcement, usable: Lane[]): Promise<void> {
+    // After the taking of an announcement this one cut in on: snapshots and volumes in order.
+    await Promise.all(usable.map((l) => l.taking));
     try {
-      // Snapshot what each speaker does before touching it (only the first of a run).
       const fresh = usable.filter((l) => !l.snapshot);
       await Promise.all(fresh.map((l) => this.takeSnapshot(l)));
       await this.engine.lend(
-        fresh.map((l) => l.speaker.id),
-        a.status.priority,
+        fresh.map((l) => l.id),
+        a.priority,
       );
-      if (a.status.volume !== undefined) {
+      if (a.volume !== undefined) {
         await Promise.all(
           usable.map(async (l) => {
             try {
               if (l.speaker.isMuted?.()) await l.speaker.setMute!(false);
-              await l.speaker.setVolume(a.status.volume!);
-              l.setVolume = a.status.volume;
+              await l.speaker.setVolume(a.volume!);
+              l.setVolume = a.volume;
             } catch (e) {
-              this.logger.warn({ deviceId: l.speaker.id, err: String(e) }, 'announcement volume not set');
+              this.logger.warn({ deviceId: l.id, err: String(e) }, 'announcement volume not set');
             }
           }),
         );
       }
     } catch (e) {
-      this.logger.warn({ announcement: a.status.id, err: String(e) }, 'announcement could not take its speakers');
+      this.logger.warn({ announcement: a.id, err: String(e) }, 'announcement could not take its speakers');
     }
-    // stop_play (or a failure) may have ended it while its speakers were being taken.
-    if (a.ended) return;
-    const speakers = usable.filter((l) => l.current === a).map((l) => l.speaker);
-    for (const s of speakers) a.playing.add(s.id);
-    this.emit(a, 'started');
-    this.logger.info({ announcement: a.status.id, speakers: speakers.map((s) => s.id) }, 'announcement playing');
-    await this.playStep(a);
   }
 
   /** Plays the current media item on every speaker still in the announcement. */
@@ -356,28 +395,30 @@ export class AnnouncementManager implements OverlayHost {
       this.watch(a, s);
     });
     if (failures.length) {
-      this.logger.warn({ announcement: a.status.id, failures }, 'announcement could not play on some speakers');
-      if (!a.status.reason && a.playing.size === 0) a.status.reason = `No speaker could play the announcement: ${failures.join('; ')}`;
+      this.logger.warn({ announcement: a.id, failures }, 'announcement could not play on some speakers');
+      if (!a.reason && a.playing.size === 0) a.reason = { code: 'play_failed', failures };
     }
     this.checkStep(a);
   }
 
   private watch(a: Announcement, s: Speaker): void {
     a.unwatch.get(s.id)?.();
-    const onState = (state: SpeakerPlayState, reason?: StopReason) => {
-      if (state !== 'stopped') return;
-      if (reason === 'ended') {
-        a.unwatch.get(s.id)?.();
-        a.unwatch.delete(s.id);
-        a.stepDone.add(s.id);
-        this.checkStep(a);
-      } else {
-        this.dropSpeaker(a, s.id, true);
-      }
-    };
-    const onAvailability = (available: boolean) => {
-      if (!available) this.dropSpeaker(a, s.id, true);
-    };
+    const onState = (state: SpeakerPlayState, reason?: StopReason) =>
+      this.guard('speaker state', () => {
+        if (state !== 'stopped') return;
+        if (reason === 'ended') {
+          a.unwatch.get(s.id)?.();
+          a.unwatch.delete(s.id);
+          a.stepDone.add(s.id);
+          this.checkStep(a);
+        } else {
+          this.dropSpeaker(a, s.id, true);
+        }
+      });
+    const onAvailability = (available: boolean) =>
+      this.guard('speaker availability', () => {
+        if (!available) this.dropSpeaker(a, s.id, true);
+      });
     s.on('state', onState);
     s.on('availability', onAvailability);
     a.unwatch.set(s.id, () => {
@@ -388,11 +429,11 @@ export class AnnouncementManager implements OverlayHost {
 
   /** When every speaker of the announcement has finished the item: the next item, or the end. */
   private checkStep(a: Announcement): void {
-    if (a.ended || a.status.state !== 'playing') return;
+    if (a.phase !== 'playing') return;
     if ([...a.playing].some((id) => !a.stepDone.has(id))) return;
     a.step += 1;
     if (a.step < (a.media?.length ?? 0) && a.playing.size > 0) {
-      void this.playStep(a);
+      this.playStep(a).catch((e: unknown) => this.fault('next media item', e));
       return;
     }
     this.endOn(a);
@@ -414,11 +455,11 @@ export class AnnouncementManager implements OverlayHost {
   /** A higher-Priority announcement takes a lane over from the one playing there. */
   private cutIn(lane: Lane, by: Announcement): void {
     const old = lane.current!;
-    old.interrupted.push(lane.speaker.id);
-    old.status.reason = `Interrupted by announcement ${by.status.id} (higher Priority) on ${old.interrupted.join(', ')}.`;
-    old.unwatch.get(lane.speaker.id)?.();
-    old.unwatch.delete(lane.speaker.id);
-    old.playing.delete(lane.speaker.id);
+    old.interrupted.push(lane.id);
+    old.reason = { code: 'interrupted', by: by.id, deviceIds: [...old.interrupted] };
+    old.unwatch.get(lane.id)?.();
+    old.unwatch.delete(lane.id);
+    old.playing.delete(lane.id);
     lane.current = undefined;
     lane.owed.add(old);
     if (old.playing.size === 0) this.endOn(old);
@@ -429,33 +470,36 @@ export class AnnouncementManager implements OverlayHost {
   private leaveLane(lane: Lane, a: Announcement, reason?: string): void {
     if (lane.current === a) lane.current = undefined;
     lane.queue = lane.queue.filter((x) => x !== a);
-    a.playing.delete(lane.speaker.id);
-    if (reason) this.logger.warn({ announcement: a.status.id, deviceId: lane.speaker.id, reason }, 'speaker left the announcement');
+    a.playing.delete(lane.id);
+    if (reason) this.logger.warn({ announcement: a.id, deviceId: lane.id, reason }, 'speaker left the announcement');
     lane.owed.add(a);
     this.settleLane(lane);
   }
 
+  /** A taken lane without an announcement playing: straight on to the next one, or its restore. */
   private settleLane(lane: Lane): void {
-    if (lane.current || lane.restoring) return;
+    if (lane.current || (lane.phase !== 'announcing' && lane.phase !== 'between')) return;
     if (lane.queue.length) {
       // Straight on to the next announcement, no restore in between.
+      if (lane.phase === 'announcing') this.moveLane(lane, 'handover');
       this.pump();
       return;
     }
-    void this.restoreLane(lane, !this.stopping);
+    this.restoreLane(lane).catch((e: unknown) => this.fault('restore', e));
   }
 
+  /** Over on every speaker: each lane it holds moves on; it is done once every one is restored. */
   private endOn(a: Announcement): void {
-    if (a.ended) return;
-    a.ended = true;
+    if (a.phase !== 'starting' && a.phase !== 'playing') return;
+    this.move(a, 'end');
     for (const id of [...a.playing]) {
       a.unwatch.get(id)?.();
       a.unwatch.delete(id);
       a.playing.delete(id);
     }
-    a.status.endedAt = this.clock.now();
+    a.endedAt = this.clock.now();
     this.emit(a, 'ended');
-    for (const id of a.status.deviceIds) {
+    for (const id of a.deviceIds) {
       if (!a.unrestored.has(id)) continue;
       const lane = this.lanes.get(id);
       if (!lane) a.unrestored.delete(id);
@@ -484,11 +528,16 @@ export class AnnouncementManager implements OverlayHost {
 
   /**
    * Puts a lane's speaker back: volume and mute first (so the music does not come back at
-   * the announcement's level), then the music playback, or what another app played.
+   * the announcement's level), then the music playback, or what another app played (not
+   * during stop_play: stop means silence).
    */
-  private restoreLane(lane: Lane, transport: boolean): Promise<void> {
+  private restoreLane(lane: Lane): Promise<void> {
     if (lane.restoring) return lane.restoring;
+    this.moveLane(lane, 'release');
+    const transport = !this.stopping;
     const run = (async () => {
+      // The announcement's own taking of the speaker first (a stop_play during its start).
+      await lane.taking;
       const s = lane.speaker;
       const snap = lane.snapshot;
       if (snap) {
@@ -513,17 +562,21 @@ export class AnnouncementManager implements OverlayHost {
         }
       }
     })();
-    lane.restoring = run.finally(() => {
-      lane.restoring = undefined;
-      lane.taken = false;
-      lane.snapshot = undefined;
-      lane.setVolume = undefined;
-      const owed = [...lane.owed];
-      lane.owed.clear();
-      for (const a of owed) this.restored(a, lane.speaker.id);
-      if (lane.queue.length || lane.current) this.pump();
-      else this.lanes.delete(lane.speaker.id);
-    });
+    lane.restoring = run.finally(() =>
+      this.guard('restored', () => {
+        this.engine.release(lane.id);
+        lane.restoring = undefined;
+        lane.taking = undefined;
+        lane.snapshot = undefined;
+        lane.setVolume = undefined;
+        this.moveLane(lane, 'restored');
+        const owed = [...lane.owed];
+        lane.owed.clear();
+        for (const a of owed) this.restored(a, lane.id);
+        if (lane.queue.length) this.pump();
+        else this.lanes.delete(lane.id);
+      }),
+    );
     return lane.restoring;
   }
 
@@ -546,33 +599,34 @@ export class AnnouncementManager implements OverlayHost {
     this.maybeDone(a);
   }
 
-  /** done = played out and every speaker restored (visible through the API). */
+  /** Over everywhere and every speaker restored: done, or failed when it played nowhere (with the reason). */
   private maybeDone(a: Announcement): void {
-    if (a.unrestored.size || !a.ended || a.status.state === 'done' || a.status.state === 'failed') return;
-    // Played nowhere (every target failed or vanished before it started): failed, with the reason.
-    a.status.state = a.played || a.status.reason?.includes('stop_play') ? 'done' : 'failed';
-    a.status.reason ??= a.played ? undefined : 'No target speaker could play the announcement.';
-    if (a.status.reason === undefined) delete a.status.reason;
-    a.status.restoredAt = this.clock.now();
+    if (a.phase !== 'waiting_restore' || a.unrestored.size) return;
+    const done = endsDone(a.played, a.reason);
+    if (!done) a.reason ??= { code: 'never_played' };
+    this.move(a, done ? 'restored' : 'unplayed');
+    a.restoredAt = this.clock.now();
     this.retire(a);
-    this.emit(a, a.status.state === 'done' ? 'restored' : 'failed');
-    this.logger.info({ announcement: a.status.id }, 'announcement done; speakers restored');
+    this.emit(a, done ? 'restored' : 'failed');
+    this.logger.info({ announcement: a.id, state: a.phase }, 'announcement over; speakers restored');
   }
 
-  private fail(a: Announcement, reason: string, code?: string): void {
-    if (a.status.state === 'done' || a.status.state === 'failed') return;
-    a.status.state = 'failed';
-    a.status.reason = reason;
-    a.ended = true;
-    a.status.endedAt = this.clock.now();
-    this.logger.warn({ announcement: a.status.id, reason, code }, 'announcement failed');
-    for (const id of a.status.deviceIds) {
+  /** Before it started (its media failed, or stop_play): failed; a lane that waited for it moves on. */
+  private cancel(a: Announcement, reason: AnnouncementReason): void {
+    this.move(a, 'cancel');
+    a.reason = reason;
+    a.endedAt = this.clock.now();
+    this.logger.warn(
+      { announcement: a.id, reason: reasonText(reason), code: reason.code === 'load_failed' ? reason.errorCode : undefined },
+      'announcement failed',
+    );
+    for (const id of a.deviceIds) {
       const lane = this.lanes.get(id);
       if (!lane) continue;
       lane.queue = lane.queue.filter((x) => x !== a);
       // A lane that waited for this one after an earlier announcement is restored at once.
-      if (lane.taken && !lane.current) this.settleLane(lane);
-      else if (!lane.taken && !lane.current && !lane.queue.length && !lane.restoring) this.lanes.delete(id);
+      if (lane.phase === 'between') this.settleLane(lane);
+      else if (lane.phase === 'free' && !lane.queue.length) this.lanes.delete(id);
     }
     this.retire(a);
     this.emit(a, 'failed');
@@ -580,24 +634,68 @@ export class AnnouncementManager implements OverlayHost {
   }
 
   private retire(a: Announcement): void {
-    this.pending.delete(a.status.id);
-    this.history.set(a.status.id, a.status);
+    this.pending.delete(a.id);
+    this.history.set(a.id, this.statusOf(a));
     if (this.history.size > this.limits.maxHistory) this.history.delete(this.history.keys().next().value!);
+  }
+
+  // ---- state, status and events ------------------------------------------------------------
+
+  private move(a: Announcement, trigger: AnnouncementTrigger): void {
+    const from = a.phase;
+    transition('announcement', ANNOUNCEMENT_TRANSITIONS, a, trigger);
+    this.logger.debug({ announcement: a.id, from, trigger, to: a.phase }, 'announcement state');
+  }
+
+  private moveLane(lane: Lane, trigger: LaneTrigger): void {
+    transition('lane', LANE_TRANSITIONS, lane, trigger);
+  }
+
+  private statusOf(a: Announcement): AnnouncementStatus {
+    return {
+      id: a.id,
+      state: ANNOUNCEMENT_STATE_OF[a.phase],
+      deviceIds: [...a.deviceIds],
+      priority: a.priority,
+      ...(a.volume !== undefined ? { volume: a.volume } : {}),
+      ...(a.reason ? { reason: reasonText(a.reason), reasonCode: a.reason.code } : {}),
+      createdAt: a.createdAt,
+      ...(a.startedAt !== undefined ? { startedAt: a.startedAt } : {}),
+      ...(a.endedAt !== undefined ? { endedAt: a.endedAt } : {}),
+      ...(a.restoredAt !== undefined ? { restoredAt: a.restoredAt } : {}),
+    };
   }
 
   private emit(a: Announcement, phase: AnnouncementEvent['phase']): void {
     this.events.emit('announcement', {
-      announcementId: a.status.id,
+      announcementId: a.id,
       phase,
-      state: a.status.state,
-      deviceIds: [...a.status.deviceIds],
-      priority: a.status.priority,
-      ...(a.status.reason ? { reason: a.status.reason } : {}),
+      state: ANNOUNCEMENT_STATE_OF[a.phase],
+      deviceIds: [...a.deviceIds],
+      priority: a.priority,
+      ...(a.reason ? { reason: reasonText(a.reason) } : {}),
     });
+  }
+
+  /**
+   * Runs a reaction to something outside (a speaker's event, a load, a restore's end): a
+   * fault in it (an illegal transition is a bug) is logged, never thrown into a driver's
+   * event emitter or left as an unhandled rejection.
+   */
+  private guard(what: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (e) {
+      this.fault(what, e);
+    }
+  }
+
+  private fault(what: string, e: unknown): void {
+    this.logger.error({ err: e instanceof Error ? { message: e.message, stack: e.stack } : String(e), what }, 'announcement scheduling fault');
   }
 }
 
 /** Higher Priority first, then arrival. */
 function order(x: Announcement, y: Announcement): number {
-  return y.status.priority - x.status.priority || x.seq - y.seq;
+  return y.priority - x.priority || x.seq - y.seq;
 }

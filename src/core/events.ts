@@ -24,6 +24,9 @@ export type MediaKind = 'hub' | 'web' | 'tts';
 /** Reasons of the original hub's DeviceStateUpdated event (compatibility.md). */
 export type DeviceReason = 'DeviceAvailable' | 'DeviceUnavailable' | 'DeviceError' | 'SpeakerInfoUpdated' | 'WiFiSignalChanged';
 
+/** Why a playback stopped: its media ended, stop/pause of web media, a new play replaced it, every speaker failed, hub shutdown. */
+export type PlaybackEndReason = 'ended' | 'stopped' | 'interrupted' | 'error' | 'shutdown';
+
 export interface PlaybackSnapshot {
   state: PlaybackState;
   /** Whole seconds; -1 when stopped. */
@@ -34,16 +37,23 @@ export interface PlaybackSnapshot {
   title?: string;
   priority?: number;
   deviceIds: string[];
-  /** Why the playback stopped: 'ended', 'stopped', 'interrupted', 'error'. */
-  reason?: string;
+  /** Why the playback stopped. */
+  reason?: PlaybackEndReason;
 }
 
-export type AnnouncementState = 'queued' | 'playing' | 'done' | 'failed';
+/**
+ * What announcement_status says (beyond the spec): queued, playing, waiting_restore (over on
+ * every speaker, not yet put back: the restore runs, or waits for announcements queued
+ * behind it on the same speaker), done (played and every speaker restored) or failed.
+ * The transitions: src/core/announcement-states.ts.
+ */
+export type AnnouncementState = 'queued' | 'playing' | 'waiting_restore' | 'done' | 'failed';
 
 /**
  * An announcement's life (beyond the spec): 'started' when its first speaker starts it,
- * 'ended' when it has played out (or was stopped) on every speaker, 'restored' when every
- * speaker is back to what it did before (state done), 'failed' when it could not play at all.
+ * 'ended' when it has played out (or was stopped) on every speaker (state waiting_restore),
+ * 'restored' when every speaker is back to what it did before (state done), 'failed' when it
+ * could not play at all.
  */
 export interface AnnouncementEvent {
   announcementId: string;

@@ -1,6 +1,6 @@
 import { HubError } from './errors';
 import type { Clock, TimerHandle } from './clock';
-import type { HubEventBus, MediaKind, PlaybackSnapshot, PlaybackState } from './events';
+import type { HubEventBus, MediaKind, PlaybackEndReason, PlaybackSnapshot, PlaybackState } from './events';
 import type { Selection } from './selection';
 import type { SpeakerRegistry } from './speaker-registry';
 import type { MediaRequest, Speaker, SpeakerDriver, SpeakerPlayState, StopReason } from '../drivers/driver';
@@ -25,16 +25,15 @@ export const DEFAULT_PRIORITY = 100;
 /** Seconds a playback waits, after its first speaker reports the end of the media, for the others to end too. */
 const END_GRACE_MS = 2000;
 
+/** Why every overlay must end now. */
+export type OverlayEndReason = 'stop_play' | 'shutdown';
+
 /**
- * What the engine needs of the overlays (announcements) that borrow its speakers for a while.
- * The engine never starts its playback on a busy speaker; it keeps it as a member and lets
- * it rejoin when the overlay gives it back.
+ * The engine's one request to the overlays (announcements), handed to it by the layer that
+ * runs them (onEndOverlays): end every overlay now, volumes and mutes back, transports
+ * stopped; resolves when that is done.
  */
-export interface OverlayHost {
-  busy(speakerId: string): boolean;
-  /** Ends every overlay (stop_play): volumes and mutes go back, transports stay stopped. */
-  stopAll(reason: string): Promise<void>;
-}
+export type EndOverlays = (why: OverlayEndReason) => Promise<void>;
 
 export interface PlaybackEngineOptions {
   /** Speakers that come back (or appear) while a party play runs join it. Default true. */
@@ -78,6 +77,11 @@ interface Starting {
  * it is given back it rejoins at the current position (restarts a web stream), or stays
  * parked while the playback is paused. The spec's operations act on this playback only.
  *
+ * Coupling runs one way: the overlays call the engine (reserve, lend, playOverlay, giveBack,
+ * release), the engine never calls them. It keeps the loans itself (`lent`), so deciding
+ * whether a play may start on a speaker needs no question upwards; the only thing it asks
+ * of them is EndOverlays at stop_play and shutdown, a function they hand it.
+ *
  * State changes run one after another through `exclusive`; media loading (TTS synthesis)
  * happens before a play joins that queue so a slow synthesis never holds up stop_play.
  */
@@ -86,7 +90,9 @@ export class PlaybackEngine {
   private queue: Promise<unknown> = Promise.resolve();
   /** Speakers a play is starting on; stop_play and stronger plays stop them at once instead of waiting. */
   private starting?: Starting;
-  private overlays?: OverlayHost;
+  /** Speakers reserved by an overlay: the music does not start on them until they are released (or given back into it). */
+  private readonly lent = new Set<string>();
+  private endOverlays: EndOverlays = async () => undefined;
   private readonly partyRejoin: boolean;
 
   constructor(
@@ -107,9 +113,9 @@ export class PlaybackEngine {
     });
   }
 
-  /** Lets the overlays (announcements) borrow speakers. */
-  attachOverlays(overlays: OverlayHost): void {
-    this.overlays = overlays;
+  /** The overlays' answer to "end every overlay" (stop_play, shutdown); one overlay layer per engine. */
+  onEndOverlays(end: EndOverlays): void {
+    this.endOverlays = end;
   }
 
   // ---- queries -------------------------------------------------------------------------
@@ -129,7 +135,7 @@ export class PlaybackEngine {
     return this.current?.state === 'PlayerStatePlaying';
   }
 
-  snapshot(reason?: string): PlaybackSnapshot {
+  snapshot(reason?: PlaybackEndReason): PlaybackSnapshot {
     const p = this.current;
     const { state, timeElapsed } = this.status();
     if (!p) return { state, timeElapsed, deviceIds: [], ...(reason ? { reason } : {}) };
@@ -283,7 +289,7 @@ export class PlaybackEngine {
       await this.stopSpeakers(p);
       this.finish('stopped');
     });
-    await this.overlays?.stopAll('stopped by stop_play');
+    await this.endOverlays('stop_play');
     await this.stopStrays();
   }
 
@@ -336,7 +342,7 @@ export class PlaybackEngine {
       await this.stopSpeakers(p);
       this.finish('shutdown');
     });
-    await this.overlays?.stopAll('hub shutdown');
+    await this.endOverlays('shutdown');
   }
 
   // ---- overlays (announcements) ----------------------------------------------------------
@@ -354,7 +360,21 @@ export class PlaybackEngine {
   }
 
   /**
-   * An overlay takes speakers (already marked busy by it): they stop carrying the playback
+   * An overlay reserves speakers, at once when it decides to take them (before it reads their
+   * snapshots): from now on a play, join or resume keeps them as idle members instead of
+   * starting on them, and stop_play leaves them to the overlay. Idempotent.
+   */
+  reserve(speakerIds: string[]): void {
+    for (const id of speakerIds) this.lent.add(id);
+  }
+
+  /** The overlay is done with a speaker it did not give back into the playback (giveBack said 'none'). Idempotent. */
+  release(speakerId: string): void {
+    this.lent.delete(speakerId);
+  }
+
+  /**
+   * An overlay takes speakers (reserved by it): they stop carrying the playback
    * but stay its members; the others play on untouched. A play still starting on them is
    * cancelled when `priority` is at least its own, else awaited.
    */
@@ -380,20 +400,26 @@ export class PlaybackEngine {
    * An overlay gives a speaker back: if it is still a member of a playing playback it
    * rejoins in sync at the current position (hub media and TTS) or restarts the stream (web
    * media); while the playback is paused it stays parked and starts on resume. Resolves
-   * once the speaker plays again (or it is clear it will not).
+   * once the speaker plays again (or it is clear it will not). Rejoined or parked, the loan
+   * ends with it (in the same step, so no play sees it in between); on 'none' the speaker
+   * stays reserved until the overlay has put back what it played and calls release().
    */
   async giveBack(speakerId: string): Promise<'rejoined' | 'parked' | 'none'> {
     return this.exclusive(async () => {
       const p = this.current;
       const speaker = p?.idle.get(speakerId);
       if (!p || !speaker) return 'none';
-      if (p.state === 'PlayerStatePaused') return 'parked';
+      if (p.state === 'PlayerStatePaused') {
+        this.lent.delete(speakerId);
+        return 'parked';
+      }
       if (p.media.duration !== undefined && this.elapsed(p) >= p.media.duration - 0.5) {
         p.idle.delete(speakerId);
         if (p.speakers.size === 0 && p.idle.size === 0) this.finish('ended');
         return 'none';
       }
       p.idle.delete(speakerId);
+      this.lent.delete(speakerId);
       const joined = speaker.available ? await this.startOn([speaker], p.media, this.rejoinAt(p), true).catch(() => []) : [];
       if (this.current !== p) {
         for (const s of joined) s.stop().catch(() => undefined);
@@ -418,7 +444,7 @@ export class PlaybackEngine {
   // ---- internals -----------------------------------------------------------------------
 
   private isBusy(id: string): boolean {
-    return this.overlays?.busy(id) ?? false;
+    return this.lent.has(id);
   }
 
   private members(p: Playback): string[] {
@@ -595,7 +621,7 @@ export class PlaybackEngine {
   }
 
   /** Ends the current playback, if any; its speakers are the caller's to stop. */
-  private finish(reason: string): void {
+  private finish(reason: PlaybackEndReason): void {
     const p = this.current;
     if (!p) return;
     p.tick?.cancel();
@@ -633,7 +659,7 @@ export class PlaybackEngine {
     );
   }
 
-  private changed(reason?: string): void {
+  private changed(reason?: PlaybackEndReason): void {
     this.events.emit('playbackState', this.snapshot(reason));
   }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseInteger, unquote } from '../util/values';
+import { ANNOUNCEMENT_REASON_CODES } from '../core/announcement-reasons';
 
 /**
  * Parameter and response schemas shared by the operations. Parameters arrive as strings
@@ -162,4 +163,7 @@ export const AnnouncementIDParam = text().pipe(
     .pipe(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'AnnouncementID must be the id announce returned')),
 );
 
-export const AnnouncementStateSchema = z.enum(['queued', 'playing', 'done', 'failed']);
+export const AnnouncementStateSchema = z.enum(['queued', 'playing', 'waiting_restore', 'done', 'failed']);
+
+/** announcement_status's ReasonCode: the typed codes of src/core/announcement-reasons.ts. */
+export const AnnouncementReasonCodeSchema = z.enum(ANNOUNCEMENT_REASON_CODES);

@@ -4,6 +4,7 @@ import type { HubCore } from '../core/hub-core';
 import { DEFAULT_PRIORITY, type PlayableMedia, type Target } from '../core/playback-engine';
 import {
   AnnouncementIDParam,
+  AnnouncementReasonCodeSchema,
   AnnouncementStateSchema,
   Bool,
   ChimeParam,
@@ -471,7 +472,7 @@ const announcements = [
     group: 'announcement',
     beyondSpec: true,
     summary:
-      "Beyond the spec. An announcement's State: queued, playing, done (played and every speaker restored) or failed (Reason says why); RestoreLimits says what the restore cannot put back on some speakers (AirPlay: another sender's stream); unknown IDs are AnnouncementNotFound.",
+      "Beyond the spec. An announcement's State: queued, playing, waiting_restore (it has finished on every speaker, which are not put back yet: the restore runs, or waits for announcements queued behind it on the same speaker), done (played and every speaker restored) or failed (Reason says why, ReasonCode as a stable code); RestoreLimits says what the restore cannot put back on some speakers (AirPlay: another sender's stream); unknown IDs are AnnouncementNotFound.",
     params: z.object({ AnnouncementID: AnnouncementIDParam }),
     response: z.object({
       AnnouncementID: z.string(),
@@ -479,6 +480,8 @@ const announcements = [
       DeviceIDList: z.string(),
       Priority: z.string(),
       Reason: z.string().optional(),
+      /** Reason as a stable code (the text may change): stopped_by_play, hub_shutdown, interrupted, load_failed, play_failed, never_played. */
+      ReasonCode: AnnouncementReasonCodeSchema.optional(),
       /** What the restore cannot put back on some of its speakers (their driver says so), once each. */
       RestoreLimits: z.string().optional(),
     }),
@@ -492,6 +495,7 @@ const announcements = [
         DeviceIDList: s.deviceIds.join(','),
         Priority: String(s.priority),
         ...(s.reason ? { Reason: s.reason } : {}),
+        ...(s.reasonCode ? { ReasonCode: s.reasonCode } : {}),
         ...(limits.length ? { RestoreLimits: limits.join('; ') } : {}),
       };
     },

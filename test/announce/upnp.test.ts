@@ -79,7 +79,8 @@ suite('announcements on real UPnP renderers', () => {
     await eventually(async () => (await status(b.AnnouncementID)).State === 'playing', 20_000, 'second playing');
     // Straight from the first to the second: the music did not come back in between.
     expect((await r3.position()).uri).not.toBe(music);
-    expect((await status(a.AnnouncementID)).State).toBe('playing');
+    // The first has finished speaking and waits for the one restore after the second.
+    expect((await status(a.AnnouncementID)).State).toBe('waiting_restore');
     await untilDone(b.AnnouncementID, [r1, r2]);
     expect((await status(a.AnnouncementID)).State).toBe('done');
     expect((await r3.position()).uri).toBe(music);
