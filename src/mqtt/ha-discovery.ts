@@ -114,7 +114,7 @@ export function discoveryMessages(
         json_attributes_template:
           '{{ {"announcement_id": value_json.announcement_id, "reason": value_json.reason, "speakers": value_json.speakers} | tojson }}',
         device_class: 'enum',
-        options: ['queued', 'playing', 'done', 'failed'],
+        options: ['queued', 'playing', 'waiting_restore', 'done', 'failed'],
         icon: 'mdi:bullhorn',
         availability: [bridgeAvailability],
         device: hubDevice,
