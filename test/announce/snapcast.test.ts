@@ -31,7 +31,8 @@ const ANNOUNCE_STREAM = 'Announce';
 const MUSIC_HZ = 440;
 const CHIME_HZ = 660;
 const SPEECH_HZ = 1000;
-const TONES = [MUSIC_HZ, CHIME_HZ, SPEECH_HZ];
+const NEXT_HZ = 550;
+const TONES = [MUSIC_HZ, CHIME_HZ, SPEECH_HZ, NEXT_HZ];
 const suite = labSuite('the Snapcast lab', snapcastInstalled() ? undefined : 'snapserver, snapclient or ffmpeg is not installed');
 
 jest.setTimeout(60_000);
@@ -52,6 +53,15 @@ for (const { title, announceStream } of modes)
     const ANNOUNCED_ON = announceStream ? ANNOUNCE_STREAM : HUB_STREAM;
     const file = (n: number) => env.clients[n - 1].file;
     const sequence = (n: number, from: number) => toneSequence(toneSegments(file(n), from, TONES));
+    /** The tones a client played from `from` on, in order, gaps left out (a busy machine may drop a block). */
+    const tones = (n: number, from: number) =>
+      sequence(n, from).filter((x, i, all) => x !== 'silence' && x !== all.slice(0, i).findLast((y) => y !== 'silence'));
+    /** The longest silence (in 50 ms windows) a client played from `from` on. */
+    const longestSilence = (n: number, from: number) =>
+      Math.max(0, ...toneSegments(file(n), from, TONES).map((x) => (x.tone === 'silence' ? x.windows : 0)));
+    /** How long (in 50 ms windows) a client played the announcement (chime and speech). */
+    const announced = (n: number, from: number) =>
+      toneSegments(file(n), from, TONES).reduce((sum, x) => sum + (x.tone === CHIME_HZ || x.tone === SPEECH_HZ ? x.windows : 0), 0);
 
     beforeAll(async () => {
       env = await SnapcastEnv.create('speakerhub-announce-snapcast-');
@@ -71,6 +81,8 @@ for (const { title, announceStream } of modes)
           'long.wav': toneWav(40, MUSIC_HZ, 'Long Tone'),
           'chime.wav': toneWav(1, CHIME_HZ, 'Chime Tone'),
           'speech.wav': toneWav(2, SPEECH_HZ, 'Speech Tone'),
+          'long-speech.wav': toneWav(4, SPEECH_HZ, 'Long Speech Tone'),
+          'next.wav': toneWav(30, NEXT_HZ, 'Next Tone'),
         },
         // Without: the driver's default id, which this snapserver.conf does not declare.
         announceStream ? { announceStream: ANNOUNCE_STREAM } : {},
@@ -84,6 +96,8 @@ for (const { title, announceStream } of modes)
       await t?.op('stop_play');
     });
     afterAll(async () => {
+      if (process.env.SNAPCAST_TEST_LOGS)
+        require('node:fs').writeFileSync(`${process.env.SNAPCAST_TEST_LOGS}.${announceStream ? 'stream' : 'held'}`, t?.logs.join('') ?? '');
       await t?.close();
       await env?.close();
     }, 30_000);
@@ -128,24 +142,21 @@ for (const { title, announceStream } of modes)
       if (announceStream) expect(status.RestoreLimits).toBeUndefined();
       else expect(status.RestoreLimits).toMatch(/no announcement stream.*held.*in sync/);
       // Client 1 heard the chime, then the announcement, then the music again.
-      await waitFor(
-        () => {
-          const s = sequence(1, from[0]);
-          const chime = s.indexOf(CHIME_HZ);
-          const speech = s.indexOf(SPEECH_HZ, chime);
-          return chime >= 0 && speech > chime && s.indexOf(MUSIC_HZ, speech) > speech;
-        },
-        10_000,
-        'chime, announcement, then music on client 1',
-      );
+      await waitFor(() => tones(1, from[0]).at(-1) === MUSIC_HZ, 10_000, 'the music back on client 1');
+      expect(tones(1, from[0])).toEqual([MUSIC_HZ, CHIME_HZ, SPEECH_HZ, MUSIC_HZ].slice(tones(1, from[0])[0] === MUSIC_HZ ? 0 : 1));
       // The others never heard the announcement, and the music went on (announcement stream)
       // or came back after a silence (held) and plays now.
       await waitFor(() => [2, 3].every((n) => sequence(n, from[n - 1]).at(-1) === MUSIC_HZ), 10_000, 'the music on clients 2 and 3');
+      const announcement = announced(1, from[0]);
+      expect(announcement).toBeGreaterThan(40); // 3 s of chime and speech, in 50 ms windows
       for (const n of [2, 3]) {
-        const s = sequence(n, from[n - 1]);
-        // The music before the announcement may be too short to count (parked at once).
-        const heard = s[0] === MUSIC_HZ ? s.slice(1) : s;
-        expect({ client: n, heard }).toEqual({ client: n, heard: announceStream ? [] : ['silence', MUSIC_HZ] });
+        // Only the music, never the announcement.
+        expect({ client: n, heard: tones(n, from[n - 1]) }).toEqual({ client: n, heard: [MUSIC_HZ] });
+        // Played on through it (a gap, if any, far shorter than the announcement), or held
+        // through all of it (silent at least as long as client 1 announced).
+        const silence = longestSilence(n, from[n - 1]);
+        if (announceStream) expect({ client: n, silence: silence < announcement / 3 }).toEqual({ client: n, silence: true });
+        else expect({ client: n, silence: silence >= announcement }).toEqual({ client: n, silence: true });
       }
       for (const stop of watchers) stop();
       // They never dropped out of the playback (no "stopped": the old fallback released them for good).
@@ -161,6 +172,43 @@ for (const { title, announceStream } of modes)
       expect((await t.op('device_list')).DeviceList.filter((d: any) => d.IsPlaying)).toHaveLength(3);
       expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
       await t.op('stop_play');
+    });
+
+    test('a play during the announcement does not cut it: the announced client hears it out, then everyone plays the new music together', async () => {
+      const start = [1, 2, 3].map((n) => fileSize(file(n)));
+      expect(await t.op('play_hub_media_party_mode', { PersistentID: pids['Long Tone'] })).toEqual({ Result: 'true' });
+      await waitFor(() => [1, 2, 3].every((n) => sequence(n, start[n - 1]).includes(MUSIC_HZ)), 10_000, 'the music on all three clients');
+      const from = [1, 2, 3].map((n) => fileSize(file(n)));
+      const a = await t.op('announce', { PersistentID: pids['Long Speech Tone'], DeviceIDList: ids[0] });
+      await waitFor(() => sequence(1, from[0]).includes(SPEECH_HZ), 15_000, 'the announcement on client 1');
+      expect(await t.op('play_hub_media_party_mode', { PersistentID: pids['Next Tone'] })).toEqual({ Result: 'true' });
+      await waitFor(
+        async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done',
+        30_000,
+        'announcement done',
+      );
+      // Not interrupted: no Reason.
+      expect((await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).Reason).toBeUndefined();
+      await waitFor(() => [1, 2, 3].every((n) => sequence(n, from[n - 1]).at(-1) === NEXT_HZ), 10_000, 'the new music on every client');
+      // Client 1: the announcement, then the new music (the old one does not come back).
+      const t1 = tones(1, from[0]);
+      expect(t1.slice(t1.indexOf(SPEECH_HZ))).toEqual([SPEECH_HZ, NEXT_HZ]);
+      const announcement = announced(1, from[0]);
+      for (const n of [2, 3]) {
+        // Never the announcement: the old music (maybe too short to count), then the new.
+        const heard = tones(n, from[n - 1]);
+        expect({ client: n, heard: heard[0] === MUSIC_HZ ? heard.slice(1) : heard }).toEqual({ client: n, heard: [NEXT_HZ] });
+        // Held: nothing until the announcement was over, then the new music.
+        if (!announceStream) expect({ client: n, silence: longestSilence(n, from[n - 1]) >= announcement }).toEqual({ client: n, silence: true });
+      }
+      const after = await env.status();
+      expect(groupOf(after, clientIds[0]).stream_id).toBe(HUB_STREAM);
+      expect(
+        groupOf(after, clientIds[0])
+          .clients.map((c: any) => c.id)
+          .sort(),
+      ).toEqual(clientIds);
+      expect((await t.op('device_list')).DeviceList.filter((d: any) => d.IsPlaying)).toHaveLength(3);
     });
 
     test('a client grouped with another on some other stream goes back into that group and stream at its exact volume', async () => {
