@@ -1,11 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, constants, openSync, readSync, statSync, writeSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { encodeWav } from '../../src/media/wav';
 
 /**
@@ -63,31 +62,77 @@ export function pulseWav(seconds: number, lead: number, every: number, title: st
   return encodeWav(s, rate, { title, artist: 'Squeezebox Test', album: 'Squeezebox Test' });
 }
 
-function wallMs(): number {
-  return performance.timeOrigin + performance.now();
+/**
+ * The real-time reader of one player's output (a separate process, so that neither the hub nor
+ * the test's analysis can stall it): reads the FIFO without blocking, exactly the whole frames
+ * due on the monotonic clock since it started, and appends them to the capture. When nothing
+ * is there in time it appends silence, as a sound card plays silence on an underrun, so frame
+ * f of its segment is heard at t0 + f/RATE. Prints `T0 <ms>` (process.hrtime, the same clock
+ * in every process) once it reads, and exits when the player closes its output.
+ */
+const PACER = `
+const fs = require('fs');
+const [fifo, out, RATE, FRAME] = [process.argv[1], process.argv[2], 44100, 8];
+const fd = fs.openSync(fifo, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+const outFd = fs.openSync(out, 'a');
+const ms = () => Number(process.hrtime.bigint()) / 1e6;
+const t0 = ms();
+process.stdout.write('T0 ' + t0 + '\\n');
+const buf = Buffer.alloc(1 << 20);
+let consumed = 0, carry = 0, gotData = false, underruns = 0;
+const timer = setInterval(() => {
+  let want = Math.floor(((ms() - t0) / 1000) * RATE) * FRAME - consumed;
+  while (want > 0) {
+    let n;
+    try {
+      n = fs.readSync(fd, buf, carry, Math.min(want, buf.length - carry), null);
+    } catch (e) {
+      if (e.code !== 'EAGAIN') throw e;
+      n = -1;
+    }
+    if (n === 0 && gotData) {
+      clearInterval(timer);
+      process.stdout.write('END ' + underruns + '\\n');
+      process.exit(0);
+    }
+    if (n <= 0) {
+      if (carry) break; // the rest of a frame is on its way
+      if (gotData) underruns++;
+      const pad = want - (want % FRAME);
+      fs.writeSync(outFd, Buffer.alloc(pad));
+      consumed += pad;
+      break;
+    }
+    gotData = true;
+    const have = carry + n;
+    const whole = have - (have % FRAME);
+    fs.writeSync(outFd, buf, 0, whole);
+    buf.copy(buf, 0, whole, have);
+    carry = have - whole;
+    consumed += whole;
+    want -= whole;
+  }
+}, 1);
+`;
+
+/** Monotonic ms (process.hrtime), the clock the pacers stamp their captures with. */
+export function monoMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
 }
 
 /**
  * A real squeezelite writing what it plays to stdout (`-o -`). squeezelite does not pace that
- * output itself (it writes as fast as the reader takes), so the capture is read at real time:
- * its stdout is a FIFO read without blocking by exactly the bytes due on the wall clock, and
- * appended to out.raw. Capture byte k is heard at t0 + k/(RATE·FRAME) plus the FIFO's fixed
- * 64 KiB (the same for every player, so it cancels out of skews).
+ * output itself (it writes as fast as the reader takes), so its stdout is a FIFO read at real
+ * time by a pacer process (above) into out.raw. Capture byte k is heard at t0 + k/(RATE·FRAME)
+ * plus the FIFO's 64 KiB, the same for every player, so it cancels out of skews.
  */
 export class SqueezelitePlayer {
   proc?: ChildProcess;
+  private pacer?: ChildProcess;
   stderr = '';
-  /** Wall ms at which the current capture segment's byte `segmentStart` is heard. */
+  /** Monotonic ms at which the current capture segment's byte `segmentStart` is heard. */
   t0 = 0;
   segmentStart = 0;
-  /** Bytes captured in all. */
-  captured = 0;
-  /** Ticks on which fewer bytes than due were there (padded with silence). */
-  shortReads = 0;
-  private fd?: number;
-  private outFd?: number;
-  private timer?: NodeJS.Timeout;
-  private readonly buf = Buffer.alloc(256 * 1024);
 
   constructor(
     readonly dir: string,
@@ -99,19 +144,28 @@ export class SqueezelitePlayer {
 
   static async create(name: string, mac: string, serverPort: number, extraArgs: string[] = []): Promise<SqueezelitePlayer> {
     const dir = await mkdtemp(join(tmpdir(), 'squeezelite-lab-'));
-    const p = new SqueezelitePlayer(dir, name, mac, serverPort, extraArgs);
-    p.outFd = openSync(p.out, 'a');
-    return p;
+    return new SqueezelitePlayer(dir, name, mac, serverPort, extraArgs);
   }
 
   get out(): string {
     return join(this.dir, 'out.raw');
   }
 
-  start(): void {
+  async start(): Promise<void> {
     const fifo = join(this.dir, `fifo-${Date.now()}`);
     if (spawnSync('mkfifo', [fifo]).status !== 0) throw new Error('mkfifo failed');
-    this.fd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    this.segmentStart = fileSize(this.out);
+    const pacer = spawn(process.execPath, ['-e', PACER, fifo, this.out], { stdio: ['ignore', 'pipe', 'inherit'] });
+    this.pacer = pacer;
+    this.t0 = await new Promise<number>((resolve, reject) => {
+      let text = '';
+      pacer.stdout!.on('data', (d) => {
+        text += String(d);
+        const m = /T0 ([\d.]+)\n/.exec(text);
+        if (m) resolve(Number(m[1]));
+      });
+      pacer.once('exit', () => reject(new Error('the capture pacer exited')));
+    });
     const w = openSync(fifo, 'w');
     this.stderr = '';
     const proc = spawn(
@@ -122,50 +176,9 @@ export class SqueezelitePlayer {
     closeSync(w);
     proc.stderr!.on('data', (d) => (this.stderr = (this.stderr + String(d)).slice(-8000)));
     this.proc = proc;
-    this.segmentStart = this.captured;
-    this.t0 = wallMs();
-    let consumed = 0;
-    this.timer = setInterval(() => {
-      if (this.fd === undefined) return;
-      const due = Math.floor(((wallMs() - this.t0) / 1000) * RATE) * FRAME - consumed;
-      let want = due;
-      while (want > 0) {
-        let n: number;
-        try {
-          n = readSync(this.fd, this.buf, 0, Math.min(want, this.buf.length), null);
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code === 'EAGAIN') {
-            // Nothing written in time: a sound card would play silence (an underrun), so the
-            // capture does too, and byte k stays heard at t0 + k/rate.
-            this.shortReads++;
-            const pad = want - (want % FRAME);
-            writeSync(this.outFd!, Buffer.alloc(pad));
-            consumed += pad;
-            this.captured += pad;
-            break;
-          }
-          throw e;
-        }
-        if (n === 0) {
-          this.stopReading();
-          return;
-        }
-        writeSync(this.outFd!, this.buf, 0, n);
-        consumed += n;
-        this.captured += n;
-        want -= n;
-      }
-    }, 2);
   }
 
-  private stopReading(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    if (this.fd !== undefined) closeSync(this.fd);
-    this.fd = undefined;
-  }
-
-  /** Wall ms at which capture byte `k` (of the current segment) was heard. */
+  /** Monotonic ms at which capture byte `k` (of the current segment) was heard. */
   heardAt(k: number): number {
     return this.t0 + ((k - this.segmentStart) / FRAME / RATE) * 1000;
   }
@@ -178,13 +191,17 @@ export class SqueezelitePlayer {
       proc.kill('SIGKILL');
       await exited;
     }
-    this.stopReading();
+    const pacer = this.pacer;
+    this.pacer = undefined;
+    if (pacer && pacer.exitCode === null) {
+      const exited = new Promise((r) => pacer.once('exit', r));
+      pacer.kill('SIGKILL');
+      await exited;
+    }
   }
 
   async destroy(): Promise<void> {
     await this.kill();
-    if (this.outFd !== undefined) closeSync(this.outFd);
-    this.outFd = undefined;
     await rm(this.dir, { recursive: true, force: true });
   }
 }
@@ -209,8 +226,9 @@ export function samples(file: string, from: number, to?: number): Int16Array {
     const buf = Buffer.alloc(len);
     readSync(fd, buf, 0, len, start);
     // Left channel, scaled to 16 bits.
+    const all = new Int32Array(buf.buffer, buf.byteOffset, len / 4);
     const out = new Int16Array(len / FRAME);
-    for (let i = 0; i < out.length; i++) out[i] = buf.readInt32LE(i * FRAME) >> 16;
+    for (let i = 0; i < out.length; i++) out[i] = all[i * 2] >> 16;
     return out;
   } finally {
     closeSync(fd);

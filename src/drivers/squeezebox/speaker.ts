@@ -50,6 +50,10 @@ interface Waiter {
 const CLOCK_SAMPLES = 32;
 /** A correction is not repeated sooner than this (ms): the player needs reports from after it. */
 const CORRECTION_GAP_MS = 3000;
+/** Reports whose median a correction is based on. */
+const DEVIATION_SAMPLES = 5;
+/** A larger deviation is not a drift but a fault (a stalled player): it is left alone. */
+const MAX_CORRECTION_MS = 2000;
 const DEFAULT_VOLUME = 20;
 
 /** What snapshot() keeps: the group the speaker played in, to rejoin it in sync. */
@@ -145,7 +149,8 @@ export class SqueezeboxSpeaker extends BaseSpeaker {
     this.clockSample(stat, receivedAt);
     const cur = this.current;
     if (!cur) return;
-    if (stat.event !== 'STMt') this.log.debug({ event: stat.event, elapsedMs: stat.elapsedMs, phase: cur.phase, connected: cur.connected }, 'squeezebox: player report');
+    if (stat.event !== 'STMt')
+      this.log.debug({ event: stat.event, elapsedMs: stat.elapsedMs, phase: cur.phase, connected: cur.connected }, 'squeezebox: player report');
     if (stat.event === 'STMc') cur.connected = true;
     if (!cur.connected) return;
     cur.elapsedMs = stat.elapsedMs;
@@ -155,8 +160,8 @@ export class SqueezeboxSpeaker extends BaseSpeaker {
         if (cur.phase === 'loading') cur.phase = 'buffered';
         break;
       case 'STMs':
-        cur.phase = 'playing';
-        this.setPlayState('playing');
+        if (cur.phase === 'buffered' || cur.phase === 'loading') cur.phase = 'playing';
+        if (cur.phase === 'playing') this.setPlayState('playing');
         break;
       case 'STMr':
         if (cur.phase === 'paused') {
@@ -285,13 +290,26 @@ export class SqueezeboxSpeaker extends BaseSpeaker {
     }
   }
 
-  /** Starts the loaded stream at hub time `at` (on the player's own clock); resolves when it reports the start. */
+  /**
+   * Starts the loaded stream at hub time `at` (on the player's own clock). Resolves at that
+   * moment once the player has taken the command (STMr): its STMs comes with its next report,
+   * up to a second later, and carries the elapsed time from the real start.
+   */
   async startAt(at: number): Promise<void> {
     const cur = this.current;
     if (!cur || !this.conn) throw new Error('speaker is not reachable');
-    const started = this.waitFor(cur, ['STMs'], this.host.startTimeoutMs, 'its start (STMs)');
+    const acked = this.waitFor(cur, ['STMr', 'STMs'], this.host.startTimeoutMs, 'its start (STMr)');
     this.conn.send(strm({ command: 'u', value: this.jiffiesAt(at) || 1 }));
-    await started;
+    await acked;
+    const wait = at - hubMs();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (this.current !== cur) throw new Error(cur.error ?? 'the play was replaced');
+    if (cur.phase === 'buffered') {
+      cur.phase = 'playing';
+      cur.elapsedMs = 0;
+      cur.statAt = at;
+      this.setPlayState('playing');
+    }
   }
 
   /**
@@ -303,20 +321,22 @@ export class SqueezeboxSpeaker extends BaseSpeaker {
     if (g.state !== 'playing' || g.members.size < 2 || cur.elapsedMs < 1000) return;
     const started = cur.statAt - cur.elapsedMs;
     const deviation = started - g.startTimeFor(cur.offset);
-    cur.deviations = [...cur.deviations.slice(-1), deviation];
+    cur.deviations = [...cur.deviations.slice(-(DEVIATION_SAMPLES - 1)), deviation];
+    if (cur.deviations.length < DEVIATION_SAMPLES || hubMs() - cur.correctedAt < CORRECTION_GAP_MS) return;
+    // The median of the last reports: one late report (a busy player or hub) moves nothing.
+    const median = [...cur.deviations].sort((x, y) => x - y)[Math.floor(DEVIATION_SAMPLES / 2)];
+    const spread = Math.max(...cur.deviations) - Math.min(...cur.deviations);
     const tol = this.host.syncToleranceMs;
-    if (cur.deviations.length < 2 || hubMs() - cur.correctedAt < CORRECTION_GAP_MS) return;
-    const [a, b] = cur.deviations;
-    if (Math.abs(a) <= tol || Math.abs(b) <= tol || Math.sign(a) !== Math.sign(b)) return;
-    const ms = Math.round(Math.min(Math.abs(a), Math.abs(b)));
-    if (ms > 5000) return;
+    if (Math.abs(median) <= tol || spread > Math.max(2 * tol, Math.abs(median))) return;
+    const ms = Math.round(Math.abs(median));
+    if (ms > MAX_CORRECTION_MS) return;
     cur.correctedAt = hubMs();
     cur.deviations = [];
     this.log.debug(
-      { speaker: this.id, deviationMs: Math.round(b) },
-      b > 0 ? 'squeezebox: player behind its group, skipping' : 'squeezebox: player ahead of its group, pausing',
+      { speaker: this.id, deviationMs: Math.round(median) },
+      median > 0 ? 'squeezebox: player behind its group, skipping' : 'squeezebox: player ahead of its group, pausing',
     );
-    this.conn?.send(strm({ command: b > 0 ? 'a' : 'p', value: ms }));
+    this.conn?.send(strm({ command: median > 0 ? 'a' : 'p', value: ms }));
   }
 
   /** pcm when the player has it (every squeezelite), else a codec it lists: the hub transcodes with ffmpeg either way. */
