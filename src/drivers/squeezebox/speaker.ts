@@ -318,25 +318,36 @@ export class SqueezeboxSpeaker extends BaseSpeaker {
    */
   private keepInSync(cur: Current): void {
     const g = cur.group;
-    if (g.state !== 'playing' || g.members.size < 2 || cur.elapsedMs < 1000) return;
+    if (g.state !== 'playing' || cur.elapsedMs < 1000) return;
     const started = cur.statAt - cur.elapsedMs;
-    const deviation = started - g.startTimeFor(cur.offset);
-    cur.deviations = [...cur.deviations.slice(-(DEVIATION_SAMPLES - 1)), deviation];
-    if (cur.deviations.length < DEVIATION_SAMPLES || hubMs() - cur.correctedAt < CORRECTION_GAP_MS) return;
-    // The median of the last reports: one late report (a busy player or hub) moves nothing.
-    const median = [...cur.deviations].sort((x, y) => x - y)[Math.floor(DEVIATION_SAMPLES / 2)];
+    cur.deviations = [...cur.deviations.slice(-(DEVIATION_SAMPLES - 1)), started - g.startTimeFor(cur.offset)];
+    const mine = this.deviation();
+    if (mine === undefined || hubMs() - cur.correctedAt < CORRECTION_GAP_MS) return;
+    // Against the others (the median of their own medians), not the plan: players that are all
+    // a little late together are in sync, and one that joins lines up with what is heard.
+    const others = [...g.members].filter((m) => m !== this).map((m) => (m as SqueezeboxSpeaker).deviation());
+    const known = others.filter((d): d is number => d !== undefined).sort((x, y) => x - y);
+    if (!known.length) return;
+    const off = mine - known[Math.floor(known.length / 2)];
     const spread = Math.max(...cur.deviations) - Math.min(...cur.deviations);
     const tol = this.host.syncToleranceMs;
-    if (Math.abs(median) <= tol || spread > Math.max(2 * tol, Math.abs(median))) return;
-    const ms = Math.round(Math.abs(median));
+    if (Math.abs(off) <= tol || spread > Math.max(2 * tol, Math.abs(off))) return;
+    const ms = Math.round(Math.abs(off));
     if (ms > MAX_CORRECTION_MS) return;
     cur.correctedAt = hubMs();
     cur.deviations = [];
     this.log.debug(
-      { speaker: this.id, deviationMs: Math.round(median) },
-      median > 0 ? 'squeezebox: player behind its group, skipping' : 'squeezebox: player ahead of its group, pausing',
+      { speaker: this.id, offsetMs: Math.round(off) },
+      off > 0 ? 'squeezebox: player behind its group, skipping' : 'squeezebox: player ahead of its group, pausing',
     );
-    this.conn?.send(strm({ command: median > 0 ? 'a' : 'p', value: ms }));
+    this.conn?.send(strm({ command: off > 0 ? 'a' : 'p', value: ms }));
+  }
+
+  /** Median of this player's last reports of how late (+) it plays against its group's plan (ms). */
+  deviation(): number | undefined {
+    const d = this.current?.deviations;
+    if (!d || d.length < DEVIATION_SAMPLES || this.current?.phase !== 'playing') return undefined;
+    return [...d].sort((x, y) => x - y)[Math.floor(d.length / 2)];
   }
 
   /** pcm when the player has it (every squeezelite), else a codec it lists: the hub transcodes with ffmpeg either way. */
