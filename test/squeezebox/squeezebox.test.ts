@@ -114,9 +114,9 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
     const list = (await op('device_list')).DeviceList;
     for (const p of players) {
       const d = list.find((x: any) => x.DeviceName === p.name);
-      expect(d).toMatchObject({ Active: true, ModelName: 'SqueezeLite', IPAddress: '127.0.0.1' });
+      expect(d).toMatchObject({ Active: true, ModelName: 'SqueezeLite', IPAddress: '127.0.0.1', MacAddress: p.mac.toUpperCase() });
       expect(d.DeviceID).toMatch(/^\d{14}$/);
-      expect(d.FirmwareVersion ?? d.Version ?? '').toMatch(/1\.9/);
+      expect(d.Version).toMatch(/^v1\.9/);
       ids.push(d.DeviceID);
     }
     expect(new Set(ids).size).toBe(3);
