@@ -30,7 +30,9 @@ const ROUNDS = Number(process.env.BENCH_SQUEEZEBOX_ROUNDS || 5);
 const SECONDS = Number(process.env.BENCH_SQUEEZEBOX_SECONDS || 60);
 const N = Number(process.env.BENCH_SQUEEZEBOX_N || 10);
 const TOKEN = 'bench-squeezebox-token-0123456789';
+/** The media's rate; the players resample to CAPTURE_RATE (BENCH_SQUEEZEBOX_RATE) so a FIFO page is a shorter step. */
 const RATE = 44100;
+const CAPTURE_RATE = Number(process.env.BENCH_SQUEEZEBOX_RATE || 192000);
 const FRAME = 8;
 const BURST_MS = 10;
 const BURST_HZ = 2000;
@@ -71,7 +73,7 @@ function toneWav(encodeWav, seconds, hz, title) {
 /** Same pacer as test/squeezebox/harness.ts: reads the FIFO at real time into the capture. */
 const PACER = `
 const fs = require('fs');
-const [fifo, out, RATE, FRAME] = [process.argv[1], process.argv[2], 44100, 8];
+const [fifo, out, RATE, FRAME] = [process.argv[1], process.argv[2], Number(process.argv[3]), 8];
 const fd = fs.openSync(fifo, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
 const outFd = fs.openSync(out, 'a');
 const ms = () => Number(process.hrtime.bigint()) / 1e6;
@@ -112,7 +114,7 @@ class Player {
   async start() {
     const fifo = join(this.dir, `${this.name}.fifo`);
     spawnSync('mkfifo', [fifo]);
-    this.pacer = spawn(process.execPath, ['-e', PACER, fifo, this.out], { stdio: ['ignore', 'pipe', 'inherit'] });
+    this.pacer = spawn(process.execPath, ['-e', PACER, fifo, this.out, String(CAPTURE_RATE)], { stdio: ['ignore', 'pipe', 'inherit'] });
     this.t0 = await new Promise((resolve, reject) => {
       let text = '';
       this.pacer.stdout.on('data', (d) => {
@@ -123,7 +125,8 @@ class Player {
       this.pacer.once('exit', () => reject(new Error('pacer exited')));
     });
     const w = openSync(fifo, 'w');
-    this.proc = spawn('squeezelite', ['-s', `127.0.0.1:${this.port}`, '-n', this.name, '-m', this.mac, '-o', '-', '-a', '32'], {
+    const resample = CAPTURE_RATE === RATE ? [] : ['-r', String(CAPTURE_RATE), '-u', 'hX'];
+    this.proc = spawn('squeezelite', ['-s', `127.0.0.1:${this.port}`, '-n', this.name, '-m', this.mac, '-o', '-', '-a', '32', ...resample], {
       stdio: ['ignore', w, 'ignore'],
     });
     closeSync(w);
@@ -153,7 +156,7 @@ class Player {
     return { start, s };
   }
   heardAt(byte) {
-    return this.t0 + (byte / FRAME / RATE) * 1000;
+    return this.t0 + (byte / FRAME / CAPTURE_RATE) * 1000;
   }
   /**
    * Heard times of the pulses after byte `from`: a threshold finds each burst, then the
@@ -161,13 +164,14 @@ class Player {
    */
   pulses(from, count) {
     const { start, s } = this.samples(from);
-    const tpl = Array.from({ length: Math.round((RATE * BURST_MS) / 1000) }, (_, i) => Math.sin((2 * Math.PI * BURST_HZ * i) / RATE));
+    const tpl = Array.from({ length: Math.round((CAPTURE_RATE * BURST_MS) / 1000) }, (_, i) => Math.sin((2 * Math.PI * BURST_HZ * i) / CAPTURE_RATE));
     const out = [];
     for (let i = 0; i < s.length && out.length < count; i++) {
       if (Math.abs(s[i]) < 6000) continue;
       let best = -Infinity;
       let at = i;
-      for (let k = Math.max(0, i - 44); k <= i + 44 && k + tpl.length < s.length; k++) {
+      const win = Math.round(CAPTURE_RATE / 1000);
+      for (let k = Math.max(0, i - win); k <= i + win && k + tpl.length < s.length; k++) {
         let c = 0;
         for (let j = 0; j < tpl.length; j++) c += s[k + j] * tpl[j];
         if (c > best) {
@@ -176,7 +180,7 @@ class Player {
         }
       }
       out.push(this.heardAt(start + at * FRAME));
-      i += Math.round(RATE * 0.5);
+      i += Math.round(CAPTURE_RATE * 0.5);
     }
     return out;
   }

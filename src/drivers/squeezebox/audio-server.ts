@@ -64,8 +64,9 @@ export class AudioServer {
   async stop(): Promise<void> {
     for (const res of this.running) res.destroy();
     this.offers.clear();
-    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
-    this.server?.closeAllConnections?.();
+    const closed = new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+    this.server?.closeAllConnections();
+    await closed;
   }
 
   /** Registers a play; returns the request path the player asks for. */

@@ -16,6 +16,8 @@ const KEEPALIVE_MS = 2000;
 const REFUSAL_LOG_MS = 10_000;
 /** Most discovery answers per second (a broadcast storm must not make the hub one). */
 const MAX_DISCOVERY_REPLIES_PER_S = 20;
+/** Most players (MACs) the driver keeps: a client inventing MACs cannot grow the speaker list without end. */
+const MAX_PLAYERS = 256;
 
 /**
  * The hub as a SlimProto server: every player that connects and says HELO is a speaker (known
@@ -117,6 +119,11 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
     let speaker: SqueezeboxSpeaker | undefined;
     conn.on('fault', (err) => this.refuse(err.code, `connection from ${peer} closed: ${err.message}`, { peer, code: err.code }));
     conn.on('helo', (helo) => {
+      if (!this.byMac.has(helo.mac) && this.byMac.size >= MAX_PLAYERS) {
+        this.refuse('players', `player ${helo.mac} refused: ${MAX_PLAYERS} players are known already`, { peer });
+        conn.close();
+        return;
+      }
       speaker = this.playerConnected(conn, helo);
     });
     conn.on('stat', (stat, at) => speaker?.onStat(stat, at));

@@ -103,9 +103,7 @@ export class SqueezeboxSpeaker extends BaseSpeaker {
   detach(conn: PlayerConnection): void {
     if (this.conn !== conn) return;
     this.conn = undefined;
-    const cur = this.current;
-    this.current = undefined;
-    if (cur) cur.group.members.delete(this);
+    this.leave();
     this.failWaiters(new Error('the player disconnected'));
     this.setAvailable(false, () => this.setPlayState('stopped', 'error', 'the player disconnected'));
   }
