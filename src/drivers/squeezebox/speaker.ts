@@ -36,6 +36,8 @@ interface Current {
   /** Signed ms this player plays behind (+) or ahead (−) of its group, last two reports. */
   deviations: number[];
   correctedAt: number;
+  /** STMu came before the start moment was marked. */
+  endedEarly?: boolean;
 }
 
 interface Waiter {
@@ -179,6 +181,8 @@ export class SqueezeboxSpeaker extends BaseSpeaker {
         break;
       case 'STMu':
         if (cur.phase === 'playing') this.finish(cur, 'ended');
+        // Over before startAt() marked it playing (a short media on a busy hub): it ends right after.
+        else if (cur.phase === 'buffered') cur.endedEarly = true;
         break;
       case 'STMo':
         this.log.debug({ speaker: this.id }, 'squeezebox: player ran out of audio while streaming');
@@ -307,6 +311,8 @@ export class SqueezeboxSpeaker extends BaseSpeaker {
       cur.elapsedMs = 0;
       cur.statAt = at;
       this.setPlayState('playing');
+      // The core watches the speaker once play() resolves: the end is reported after that.
+      if (cur.endedEarly) setTimeout(() => this.current === cur && this.finish(cur, 'ended'), 50);
     }
   }
 
