@@ -215,7 +215,7 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
   test('a party play of three starts on every player together (start skew from the captured pulses)', async () => {
     for (const id of ids) await op('set_volume_device', { DeviceID: id, Volume: '50' });
     const from = players.map((p) => fileSize(p.out));
-    expect((await op('play_hub_media_selected_speakers', { PersistentID: pids['Pulses'], DeviceIDList: ids.join(',') })).Result).toBe('true');
+    expect((await op('play_hub_media_party_mode', { PersistentID: pids['Pulses'] })).Result).toBe('true');
     await waitFor(() => players.every((p, i) => pulses(p, from[i], 3).length === 3), 15_000, 'three pulses from every player');
     const first = players.map((p, i) => pulses(p, from[i], 1)[0]);
     const skew = Math.max(...first) - Math.min(...first);
@@ -258,7 +258,14 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
     expect(loudness(b.out, after[1])).toBeLessThan(loudness(a.out, after[0]) * 0.6);
   });
 
-  test('a player killed mid-play is reported inactive, the others play on; restarted it is back with the same ID', async () => {
+  /** How far b's pulses are from a's (ms), from their next three pulses after the bytes given. */
+  function offsetMs(a: SqueezelitePlayer, fromA: number, b: SqueezelitePlayer, fromB: number, thresholdB: number): number {
+    const pa = pulses(a, fromA, 4);
+    const pb = pulses(b, fromB, 3, thresholdB);
+    return Math.min(...pb.map((t) => Math.min(...pa.map((u) => Math.abs(u - t)))));
+  }
+
+  test('a player killed mid-play is reported inactive, the others play on; restarted it is back with the same ID and rejoins in sync', async () => {
     const [a, b, c] = players;
     await b.kill();
     await waitFor(async () => (await device(ids[1])).Active === false, 5000, 'b inactive');
@@ -270,6 +277,25 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
     const list = (await op('device_list')).DeviceList;
     expect(list.filter((d: any) => d.DeviceName === b.name).map((d: any) => d.DeviceID)).toEqual([ids[1]]);
     expect(logs.some((l) => l.includes('disconnected'))).toBe(true);
+    // The party play takes it back (at its own volume, 40: pulses ~4500), in step with the others.
+    const [ra, rb] = [fileSize(a.out), fileSize(b.out)];
+    await waitFor(() => pulses(b, rb, 3, 3000).length === 3 && pulses(a, ra, 4).length === 4, 15_000, 'b playing the party again');
+    const off = offsetMs(a, ra, b, rb, 3000);
+    console.log(`squeezebox rejoin offset after a restart: ${off.toFixed(1)} ms`);
+    expect(off).toBeLessThan(150);
+  });
+
+  test('a player removed from the session stops, the others play on; added again it joins the running play in sync', async () => {
+    const [a, b] = players;
+    expect((await op('remove_device_from_session', { DeviceID: ids[1] })).Result).toBe('true');
+    await waitFor(async () => (await device(ids[1])).IsPlaying === false, 5000, 'b stopped');
+    expect((await device(ids[0])).IsPlaying).toBe(true);
+    expect((await op('add_device_to_session', { DeviceID: ids[1] })).Result).toBe('true');
+    const [ra, rb] = [fileSize(a.out), fileSize(b.out)];
+    await waitFor(() => pulses(b, rb, 3, 3000).length === 3 && pulses(a, ra, 4).length === 4, 15_000, 'b joined');
+    const off = offsetMs(a, ra, b, rb, 3000);
+    console.log(`squeezebox join offset (add_device_to_session): ${off.toFixed(1)} ms`);
+    expect(off).toBeLessThan(150);
     await op('stop_play');
   });
 
