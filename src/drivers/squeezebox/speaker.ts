@@ -93,7 +93,13 @@ export class SqueezeboxSpeaker extends BaseSpeaker {
     this.helo = helo;
     this.clockSamples = [];
     this.clockOffset = undefined;
-    this.updateInfo({ modelName: helo.modelName, version: helo.firmware, macAddress: helo.mac.toUpperCase(), ipAddress: conn.remoteAddress });
+    this.updateInfo({
+      modelName: helo.modelName,
+      version: helo.firmware,
+      macAddress: helo.mac.toUpperCase(),
+      ipAddress: conn.remoteAddress,
+      port: conn.socket.remotePort,
+    });
     conn.send(strm({ command: 'q' }));
     conn.send(aude(true));
     conn.send(audg(this.volume, VOLUME_MAX));
