@@ -23,6 +23,7 @@ declare -A NEEDED=(
   [shairport-sync]=shairport-sync   # real AirPlay 1 receivers for the AirPlay driver tests (each in its own network namespace)
   [avahi-daemon]=avahi-daemon       # … which exit without an avahi-daemon (one per namespace, never in the root namespace)
   [dbus-daemon]=dbus                # … and avahi-daemon needs a system bus (one per namespace)
+  [squeezelite]=squeezelite     # three real Squeezebox players for the squeezebox driver tests (loopback, -o - read at real time through a FIFO)
 )
 
 # npm-installed test tools (Homebridge 1 and 2, Node 24, hap-controller) go into .cache/homebridge:

@@ -4,6 +4,7 @@ import type { SpeakerDriver } from './driver';
 import { airplayDriver } from './airplay/definition';
 import { mpdDriver } from './mpd/definition';
 import { snapcastDriver } from './snapcast/definition';
+import { squeezeboxDriver } from './squeezebox/definition';
 import { upnpDriver } from './upnp/definition';
 import { virtualDriver } from './virtual/definition';
 
@@ -12,7 +13,7 @@ import { virtualDriver } from './virtual/definition';
  * `src/drivers/<name>/` with a `definition.ts`, plus one line here: the config schema, the
  * CLI's flags, `--drivers` and the docs follow from this list.
  */
-export const DRIVERS = [virtualDriver, upnpDriver, snapcastDriver, mpdDriver, airplayDriver] as const;
+export const DRIVERS = [virtualDriver, upnpDriver, snapcastDriver, mpdDriver, airplayDriver, squeezeboxDriver] as const;
 
 export type RegisteredDriver = (typeof DRIVERS)[number];
 
