@@ -82,7 +82,8 @@ describeIf('MPD driver against two real mpd instances', () => {
           ],
           reconnectMinMs: 100,
           reconnectMaxMs: 1000,
-          requestTimeoutMs: 1000,
+          // MPD's stop waits for its pipe output (ffmpeg -re, paced) to close: over a second on a busy machine.
+          requestTimeoutMs: 5000,
         },
       } as any,
       { logger },
@@ -115,7 +116,7 @@ describeIf('MPD driver against two real mpd instances', () => {
 
   test('a peer that answers garbage or hangs is refused/timed out with a clear log line; the others are unaffected', async () => {
     await waitFor(() => logs.some((l) => l.includes('not an MPD greeting')), 10_000, 'garbage log line');
-    await waitFor(() => logs.some((l) => l.includes('no MPD greeting within')), 10_000, 'hang log line');
+    await waitFor(() => logs.some((l) => l.includes('no MPD greeting within')), 20_000, 'hang log line');
     const inactive = (await op('device_list')).DeviceList.filter((d: any) => !d.Active);
     expect(inactive).toHaveLength(2);
     expect((await device(idA)).Active).toBe(true);
