@@ -18,6 +18,7 @@ import {
   HUB_STREAM,
   IDLE_STREAM,
   OTHER_STREAM,
+  SAMPLE_FORMAT,
   SnapcastEnv,
   snapcastInstalled,
   toneSegments,
@@ -244,6 +245,38 @@ for (const { title, announceStream } of modes)
       );
       expect(groupOf(await env.status(), clientIds[0]).stream_id).not.toBe(ANNOUNCED_ON);
       expect((await t.op('device_list')).DeviceList.filter((d: any) => d.IsPlaying)).toHaveLength(0);
+    });
+
+    test('pause during the announcement: the music stays paused after it, and resumes on all three together', async () => {
+      const start = [1, 2, 3].map((n) => fileSize(file(n)));
+      expect(await t.op('play_hub_media_party_mode', { PersistentID: pids['Long Tone'] })).toEqual({ Result: 'true' });
+      await waitFor(() => [1, 2, 3].every((n) => sequence(n, start[n - 1]).includes(MUSIC_HZ)), 10_000, 'the music on all three clients');
+      const from = [1, 2, 3].map((n) => fileSize(file(n)));
+      const a = await t.op('announce', { PersistentID: pids['Long Speech Tone'], DeviceIDList: ids[0] });
+      await waitFor(() => sequence(1, from[0]).includes(SPEECH_HZ), 15_000, 'the announcement on client 1');
+      expect(await t.op('pause_play')).toEqual({ Result: 'true' });
+      await waitFor(
+        async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done',
+        30_000,
+        'announcement done',
+      );
+      expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePaused');
+      // Silence that cannot be vacuous: every client wrote 1.5 s more output, none of it music.
+      const paused = [1, 2, 3].map((n) => fileSize(file(n)));
+      const second = SAMPLE_FORMAT.rate * SAMPLE_FORMAT.bytesPerFrame;
+      await waitFor(() => [1, 2, 3].every((n) => fileSize(file(n)) - paused[n - 1] >= 1.5 * second), 10_000, '1.5 s of output');
+      for (const n of [1, 2, 3]) expect({ client: n, heard: tones(n, paused[n - 1] + second) }).toEqual({ client: n, heard: [] });
+      const resumeAt = [1, 2, 3].map((n) => fileSize(file(n)));
+      expect(await t.op('resume_hub_media_party_mode', { PersistentID: pids['Long Tone'] })).toEqual({ Result: 'true' });
+      await waitFor(() => [1, 2, 3].every((n) => tones(n, resumeAt[n - 1]).at(-1) === MUSIC_HZ), 10_000, 'the music again on every client');
+      const after = await env.status();
+      expect(groupOf(after, clientIds[0]).stream_id).toBe(HUB_STREAM);
+      expect(
+        groupOf(after, clientIds[0])
+          .clients.map((c: any) => c.id)
+          .sort(),
+      ).toEqual(clientIds);
+      expect((await t.op('device_list')).DeviceList.filter((d: any) => d.IsPlaying)).toHaveLength(3);
     });
 
     test('a client grouped with another on some other stream goes back into that group and stream at its exact volume', async () => {
