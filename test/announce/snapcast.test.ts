@@ -16,7 +16,9 @@ import {
   freePort,
   groupOf,
   HUB_STREAM,
+  IDLE_STREAM,
   OTHER_STREAM,
+  SAMPLE_FORMAT,
   SnapcastEnv,
   snapcastInstalled,
   toneSegments,
@@ -201,6 +203,72 @@ for (const { title, announceStream } of modes)
         // Held: nothing until the announcement was over, then the new music.
         if (!announceStream) expect({ client: n, silence: longestSilence(n, from[n - 1]) >= announcement }).toEqual({ client: n, silence: true });
       }
+      const after = await env.status();
+      expect(groupOf(after, clientIds[0]).stream_id).toBe(HUB_STREAM);
+      expect(
+        groupOf(after, clientIds[0])
+          .clients.map((c: any) => c.id)
+          .sort(),
+      ).toEqual(clientIds);
+      expect((await t.op('device_list')).DeviceList.filter((d: any) => d.IsPlaying)).toHaveLength(3);
+    });
+
+    test('stop_play during the announcement: everything stops, and the others go back to the stream they had before the hub took them', async () => {
+      // Clients 2 and 3 listen to the user's own stream (say, Spotify) before the party play.
+      const g = groupOf(await env.status(), clientIds[1]);
+      await env.rpc('Group.SetClients', { id: g.id, clients: [clientIds[1], clientIds[2]] });
+      await env.rpc('Group.SetStream', { id: groupOf(await env.status(), clientIds[1]).id, stream_id: OTHER_STREAM });
+      const start = [1, 2, 3].map((n) => fileSize(file(n)));
+      expect(await t.op('play_hub_media_party_mode', { PersistentID: pids['Long Tone'] })).toEqual({ Result: 'true' });
+      await waitFor(() => [1, 2, 3].every((n) => sequence(n, start[n - 1]).includes(MUSIC_HZ)), 10_000, 'the music on all three clients');
+      const a = await t.op('announce', { PersistentID: pids['Long Speech Tone'], DeviceIDList: ids[0] });
+      await waitFor(async () => groupOf(await env.status(), clientIds[0])?.stream_id === ANNOUNCED_ON, 15_000, 'client 1 on the announcement stream');
+      // Held music: parked on the idle stream, not on their own (they are to hear nothing now).
+      await waitFor(() => sequence(1, start[0]).includes(SPEECH_HZ), 15_000, 'the announcement on client 1');
+      const during = await env.status();
+      expect([1, 2].map((k) => groupOf(during, clientIds[k]).stream_id)).toEqual(
+        announceStream ? [HUB_STREAM, HUB_STREAM] : [IDLE_STREAM, IDLE_STREAM],
+      );
+      expect(await t.op('stop_play')).toEqual({ Result: 'true' });
+      await waitFor(
+        async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done',
+        10_000,
+        'announcement ended',
+      );
+      await waitFor(
+        async () => {
+          const st = await env.status();
+          return [1, 2].every((k) => groupOf(st, clientIds[k]).stream_id === OTHER_STREAM) && groupOf(st, clientIds[0]).stream_id !== HUB_STREAM;
+        },
+        5000,
+        'clients 2 and 3 back on their own stream',
+      );
+      expect(groupOf(await env.status(), clientIds[0]).stream_id).not.toBe(ANNOUNCED_ON);
+      expect((await t.op('device_list')).DeviceList.filter((d: any) => d.IsPlaying)).toHaveLength(0);
+    });
+
+    test('pause during the announcement: the music stays paused after it, and resumes on all three together', async () => {
+      const start = [1, 2, 3].map((n) => fileSize(file(n)));
+      expect(await t.op('play_hub_media_party_mode', { PersistentID: pids['Long Tone'] })).toEqual({ Result: 'true' });
+      await waitFor(() => [1, 2, 3].every((n) => sequence(n, start[n - 1]).includes(MUSIC_HZ)), 10_000, 'the music on all three clients');
+      const from = [1, 2, 3].map((n) => fileSize(file(n)));
+      const a = await t.op('announce', { PersistentID: pids['Long Speech Tone'], DeviceIDList: ids[0] });
+      await waitFor(() => sequence(1, from[0]).includes(SPEECH_HZ), 15_000, 'the announcement on client 1');
+      expect(await t.op('pause_play')).toEqual({ Result: 'true' });
+      await waitFor(
+        async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done',
+        30_000,
+        'announcement done',
+      );
+      expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePaused');
+      // Silence that cannot be vacuous: every client wrote 1.5 s more output, none of it music.
+      const paused = [1, 2, 3].map((n) => fileSize(file(n)));
+      const second = SAMPLE_FORMAT.rate * SAMPLE_FORMAT.bytesPerFrame;
+      await waitFor(() => [1, 2, 3].every((n) => fileSize(file(n)) - paused[n - 1] >= 1.5 * second), 10_000, '1.5 s of output');
+      for (const n of [1, 2, 3]) expect({ client: n, heard: tones(n, paused[n - 1] + second) }).toEqual({ client: n, heard: [] });
+      const resumeAt = [1, 2, 3].map((n) => fileSize(file(n)));
+      expect(await t.op('resume_hub_media_party_mode', { PersistentID: pids['Long Tone'] })).toEqual({ Result: 'true' });
+      await waitFor(() => [1, 2, 3].every((n) => tones(n, resumeAt[n - 1]).at(-1) === MUSIC_HZ), 10_000, 'the music again on every client');
       const after = await env.status();
       expect(groupOf(after, clientIds[0]).stream_id).toBe(HUB_STREAM);
       expect(

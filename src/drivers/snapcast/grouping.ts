@@ -111,6 +111,35 @@ export class Grouping {
       }
       this.log.debug({ group: g.id, clients: g.clientIds, stream: to }, 'released group');
     }
+    await this.unpark(parked);
+  }
+
+  /**
+   * Clients parked earlier that are parked no more without coming back to the hub stream
+   * (stopped while the music was held): released like any other, to the stream they had
+   * before the hub took them, when their group is still where the hub parked it.
+   */
+  private async unpark(parked: ReadonlySet<string>): Promise<void> {
+    const { control, model } = this.opts;
+    for (const [id, on] of [...this.parkedOn]) {
+      if (parked.has(id) || !this.parkedOn.has(id)) continue;
+      const g = model.groupOf(id);
+      if (g?.streamId === this.streamId) continue;
+      // Its group-mates still parked: it goes back with them, later.
+      if (g?.clientIds.some((c) => parked.has(c))) continue;
+      const mates = g ? g.clientIds.filter((c) => this.parkedOn.has(c)) : [id];
+      const prev = this.previousStream.get(id);
+      for (const c of mates) {
+        this.parkedOn.delete(c);
+        this.previousStream.delete(c);
+      }
+      // Gone, moved on by someone else, or sharing its group with clients not the hub's: left where it is.
+      if (!g || g.streamId !== on || mates.length !== g.clientIds.length) continue;
+      if (!this.usable(prev) || prev === g.streamId) continue;
+      await control.request('Group.SetStream', { id: g.id, stream_id: prev });
+      this.opts.applied(model.setGroupStream(g.id, prev));
+      this.log.debug({ group: g.id, clients: g.clientIds, stream: prev }, 'released parked group');
+    }
   }
 
   /**

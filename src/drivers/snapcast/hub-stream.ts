@@ -231,6 +231,7 @@ export class HubStream {
     if (streamId === this.streamId) return;
     const group = this.opts.model.groups.get(groupId);
     const detail = `group switched to stream ${streamId} by another controller`;
+    let taken = false;
     for (const id of group?.clientIds ?? []) {
       // A parked client moved by someone else is theirs now: it leaves the held music.
       const held = this.held?.members.get(id);
@@ -240,8 +241,11 @@ export class HubStream {
       this.members.delete(id);
       this.pausedPositions.delete(id);
       m.changeState('stopped', 'stopped', detail);
+      taken = true;
     }
-    if (!this.members.size) {
+    // Only when it took the last member: a notification about a group the hub does not play
+    // on (arriving while a play starts, before it has members) must not end that play.
+    if (taken && !this.members.size) {
       this.stopFeed();
       if (this.held) this.scheduleResumeHeld();
     }
@@ -468,7 +472,7 @@ export class HubStream {
       this.log.warn({ err: error.message }, 'the music could not start again after the announcement');
       this.media = undefined;
       this.pausedPositions.clear();
-      for (const m of live) if (this.members.delete(m.clientId) || m.state !== 'stopped') m.changeState('stopped', 'error', error.message);
+      for (const m of [...live, ...joining]) m.changeState('stopped', 'error', error.message);
       this.members.clear();
       await this.reconcile().catch((err) => this.log.warn({ err: String(err) }, 'could not release groups'));
       if (joining.length) throw error;
@@ -622,7 +626,8 @@ export class HubStream {
     this.ending = undefined;
     this.feed?.stop();
     this.feed = undefined;
-    if (!this.members.size) {
+    // A start in progress has no members yet, but its media is the current one.
+    if (!this.members.size && !this.pending) {
       this.media = undefined;
       this.pausedAt = undefined;
     }
