@@ -23,6 +23,8 @@ declare -A NEEDED=(
   [shairport-sync]=shairport-sync   # real AirPlay 1 receivers for the AirPlay driver tests (each in its own network namespace)
   [avahi-daemon]=avahi-daemon       # … which exit without an avahi-daemon (one per namespace, never in the root namespace)
   [dbus-daemon]=dbus                # … and avahi-daemon needs a system bus (one per namespace)
+  [redis-server]=redis-server       # the cloud cluster tests run a real redis-server (routing, shared rate limits, revocations)
+  [haproxy]=haproxy                 # … behind a real HAProxy (round robin, no stickiness)
 )
 
 # npm-installed test tools (Homebridge 1 and 2, Node 24, hap-controller) go into .cache/homebridge:

@@ -4,7 +4,7 @@ import { WebSessions } from '../accounts/web-sessions';
 import type { CloudContext } from '../context';
 import { ACCESS_TOKEN_LIFETIME_S } from '../oauth/lifetimes';
 import { errorLine, esc, hidden, page, signinForm } from './html';
-import { html, webUser } from './web-routes';
+import { html, signinDelay, webUser } from './web-routes';
 
 type Form = Record<string, string | undefined>;
 
@@ -32,8 +32,8 @@ export function oauthRoutes(app: FastifyInstance, ctx: CloudContext): void {
     if (!/^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '')) {
       return oauthError(reply, 400, 'invalid_request', 'The token request must be application/x-www-form-urlencoded.');
     }
-    const wait = ctx.limits.token.take(req.ip);
-    const userWait = body.grant_type === 'password' ? ctx.limits.signinByUser.take(`${req.ip}\n${String(body.username ?? '').toLowerCase()}`) : 0;
+    const wait = await ctx.limits.token.take(req.ip);
+    const userWait = body.grant_type === 'password' ? await signinDelay(ctx, req.ip, String(body.username ?? '')) : 0;
     if (wait || userWait) {
       reply.header('retry-after', String(Math.max(wait, userWait)));
       return oauthError(reply, 429, 'invalid_request', `Too many token requests; retry in ${Math.max(wait, userWait)} s.`);

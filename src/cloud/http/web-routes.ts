@@ -27,9 +27,18 @@ export function html(reply: FastifyReply, status: number, body: string): Fastify
     .send(body);
 }
 
-/** 0 or the seconds to wait; both limits apply to sign-ins (per address, per address+username). */
-export function signinDelay(ctx: CloudContext, ip: string, username: string): number {
-  return Math.max(ctx.limits.signinByAddress.take(ip), ctx.limits.signinByUser.take(`${ip}\n${username.toLowerCase()}`));
+/**
+ * 0 or the seconds to wait; three limits apply to sign-ins: per address, per address and
+ * username, and per username alone (guessing one password from many addresses).
+ */
+export async function signinDelay(ctx: CloudContext, ip: string, username: string): Promise<number> {
+  const user = username.toLowerCase();
+  const waits = await Promise.all([
+    ctx.limits.signinByAddress.take(ip),
+    ctx.limits.signinByUser.take(`${ip}\n${user}`),
+    ctx.limits.signinByUsername.take(user),
+  ]);
+  return Math.max(...waits);
 }
 
 /** Sign-up, sign-in and account pages (client registration) on the cloud's web site. */
@@ -45,7 +54,7 @@ export function webRoutes(app: FastifyInstance, ctx: CloudContext): void {
   app.post('/signup', async (req, reply) => {
     const f = (req.body ?? {}) as Form;
     const next = safeNext(f.next);
-    const wait = ctx.limits.signup.take(req.ip);
+    const wait = await ctx.limits.signup.take(req.ip);
     if (wait)
       return html(
         reply.header('retry-after', String(wait)),
@@ -66,7 +75,7 @@ export function webRoutes(app: FastifyInstance, ctx: CloudContext): void {
   app.post('/signin', async (req, reply) => {
     const f = (req.body ?? {}) as Form;
     const next = safeNext(f.next);
-    const wait = signinDelay(ctx, req.ip, f.username ?? '');
+    const wait = await signinDelay(ctx, req.ip, f.username ?? '');
     if (wait)
       return html(
         reply.header('retry-after', String(wait)),

@@ -59,16 +59,25 @@ export class LinkServer {
     const link = new HubLink(userId, ws, this.options.requestTimeoutMs);
     this.sockets.add(ws);
     this.ctx.registry.add(link);
-    this.ctx.logger.info({ userId, links: this.sockets.size }, 'hub linked');
+    this.opened++;
+    this.ctx.logger.debug({ userId, links: this.sockets.size }, 'hub linked');
     ws.on('error', () => undefined);
     ws.on('close', () => {
       this.sockets.delete(ws);
       this.ctx.registry.remove(link);
-      this.ctx.logger.info({ userId, links: this.sockets.size }, 'hub link closed');
+      this.closed++;
+      this.ctx.logger.debug({ userId, links: this.sockets.size }, 'hub link closed');
     });
   }
 
+  private opened = 0;
+  private closed = 0;
+
   private beat(): void {
+    // One line per heartbeat for all links together: thousands of links (or a relink storm)
+    // must not mean thousands of lines.
+    if (this.opened || this.closed) this.ctx.logger.info({ opened: this.opened, closed: this.closed, links: this.sockets.size }, 'hub links');
+    this.opened = this.closed = 0;
     for (const link of this.ctx.registry.all()) {
       if (!link.alive) {
         link.ws.terminate();

@@ -54,7 +54,9 @@ export function unauthorized(reply: FastifyReply): FastifyReply {
 }
 
 async function forward(ctx: CloudContext, userId: string, route: OperationRoute, legacy: boolean, url: string): Promise<Answer> {
-  const r = await ctx.registry.request(userId, route.op.name, operationParams(route, url));
+  const wait = await ctx.limits.relay.take(userId);
+  if (wait) return { status: 429, body: errorBody(new HubError('HubBusy', `Too many requests for your hubs; retry in ${wait} s.`)) };
+  const r = await ctx.router.request(userId, route.op.name, operationParams(route, url));
   const a = operationAnswer(route, legacy, r.ok ? { ok: true, op: route.op, body: r.body } : { ok: false, op: route.op, error: r.error });
   if (route.op.cloudResponseOf) a.body = { ...(a.body as Record<string, unknown>), ResponseOf: route.op.name };
   return a;

@@ -18,6 +18,12 @@ export interface Database extends Queryable {
   readonly engine: 'sqlite' | 'postgres';
   /** Runs fn in one transaction: all its writes are committed (durably) together, or none. */
   transaction<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs fn while holding a lock shared by every process on this database (PostgreSQL: an
+   * advisory lock), so instances of a cluster starting together migrate one after another.
+   * Absent on the embedded engine (one process only).
+   */
+  exclusive?<T>(lock: number, fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 

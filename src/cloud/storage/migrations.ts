@@ -60,8 +60,19 @@ export const MIGRATIONS: readonly string[] = [
      expires_at BIGINT NOT NULL);`,
 ];
 
-/** Brings the schema up to date; safe to run on every start. */
+/** The advisory lock migrations hold on PostgreSQL (an arbitrary constant: "SHcl"). */
+export const MIGRATION_LOCK = 0x5348636c;
+
+/**
+ * Brings the schema up to date; safe to run on every start, and from several instances
+ * starting at once (on PostgreSQL they take turns under an advisory lock, and each sees
+ * the versions the one before applied).
+ */
 export async function migrate(db: Database): Promise<number> {
+  return db.exclusive ? db.exclusive(MIGRATION_LOCK, () => migrateNow(db)) : migrateNow(db);
+}
+
+async function migrateNow(db: Database): Promise<number> {
   await db.run('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)');
   const rows = await db.all<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations');
   const current = Number(rows[0]?.v ?? 0);

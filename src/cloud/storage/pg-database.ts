@@ -45,6 +45,21 @@ export class PgDatabase implements Database {
     }
   }
 
+  async exclusive<T>(lock: number, fn: () => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      // Session-level: held by this connection until unlocked (or until it dies, which frees it).
+      await client.query('SELECT pg_advisory_lock($1)', [lock]);
+      try {
+        return await fn();
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1)', [lock]).catch(() => undefined);
+      }
+    } finally {
+      client.release();
+    }
+  }
+
   async close(): Promise<void> {
     await this.pool.end();
   }
