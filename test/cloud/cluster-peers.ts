@@ -105,14 +105,16 @@ export class Balancer {
     this.dir = await mkdtemp(join(tmpdir(), 'speakerhub-haproxy-'));
     if (!this.port) this.port = await freePort();
     const cfg = join(this.dir, 'haproxy.cfg');
-    await writeFile(cfg, haproxyConfig(this.port, backends));
+    await writeFile(join(this.dir, 'hub-offline.http'), HUB_OFFLINE_RESPONSE);
+    await writeFile(cfg, haproxyConfig(this.port, backends, this.dir));
     const child = spawn('haproxy', ['-db', '-f', cfg], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
-    child.stdout?.resume();
-    child.stderr?.resume();
+    let out = '';
+    child.stdout?.on('data', (d) => (out += d));
+    child.stderr?.on('data', (d) => (out += d));
     // Ready when it answers through to an instance.
     for (;;) {
-      if (child.exitCode !== null) throw new Error('haproxy exited at start');
+      if (child.exitCode !== null) throw new Error(`haproxy exited at start: ${out.slice(-2000)}`);
       const ok = await fetch(`${this.url}/healthz`).then(
         (r) => r.status === 200,
         () => false,
@@ -134,9 +136,29 @@ export class Balancer {
 }
 
 /** The README's balancer configuration, on the given ports (kept identical in spirit: same options). */
-export function haproxyConfig(port: number, backends: number[]): string {
+const HUB_OFFLINE_BODY = JSON.stringify({
+  Result: 'false',
+  ErrorCode: 'HubOffline',
+  ErrorMessage: 'The cloud instance serving this request went away; it may or may not have been carried out. Retry.',
+});
+
+/**
+ * What the balancer answers when an instance dies with a request on it (HAProxy's 502): the
+ * API's HubOffline, as the instance itself would have said.
+ */
+export const HUB_OFFLINE_RESPONSE = [
+  'HTTP/1.1 503 Service Unavailable',
+  'Content-Type: application/json; charset=utf-8',
+  'Cache-Control: no-store',
+  'Connection: close',
+  `Content-Length: ${Buffer.byteLength(HUB_OFFLINE_BODY)}`,
+  '',
+  HUB_OFFLINE_BODY,
+].join('\r\n');
+
+export function haproxyConfig(port: number, backends: number[], dir: string): string {
   return `global
-    maxconn 20000
+    maxconn 4000
 
 defaults
     mode http
@@ -149,6 +171,8 @@ defaults
     # A request sent to an instance that just died is tried on another.
     retries 3
     option redispatch 1
+    # An instance that dies mid-request: HubOffline in the API's shape, not a bare 502.
+    errorfile 502 ${dir}/hub-offline.http
 
 frontend cloud
     bind 127.0.0.1:${port}
