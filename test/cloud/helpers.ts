@@ -20,6 +20,8 @@ export interface TestCloud {
 export const RELAXED_LIMITS = {
   signinByAddress: { burst: 10_000, perSecond: 1000 },
   signinByUser: { burst: 10_000, perSecond: 1000 },
+  signinByUsername: { burst: 10_000, perSecond: 1000 },
+  relay: { burst: 100_000, perSecond: 10_000 },
   token: { burst: 10_000, perSecond: 1000 },
   signup: { burst: 10_000, perSecond: 1000 },
 };

@@ -104,7 +104,7 @@ export function oauthRoutes(app: FastifyInstance, ctx: CloudContext): void {
       return html(reply, 403, page('Authorize access', errorLine('The form expired; go back and try again.')));
     if (decision !== 'allow')
       return reply.redirect(
-        withParams(q.redirect_uri!, { error: 'access_denied', error_description: 'The user denied access.', state: q.state }),
+        withParams(q.redirect_uri!, { error: 'access_denied', error_description: 'The user denied access.', state: q.state, iss: ctx.publicUrl() }),
         303,
       );
     const response = new Response({ headers: {} });
@@ -114,9 +114,14 @@ export function oauthRoutes(app: FastifyInstance, ctx: CloudContext): void {
       });
     } catch (e) {
       if (!(e instanceof OAuthError)) throw e;
-      return reply.redirect(withParams(q.redirect_uri!, { error: e.name, error_description: describe(e), state: q.state }), 303);
+      return reply.redirect(
+        withParams(q.redirect_uri!, { error: e.name, error_description: describe(e), state: q.state, iss: ctx.publicUrl() }),
+        303,
+      );
     }
-    return reply.redirect(String(response.headers?.location ?? response.get('location')), 303);
+    // RFC 9207: the issuer in every authorization response, so a client talking to several
+    // servers can tell which one answered (mix-up attacks).
+    return reply.redirect(withParams(String(response.headers?.location ?? response.get('location')), { iss: ctx.publicUrl() }), 303);
   });
 }
 
@@ -133,7 +138,7 @@ async function checkAuthorizeRequest(ctx: CloudContext, q: Form): Promise<Author
   if (!client) return bad('Unknown client_id: this application is not registered with SpeakerHub Cloud.');
   if (!q.redirect_uri || !client.redirectUris.includes(q.redirect_uri)) return bad('The redirect_uri is not one registered for this application.');
   const back = (error: string, description: string) => ({
-    redirect: withParams(q.redirect_uri!, { error, error_description: description, state: q.state }),
+    redirect: withParams(q.redirect_uri!, { error, error_description: description, state: q.state, iss: ctx.publicUrl() }),
   });
   if (q.response_type !== 'code') return back('unsupported_response_type', 'response_type must be "code".');
   if (client.isPublic && !q.code_challenge) return back('invalid_request', 'PKCE is required: send code_challenge and code_challenge_method=S256.');

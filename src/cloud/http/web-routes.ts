@@ -15,16 +15,20 @@ export async function webUser(ctx: CloudContext, req: FastifyRequest): Promise<{
 }
 
 export function html(reply: FastifyReply, status: number, body: string): FastifyReply {
-  return reply
-    .code(status)
-    .header('content-type', 'text/html; charset=utf-8')
-    .header('cache-control', 'no-store')
-    .header('x-frame-options', 'DENY')
-    .header(
-      'content-security-policy',
-      "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; form-action 'self' http: https:",
-    )
-    .send(body);
+  return (
+    reply
+      .code(status)
+      .header('content-type', 'text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .header('x-frame-options', 'DENY')
+      // Page URLs carry authorization requests (state, code_challenge): never leak them onward.
+      .header('referrer-policy', 'no-referrer')
+      .header(
+        'content-security-policy',
+        "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; form-action 'self' http: https:",
+      )
+      .send(body)
+  );
 }
 
 /**
@@ -41,6 +45,24 @@ export async function signinDelay(ctx: CloudContext, ip: string, username: strin
   return Math.max(...waits);
 }
 
+/**
+ * Login CSRF: a browser posting our sign-in or sign-up form from another site says so in
+ * Origin (and Sec-Fetch-Site); such posts are refused, so no other site can sign a visitor
+ * in to an account of its choosing. Clients that are not browsers send neither header.
+ */
+export function crossSiteForm(ctx: CloudContext, req: FastifyRequest): boolean {
+  const site = req.headers['sec-fetch-site'];
+  if (site === 'cross-site' || site === 'same-site') return true;
+  const origin = req.headers.origin;
+  if (origin === undefined) return false;
+  try {
+    // The cloud's public origin, or the host the browser addressed (an instance reached directly).
+    return new URL(ctx.publicUrl()).origin !== origin && new URL(origin).host !== req.headers.host;
+  } catch {
+    return true;
+  }
+}
+
 /** Sign-up, sign-in and account pages (client registration) on the cloud's web site. */
 export function webRoutes(app: FastifyInstance, ctx: CloudContext): void {
   const secure = () => ctx.publicUrl().startsWith('https:');
@@ -54,6 +76,7 @@ export function webRoutes(app: FastifyInstance, ctx: CloudContext): void {
   app.post('/signup', async (req, reply) => {
     const f = (req.body ?? {}) as Form;
     const next = safeNext(f.next);
+    if (crossSiteForm(ctx, req)) return html(reply, 403, page('Sign up', signupForm(next, 'This form was sent from another site; sign up here.')));
     const wait = await ctx.limits.signup.take(req.ip);
     if (wait)
       return html(
@@ -75,6 +98,7 @@ export function webRoutes(app: FastifyInstance, ctx: CloudContext): void {
   app.post('/signin', async (req, reply) => {
     const f = (req.body ?? {}) as Form;
     const next = safeNext(f.next);
+    if (crossSiteForm(ctx, req)) return html(reply, 403, page('Sign in', signinForm(next, 'This form was sent from another site; sign in here.')));
     const wait = await signinDelay(ctx, req.ip, f.username ?? '');
     if (wait)
       return html(

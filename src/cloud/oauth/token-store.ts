@@ -25,6 +25,14 @@ export interface AccessGrant {
   expiresAt: number;
 }
 
+/** A refresh in a family revoked meanwhile (a concurrent refresh, a replay): the grant is invalid. */
+export class FamilyRevokedError extends Error {
+  constructor() {
+    super('token family revoked');
+    this.name = 'FamilyRevokedError';
+  }
+}
+
 /**
  * Access and refresh tokens, stored as digests. Tokens descend from one grant (a password
  * sign-in or an authorization code) in a *family*; each refresh marks the presented token
@@ -51,20 +59,23 @@ export class TokenStore {
     private readonly clock: Clock,
   ) {}
 
-  /** A new pair; in a new family unless familyId (a refresh) is given. */
-  async issue(userId: string, clientId: string, familyId?: string): Promise<IssuedTokens> {
+  /**
+   * A new pair; in a new family unless familyId (a refresh) is given. newFamilyId names the
+   * new family (an authorization code records it before the tokens exist).
+   */
+  async issue(userId: string, clientId: string, familyId?: string, newFamilyId?: string): Promise<IssuedTokens> {
     const now = this.clock.now();
     const t: IssuedTokens = {
       accessToken: newSecret(),
       refreshToken: newSecret(),
       accessExpiresAt: now + ACCESS_TOKEN_LIFETIME_S * 1000,
       refreshExpiresAt: now + REFRESH_TOKEN_LIFETIME_S * 1000,
-      familyId: familyId ?? randomUUID(),
+      familyId: familyId ?? newFamilyId ?? randomUUID(),
     };
     await this.db.transaction(async (q) => {
       if (familyId) {
         const fam = await first<{ revoked: number }>(q, 'SELECT revoked FROM token_families WHERE id = $1', [familyId]);
-        if (!fam || Number(fam.revoked)) throw new Error('token family revoked');
+        if (!fam || Number(fam.revoked)) throw new FamilyRevokedError();
         await this.dropAccessTokens(q, familyId);
       } else {
         await q.run('INSERT INTO token_families (id, user_id, client_id, revoked, created_at) VALUES ($1, $2, $3, 0, $4)', [

@@ -58,6 +58,10 @@ export const MIGRATIONS: readonly string[] = [
      token_hash TEXT PRIMARY KEY,
      user_id TEXT NOT NULL,
      expires_at BIGINT NOT NULL);`,
+  // 2: a redeemed authorization code is kept (used, with the family it started) until it
+  // expires, so a replay can revoke the tokens it issued (RFC 6749 §4.1.2).
+  `ALTER TABLE auth_codes ADD COLUMN used INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE auth_codes ADD COLUMN family_id TEXT`,
 ];
 
 /** The advisory lock migrations hold on PostgreSQL (an arbitrary constant: "SHcl"). */
