@@ -32,7 +32,8 @@ import { HubRegistry, type HubRouter } from './relay/hub-registry';
 import { EVENTS_CHANNEL } from './cluster/keys';
 import { LinkServer, type LinkServerOptions } from './relay/link-server';
 import { relayFastPath, relayRoutes } from './relay/relay-routes';
-import type { Database } from './storage/database';
+import { isDatabaseUnavailable, type Database } from './storage/database';
+import { LimitedLog } from '../logging/limited-log';
 import { openDatabase } from './storage/open';
 
 export interface CloudOptions {
@@ -102,11 +103,13 @@ export class CloudServer {
   private bus?: ClusterBus;
   private clusterRelay?: ClusterRelay;
   readonly connectionLimits: CloudConnectionLimits;
+  private readonly dbDown: LimitedLog;
 
   constructor(private readonly options: CloudOptions) {
     this.logger = options.logger ?? createLogger();
     this.clock = options.clock ?? systemClock;
     const conn = (this.connectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...options.connections });
+    this.dbDown = new LimitedLog(this.logger, 'request failed: the database is unreachable');
     this.app = Fastify({
       logger: false,
       exposeHeadRoutes: false,
@@ -354,6 +357,13 @@ export class CloudServer {
       return reply.code(e.status).send(errorBody(e));
     });
     app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
+      if (isDatabaseUnavailable(err)) {
+        this.dbDown.warn({ path: req.url.split('?')[0] });
+        return reply
+          .code(503)
+          .header('retry-after', '5')
+          .send(errorBody(new HubError('Busy', 'The cloud cannot reach its database now; retry shortly.')));
+      }
       const status = err.statusCode ?? 500;
       if (status >= 500) this.logger.error({ err: err.message, path: req.url.split('?')[0] }, 'request failed');
       const e =

@@ -9,6 +9,7 @@
  * request answered. Waits are for positive signals (a status, a health answer), never sleeps.
  */
 import { spawn } from 'node:child_process';
+import { get as httpGet } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,6 +44,25 @@ async function call(base: string, path: string, token: string): Promise<{ status
   } catch {
     return { status: res.status, body: text };
   }
+}
+
+/** As call(), on a new connection (no keep-alive). */
+function callFresh(base: string, path: string, token: string): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = httpGet(base + path, { agent: false, headers: { authorization: `Bearer ${token}` }, timeout: 40_000 }, (res) => {
+      let text = '';
+      res.on('data', (d) => (text += d));
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) });
+        } catch {
+          resolve({ status: res.statusCode ?? 0, body: text });
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('the request hung')));
+    req.on('error', reject);
+  });
 }
 
 function runCli(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
@@ -258,8 +278,10 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
     const h = (await holder())!;
     const others = live().filter((i) => i !== h);
     // Requests in flight through the other instances (routed to the holder) and the balancer.
+    // Each on a connection of its own: HAProxy closes a kept-alive client connection without an
+    // answer when its server dies (so that clients may retry), and answers only a first request.
     const inFlight = Array.from({ length: 20 }, (_v, n) =>
-      call(n % 2 ? others[n % others.length].url : balancer.url, '/api/v1/init_session', aliceToken),
+      callFresh(n % 2 ? others[n % others.length].url : balancer.url, '/api/v1/init_session', aliceToken),
     );
     await h.kill('SIGKILL');
     const answers = await Promise.all(inFlight);
@@ -293,5 +315,33 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
       async () => (await call(other.url, '/api/v1/init_session', aliceToken)).status === 200,
     );
     for (const i of live()) expect((await call(i.url, '/api/v1/init_session', aliceToken)).status).toBe(200);
+  });
+
+  test('PostgreSQL lost: requests that need it fail cleanly with 503, none hangs; back: every instance recovers by itself', async () => {
+    const before = await counts();
+    await pg.pause();
+    try {
+      for (const i of live()) await until(`${i.url} reports the database unreachable`, async () => (await i.health()).status === 503);
+      const i = live()[0];
+      expect((await i.health()).body.database).toBe('unreachable');
+      const grant = await postForm(
+        `${i.url}/oauth/token`,
+        { grant_type: 'password', username: 'alice', password: 'correct horse battery' },
+        {
+          authorization: basic(client.client_id, client.client_secret),
+        },
+      );
+      expect(grant.status).toBe(503);
+      expect(grant.body.error).toBe('temporarily_unavailable');
+      const unknownToken = await call(i.url, '/api/v1/init_session', 'A'.repeat(43));
+      expect(unknownToken.status).toBe(503);
+      expect(unknownToken.body.ErrorCode).toBe('Busy');
+    } finally {
+      await pg.resume();
+    }
+    for (const i of live()) await until(`${i.url} is healthy again`, async () => (await i.health()).status === 200);
+    expect((await passwordGrant(live()[1].url, client, 'alice')).status).toBe(200);
+    const after = await counts();
+    expect({ users: after.users, clients: after.clients }).toEqual({ users: before.users, clients: before.clients });
   });
 });

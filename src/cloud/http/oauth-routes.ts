@@ -2,6 +2,7 @@ import { OAuthError, Request, Response } from '@node-oauth/oauth2-server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { WebSessions } from '../accounts/web-sessions';
 import type { CloudContext } from '../context';
+import { isDatabaseUnavailable } from '../storage/database';
 import { ACCESS_TOKEN_LIFETIME_S } from '../oauth/lifetimes';
 import { errorLine, esc, hidden, page, signinForm } from './html';
 import { html, signinDelay, webUser } from './web-routes';
@@ -48,6 +49,10 @@ export function oauthRoutes(app: FastifyInstance, ctx: CloudContext): void {
       });
     } catch (e) {
       if (!(e instanceof OAuthError)) throw e;
+      if (isDatabaseUnavailable(e)) {
+        reply.header('retry-after', '5');
+        return oauthError(reply, 503, 'temporarily_unavailable', 'The cloud cannot reach its database now; retry shortly.');
+      }
       // RFC 6749 §5.2 names a redirect_uri differing from the authorization request's invalid_grant.
       if (e.name === 'invalid_request' && /redirect_uri/.test(e.message) && body.grant_type === 'authorization_code') {
         return oauthError(reply, 400, 'invalid_grant', 'redirect_uri does not match the one of the authorization request.');

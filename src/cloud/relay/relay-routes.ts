@@ -11,6 +11,7 @@ import {
   type OperationRoute,
 } from '../../http/operation-routes';
 import type { CloudContext } from '../context';
+import { isDatabaseUnavailable } from '../storage/database';
 
 const ROUTES = operationRoutes();
 
@@ -76,6 +77,8 @@ export function relayFastPath(ctx: CloudContext, req: IncomingMessage, res: Serv
   const grant = m ? ctx.tokens.cachedAccess(m[1]) : undefined;
   if (!grant) return false;
   const failed = (e: unknown): Answer => {
+    if (isDatabaseUnavailable(e))
+      return { status: 503, body: errorBody(new HubError('Busy', 'The cloud cannot reach its database now; retry shortly.')) };
     ctx.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'relay failed');
     return { status: 500, body: errorBody(new HubError('InternalError', 'The cloud hit an unexpected fault; it has been logged.')) };
   };
