@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -135,7 +136,6 @@ export class Balancer {
   }
 }
 
-/** The README's balancer configuration, on the given ports (kept identical in spirit: same options). */
 const HUB_OFFLINE_BODY = JSON.stringify({
   Result: 'false',
   ErrorCode: 'HubOffline',
@@ -156,35 +156,20 @@ export const HUB_OFFLINE_RESPONSE = [
   HUB_OFFLINE_BODY,
 ].join('\r\n');
 
+/** The README's HAProxy block ("Running a cluster") as written, on loopback ports: the README config is what the suite runs. */
 export function haproxyConfig(port: number, backends: number[], dir: string): string {
-  return `global
-    maxconn 4000
-
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 60s
-    timeout server 60s
-    # Hub links are WebSockets: idle for minutes between requests (pings every 15 s).
-    timeout tunnel 1h
-    option forwardfor
-    # A request sent to an instance that just died is tried on another.
-    retries 3
-    option redispatch 1
-    # An instance that dies mid-request: HubOffline in the API's shape, not a bare 502.
-    errorfile 502 ${dir}/hub-offline.http
-
-frontend cloud
-    bind 127.0.0.1:${port}
-    default_backend instances
-
-backend instances
-    balance roundrobin
-    option httpchk GET /healthz
-    http-check expect status 200
-    default-server inter 500ms fall 2 rise 1
-${backends.map((p, i) => `    server i${i} 127.0.0.1:${p} check`).join('\n')}
-`;
+  const readme = readFileSync(join(__dirname, '../../README.md'), 'utf8');
+  const block = /```haproxy\n([\s\S]*?)```/.exec(readme)?.[1];
+  if (!block) throw new Error('README.md has no ```haproxy block (Running a cluster)');
+  const servers = backends.map((p, i) => `    server cloud${i + 1} 127.0.0.1:${p} check`).join('\n');
+  const cfg = block
+    // This machine's descriptor limit is lower than a production balancer's.
+    .replace(/^(\s*maxconn) \d+$/m, '$1 4000')
+    .replace(/^(\s*bind) :8080$/m, `$1 127.0.0.1:${port}`)
+    .replace('/etc/haproxy/speakerhub-hub-offline.http', join(dir, 'hub-offline.http'))
+    .replace(/(^\s*server cloud\d .*\n?)+/m, `${servers}\n`);
+  if (!cfg.includes(`127.0.0.1:${port}`) || !cfg.includes(servers)) throw new Error('the README HAProxy block changed shape; update haproxyConfig()');
+  return cfg;
 }
 
 /** One `speakerhub cloud --database … --redis …` process. */

@@ -51,10 +51,12 @@ export async function signinDelay(ctx: CloudContext, ip: string, username: strin
  * in to an account of its choosing. Clients that are not browsers send neither header.
  */
 export function crossSiteForm(ctx: CloudContext, req: FastifyRequest): boolean {
+  // Browsers that send Sec-Fetch-Site say it outright; with our no-referrer policy their
+  // Origin on a same-origin post is "null", so it is the header to trust when present.
   const site = req.headers['sec-fetch-site'];
-  if (site === 'cross-site' || site === 'same-site') return true;
+  if (site) return site === 'cross-site' || site === 'same-site';
   const origin = req.headers.origin;
-  if (origin === undefined) return false;
+  if (origin === undefined || origin === 'null') return false;
   try {
     // The cloud's public origin, or the host the browser addressed (an instance reached directly).
     return new URL(ctx.publicUrl()).origin !== origin && new URL(origin).host !== req.headers.host;
