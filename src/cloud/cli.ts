@@ -45,6 +45,7 @@ interface ServeFlags {
   database?: string;
   redis?: string;
   maxConnections?: number;
+  relayLimit: number;
   trustProxy?: boolean;
   logLevel: string;
   logFormat: 'auto' | 'json' | 'pretty';
@@ -64,6 +65,7 @@ async function serve(f: ServeFlags): Promise<void> {
     redis: f.redis,
     trustProxy: f.trustProxy,
     connections: f.maxConnections ? { maxConnections: f.maxConnections } : undefined,
+    rateLimits: f.relayLimit > 0 ? { relay: { burst: 2 * f.relayLimit, perSecond: f.relayLimit } } : undefined,
     logger,
   });
   await cloud.start();
@@ -154,6 +156,15 @@ export function registerCloudCommands(program: Command, hub?: Command): void {
       if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError('--max-connections must be a positive integer.');
       return Number(v);
     })
+    .option(
+      '--relay-limit <n>',
+      'relayed requests per second per user, across the cluster (twice that at once; 0 = no limit)',
+      (v: string) => {
+        if (!/^\d+$/.test(v)) throw new InvalidArgumentError('--relay-limit must be a non-negative integer.');
+        return Number(v);
+      },
+      1000,
+    )
     .option('--trust-proxy', 'behind a reverse proxy: client addresses (for rate limits) from X-Forwarded-For')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent', 'info')
     .option(

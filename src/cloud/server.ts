@@ -77,15 +77,17 @@ export const DEFAULT_CONNECTION_LIMITS: CloudConnectionLimits = {
   maxLinksPerAccount: 10,
 };
 
-const DEFAULT_LIMITS: Record<LimitName, RateLimit> = {
+const DEFAULT_LIMITS: Record<Exclude<LimitName, 'relay'>, RateLimit> = {
   signinByAddress: { burst: 30, perSecond: 0.5 },
   signinByUser: { burst: 10, perSecond: 0.1 },
   // Whatever the address: 400 guesses from 40 addresses meet this one (about one a minute after the burst).
   signinByUsername: { burst: 20, perSecond: 1 / 60 },
   token: { burst: 60, perSecond: 2 },
   signup: { burst: 10, perSecond: 0.05 },
-  relay: { burst: 600, perSecond: 200 },
 };
+
+/** Relayed requests per user: off unless configured (`speakerhub cloud` sets --relay-limit, default 1000/s). */
+const NO_LIMIT: Limiter = { take: () => 0 };
 
 /**
  * SpeakerHub Cloud: accounts, OAuth 2.0, hubs' links and the relay of API requests to
@@ -181,8 +183,10 @@ export class CloudServer {
     const limits = { ...DEFAULT_LIMITS, ...o.rateLimits };
     const { RedisRateLimiter } = bus ? await import('./cluster/redis-rate-limit') : { RedisRateLimiter: undefined };
     const limiter = (name: LimitName): Limiter => {
-      if (!bus || !RedisRateLimiter) return new RateLimiter(limits[name], this.clock);
-      return new RedisRateLimiter(name, limits[name], bus, this.clock, this.logger);
+      const limit = (limits as Partial<Record<LimitName, RateLimit>>)[name];
+      if (!limit) return NO_LIMIT;
+      if (!bus || !RedisRateLimiter) return new RateLimiter(limit, this.clock);
+      return new RedisRateLimiter(name, limit, bus, this.clock, this.logger);
     };
     const registry = new HubRegistry({
       recentlyOnlineMs: o.link?.recentlyOnlineMs ?? 60_000,

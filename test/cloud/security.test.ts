@@ -171,6 +171,22 @@ describe('OAuth', () => {
     expect(refresh.body.error).toBe('invalid_grant');
   });
 
+  test('relayed requests per user meet the relay limit: 429 with the error shape', async () => {
+    const limited = await startCloud({ rateLimits: { relay: { burst: 3, perSecond: 0.01 } } });
+    try {
+      await signup(limited.base, 'rita');
+      const c = await registerClient(limited);
+      const token = (await passwordGrant(limited.base, c, 'rita')).body.access_token;
+      const statuses: number[] = [];
+      for (let n = 0; n < 5; n++)
+        statuses.push((await fetch(`${limited.base}/api/v1/init_session`, { headers: { authorization: `Bearer ${token}` } })).status);
+      // No hub linked: HubOffline (503) while within the limit, then 429.
+      expect(statuses).toEqual([503, 503, 503, 429, 429]);
+    } finally {
+      await limited.close();
+    }
+  });
+
   test('password guesses for one username from 40 addresses meet a per-username limit', async () => {
     const guarded = await startCloud({ trustProxy: true, rateLimits: {} });
     try {
