@@ -10,12 +10,15 @@
  *     connections split over both instances. On this 2-core machine the instances, Redis,
  *     PostgreSQL, the hub and the load generator share the cores: the figure says what a
  *     second instance costs or gains here, not on separate machines.
+ *  3. BENCH_CLUSTER_LINKS (default 4,000) simulated hub links spread over both instances:
+ *     RSS per link; then one instance is SIGKILLed and the time until all its links have
+ *     relinked to the survivor (with the hub's backoff and jitter) is measured; goal < 30 s.
  *
  * Slices are interleaved (same, other, other, same, …) so both see the same background load.
  * Exit code 0 whatever the figures say; 1 if something crashed or requests failed.
  */
 const { execFileSync, fork, spawn } = require('node:child_process');
-const { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } = require('node:fs');
+const { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } = require('node:fs');
 const { createServer } = require('node:net');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
@@ -29,6 +32,7 @@ const S = {
   slices: num('BENCH_SLICES', 3),
   connections: num('BENCH_CONNECTIONS', 10),
   durationS: num('BENCH_CLOUD_DURATION', 3),
+  links: num('BENCH_CLUSTER_LINKS', 4000),
 };
 const CLI = join(__dirname, '..', 'dist', 'cli.js');
 const TOKEN = 'bench-token-0123456789abcdefghij';
@@ -201,6 +205,63 @@ async function main() {
   console.log(
     `  throughput (${S.connections} connections)   1 instance ${avg(tp.one).toFixed(0)} req/s   2 instances ${avg(tp.two).toFixed(0)} req/s   ratio ${(avg(tp.two) / avg(tp.one)).toFixed(2)}   (one hub, 2 shared cores)`,
   );
+  hub.kill('SIGKILL');
+  await relinkStorm(instances, database);
+}
+
+const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+const links = async (url) => (await (await fetch(`${url}/healthz`)).json()).links;
+
+/**
+ * Simulated hub links (one user each, link tokens written straight into PostgreSQL), half on
+ * each instance: memory per link; then SIGKILL the first instance and time until all its
+ * links have relinked to the survivor, each with the hub's backoff (jitter in the upper half
+ * of min(10 s, 0.5 s·2^attempt)).
+ */
+async function relinkStorm([A, B], database) {
+  const n = S.links;
+  const { Client } = require('pg');
+  const { createHash, randomBytes } = require('node:crypto');
+  const { backoffDelay } = require(join(__dirname, '..', 'dist', 'util', 'backoff.js'));
+  const WebSocket = require('ws');
+  const tokens = Array.from({ length: n }, () => randomBytes(32).toString('base64url'));
+  const db = new Client({ connectionString: database });
+  await db.connect();
+  for (let i = 0; i < n; i += 500) {
+    const chunk = tokens.slice(i, i + 500);
+    const values = chunk.map((_t, j) => `($${3 * j + 1}, $${3 * j + 2}, $${3 * j + 3})`).join(',');
+    const params = chunk.flatMap((t, j) => [createHash('sha256').update(t).digest('base64url'), `storm-user-${i + j}`, Date.now()]);
+    await db.query(`INSERT INTO link_tokens (token_hash, user_id, created_at) VALUES ${values}`, params);
+  }
+  await db.end();
+  const before = { a: rssMb(A.child.pid), b: rssMb(B.child.pid) };
+  let dead = false;
+  const open = (token, first) => {
+    let attempt = 0;
+    const connect = (url) => {
+      const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/hub/link`, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false });
+      ws.on('open', () => (attempt = 0));
+      ws.on('error', () => undefined);
+      // As a hub behind a balancer: the next attempt lands on a live instance (B once A is gone).
+      ws.on('close', () => setTimeout(() => connect(dead ? B.url : url), backoffDelay(attempt++, 500, 10_000)));
+    };
+    connect(first);
+  };
+  tokens.forEach((t, i) => open(t, i % 2 ? B.url : A.url));
+  const until = async (cond) => {
+    while (!(await cond().catch(() => false))) await new Promise((r) => setTimeout(r, 100));
+  };
+  await until(async () => (await links(A.url)) + (await links(B.url)) === n);
+  const after = { a: rssMb(A.child.pid), b: rssMb(B.child.pid) };
+  const perLink = ((after.a - before.a + after.b - before.b) * 1024) / n;
+  console.log(
+    `  ${n} simulated hub links over 2 instances: ${perLink.toFixed(1)} KB of RSS per link (RSS ${after.a.toFixed(0)} + ${after.b.toFixed(0)} MB)`,
+  );
+  const t0 = Date.now();
+  dead = true;
+  A.child.kill('SIGKILL');
+  await until(async () => (await links(B.url)) === n);
+  console.log(`  SIGKILL of one instance: all ${n} links relinked to the survivor in ${((Date.now() - t0) / 1000).toFixed(1)} s   (goal < 30 s)`);
 }
 
 function cleanup() {
