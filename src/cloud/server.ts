@@ -198,7 +198,7 @@ export class CloudServer {
     if (bus) {
       const { ClusterRelay } = await import('./cluster/cluster-relay');
       router = this.clusterRelay = new ClusterRelay(bus, registry, this.logger, {
-        leaseMs: o.cluster?.leaseMs ?? 10_000,
+        leaseMs: o.cluster?.leaseMs ?? 60_000,
         requestTimeoutMs: o.link?.requestTimeoutMs ?? 30_000,
         reconnectWaitMs: o.link?.reconnectWaitMs ?? 5_000,
         recentlyOnlineMs: o.link?.recentlyOnlineMs ?? 60_000,

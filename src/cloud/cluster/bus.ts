@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import Redis from 'ioredis';
+import Redis, { type ChainableCommander } from 'ioredis';
 import type { Logger } from '../../logger';
 import { EVENTS_CHANNEL, instanceChannel } from './keys';
 import { parseBusMessage, type BusMessage } from './messages';
+import { SCRIPTS, type ClusterScripts, type ClusterScriptsQueued } from './scripts';
 
 type Listener = (m: BusMessage) => void;
 
@@ -37,6 +38,7 @@ export class ClusterBus {
     };
     this.redis = new Redis(url, { ...options, connectionName: `speakerhub-cloud-${this.instanceId}` });
     this.sub = new Redis(url, { ...options, connectionName: `speakerhub-cloud-sub-${this.instanceId}` });
+    for (const [name, lua] of Object.entries(SCRIPTS)) this.redis.defineCommand(name, { numberOfKeys: 1, lua });
     for (const c of [this.redis, this.sub]) {
       // Errors are reported by the state changes below; ioredis would otherwise print each retry.
       c.on('error', () => undefined);
@@ -56,6 +58,16 @@ export class ClusterBus {
     await Promise.all([this.redis.connect(), this.sub.connect()]);
     await this.sub.subscribe(instanceChannel(this.instanceId), EVENTS_CHANNEL);
     this.checkUp();
+  }
+
+  /** The Lua scripts as commands on the command connection. */
+  get scripts(): ClusterScripts {
+    return this.redis as unknown as ClusterScripts;
+  }
+
+  /** A pipeline (or, with `atomic`, a MULTI transaction) that can queue the scripts too. */
+  batch(atomic = false): ChainableCommander & ClusterScriptsQueued {
+    return (atomic ? this.redis.multi() : this.redis.pipeline()) as ChainableCommander & ClusterScriptsQueued;
   }
 
   get up(): boolean {

@@ -37,14 +37,6 @@ interface PendingRemote {
 const hubKey = (userId: string) => `${KEY_PREFIX}hub:${userId}`;
 const seenKey = (userId: string) => `${KEY_PREFIX}seen:${userId}`;
 
-// Renew the lease only while it is ours or nobody's: a newer link elsewhere keeps its claim.
-const RENEW = `local v = redis.call('GET', KEYS[1])
-if v == false or v == ARGV[1] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end
-return 0`;
-// Give the location up only if it is still ours.
-const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
-
 /**
  * Routes relayed requests across the cluster, as socket.io's Redis adapter routes to the node
  * holding a socket. Each instance keeps, per user with a hub linked to it, a key
@@ -143,7 +135,8 @@ export class ClusterRelay implements HubRouter {
 
   private async release(userId: string): Promise<void> {
     try {
-      await this.bus.redis.multi().eval(RELEASE, 1, hubKey(userId), this.me).set(seenKey(userId), '1', 'PX', this.options.recentlyOnlineMs).exec();
+      // Give the location up only if it is still ours (a newer link elsewhere keeps its claim).
+      await this.bus.batch(true).shReleaseLease(hubKey(userId), this.me).set(seenKey(userId), '1', 'PX', this.options.recentlyOnlineMs).exec();
     } catch (e) {
       this.logger.debug({ err: (e as Error).message }, 'cluster: releasing a hub link failed');
     }
@@ -154,8 +147,9 @@ export class ClusterRelay implements HubRouter {
     const users = [...this.registry.users()];
     // Batches keep one renewal round from building a giant pipeline with many thousands of links.
     for (let i = 0; i < users.length; i += 1000) {
-      const p = this.bus.redis.pipeline();
-      for (const u of users.slice(i, i + 1000)) p.eval(RENEW, 1, hubKey(u), this.me, this.options.leaseMs);
+      const p = this.bus.batch();
+      // Renewed only while ours or nobody's: a newer link elsewhere keeps its claim.
+      for (const u of users.slice(i, i + 1000)) p.shRenewLease(hubKey(u), this.me, this.options.leaseMs);
       try {
         await p.exec();
       } catch (e) {
