@@ -37,6 +37,9 @@ export class LinkServer {
   }
 
   private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    // An upgrade socket has no error listener of Node's any more: a peer resetting it (a
+    // balancer closing after our 401) would otherwise be an uncaught exception.
+    socket.on('error', () => undefined);
     const path = (req.url ?? '').split('?')[0];
     if (path !== LINK_PATH) return void refuse(socket, 404, 'Not Found');
     if (this.sockets.size >= this.options.maxLinks) return void refuse(socket, 503, 'Service Unavailable');
