@@ -208,3 +208,9 @@ describe('OAuth', () => {
     }
   });
 });
+
+describe('configuration', () => {
+  test('--redis without a PostgreSQL database is refused at start with what to add', async () => {
+    await expect(startCloud({ redis: 'redis://127.0.0.1:1', database: undefined })).rejects.toThrow(/--database postgres:\/\//);
+  });
+});
