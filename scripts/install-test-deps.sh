@@ -59,7 +59,7 @@ $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # an init system runs (a renderer announcing itself on the real network among them); the
 # tests start their own on loopback and in network namespaces, so keep the system ones off.
 if [ -d /run/systemd/system ]; then
-  for svc in gmediarender snapserver snapclient mosquitto shairport-sync avahi-daemon; do
+  for svc in gmediarender snapserver snapclient mosquitto shairport-sync avahi-daemon redis-server haproxy; do
     if printf '%s\n' "${missing[@]}" | grep -qx "$svc"; then $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true; fi
   done
 fi
