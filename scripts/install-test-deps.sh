@@ -24,6 +24,8 @@ declare -A NEEDED=(
   [avahi-daemon]=avahi-daemon       # … which exit without an avahi-daemon (one per namespace, never in the root namespace)
   [dbus-daemon]=dbus                # … and avahi-daemon needs a system bus (one per namespace)
   [squeezelite]=squeezelite     # three real Squeezebox players for the squeezebox driver tests (loopback, -o - read at real time through a FIFO)
+  [redis-server]=redis-server       # the cloud cluster tests run a real redis-server (routing, shared rate limits, revocations)
+  [haproxy]=haproxy                 # … behind a real HAProxy (round robin, no stickiness)
 )
 
 # npm-installed test tools (Homebridge 1 and 2, Node 24, hap-controller) go into .cache/homebridge:
@@ -60,7 +62,7 @@ $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # an init system runs (a renderer announcing itself on the real network among them); the
 # tests start their own on loopback and in network namespaces, so keep the system ones off.
 if [ -d /run/systemd/system ]; then
-  for svc in gmediarender snapserver snapclient mosquitto shairport-sync avahi-daemon; do
+  for svc in gmediarender snapserver snapclient mosquitto shairport-sync avahi-daemon redis-server haproxy; do
     if printf '%s\n' "${missing[@]}" | grep -qx "$svc"; then $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true; fi
   done
 fi

@@ -329,7 +329,7 @@ describe('the cloud walkthrough', () => {
     expect(password).toEqual({ token_type: 'bearer', access_token: expect.any(String), expires_in: 3600, refresh_token: expect.any(String) });
     expect(String(password.access_token).length).toBeGreaterThanOrEqual(40);
 
-    expect(out.get(blockWith('decision=allow'))).toMatch(/^https:\/\/app\.example\.org\/callback\?code=[\w-]+&state=xyz$/m);
+    expect(out.get(blockWith('decision=allow'))).toMatch(/^https:\/\/app\.example\.org\/callback\?code=[\w-]+&state=xyz&iss=[^&\s]+$/m);
     const code = lastJson(out.get(blockWith('grant_type=authorization_code'))!);
     expect(code).toMatchObject({ token_type: 'bearer', expires_in: 3600, access_token: expect.any(String), refresh_token: expect.any(String) });
 

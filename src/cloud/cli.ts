@@ -43,6 +43,9 @@ interface ServeFlags {
   data: string;
   publicUrl?: string;
   database?: string;
+  redis?: string;
+  maxConnections?: number;
+  relayLimit: number;
   trustProxy?: boolean;
   logLevel: string;
   logFormat: 'auto' | 'json' | 'pretty';
@@ -59,7 +62,10 @@ async function serve(f: ServeFlags): Promise<void> {
     dataDir: f.data,
     publicUrl: f.publicUrl,
     database: f.database,
+    redis: f.redis,
     trustProxy: f.trustProxy,
+    connections: f.maxConnections ? { maxConnections: f.maxConnections } : undefined,
+    rateLimits: f.relayLimit > 0 ? { relay: { burst: 2 * f.relayLimit, perSecond: f.relayLimit } } : undefined,
     logger,
   });
   await cloud.start();
@@ -70,6 +76,7 @@ async function serve(f: ServeFlags): Promise<void> {
       `  Web site:   ${pub}/   (browser client; sign up at ${pub}/signup)`,
       `  API:        ${pub}/api/v1/<operation>   (OAuth 2.0 bearer tokens from ${pub}/oauth/token)`,
       `  Storage:    ${cloud.context.db.engine === 'postgres' ? 'PostgreSQL' : `SQLite file in ${f.data}`}`,
+      ...(f.redis ? ['  Cluster:    one instance of a cluster (Redis for hub routing, shared rate limits and revocations)'] : []),
       '',
     ].join('\n'),
   );
@@ -144,6 +151,20 @@ export function registerCloudCommands(program: Command, hub?: Command): void {
     .option('-d, --data <dir>', `data folder (default ${DEFAULT_CLOUD_DATA})`, DEFAULT_CLOUD_DATA)
     .option('--public-url <url>', 'the origin browsers and hubs use, e.g. https://cloud.example.org (default http://<host>:<port>)')
     .option('--database <url>', 'postgres://user@host/db for PostgreSQL (default: SQLite file in the data folder)')
+    .option('--redis <url>', 'redis://host:6379: run as one instance of a cluster (needs --database postgres://…)')
+    .option('--max-connections <n>', 'open connections in total, hub links included (default 10000)', (v: string) => {
+      if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError('--max-connections must be a positive integer.');
+      return Number(v);
+    })
+    .option(
+      '--relay-limit <n>',
+      'relayed requests per second per user, across the cluster (twice that at once; 0 = no limit)',
+      (v: string) => {
+        if (!/^\d+$/.test(v)) throw new InvalidArgumentError('--relay-limit must be a non-negative integer.');
+        return Number(v);
+      },
+      1000,
+    )
     .option('--trust-proxy', 'behind a reverse proxy: client addresses (for rate limits) from X-Forwarded-For')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent', 'info')
     .option(

@@ -5,11 +5,18 @@ import type { Accounts } from './accounts/accounts';
 import type { Clients } from './accounts/clients';
 import type { LinkTokens } from './accounts/link-tokens';
 import type { WebSessions } from './accounts/web-sessions';
-import type { RateLimiter } from './http/rate-limit';
+import type { Limiter } from './http/rate-limit';
 import type { CodeStore } from './oauth/code-store';
 import type { TokenStore } from './oauth/token-store';
-import type { HubRegistry } from './relay/hub-registry';
+import type { HubRegistry, HubRouter } from './relay/hub-registry';
 import type { Database } from './storage/database';
+
+/**
+ * The rate limits: sign-in attempts per address, per address and username, per username
+ * (whatever the address: guesses spread over many addresses), token requests per address,
+ * sign-ups per address, relayed requests per user.
+ */
+export type LimitName = 'signinByAddress' | 'signinByUser' | 'signinByUsername' | 'token' | 'signup' | 'relay';
 
 /** What the cloud's route modules share. */
 export interface CloudContext {
@@ -21,10 +28,13 @@ export interface CloudContext {
   linkTokens: LinkTokens;
   webSessions: WebSessions;
   oauth: OAuth2Server;
+  /** The hubs linked to this instance. */
   registry: HubRegistry;
+  /** Where relayed requests go: the registry alone, or (in a cluster) whichever instance holds the hub's link. */
+  router: HubRouter;
   clock: Clock;
   logger: Logger;
-  limits: { signinByAddress: RateLimiter; signinByUser: RateLimiter; token: RateLimiter; signup: RateLimiter };
+  limits: Record<LimitName, Limiter>;
   /** The cloud's origin as browsers and hubs reach it (https in production). */
   publicUrl(): string;
 }

@@ -19,15 +19,21 @@ import type { CloudContext } from './context';
 import { adminRoutes, removeAdminInfo, runningCloud, writeAdminInfo } from './admin';
 import { accountApi } from './http/account-api';
 import { oauthRoutes } from './http/oauth-routes';
-import { RateLimiter, type RateLimit } from './http/rate-limit';
+import { RateLimiter, type Limiter, type RateLimit } from './http/rate-limit';
+import type { LimitName } from './context';
+import { installConnectionLimits, type ConnectionLimits } from '../net/connection-limits';
+import type { ClusterBus } from './cluster/bus';
+import type { ClusterRelay } from './cluster/cluster-relay';
 import { webRoutes } from './http/web-routes';
 import { CodeStore } from './oauth/code-store';
 import { createOAuthServer } from './oauth/model';
 import { TokenStore } from './oauth/token-store';
-import { HubRegistry } from './relay/hub-registry';
+import { HubRegistry, type HubRouter } from './relay/hub-registry';
+import { EVENTS_CHANNEL } from './cluster/keys';
 import { LinkServer, type LinkServerOptions } from './relay/link-server';
 import { relayFastPath, relayRoutes } from './relay/relay-routes';
-import type { Database } from './storage/database';
+import { isDatabaseUnavailable, type Database } from './storage/database';
+import { LimitedLog } from '../logging/limited-log';
 import { openDatabase } from './storage/open';
 
 export interface CloudOptions {
@@ -43,15 +49,45 @@ export interface CloudOptions {
   clock?: Clock;
   logger?: Logger;
   link?: Partial<LinkServerOptions> & { recentlyOnlineMs?: number; reconnectWaitMs?: number };
-  rateLimits?: Partial<Record<'signinByAddress' | 'signinByUser' | 'token' | 'signup', RateLimit>>;
+  rateLimits?: Partial<Record<LimitName, RateLimit>>;
+  /**
+   * redis://… : this process is one instance of a cluster (with a PostgreSQL `database`):
+   * hub links are found through Redis wherever they landed, rate limits and revocations are
+   * shared. Without it the cloud runs on one node, as always.
+   */
+  redis?: string;
+  /** Cluster tuning (tests shorten the lease). */
+  cluster?: { leaseMs?: number };
+  /** Open connections in total and per address, and how long a request head / whole request may take. */
+  connections?: Partial<CloudConnectionLimits>;
 }
 
-const DEFAULT_LIMITS: Record<'signinByAddress' | 'signinByUser' | 'token' | 'signup', RateLimit> = {
+export interface CloudConnectionLimits extends ConnectionLimits {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** Hub links one account may hold at once; a further one replaces its oldest. */
+  maxLinksPerAccount: number;
+}
+
+export const DEFAULT_CONNECTION_LIMITS: CloudConnectionLimits = {
+  maxConnections: 10_000,
+  maxConnectionsPerAddress: 200,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  maxLinksPerAccount: 10,
+};
+
+const DEFAULT_LIMITS: Record<Exclude<LimitName, 'relay'>, RateLimit> = {
   signinByAddress: { burst: 30, perSecond: 0.5 },
   signinByUser: { burst: 10, perSecond: 0.1 },
+  // Whatever the address: 400 guesses from 40 addresses meet this one (about one a minute after the burst).
+  signinByUsername: { burst: 20, perSecond: 1 / 60 },
   token: { burst: 60, perSecond: 2 },
   signup: { burst: 10, perSecond: 0.05 },
 };
+
+/** Relayed requests per user: off unless configured (`speakerhub cloud` sets --relay-limit, default 1000/s). */
+const NO_LIMIT: Limiter = { take: () => 0 };
 
 /**
  * SpeakerHub Cloud: accounts, OAuth 2.0, hubs' links and the relay of API requests to
@@ -66,10 +102,16 @@ export class CloudServer {
   private readonly clock: Clock;
   private adminToken?: string;
   private housekeeping?: NodeJS.Timeout;
+  private bus?: ClusterBus;
+  private clusterRelay?: ClusterRelay;
+  readonly connectionLimits: CloudConnectionLimits;
+  private readonly dbDown: LimitedLog;
 
   constructor(private readonly options: CloudOptions) {
     this.logger = options.logger ?? createLogger();
     this.clock = options.clock ?? systemClock;
+    const conn = (this.connectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...options.connections });
+    this.dbDown = new LimitedLog(this.logger, 'request failed: the database is unreachable');
     this.app = Fastify({
       logger: false,
       exposeHeadRoutes: false,
@@ -77,13 +119,25 @@ export class CloudServer {
       bodyLimit: 64 * 1024,
       routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true, maxParamLength: 500 },
       serverFactory: (handler) => {
-        const server = createServer((req, res) => {
-          if (!this.ctx || !relayFastPath(this.ctx, req, res)) handler(req, res);
-        });
+        const server = createServer(
+          {
+            headersTimeout: conn.headersTimeoutMs,
+            requestTimeout: conn.requestTimeoutMs,
+            // Timeouts are enforced by this periodic check (default every 30 s): make it match them.
+            connectionsCheckingInterval: Math.min(1000, conn.headersTimeoutMs),
+          },
+          (req, res) => {
+            if (!this.ctx || !relayFastPath(this.ctx, req, res)) handler(req, res);
+          },
+        );
         installRequestLineRepair(server, {
-          timeoutMs: DEFAULT_REST_LIMITS.headersTimeoutMs,
+          timeoutMs: conn.headersTimeoutMs,
           maxBytes: maxHeaderBytes(DEFAULT_REST_LIMITS.maxTextLength),
         });
+        // Behind a balancer (--trust-proxy) every connection comes from it: only the total applies
+        // here, and the balancer caps each client (README "Running a cluster"). The loopback address
+        // is a proxy on the same machine (or the operator): exempt as well.
+        installConnectionLimits(server, { ...conn, perAddressExempt: options.trustProxy ? () => true : isLocalHost }, this.logger, 'cloud');
         return server;
       },
     });
@@ -106,13 +160,64 @@ export class CloudServer {
     await mkdir(o.dataDir, { recursive: true });
     const other = await runningCloud(o.dataDir);
     if (other) throw new Error(`Another cloud (process ${other.pid}, ${other.url}) is using the data folder ${o.dataDir}.`);
+    if (o.redis && !/^postgres(ql)?:\/\//i.test(o.database ?? ''))
+      throw new Error('A cluster (--redis) keeps its accounts and tokens in PostgreSQL: give --database postgres://… too.');
     const db = await openDatabase({ dataDir: o.dataDir, database: o.database });
     this.db = db;
+    let bus: ClusterBus | undefined;
+    if (o.redis) {
+      // ioredis loads only for a cluster, as pg only for PostgreSQL.
+      const { ClusterBus } = await import('./cluster/bus');
+      bus = this.bus = new ClusterBus(o.redis, this.logger);
+      try {
+        await bus.start();
+      } catch (e) {
+        await this.stop();
+        throw new Error(`Redis at ${redactUrl(o.redis)} cannot be reached: ${(e as Error).message}`);
+      }
+    }
     const accounts = new Accounts(db);
     const clients = new Clients(db);
     const codes = new CodeStore(db, this.clock);
     const tokens = new TokenStore(db, this.clock);
     const limits = { ...DEFAULT_LIMITS, ...o.rateLimits };
+    const { RedisRateLimiter } = bus ? await import('./cluster/redis-rate-limit') : { RedisRateLimiter: undefined };
+    const limiter = (name: LimitName): Limiter => {
+      const limit = (limits as Partial<Record<LimitName, RateLimit>>)[name];
+      if (!limit) return NO_LIMIT;
+      if (!bus || !RedisRateLimiter) return new RateLimiter(limit, this.clock);
+      return new RedisRateLimiter(name, limit, bus, this.clock, this.logger);
+    };
+    const registry = new HubRegistry({
+      recentlyOnlineMs: o.link?.recentlyOnlineMs ?? 60_000,
+      reconnectWaitMs: o.link?.reconnectWaitMs ?? 5_000,
+      maxWaiting: 10_000,
+      maxLinksPerUser: this.connectionLimits.maxLinksPerAccount,
+    });
+    let router: HubRouter = registry;
+    if (bus) {
+      const { ClusterRelay } = await import('./cluster/cluster-relay');
+      router = this.clusterRelay = new ClusterRelay(bus, registry, this.logger, {
+        leaseMs: o.cluster?.leaseMs ?? 60_000,
+        requestTimeoutMs: o.link?.requestTimeoutMs ?? 30_000,
+        reconnectWaitMs: o.link?.reconnectWaitMs ?? 5_000,
+        recentlyOnlineMs: o.link?.recentlyOnlineMs ?? 60_000,
+        maxPending: 20_000,
+        maxWaiting: 10_000,
+      });
+      // A revocation on one instance evicts the token on all (pub/sub is at most once: while
+      // Redis is away the cache is off, and it starts empty when Redis is back).
+      const b = bus;
+      tokens.onFamilyDropped = (familyId) =>
+        void b
+          .publish(EVENTS_CHANNEL, { t: 'revoked', familyId })
+          .catch((e: Error) => this.logger.warn({ err: e.message }, 'cluster: revocation not broadcast'));
+      bus.onMessage((m) => m.t === 'revoked' && tokens.evictFamily(m.familyId));
+      bus.onUp((up) => {
+        tokens.clearCache();
+        tokens.cacheEnabled = up;
+      });
+    }
     const ctx: CloudContext = {
       db,
       accounts,
@@ -122,18 +227,17 @@ export class CloudServer {
       linkTokens: new LinkTokens(db),
       webSessions: new WebSessions(db, this.clock),
       oauth: createOAuthServer({ accounts, clients, codes, tokens, clock: this.clock }),
-      registry: new HubRegistry({
-        recentlyOnlineMs: o.link?.recentlyOnlineMs ?? 60_000,
-        reconnectWaitMs: o.link?.reconnectWaitMs ?? 5_000,
-        maxWaiting: 10_000,
-      }),
+      registry,
+      router,
       clock: this.clock,
       logger: this.logger,
       limits: {
-        signinByAddress: new RateLimiter(limits.signinByAddress, this.clock),
-        signinByUser: new RateLimiter(limits.signinByUser, this.clock),
-        token: new RateLimiter(limits.token, this.clock),
-        signup: new RateLimiter(limits.signup, this.clock),
+        signinByAddress: limiter('signinByAddress'),
+        signinByUser: limiter('signinByUser'),
+        signinByUsername: limiter('signinByUsername'),
+        token: limiter('token'),
+        signup: limiter('signup'),
+        relay: limiter('relay'),
       },
       publicUrl: () => (o.publicUrl ?? this.url).replace(/\/+$/, ''),
     };
@@ -150,14 +254,14 @@ export class CloudServer {
       this.links = new LinkServer(this.app.server, ctx, {
         heartbeatMs: o.link?.heartbeatMs ?? 15_000,
         requestTimeoutMs: o.link?.requestTimeoutMs ?? 30_000,
-        maxLinks: o.link?.maxLinks ?? 100_000,
+        maxLinks: o.link?.maxLinks ?? this.connectionLimits.maxConnections,
         maxPayload: o.link?.maxPayload ?? 16 * 1024 * 1024,
       });
     } catch (e) {
       await this.stop();
       throw e;
     }
-    this.logger.info({ url: this.url, publicUrl: ctx.publicUrl(), engine: db.engine }, 'cloud started');
+    this.logger.info({ url: this.url, publicUrl: ctx.publicUrl(), engine: db.engine, instance: bus?.instanceId, cluster: !!bus }, 'cloud started');
     return this.url;
   }
 
@@ -165,11 +269,32 @@ export class CloudServer {
     clearInterval(this.housekeeping);
     this.links?.close();
     this.links = undefined;
+    this.clusterRelay?.close();
+    this.clusterRelay = undefined;
     if (this.adminToken) await removeAdminInfo(this.options.dataDir);
     this.adminToken = undefined;
     await this.app.close();
+    await this.bus?.close();
+    this.bus = undefined;
     await this.db?.close();
     this.db = undefined;
+  }
+
+  /** Whether this instance can serve now: its database answers, and (in a cluster) Redis too. */
+  async healthy(): Promise<{ ok: boolean; database: boolean; redis?: boolean }> {
+    const db = this.db;
+    const database = db
+      ? await Promise.race([
+          db.all('SELECT 1 AS one').then(
+            () => true,
+            () => false,
+          ),
+          new Promise<boolean>((r) => setTimeout(() => r(false), 2000).unref()),
+        ])
+      : false;
+    if (!this.options.redis) return { ok: database, database };
+    const redis = (await this.bus?.ping()) ?? false;
+    return { ok: database && redis, database, redis };
   }
 
   /** Deletes what can no longer be used; failures are logged and retried next time. */
@@ -209,6 +334,20 @@ export class CloudServer {
     webRoutes(app, ctx);
     accountApi(app, ctx);
     adminRoutes(app, ctx.clients, () => this.adminToken);
+    // For balancers' health checks: 200 only while this instance can serve.
+    app.get('/healthz', async (_req, reply) => {
+      const h = await this.healthy();
+      return reply
+        .code(h.ok ? 200 : 503)
+        .header('cache-control', 'no-store')
+        .send({
+          status: h.ok ? 'ok' : 'unavailable',
+          database: h.database ? 'ok' : 'unreachable',
+          ...(h.redis === undefined ? {} : { redis: h.redis ? 'ok' : 'unreachable', instance: this.bus?.instanceId }),
+          // Where hubs landed, for operators (and the cluster test): a count, nothing about whose.
+          links: ctx.registry.count,
+        });
+    });
     registerBrowserClient(app, () => ({
       mode: 'cloud',
       clientId: WEB_CLIENT_ID,
@@ -222,6 +361,13 @@ export class CloudServer {
       return reply.code(e.status).send(errorBody(e));
     });
     app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
+      if (isDatabaseUnavailable(err)) {
+        this.dbDown.warn({ path: req.url.split('?')[0] });
+        return reply
+          .code(503)
+          .header('retry-after', '5')
+          .send(errorBody(new HubError('Busy', 'The cloud cannot reach its database now; retry shortly.')));
+      }
       const status = err.statusCode ?? 500;
       if (status >= 500) this.logger.error({ err: err.message, path: req.url.split('?')[0] }, 'request failed');
       const e =
@@ -231,4 +377,20 @@ export class CloudServer {
       return reply.code(status < 500 ? status : 500).send(errorBody(e));
     });
   }
+}
+
+/** A URL without its password, for messages and logs. */
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(an unparsable URL)';
+  }
+}
+
+/** The host's own loopback address (not all of 127/8: other 127.x addresses count as clients). */
+function isLocalHost(address: string): boolean {
+  return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
 }

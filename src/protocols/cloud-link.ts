@@ -63,3 +63,5 @@ function parseFrame<S extends z.ZodType>(text: string, schema: S): z.output<S> |
 /** Close codes the cloud uses; the hub re-authenticates on AUTH_FAILED. */
 export const CLOSE_AUTH_FAILED = 4001;
 export const CLOSE_SHUTDOWN = 1001;
+/** The account holds its maximum of links and a newer one came: the oldest is closed (the hub relinks after its backoff). */
+export const CLOSE_REPLACED = 4002;

@@ -20,6 +20,8 @@ export interface TestCloud {
 export const RELAXED_LIMITS = {
   signinByAddress: { burst: 10_000, perSecond: 1000 },
   signinByUser: { burst: 10_000, perSecond: 1000 },
+  signinByUsername: { burst: 10_000, perSecond: 1000 },
+  relay: { burst: 100_000, perSecond: 10_000 },
   token: { burst: 10_000, perSecond: 1000 },
   signup: { burst: 10_000, perSecond: 1000 },
 };
@@ -41,7 +43,31 @@ export async function freshDatabase(): Promise<string | undefined> {
   return postgres?.freshDatabase();
 }
 
+/**
+ * cluster-suites.test.ts reruns suites through a cluster: every startCloud() then starts two
+ * instances (in this process, sharing the suite's clock) on one PostgreSQL database and a
+ * Redis database of their own, behind HAProxy; `base` is the balancer's URL, `cloud` the
+ * first instance (its context reaches the shared database).
+ */
+export interface ClusterPeers {
+  /** A Redis URL not used by another test cloud (its own database number: separate rate-limit buckets). */
+  nextRedis(): string;
+  balancer(port: number, backends: number[]): Promise<{ url: string; stop(): Promise<void> }>;
+  freePort(): Promise<number>;
+}
+let cluster: ClusterPeers | undefined;
+
+export function setCluster(c: ClusterPeers | undefined): void {
+  cluster = c;
+}
+
+/** True when the suite runs through a cluster (two instances behind a balancer). */
+export function onCluster(): boolean {
+  return cluster !== undefined;
+}
+
 export async function startCloud(options: Partial<CloudOptions> & { clock?: Clock } = {}, dataDir?: string): Promise<TestCloud> {
+  if (cluster) return startClusterCloud(cluster, options);
   const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'speakerhub-cloud-')));
   const logs: string[] = [];
   const stream = new Writable({
@@ -68,6 +94,55 @@ export async function startCloud(options: Partial<CloudOptions> & { clock?: Cloc
     async close() {
       await cloud.stop();
       if (!dataDir) await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function startClusterCloud(c: ClusterPeers, options: Partial<CloudOptions>): Promise<TestCloud> {
+  const database = await freshDatabase();
+  if (!database) throw new Error('a cluster needs PostgreSQL: call setPostgres() first');
+  const redis = c.nextRedis();
+  const port = await c.freePort();
+  const publicUrl = `http://127.0.0.1:${port}`;
+  const logs: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      logs.push(String(chunk));
+      cb();
+    },
+  });
+  const dirs: string[] = [];
+  const instances: CloudServer[] = [];
+  for (let i = 0; i < 2; i++) {
+    const dir = await mkdtemp(join(tmpdir(), 'speakerhub-cluster-cloud-'));
+    dirs.push(dir);
+    const cloud = new CloudServer({
+      host: '127.0.0.1',
+      dataDir: dir,
+      database,
+      redis,
+      publicUrl,
+      logger: createLogger({ level: 'debug', stream }),
+      rateLimits: RELAXED_LIMITS,
+      ...options,
+      port: 0,
+    });
+    await cloud.start();
+    instances.push(cloud);
+  }
+  const balancer = await c.balancer(
+    port,
+    instances.map((i) => Number(new URL(i.url).port)),
+  );
+  return {
+    cloud: instances[0],
+    base: balancer.url,
+    dataDir: dirs[0],
+    logs,
+    async close() {
+      await balancer.stop();
+      for (const i of instances) await i.stop();
+      for (const d of dirs) await rm(d, { recursive: true, force: true });
     },
   };
 }

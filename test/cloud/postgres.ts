@@ -28,21 +28,33 @@ export class PrivatePostgres {
       asRoot ? run('runuser', ['-u', 'postgres', '--', join(this.bin, cmd), ...args]) : run(join(this.bin, cmd), args);
     await as('initdb', ['-D', join(this.dir, 'data'), '-U', 'hub', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8', '-N']);
     this.port = await freePort();
-    await as('pg_ctl', [
-      '-D',
-      join(this.dir, 'data'),
-      '-l',
-      join(this.dir, 'pg.log'),
-      '-w',
-      '-o',
-      `-p ${this.port} -c listen_addresses=127.0.0.1 -k ${this.dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
-      'start',
-    ]);
+    this.startAs = () =>
+      as('pg_ctl', [
+        '-D',
+        join(this.dir, 'data'),
+        '-l',
+        join(this.dir, 'pg.log'),
+        '-w',
+        '-o',
+        `-p ${this.port} -c listen_addresses=127.0.0.1 -k ${this.dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
+        'start',
+      ]);
+    await this.startAs();
     this.stopAs = () => as('pg_ctl', ['-D', join(this.dir, 'data'), '-m', 'immediate', '-w', 'stop']);
     return this.url('postgres');
   }
 
   private stopAs?: () => Promise<unknown>;
+  private startAs?: () => Promise<unknown>;
+
+  /** Stops the server at once (as a crash would), keeping its data: resume() brings it back on the same port. */
+  async pause(): Promise<void> {
+    await this.stopAs?.();
+  }
+
+  async resume(): Promise<void> {
+    await this.startAs?.();
+  }
 
   url(db: string): string {
     return `postgres://hub@127.0.0.1:${this.port}/${db}`;

@@ -14,7 +14,15 @@ import { backoffDelay } from '../../src/util/backoff';
 import { cloudSignin, readCredential, saveCredential } from '../../src/cloud-link/credentials';
 import { TEST_TOKEN } from '../helpers/hub';
 import { rawRequest } from '../rest/util';
-import { passwordGrant, registerClient, signup, startCloud, PASSWORD, type TestCloud } from './helpers';
+import { onCluster, passwordGrant, registerClient, signup, startCloud, PASSWORD, type TestCloud } from './helpers';
+
+/**
+ * Through a cluster (cluster-suites.test.ts) four tests do not apply: HAProxy refuses a
+ * request line with raw spaces before any instance sees it, caps one address at 200
+ * connections (the 256-in-flight test opens more), and the link-restore and late-cloud
+ * tests watch one instance's registry while the hub may link to the other.
+ */
+const notThroughBalancer = onCluster() ? test.skip : test;
 import { startLinkedHub, type LinkedHub } from './hub';
 
 let t: TestCloud;
@@ -146,7 +154,7 @@ describe('the same requests as the local server', () => {
     expect(unknown.body.ErrorCode).toBe('UnknownOperation');
   });
 
-  test('a raw request line with spaces is repaired as on the local server', async () => {
+  notThroughBalancer('a raw request line with spaces is repaired as on the local server', async () => {
     const r = await rawRequest(t.base, 'GET /api/v1/init_session?x="a b" HTTP/1.1', { Authorization: `Bearer ${aliceToken}` });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ ResponseOf: 'init_session', HKWHubUUID: alice.hub.core.uuid });
@@ -226,7 +234,7 @@ describe('link faults', () => {
     }
   });
 
-  test('a request made while the link is being restored waits for the hub and succeeds', async () => {
+  notThroughBalancer('a request made while the link is being restored waits for the hub and succeeds', async () => {
     await signup(t.base, 'dave');
     const daveToken = (await passwordGrant(t.base, await registerClient(t), 'dave')).body.access_token;
     const dave = await startLinkedHub(t.base, 'dave');
@@ -272,30 +280,36 @@ describe('link faults', () => {
   test('the cloud drops a link that stops answering heartbeats', async () => {
     const token = (await cloudSignin(t.base, 'carol', PASSWORD)).linkToken;
     const ws = new WebSocket(`${t.base.replace('http', 'ws')}/hub/link`, { headers: { authorization: `Bearer ${token}` }, autoPong: false });
+    // Through a balancer the dropped socket may end in a reset: the close code is what counts.
+    ws.on('error', () => undefined);
     await new Promise((resolve) => ws.once('open', resolve));
     const closed = await new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
     expect(closed).toBe(1006); // terminated, not closed politely
   });
 
-  test('a hub that does not answer: 256 requests in flight, the next gets HubBusy at once, then all HubTimeout', async () => {
-    // A simulated hub for Carol that accepts requests and never answers them.
-    const token = (await cloudSignin(t.base, 'carol', PASSWORD)).linkToken;
-    const ws = new WebSocket(`${t.base.replace('http', 'ws')}/hub/link`, { headers: { authorization: `Bearer ${token}` } });
-    let received = 0;
-    ws.on('message', () => received++);
-    await new Promise((resolve) => ws.once('open', resolve));
-    try {
-      const stuck = Array.from({ length: 256 }, () => viaCloud('/api/v1/init_session', carolToken));
-      while (received < 256) await new Promise((r) => setTimeout(r, 10));
-      const busy = await viaCloud('/api/v1/init_session', carolToken);
-      expect(busy.status).toBe(503);
-      expect(busy.body.ErrorCode).toBe('HubBusy');
-      const answers = await Promise.all(stuck);
-      expect(new Set(answers.map((a) => `${a.status} ${a.body.ErrorCode}`))).toEqual(new Set(['504 HubTimeout']));
-    } finally {
-      ws.terminate();
-    }
-  }, 30_000);
+  notThroughBalancer(
+    'a hub that does not answer: 256 requests in flight, the next gets HubBusy at once, then all HubTimeout',
+    async () => {
+      // A simulated hub for Carol that accepts requests and never answers them.
+      const token = (await cloudSignin(t.base, 'carol', PASSWORD)).linkToken;
+      const ws = new WebSocket(`${t.base.replace('http', 'ws')}/hub/link`, { headers: { authorization: `Bearer ${token}` } });
+      let received = 0;
+      ws.on('message', () => received++);
+      await new Promise((resolve) => ws.once('open', resolve));
+      try {
+        const stuck = Array.from({ length: 256 }, () => viaCloud('/api/v1/init_session', carolToken));
+        while (received < 256) await new Promise((r) => setTimeout(r, 10));
+        const busy = await viaCloud('/api/v1/init_session', carolToken);
+        expect(busy.status).toBe(503);
+        expect(busy.body.ErrorCode).toBe('HubBusy');
+        const answers = await Promise.all(stuck);
+        expect(new Set(answers.map((a) => `${a.status} ${a.body.ErrorCode}`))).toEqual(new Set(['504 HubTimeout']));
+      } finally {
+        ws.terminate();
+      }
+    },
+    30_000,
+  );
 
   test('an unknown link token is refused with 401 before any WebSocket exists', async () => {
     const ws = new WebSocket(`${t.base.replace('http', 'ws')}/hub/link`, { headers: { authorization: 'Bearer nope' } });
@@ -323,7 +337,7 @@ test('the hub refuses to start with --cloud and no sign-in, saying what to run',
   await expect(startLinkedHub(t.base, 'alice', { dataDir: dir, withPassword: false })).rejects.toThrow(/speakerhub account signin --cloud/);
 });
 
-test('a hub whose cloud is unreachable at start runs locally and links once the cloud is up', async () => {
+notThroughBalancer('a hub whose cloud is unreachable at start runs locally and links once the cloud is up', async () => {
   const { createServer } = await import('node:net');
   const port = await new Promise<number>((resolve) => {
     const srv = createServer().listen(0, '127.0.0.1', () => {

@@ -63,15 +63,12 @@ export class Clients {
 
   /** (Re)registers the public browser client for the cloud's public URL. */
   async registerWebClient(redirectUri: string): Promise<void> {
-    await this.db.transaction(async (q) => {
-      await q.run('DELETE FROM clients WHERE id = $1', [WEB_CLIENT_ID]);
-      await q.run('INSERT INTO clients (id, secret_hash, name, redirect_uris, owner_id, created_at) VALUES ($1, NULL, $2, $3, NULL, $4)', [
-        WEB_CLIENT_ID,
-        'SpeakerHub web client',
-        JSON.stringify([redirectUri]),
-        Date.now(),
-      ]);
-    });
+    // One upsert, not delete-then-insert: instances of a cluster starting together all run this.
+    await this.db.run(
+      `INSERT INTO clients (id, secret_hash, name, redirect_uris, owner_id, created_at) VALUES ($1, NULL, $2, $3, NULL, $4)
+       ON CONFLICT (id) DO UPDATE SET secret_hash = NULL, name = excluded.name, redirect_uris = excluded.redirect_uris, owner_id = NULL`,
+      [WEB_CLIENT_ID, 'SpeakerHub web client', JSON.stringify([redirectUri]), Date.now()],
+    );
   }
 
   /**

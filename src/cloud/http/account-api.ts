@@ -16,7 +16,7 @@ type Body = Record<string, unknown>;
 export function accountApi(app: FastifyInstance, ctx: CloudContext): void {
   app.post('/api/account/signup', async (req, reply) => {
     const b = (req.body ?? {}) as Body;
-    const wait = ctx.limits.signup.take(req.ip);
+    const wait = await ctx.limits.signup.take(req.ip);
     if (wait)
       return reply
         .code(429)
@@ -33,7 +33,7 @@ export function accountApi(app: FastifyInstance, ctx: CloudContext): void {
 
   app.post('/api/account/signin', async (req, reply) => {
     const b = (req.body ?? {}) as Body;
-    const wait = signinDelay(ctx, req.ip, String(b.username ?? ''));
+    const wait = await signinDelay(ctx, req.ip, String(b.username ?? ''));
     if (wait)
       return reply
         .code(429)

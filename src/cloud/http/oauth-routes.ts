@@ -2,9 +2,10 @@ import { OAuthError, Request, Response } from '@node-oauth/oauth2-server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { WebSessions } from '../accounts/web-sessions';
 import type { CloudContext } from '../context';
+import { isDatabaseUnavailable } from '../storage/database';
 import { ACCESS_TOKEN_LIFETIME_S } from '../oauth/lifetimes';
 import { errorLine, esc, hidden, page, signinForm } from './html';
-import { html, webUser } from './web-routes';
+import { html, signinDelay, webUser } from './web-routes';
 
 type Form = Record<string, string | undefined>;
 
@@ -32,8 +33,8 @@ export function oauthRoutes(app: FastifyInstance, ctx: CloudContext): void {
     if (!/^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '')) {
       return oauthError(reply, 400, 'invalid_request', 'The token request must be application/x-www-form-urlencoded.');
     }
-    const wait = ctx.limits.token.take(req.ip);
-    const userWait = body.grant_type === 'password' ? ctx.limits.signinByUser.take(`${req.ip}\n${String(body.username ?? '').toLowerCase()}`) : 0;
+    const wait = await ctx.limits.token.take(req.ip);
+    const userWait = body.grant_type === 'password' ? await signinDelay(ctx, req.ip, String(body.username ?? '')) : 0;
     if (wait || userWait) {
       reply.header('retry-after', String(Math.max(wait, userWait)));
       return oauthError(reply, 429, 'invalid_request', `Too many token requests; retry in ${Math.max(wait, userWait)} s.`);
@@ -48,6 +49,10 @@ export function oauthRoutes(app: FastifyInstance, ctx: CloudContext): void {
       });
     } catch (e) {
       if (!(e instanceof OAuthError)) throw e;
+      if (isDatabaseUnavailable(e)) {
+        reply.header('retry-after', '5');
+        return oauthError(reply, 503, 'temporarily_unavailable', 'The cloud cannot reach its database now; retry shortly.');
+      }
       // RFC 6749 §5.2 names a redirect_uri differing from the authorization request's invalid_grant.
       if (e.name === 'invalid_request' && /redirect_uri/.test(e.message) && body.grant_type === 'authorization_code') {
         return oauthError(reply, 400, 'invalid_grant', 'redirect_uri does not match the one of the authorization request.');
@@ -104,7 +109,7 @@ export function oauthRoutes(app: FastifyInstance, ctx: CloudContext): void {
       return html(reply, 403, page('Authorize access', errorLine('The form expired; go back and try again.')));
     if (decision !== 'allow')
       return reply.redirect(
-        withParams(q.redirect_uri!, { error: 'access_denied', error_description: 'The user denied access.', state: q.state }),
+        withParams(q.redirect_uri!, { error: 'access_denied', error_description: 'The user denied access.', state: q.state, iss: ctx.publicUrl() }),
         303,
       );
     const response = new Response({ headers: {} });
@@ -114,9 +119,14 @@ export function oauthRoutes(app: FastifyInstance, ctx: CloudContext): void {
       });
     } catch (e) {
       if (!(e instanceof OAuthError)) throw e;
-      return reply.redirect(withParams(q.redirect_uri!, { error: e.name, error_description: describe(e), state: q.state }), 303);
+      return reply.redirect(
+        withParams(q.redirect_uri!, { error: e.name, error_description: describe(e), state: q.state, iss: ctx.publicUrl() }),
+        303,
+      );
     }
-    return reply.redirect(String(response.headers?.location ?? response.get('location')), 303);
+    // RFC 9207: the issuer in every authorization response, so a client talking to several
+    // servers can tell which one answered (mix-up attacks).
+    return reply.redirect(withParams(String(response.headers?.location ?? response.get('location')), { iss: ctx.publicUrl() }), 303);
   });
 }
 
@@ -133,7 +143,7 @@ async function checkAuthorizeRequest(ctx: CloudContext, q: Form): Promise<Author
   if (!client) return bad('Unknown client_id: this application is not registered with SpeakerHub Cloud.');
   if (!q.redirect_uri || !client.redirectUris.includes(q.redirect_uri)) return bad('The redirect_uri is not one registered for this application.');
   const back = (error: string, description: string) => ({
-    redirect: withParams(q.redirect_uri!, { error, error_description: description, state: q.state }),
+    redirect: withParams(q.redirect_uri!, { error, error_description: description, state: q.state, iss: ctx.publicUrl() }),
   });
   if (q.response_type !== 'code') return back('unsupported_response_type', 'response_type must be "code".');
   if (client.isPublic && !q.code_challenge) return back('invalid_request', 'PKCE is required: send code_challenge and code_challenge_method=S256.');

@@ -7,11 +7,16 @@ export interface RateLimit {
   perSecond: number;
 }
 
+/** A limit's counter: 0 when the request is allowed (and counted), else the seconds to wait. */
+export interface Limiter {
+  take(key: string): number | Promise<number>;
+}
+
 /**
  * Token buckets per key (an address, an address plus a username). The table is bounded:
  * when full, the least recently used bucket goes (a flood of new keys cannot grow it).
  */
-export class RateLimiter {
+export class RateLimiter implements Limiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
 
   constructor(

@@ -15,21 +15,54 @@ export async function webUser(ctx: CloudContext, req: FastifyRequest): Promise<{
 }
 
 export function html(reply: FastifyReply, status: number, body: string): FastifyReply {
-  return reply
-    .code(status)
-    .header('content-type', 'text/html; charset=utf-8')
-    .header('cache-control', 'no-store')
-    .header('x-frame-options', 'DENY')
-    .header(
-      'content-security-policy',
-      "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; form-action 'self' http: https:",
-    )
-    .send(body);
+  return (
+    reply
+      .code(status)
+      .header('content-type', 'text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .header('x-frame-options', 'DENY')
+      // Page URLs carry authorization requests (state, code_challenge): never leak them onward.
+      .header('referrer-policy', 'no-referrer')
+      .header(
+        'content-security-policy',
+        "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; form-action 'self' http: https:",
+      )
+      .send(body)
+  );
 }
 
-/** 0 or the seconds to wait; both limits apply to sign-ins (per address, per address+username). */
-export function signinDelay(ctx: CloudContext, ip: string, username: string): number {
-  return Math.max(ctx.limits.signinByAddress.take(ip), ctx.limits.signinByUser.take(`${ip}\n${username.toLowerCase()}`));
+/**
+ * 0 or the seconds to wait; three limits apply to sign-ins: per address, per address and
+ * username, and per username alone (guessing one password from many addresses).
+ */
+export async function signinDelay(ctx: CloudContext, ip: string, username: string): Promise<number> {
+  const user = username.toLowerCase();
+  const waits = await Promise.all([
+    ctx.limits.signinByAddress.take(ip),
+    ctx.limits.signinByUser.take(`${ip}\n${user}`),
+    ctx.limits.signinByUsername.take(user),
+  ]);
+  return Math.max(...waits);
+}
+
+/**
+ * Login CSRF: a browser posting our sign-in or sign-up form from another site says so in
+ * Origin (and Sec-Fetch-Site); such posts are refused, so no other site can sign a visitor
+ * in to an account of its choosing. Clients that are not browsers send neither header.
+ */
+export function crossSiteForm(ctx: CloudContext, req: FastifyRequest): boolean {
+  // Browsers that send Sec-Fetch-Site say it outright; with our no-referrer policy their
+  // Origin on a same-origin post is "null", so it is the header to trust when present.
+  const site = req.headers['sec-fetch-site'];
+  if (site) return site === 'cross-site' || site === 'same-site';
+  const origin = req.headers.origin;
+  if (origin === undefined || origin === 'null') return false;
+  try {
+    // The cloud's public origin, or the host the browser addressed (an instance reached directly).
+    return new URL(ctx.publicUrl()).origin !== origin && new URL(origin).host !== req.headers.host;
+  } catch {
+    return true;
+  }
 }
 
 /** Sign-up, sign-in and account pages (client registration) on the cloud's web site. */
@@ -45,7 +78,8 @@ export function webRoutes(app: FastifyInstance, ctx: CloudContext): void {
   app.post('/signup', async (req, reply) => {
     const f = (req.body ?? {}) as Form;
     const next = safeNext(f.next);
-    const wait = ctx.limits.signup.take(req.ip);
+    if (crossSiteForm(ctx, req)) return html(reply, 403, page('Sign up', signupForm(next, 'This form was sent from another site; sign up here.')));
+    const wait = await ctx.limits.signup.take(req.ip);
     if (wait)
       return html(
         reply.header('retry-after', String(wait)),
@@ -66,7 +100,8 @@ export function webRoutes(app: FastifyInstance, ctx: CloudContext): void {
   app.post('/signin', async (req, reply) => {
     const f = (req.body ?? {}) as Form;
     const next = safeNext(f.next);
-    const wait = signinDelay(ctx, req.ip, f.username ?? '');
+    if (crossSiteForm(ctx, req)) return html(reply, 403, page('Sign in', signinForm(next, 'This form was sent from another site; sign in here.')));
+    const wait = await signinDelay(ctx, req.ip, f.username ?? '');
     if (wait)
       return html(
         reply.header('retry-after', String(wait)),

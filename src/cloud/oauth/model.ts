@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import OAuth2Server, {
+  InvalidGrantError,
   InvalidRequestError,
   type AuthorizationCodeModel,
   type PasswordModel,
@@ -8,7 +10,7 @@ import type { Clock } from '../../core/clock';
 import { AccountError, type Accounts } from '../accounts/accounts';
 import type { Clients } from '../accounts/clients';
 import type { CodeStore } from './code-store';
-import type { TokenStore } from './token-store';
+import { FamilyRevokedError, type TokenStore } from './token-store';
 
 export interface ModelDeps {
   accounts: Accounts;
@@ -54,7 +56,14 @@ export function createModel(d: ModelDeps): AuthorizationCodeModel & PasswordMode
     },
 
     async saveToken(_token, client, user) {
-      const t = await d.tokens.issue(user.id as string, client.id, user.familyId as string | undefined);
+      let t;
+      try {
+        t = await d.tokens.issue(user.id as string, client.id, user.familyId as string | undefined, user.codeFamilyId as string | undefined);
+      } catch (e) {
+        // A refresh racing another refresh (or a replay) of the same family: invalid_grant, not a fault.
+        if (e instanceof FamilyRevokedError) throw new InvalidGrantError('Invalid grant: refresh token is invalid');
+        throw e;
+      }
       return {
         accessToken: t.accessToken,
         accessTokenExpiresAt: libDate(t.accessExpiresAt),
@@ -87,6 +96,11 @@ export function createModel(d: ModelDeps): AuthorizationCodeModel & PasswordMode
     async getAuthorizationCode(authorizationCode: string) {
       const c = await d.codes.get(authorizationCode);
       if (!c) return false;
+      if (c.usedBy !== null) {
+        // A replayed code: whoever holds it may have stolen it, so the tokens it issued go too.
+        if (c.usedBy) await d.tokens.revokeFamily(c.usedBy);
+        return false;
+      }
       return {
         authorizationCode,
         expiresAt: libDate(c.expiresAt),
@@ -94,12 +108,13 @@ export function createModel(d: ModelDeps): AuthorizationCodeModel & PasswordMode
         codeChallenge: c.codeChallenge ?? undefined,
         codeChallengeMethod: c.codeChallengeMethod ?? undefined,
         client: { id: c.clientId, grants: [] },
-        user: { id: c.userId },
+        // The family the code will start, named now: redeeming records it on the code row.
+        user: { id: c.userId, codeFamilyId: randomUUID() },
       };
     },
 
     async revokeAuthorizationCode(code) {
-      return d.codes.take(code.authorizationCode);
+      return d.codes.take(code.authorizationCode, String(code.user.codeFamilyId));
     },
 
     async getRefreshToken(refreshToken: string) {

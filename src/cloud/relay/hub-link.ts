@@ -1,6 +1,6 @@
 import type { WebSocket } from 'ws';
 import { HubError, ERROR_CODES, type ErrorCode } from '../../core/errors';
-import { parseHubToCloud, type LinkRequest } from '../../protocols/cloud-link';
+import { CLOSE_REPLACED, parseHubToCloud, type LinkRequest } from '../../protocols/cloud-link';
 
 /** Requests one hub may have in flight; more get HubBusy instead of queueing without bound. */
 export const MAX_IN_FLIGHT = 256;
@@ -33,7 +33,7 @@ export class HubLink {
   }
 
   /** Runs an operation on the hub; always resolves (HubOffline/HubBusy/HubTimeout on link trouble). */
-  request(op: string, params: Record<string, string>): Promise<LinkResult> {
+  request(op: string, params: Record<string, string>, timeoutMs = this.timeoutMs): Promise<LinkResult> {
     if (this.pending.size >= MAX_IN_FLIGHT || this.ws.bufferedAmount > MAX_BUFFERED_BYTES) {
       return Promise.resolve({ ok: false, error: new HubError('HubBusy', `Your hub has ${this.pending.size} requests in flight; retry shortly.`) });
     }
@@ -42,13 +42,18 @@ export class HubLink {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
-        resolve({ ok: false, error: new HubError('HubTimeout', `Your hub did not answer within ${Math.round(this.timeoutMs / 1000)} s.`) });
-      }, this.timeoutMs);
+        resolve({ ok: false, error: new HubError('HubTimeout', `Your hub did not answer within ${Math.round(timeoutMs / 1000)} s.`) });
+      }, timeoutMs);
       this.pending.set(id, { resolve, timer });
       this.ws.send(JSON.stringify(msg), (err) => {
         if (err) this.settle(id, { ok: false, error: new HubError('HubOffline', 'The link to your hub failed while sending the request.') });
       });
     });
+  }
+
+  /** The account opened more links than it may hold and this is its oldest: close it. */
+  replaced(): void {
+    this.ws.close(CLOSE_REPLACED, 'replaced by a newer link of the same account');
   }
 
   /** The link went away: every request in flight fails now (it may or may not have run). */

@@ -8,13 +8,34 @@ export interface RegistryOptions {
   reconnectWaitMs: number;
   /** Bound on requests waiting for hubs to come back, all users together. */
   maxWaiting: number;
+  /** Hub links one user may hold here; a further one replaces the oldest (one account cannot hold thousands). */
+  maxLinksPerUser?: number;
+}
+
+/** Told when a user's first hub links here (true) and when their last one here goes (false). */
+export type LinkChange = (userId: string, linked: boolean) => void;
+
+/** Where a user's requests go: this instance's registry alone, or the cluster's relay. */
+export interface HubRouter {
+  request(userId: string, op: string, params: Record<string, string>): Promise<LinkResult>;
+}
+
+export function hubOffline(): LinkResult {
+  return {
+    ok: false,
+    error: new HubError(
+      'HubOffline',
+      'None of your hubs is connected to the cloud. Start it with `speakerhub hub --cloud <url>` after `speakerhub account signin`.',
+    ),
+  };
 }
 
 /**
  * The connected hubs, by user. A user's requests go to their most recently connected hub;
  * nothing here can route a request to another user's hub (the key is the token's user).
  */
-export class HubRegistry {
+export class HubRegistry implements HubRouter {
+  private readonly changes = new Set<LinkChange>();
   private readonly links = new Map<string, HubLink[]>();
   private readonly lastSeen = new Map<string, number>();
   private readonly waiting = new Map<string, Set<() => void>>();
@@ -22,20 +43,36 @@ export class HubRegistry {
 
   constructor(private readonly options: RegistryOptions) {}
 
+  onChange(l: LinkChange): void {
+    this.changes.add(l);
+  }
+
   add(link: HubLink): void {
     const list = this.links.get(link.userId) ?? [];
     list.push(link);
     this.links.set(link.userId, list);
+    const max = this.options.maxLinksPerUser ?? Infinity;
+    // The newest replaces the oldest: a hub being restarted elsewhere is never locked out.
+    while (list.length > max) list.shift()?.replaced();
+    if (list.length === 1) for (const l of this.changes) l(link.userId, true);
     const waiters = this.waiting.get(link.userId);
     if (waiters) for (const w of [...waiters]) w();
   }
 
+  /** Users with a hub linked here. */
+  users(): IterableIterator<string> {
+    return this.links.keys();
+  }
+
   remove(link: HubLink): void {
     const list = this.links.get(link.userId);
-    if (!list) return;
+    if (!list) return link.failAll();
     const i = list.indexOf(link);
     if (i >= 0) list.splice(i, 1);
-    if (!list.length) this.links.delete(link.userId);
+    if (!list.length) {
+      this.links.delete(link.userId);
+      for (const l of this.changes) l(link.userId, false);
+    }
     this.lastSeen.set(link.userId, Date.now());
     if (this.lastSeen.size > 100_000) this.lastSeen.delete(this.lastSeen.keys().next().value as string);
     link.failAll();
@@ -58,18 +95,12 @@ export class HubRegistry {
   /** Runs an operation on the user's hub; never hangs (HubOffline when none is connected). */
   async request(userId: string, op: string, params: Record<string, string>): Promise<LinkResult> {
     const link = this.current(userId) ?? (await this.waitForReconnect(userId));
-    if (!link)
-      return {
-        ok: false,
-        error: new HubError(
-          'HubOffline',
-          'None of your hubs is connected to the cloud. Start it with `speakerhub hub --cloud <url>` after `speakerhub account signin`.',
-        ),
-      };
+    if (!link) return hubOffline();
     return link.request(op, params);
   }
 
-  private current(userId: string): HubLink | undefined {
+  /** The user's most recently linked hub here, if any. */
+  current(userId: string): HubLink | undefined {
     const list = this.links.get(userId);
     return list?.[list.length - 1];
   }

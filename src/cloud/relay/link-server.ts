@@ -37,6 +37,9 @@ export class LinkServer {
   }
 
   private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    // An upgrade socket has no error listener of Node's any more: a peer resetting it (a
+    // balancer closing after our 401) would otherwise be an uncaught exception.
+    socket.on('error', () => undefined);
     const path = (req.url ?? '').split('?')[0];
     if (path !== LINK_PATH) return void refuse(socket, 404, 'Not Found');
     if (this.sockets.size >= this.options.maxLinks) return void refuse(socket, 503, 'Service Unavailable');
@@ -59,16 +62,25 @@ export class LinkServer {
     const link = new HubLink(userId, ws, this.options.requestTimeoutMs);
     this.sockets.add(ws);
     this.ctx.registry.add(link);
-    this.ctx.logger.info({ userId, links: this.sockets.size }, 'hub linked');
+    this.opened++;
+    this.ctx.logger.debug({ userId, links: this.sockets.size }, 'hub linked');
     ws.on('error', () => undefined);
     ws.on('close', () => {
       this.sockets.delete(ws);
       this.ctx.registry.remove(link);
-      this.ctx.logger.info({ userId, links: this.sockets.size }, 'hub link closed');
+      this.closed++;
+      this.ctx.logger.debug({ userId, links: this.sockets.size }, 'hub link closed');
     });
   }
 
+  private opened = 0;
+  private closed = 0;
+
   private beat(): void {
+    // One line per heartbeat for all links together: thousands of links (or a relink storm)
+    // must not mean thousands of lines.
+    if (this.opened || this.closed) this.ctx.logger.info({ opened: this.opened, closed: this.closed, links: this.sockets.size }, 'hub links');
+    this.opened = this.closed = 0;
     for (const link of this.ctx.registry.all()) {
       if (!link.alive) {
         link.ws.terminate();

@@ -11,6 +11,7 @@ import {
   type OperationRoute,
 } from '../../http/operation-routes';
 import type { CloudContext } from '../context';
+import { isDatabaseUnavailable } from '../storage/database';
 
 const ROUTES = operationRoutes();
 
@@ -54,7 +55,9 @@ export function unauthorized(reply: FastifyReply): FastifyReply {
 }
 
 async function forward(ctx: CloudContext, userId: string, route: OperationRoute, legacy: boolean, url: string): Promise<Answer> {
-  const r = await ctx.registry.request(userId, route.op.name, operationParams(route, url));
+  const wait = await ctx.limits.relay.take(userId);
+  if (wait) return { status: 429, body: errorBody(new HubError('HubBusy', `Too many requests for your hubs; retry in ${wait} s.`)) };
+  const r = await ctx.router.request(userId, route.op.name, operationParams(route, url));
   const a = operationAnswer(route, legacy, r.ok ? { ok: true, op: route.op, body: r.body } : { ok: false, op: route.op, error: r.error });
   if (route.op.cloudResponseOf) a.body = { ...(a.body as Record<string, unknown>), ResponseOf: route.op.name };
   return a;
@@ -74,6 +77,8 @@ export function relayFastPath(ctx: CloudContext, req: IncomingMessage, res: Serv
   const grant = m ? ctx.tokens.cachedAccess(m[1]) : undefined;
   if (!grant) return false;
   const failed = (e: unknown): Answer => {
+    if (isDatabaseUnavailable(e))
+      return { status: 503, body: errorBody(new HubError('Busy', 'The cloud cannot reach its database now; retry shortly.')) };
     ctx.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'relay failed');
     return { status: 500, body: errorBody(new HubError('InternalError', 'The cloud hit an unexpected fault; it has been logged.')) };
   };

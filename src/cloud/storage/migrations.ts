@@ -58,10 +58,25 @@ export const MIGRATIONS: readonly string[] = [
      token_hash TEXT PRIMARY KEY,
      user_id TEXT NOT NULL,
      expires_at BIGINT NOT NULL);`,
+  // 2: a redeemed authorization code is kept (used, with the family it started) until it
+  // expires, so a replay can revoke the tokens it issued (RFC 6749 §4.1.2).
+  `ALTER TABLE auth_codes ADD COLUMN used INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE auth_codes ADD COLUMN family_id TEXT`,
 ];
 
-/** Brings the schema up to date; safe to run on every start. */
+/** The advisory lock migrations hold on PostgreSQL (an arbitrary constant: "SHcl"). */
+export const MIGRATION_LOCK = 0x5348636c;
+
+/**
+ * Brings the schema up to date; safe to run on every start, and from several instances
+ * starting at once (on PostgreSQL they take turns under an advisory lock, and each sees
+ * the versions the one before applied).
+ */
 export async function migrate(db: Database): Promise<number> {
+  return db.exclusive ? db.exclusive(MIGRATION_LOCK, () => migrateNow(db)) : migrateNow(db);
+}
+
+async function migrateNow(db: Database): Promise<number> {
   await db.run('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)');
   const rows = await db.all<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations');
   const current = Number(rows[0]?.v ?? 0);

@@ -1,0 +1,347 @@
+/**
+ * The cloud as a cluster, with real peers on loopback: a private PostgreSQL, a real
+ * redis-server, three `speakerhub cloud --database … --redis …` processes (started at once:
+ * their migrations race) behind a real HAProxy (round robin, no stickiness, /healthz
+ * checks), and a real hub linked through the balancer (`speakerhub hub --cloud <balancer>`).
+ * Relayed requests through every instance reach the hub wherever its link landed; OAuth
+ * state (codes, refresh rotation, revocations) and rate limits hold across instances;
+ * SIGKILLing the instance holding the link, and killing Redis, are survived with every
+ * request answered. Waits are for positive signals (a status, a health answer), never sleeps.
+ */
+import { spawn } from 'node:child_process';
+import { get as httpGet } from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { MIGRATIONS } from '../../src/cloud/storage/migrations';
+import { labSuite } from '../helpers/labs';
+import { authorize, basic, passwordGrant, postForm, signup, webSignin } from './helpers';
+import { startLinkedHub, type LinkedHub } from './hub';
+import { Balancer, CLI, CloudInstance, clusterPeersMissing, freePort, PrivateRedis } from './cluster-peers';
+import { PrivatePostgres, postgresMissing } from './postgres';
+
+jest.setTimeout(120_000);
+
+const REDIRECT = 'https://app.example.org/callback';
+
+/** Polls fn until it returns true; fails with `what` if that takes longer than `ms`. */
+async function until(what: string, fn: () => Promise<boolean>, ms = 30_000): Promise<void> {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await fn().catch(() => false)) return;
+    if (Date.now() > end) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A relayed GET with a bound: a request that hangs fails the test instead of stalling it. */
+async function call(base: string, path: string, token: string): Promise<{ status: number; body: any }> {
+  const res = await fetch(base + path, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(40_000) });
+  const text = await res.text();
+  try {
+    return { status: res.status, body: JSON.parse(text) };
+  } catch {
+    return { status: res.status, body: text };
+  }
+}
+
+/** As call(), on a new connection (no keep-alive). */
+function callFresh(base: string, path: string, token: string): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = httpGet(base + path, { agent: false, headers: { authorization: `Bearer ${token}` }, timeout: 40_000 }, (res) => {
+      let text = '';
+      res.on('data', (d) => (text += d));
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) });
+        } catch {
+          resolve({ status: res.statusCode ?? 0, body: text });
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('the request hung')));
+    req.on('error', reject);
+  });
+}
+
+function runCli(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('exit', (code) => resolve({ code, out, err }));
+  });
+}
+
+labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissing() ?? clusterPeersMissing())('the cloud as a cluster', () => {
+  const pg = new PrivatePostgres();
+  const redis = new PrivateRedis();
+  const balancer = new Balancer();
+  const instances: CloudInstance[] = [];
+  let dir: string;
+  let database: string;
+  let hub: LinkedHub | undefined;
+  let client: { client_id: string; client_secret: string };
+  let aliceToken: string;
+  let bobToken: string;
+
+  const sql = async <T>(query: string): Promise<T[]> => {
+    const c = new Client({ connectionString: database });
+    await c.connect();
+    try {
+      return (await c.query(query)).rows as T[];
+    } finally {
+      await c.end();
+    }
+  };
+  const counts = async () =>
+    (
+      await sql<{ users: string; clients: string; families: string; refresh: string }>(
+        'SELECT (SELECT COUNT(*) FROM users) AS users, (SELECT COUNT(*) FROM clients) AS clients, (SELECT COUNT(*) FROM token_families) AS families, (SELECT COUNT(*) FROM refresh_tokens) AS refresh',
+      )
+    )[0];
+  const live = () => instances.filter((i) => i.running);
+  /** The instance holding the hub's link (its /healthz counts it). */
+  const holder = async (): Promise<CloudInstance | undefined> => {
+    for (const i of live()) if ((await i.health().catch(() => undefined))?.body.links === 1) return i;
+    return undefined;
+  };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'speakerhub-cluster-'));
+    await pg.start();
+    database = await pg.freshDatabase();
+    await redis.start();
+    balancer.port = await freePort();
+    const ports = await Promise.all([freePort(), freePort(), freePort()]);
+    for (const [n, port] of ports.entries())
+      instances.push(new CloudInstance(port, join(dir, `instance-${n}`), { database, redis: redis.url, publicUrl: balancer.url }));
+    // All three at once on an empty database: the migrations must take turns.
+    await Promise.all(instances.map((i) => i.start()));
+    await balancer.start(ports);
+
+    for (const u of ['alice', 'bob', 'victim']) await signup(balancer.url, u);
+    // `speakerhub cloud client add` straight on the cluster's database.
+    const added = await runCli([
+      'cloud',
+      'client',
+      'add',
+      '--data',
+      join(dir, 'cli'),
+      '--database',
+      database,
+      '--name',
+      'Cluster app',
+      '--redirect-uri',
+      REDIRECT,
+      '--json',
+    ]);
+    expect(added.err).toBe('');
+    client = JSON.parse(added.out);
+    aliceToken = (await passwordGrant(balancer.url, client, 'alice')).body.access_token;
+    bobToken = (await passwordGrant(balancer.url, client, 'bob')).body.access_token;
+    hub = await startLinkedHub(balancer.url, 'alice');
+    await hub.waitFor('online');
+    await until('the link is counted by one instance', async () => (await holder()) !== undefined);
+  });
+
+  afterAll(async () => {
+    await hub?.close();
+    await balancer.stop();
+    for (const i of instances) await i.kill();
+    await redis.stop();
+    await pg.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  test('three instances started together migrated the schema once; each reports healthy', async () => {
+    const versions = await sql<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
+    expect(versions.map((v) => Number(v.version))).toEqual(MIGRATIONS.map((_m, i) => i + 1));
+    const ids = new Set<string>();
+    for (const i of instances) {
+      const h = await i.health();
+      expect(h.status).toBe(200);
+      expect(h.body).toMatchObject({ status: 'ok', database: 'ok', redis: 'ok' });
+      ids.add(h.body.instance!);
+    }
+    expect(ids.size).toBe(3);
+  });
+
+  test('relayed requests through every instance reach the hub, wherever its link landed', async () => {
+    const h = await holder();
+    expect(live().filter((i) => i !== h)).toHaveLength(2);
+    for (const i of instances) {
+      const s = await call(i.url, '/api/v1/init_session', aliceToken);
+      expect(s.status).toBe(200);
+      const list = await call(i.url, `/api/v1/device_list?SessionToken=${s.body.SessionToken}`, aliceToken);
+      expect(list.status).toBe(200);
+      expect(list.body.DeviceList).toHaveLength(3);
+    }
+    // Through the balancer (round robin over all three), many in parallel.
+    const many = await Promise.all(Array.from({ length: 30 }, () => call(balancer.url, '/api/v1/init_session', aliceToken)));
+    expect(many.map((r) => r.status)).toEqual(many.map(() => 200));
+    // The hub's own errors travel back unchanged from another instance.
+    const other = live().find((i) => i !== h)!;
+    const s = (await call(other.url, '/api/v1/init_session', aliceToken)).body.SessionToken;
+    const bad = await call(other.url, `/api/v1/set_volume?SessionToken=${s}&Volume=99`, aliceToken);
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ Result: 'false', ErrorCode: 'InvalidParameter', Parameter: 'Volume', ResponseOf: 'set_volume' });
+  });
+
+  test('a user without a linked hub gets HubOffline at once from every instance', async () => {
+    for (const i of instances) {
+      const r = await call(i.url, '/api/v1/init_session', bobToken);
+      expect(r.status).toBe(503);
+      expect(JSON.stringify(r.body)).toContain('HubOffline');
+    }
+  });
+
+  test('a code issued by one instance is redeemed on another, once', async () => {
+    const [a, b, c] = instances;
+    const cookie = await webSignin(a.url, 'alice');
+    const r = await authorize(a.url, cookie, { response_type: 'code', client_id: client.client_id, redirect_uri: REDIRECT, state: 'xyz' });
+    expect(r.status).toBe(303);
+    const code = new URL(r.location!).searchParams.get('code')!;
+    const form = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT };
+    const auth = { authorization: basic(client.client_id, client.client_secret) };
+    const redeemed = await postForm(`${b.url}/oauth/token`, form, auth);
+    expect(redeemed.status).toBe(200);
+    expect((await call(c.url, '/api/v1/init_session', redeemed.body.access_token)).status).toBe(200);
+    const replay = await postForm(`${c.url}/oauth/token`, form, auth);
+    expect(replay.status).toBe(400);
+    expect(replay.body.error).toBe('invalid_grant');
+  });
+
+  test('a browser session made on one instance works on the others', async () => {
+    const cookie = await webSignin(instances[0].url, 'alice');
+    for (const i of instances.slice(1)) {
+      const res = await fetch(`${i.url}/account`, { headers: { cookie }, redirect: 'manual' });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('alice');
+    }
+  });
+
+  test('refresh rotation and family revocation hold across instances; revoked tokens are refused by every instance within a second', async () => {
+    const [a, b, c] = instances;
+    const first = (await passwordGrant(a.url, client, 'alice')).body;
+    // Every instance has the access token in its cache now.
+    for (const i of instances) expect((await call(i.url, '/api/v1/init_session', first.access_token)).status).toBe(200);
+    const auth = { authorization: basic(client.client_id, client.client_secret) };
+    const second = await postForm(`${b.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: first.refresh_token }, auth);
+    expect(second.status).toBe(200);
+    // The rotation dropped the first access token: every instance refuses it, within a second.
+    for (const i of instances)
+      await until(
+        `${i.url} refuses the rotated-out access token`,
+        async () => (await call(i.url, '/api/v1/init_session', first.access_token)).status === 401,
+        1000,
+      );
+    for (const i of instances) expect((await call(i.url, '/api/v1/init_session', second.body.access_token)).status).toBe(200);
+    // The first refresh token replayed on a third instance: the whole family is revoked.
+    const replay = await postForm(`${c.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: first.refresh_token }, auth);
+    expect(replay.status).toBe(400);
+    expect(replay.body.error).toBe('invalid_grant');
+    for (const i of instances)
+      await until(
+        `${i.url} refuses the revoked family's access token`,
+        async () => (await call(i.url, '/api/v1/init_session', second.body.access_token)).status === 401,
+        1000,
+      );
+    const late = await postForm(`${a.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: second.body.refresh_token }, auth);
+    expect(late.status).toBe(400);
+    expect(late.body.error).toBe('invalid_grant');
+  });
+
+  test('password guessing spread over instances and 40 addresses meets one per-username limit', async () => {
+    const statuses: number[] = [];
+    for (let n = 0; n < 25; n++) {
+      const i = instances[n % 3];
+      const r = await postForm(
+        `${i.url}/oauth/token`,
+        { grant_type: 'password', username: 'victim', password: `guess-${n}-wrong` },
+        { authorization: basic(client.client_id, client.client_secret), 'x-forwarded-for': `198.51.100.${n % 40}` },
+      );
+      statuses.push(r.status);
+    }
+    // The default per-username burst is 20: each instance alone would have allowed all 25.
+    expect(statuses.slice(0, 20)).toEqual(Array(20).fill(400));
+    expect(statuses.slice(20)).toEqual(Array(5).fill(429));
+    // The victim's own sign-in from elsewhere is limited too (the price of stopping the guessing), not its hub.
+    expect((await call(instances[1].url, '/api/v1/init_session', aliceToken)).status).toBe(200);
+  });
+
+  test('SIGKILL the instance holding the link: requests in flight are answered, the hub relinks to another, nothing stored is lost', async () => {
+    const before = await counts();
+    const h = (await holder())!;
+    const others = live().filter((i) => i !== h);
+    // Requests in flight through the other instances (routed to the holder) and the balancer.
+    // Each on a connection of its own: HAProxy closes a kept-alive client connection without an
+    // answer when its server dies (so that clients may retry), and answers only a first request.
+    const inFlight = Array.from({ length: 20 }, (_v, n) =>
+      callFresh(n % 2 ? others[n % others.length].url : balancer.url, '/api/v1/init_session', aliceToken),
+    );
+    await h.kill('SIGKILL');
+    const answers = await Promise.all(inFlight);
+    for (const r of answers) {
+      expect([200, 503]).toContain(r.status);
+      if (r.status === 503) expect(JSON.stringify(r.body)).toContain('HubOffline');
+    }
+    await until('the hub relinked to a surviving instance', async () => (await holder()) !== undefined);
+    for (const i of live()) expect((await call(i.url, '/api/v1/init_session', aliceToken)).status).toBe(200);
+    expect((await call(balancer.url, '/api/v1/init_session', aliceToken)).status).toBe(200);
+    expect(await counts()).toEqual(before);
+    // The killed instance comes back and serves again (a new instance id; its old lease is gone).
+    await h.start();
+    await until('the restarted instance is healthy', async () => (await h.health()).status === 200);
+    expect((await call(h.url, '/api/v1/init_session', aliceToken)).status).toBe(200);
+  });
+
+  test('Redis lost: hubs on other instances answer HubOffline, the holder still serves its own; Redis back: all recover by themselves', async () => {
+    const h = (await holder())!;
+    const other = live().find((i) => i !== h)!;
+    await redis.kill();
+    await until('the other instance reports Redis unreachable', async () => (await other.health()).status === 503);
+    const r = await call(other.url, '/api/v1/init_session', aliceToken);
+    expect(r.status).toBe(503);
+    expect(JSON.stringify(r.body)).toContain('HubOffline');
+    expect((await call(h.url, '/api/v1/init_session', aliceToken)).status).toBe(200);
+    await redis.start();
+    await until('the other instance is healthy again', async () => (await other.health()).status === 200);
+    await until(
+      'requests through the other instance reach the hub again',
+      async () => (await call(other.url, '/api/v1/init_session', aliceToken)).status === 200,
+    );
+    for (const i of live()) expect((await call(i.url, '/api/v1/init_session', aliceToken)).status).toBe(200);
+  });
+
+  test('PostgreSQL lost: requests that need it fail cleanly with 503, none hangs; back: every instance recovers by itself', async () => {
+    const before = await counts();
+    await pg.pause();
+    try {
+      for (const i of live()) await until(`${i.url} reports the database unreachable`, async () => (await i.health()).status === 503);
+      const i = live()[0];
+      expect((await i.health()).body.database).toBe('unreachable');
+      const grant = await postForm(
+        `${i.url}/oauth/token`,
+        { grant_type: 'password', username: 'alice', password: 'correct horse battery' },
+        {
+          authorization: basic(client.client_id, client.client_secret),
+        },
+      );
+      expect(grant.status).toBe(503);
+      expect(grant.body.error).toBe('temporarily_unavailable');
+      const unknownToken = await call(i.url, '/api/v1/init_session', 'A'.repeat(43));
+      expect(unknownToken.status).toBe(503);
+      expect(unknownToken.body.ErrorCode).toBe('Busy');
+    } finally {
+      await pg.resume();
+    }
+    for (const i of live()) await until(`${i.url} is healthy again`, async () => (await i.health()).status === 200);
+    expect((await passwordGrant(live()[1].url, client, 'alice')).status).toBe(200);
+    const after = await counts();
+    expect({ users: after.users, clients: after.clients }).toEqual({ users: before.users, clients: before.clients });
+  });
+});
