@@ -105,6 +105,15 @@ const LAYER_CASES: { file: string; bad: string[]; good: string[] }[] = [
     ],
   },
   {
+    file: 'src/hub-client/probe.ts',
+    bad: ["import { a } from '../mqtt/bridge';", "import { b } from '../homebridge/platform';", "import { c } from '../dlna/extension';"],
+    good: [
+      "import { SpeakerHubClient } from '../client/client';",
+      "import { OPERATIONS } from '../operations/table';",
+      "import { Backoff } from '../util/backoff';",
+    ],
+  },
+  {
     file: 'src/media/probe.ts',
     bad: ["import { a } from '../server/rest-server';", "import { b } from '../drivers/driver';", "import { c } from '../operations/table';"],
     good: ["import { LimitedLog } from '../logging/limited-log';", "import { isLoopback } from '../net/connection-limits';"],

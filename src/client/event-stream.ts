@@ -1,3 +1,5 @@
+import { Backoff } from '../util/backoff';
+
 /** An event as the hub's stream names it (`event:`) with its parsed JSON (`data:`). */
 export interface StreamEvent {
   type: string;
@@ -28,10 +30,10 @@ export class HubEventStream {
   private abort?: AbortController;
   private closed = false;
   private timer?: NodeJS.Timeout;
-  private backoff: number;
+  private readonly backoff: Backoff;
 
   constructor(private readonly options: EventStreamOptions) {
-    this.backoff = options.minBackoffMs ?? 250;
+    this.backoff = new Backoff(options.minBackoffMs ?? 250, options.maxBackoffMs ?? 10_000);
   }
 
   start(): void {
@@ -53,15 +55,14 @@ export class HubEventStream {
         signal: abort.signal,
       });
       if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
-      this.backoff = this.options.minBackoffMs ?? 250;
+      this.backoff.reset();
       this.options.onState?.('connected');
       await this.read(res.body);
       throw new Error('the hub closed the event stream');
     } catch (e) {
       if (this.closed) return;
       this.options.onState?.('reconnecting', e instanceof Error ? e.message : String(e));
-      this.timer = setTimeout(() => void this.connect(), this.backoff);
-      this.backoff = Math.min(this.backoff * 2, this.options.maxBackoffMs ?? 10_000);
+      this.timer = setTimeout(() => void this.connect(), this.backoff.next());
     } finally {
       abort.abort();
     }

@@ -4,7 +4,7 @@ import { CLOSE_SHUTDOWN, LINK_PATH, parseLinkRequest, type LinkResponse } from '
 import { HubError } from '../core/errors';
 import type { DispatchResult } from '../operations/dispatch';
 import { OPERATIONS_BY_NAME } from '../operations/table';
-import { backoffDelay } from './backoff';
+import { backoffDelay } from '../util/backoff';
 import { CloudAccountError, cloudOrigin, cloudSignin, readCredential, readPasswordFile, saveCredential, type LinkCredential } from './credentials';
 
 export type LinkState = 'connecting' | 'online' | 'offline' | 'stopped';

@@ -60,6 +60,8 @@ export interface HubEvents {
   playbackTime: [{ timeElapsed: number; deviceIds: string[] }];
   device: [{ reason: DeviceReason; device: DeviceRecord; detail?: string }];
   volume: [{ deviceId: string; volume: number }];
+  /** A speaker was muted or unmuted (set_mute_device; a driver's own mute or, without one, volume 0 with restore). */
+  mute: [{ deviceId: string; muted: boolean }];
   selection: [{ deviceIds: string[] }];
   announcement: [AnnouncementEvent];
 }
@@ -73,6 +75,7 @@ export const HUB_EVENT_NAMES = [
   'playbackTime',
   'device',
   'volume',
+  'mute',
   'selection',
   'announcement',
 ] as const satisfies readonly (keyof HubEvents)[];

@@ -82,7 +82,7 @@ export class HubCore {
       partyRejoin: options.partyRejoin,
     });
     this.announcements = new AnnouncementManager(this.speakers, this.playback, options.clock, this.events, options.logger);
-    this.volume = new VolumeControl(this.speakers, options.logger);
+    this.volume = new VolumeControl(this.speakers, options.logger, this.events);
     this.events.on('playbackState', () => this.releaseUnusedMedia());
     this.events.on('announcement', () => this.releaseUnusedMedia());
   }

@@ -1,13 +1,64 @@
 import { HubError } from './errors';
 import type { SpeakerRegistry } from './speaker-registry';
 import type { Logger } from '../logger';
+import type { HubEventBus } from './events';
+
+/** The level an emulated unmute restores when the speaker was at 0 before its mute. */
+const UNMUTE_FALLBACK_VOLUME = 20;
 
 /** Volume 0 (muted) to 50, per speaker and for all speakers. */
 export class VolumeControl {
+  /**
+   * Speakers muted by volume 0 (no mute of their own), with the level to restore. Bounded by
+   * the registry: an entry goes when its speaker is unmuted or its volume is set again.
+   */
+  private readonly emulatedMute = new Map<string, number>();
+
   constructor(
     private readonly registry: SpeakerRegistry,
     private readonly logger: Logger,
-  ) {}
+    private readonly events?: HubEventBus,
+  ) {
+    // A volume other than 0 set any way (a slider, the speaker's own knob) ends an emulated mute.
+    events?.on('volume', (e) => {
+      if (e.volume > 0) this.emulatedMute.delete(e.deviceId);
+    });
+  }
+
+  /** Whether a speaker is muted: its own mute, or volume 0 set by setMute. */
+  muted(deviceId: string): boolean {
+    const speaker = this.registry.get(deviceId);
+    if (speaker.capabilities?.mute && speaker.isMuted) return speaker.isMuted();
+    return this.emulatedMute.has(deviceId) && speaker.volume === 0;
+  }
+
+  /**
+   * Mutes or unmutes one speaker. With a mute of its own the speaker keeps its level; without
+   * one, mute is volume 0 and unmute puts back the level it had (the rule every front end
+   * used to code for itself).
+   */
+  async setMute(deviceId: string, muted: boolean): Promise<void> {
+    const speaker = this.registry.get(deviceId);
+    if (!speaker.available) throw new HubError('DeviceUnavailable', `Speaker ${deviceId} is not available.`, { parameter: 'DeviceID' });
+    const was = this.muted(deviceId);
+    try {
+      if (speaker.capabilities?.mute && speaker.setMute) await speaker.setMute(muted);
+      else if (muted) {
+        if (!this.emulatedMute.has(deviceId)) {
+          const level = speaker.volume;
+          await speaker.setVolume(0);
+          this.emulatedMute.set(deviceId, level > 0 ? level : UNMUTE_FALLBACK_VOLUME);
+        }
+      } else {
+        const level = this.emulatedMute.get(deviceId) ?? (speaker.volume === 0 ? UNMUTE_FALLBACK_VOLUME : undefined);
+        this.emulatedMute.delete(deviceId);
+        if (level !== undefined) await speaker.setVolume(level);
+      }
+    } catch (e) {
+      throw new HubError('SpeakerError', `Speaker ${deviceId} did not take the mute: ${(e as Error).message}`, { cause: e });
+    }
+    if (was !== muted) this.events?.emit('mute', { deviceId, muted });
+  }
 
   /**
    * The average over available speakers, rounded half up (24.5 → 25) so that setting every

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { Backoff } from '../util/backoff';
 import type { Duplex } from 'node:stream';
 import { connect, MqttClient, type IClientOptions, type IPublishPacket } from 'mqtt';
 import type { Logger } from '../logger';
@@ -36,7 +37,7 @@ export type MessageHandler = (topic: string, payload: Buffer) => Promise<void> |
  */
 export class HubLink {
   private client?: MqttClient;
-  private delay: number;
+  private readonly backoff: Backoff;
   private timer?: NodeJS.Timeout;
   private stopping = false;
   private inflight = 0;
@@ -53,7 +54,7 @@ export class HubLink {
   private readonly offlineListeners: (() => void)[] = [];
 
   constructor(private readonly options: LinkOptions) {
-    this.delay = options.reconnectMinMs;
+    this.backoff = new Backoff(options.reconnectMinMs, options.reconnectMaxMs);
   }
 
   get connected(): boolean {
@@ -105,7 +106,7 @@ export class HubLink {
       client.on('connect', () => {
         // Nagle holds back small packets ~40 ms waiting for an ACK: every hop of a QoS 1 command.
         (client.stream as unknown as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true);
-        this.delay = o.reconnectMinMs;
+        this.backoff.reset();
         // What is still unacknowledged now is what mqtt.js resends from the session.
         this.unacked = Object.keys((client as unknown as { outgoing?: object }).outgoing ?? {}).length;
         client.subscribe(
@@ -204,8 +205,7 @@ export class HubLink {
 
   private scheduleReconnect(): void {
     if (this.timer || this.stopping) return;
-    const wait = this.delay;
-    this.delay = Math.min(this.options.reconnectMaxMs, this.delay * 2);
+    const wait = this.backoff.next();
     this.options.logger.info({ inMs: wait }, 'MQTT link lost; reconnecting');
     this.timer = setTimeout(() => {
       this.timer = undefined;

@@ -97,6 +97,12 @@ export const PriorityParam = integer('Priority', PRIORITY_MIN, PRIORITY_MAX).opt
 // ---- responses ---------------------------------------------------------------------------
 
 export const Bool = z.enum(['true', 'false']);
+
+/** on/off (or true/false, any case) as a boolean: the speaker commands' switches. */
+export const OnOffParam = text()
+  .pipe(z.string().transform((v) => unquote(v).trim().toLowerCase()))
+  .pipe(z.enum(['on', 'off', 'true', 'false'], { message: 'must be on or off' }))
+  .transform((v) => v === 'on' || v === 'true');
 export const ResultResponse = z.object({ Result: Bool });
 
 export const DeviceSchema = z.object({

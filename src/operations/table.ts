@@ -13,6 +13,7 @@ import {
   DeviceSchema,
   MediaItemSchema,
   MediaUrlParam,
+  OnOffParam,
   PersistentIDParam,
   PlaybackStateSchema,
   PriorityParam,
@@ -464,7 +465,106 @@ const announcements = [
   }),
 ];
 
-const TABLE = [...sessionAndDevices, ...plays, ...resumes, ...transportAndVolume, ...announcements];
+// ---- speaker commands (beyond the spec) ----------------------------------------------------
+// What "turn this speaker off", "mute" and "party" mean, defined once for every front end
+// (MQTT's per-speaker topics, HomeKit's switches, Node-RED, the DLNA renderers): each is
+// expressed in the spec's own operations, so its effects are the ones those document.
+
+/** Runs another entry of the table with wire parameters (validated as that operation validates them). */
+async function call(hub: HubCore, name: string, params: Record<string, unknown>, ctx: OperationContext): Promise<unknown> {
+  const op = OPERATIONS_BY_NAME.get(name)!;
+  return op.handler(hub, op.params.parse(params), ctx);
+}
+
+/** What to play when a command needs something and nothing plays: the given media, else the library's first item. */
+function defaultMedia(hub: HubCore, p: { PersistentID?: string; MediaUrl?: string }): { MediaUrl: string } | { PersistentID: string } {
+  if (p.MediaUrl !== undefined) return { MediaUrl: p.MediaUrl };
+  if (p.PersistentID !== undefined) return { PersistentID: p.PersistentID };
+  const first = hub.catalog.list()[0];
+  if (!first) throw new HubError('MediaNotFound', 'Nothing to play: the media library is empty and no PersistentID or MediaUrl was given.');
+  return { PersistentID: first.persistentId };
+}
+
+const speakerCommands = [
+  define({
+    name: 'set_mute_device',
+    group: 'volume',
+    beyondSpec: true,
+    summary:
+      'Beyond the spec. Mutes (Mute=true) or unmutes one speaker. A speaker with a mute of its own keeps its volume; on one without, mute is volume 0 and unmute puts back the volume it had.',
+    params: z.object({ DeviceID: DeviceIDParam, Mute: OnOffParam }),
+    response: ResultResponse,
+    example: { DeviceID: EXAMPLE.deviceId, Mute: 'true' },
+    handler: async (hub, p) => {
+      await hub.volume.setMute(p.DeviceID, p.Mute);
+      return ok;
+    },
+  }),
+  define({
+    name: 'get_mute_device',
+    group: 'volume',
+    beyondSpec: true,
+    summary: 'Beyond the spec. Whether one speaker is muted (its own mute, or volume 0 set by set_mute_device).',
+    params: z.object({ DeviceID: DeviceIDParam }),
+    response: z.object({ Mute: Bool }),
+    example: { DeviceID: EXAMPLE.deviceId },
+    handler: (hub, p) => ({ Mute: bool(hub.volume.muted(p.DeviceID)) }),
+  }),
+  define({
+    name: 'set_speaker_power',
+    group: 'device',
+    beyondSpec: true,
+    summary:
+      'Beyond the spec. Power=off: a speaker playing alone pauses (hub media; web media and TTS stop); one sharing the playback leaves it and the others play on. Power=on: paused hub media resumes on it; a running playback takes it in; otherwise it plays MediaUrl or PersistentID (default: the first library item).',
+    params: z.object({ DeviceID: DeviceIDParam, Power: OnOffParam, PersistentID: PersistentIDParam.optional(), MediaUrl: MediaUrlParam.optional() }),
+    response: ResultResponse,
+    example: { DeviceID: EXAMPLE.deviceId, Power: 'on' },
+    handler: async (hub, p, ctx) => {
+      const speaker = hub.speakers.get(p.DeviceID);
+      if (!speaker.available) throw new HubError('DeviceUnavailable', `Speaker ${p.DeviceID} is not available.`, { parameter: 'DeviceID' });
+      const pb = hub.playback.snapshot();
+      const member = pb.deviceIds.includes(p.DeviceID);
+      if (!p.Power) {
+        if (pb.state !== 'PlayerStatePlaying' || !member) return ok;
+        if (pb.deviceIds.length === 1) await call(hub, 'pause_play', {}, ctx);
+        else await call(hub, 'remove_device_from_session', { DeviceID: p.DeviceID }, ctx);
+        return ok;
+      }
+      if (pb.state === 'PlayerStatePlaying' && member) return ok;
+      if (pb.state === 'PlayerStatePaused' && member && pb.kind === 'hub' && pb.persistentId) {
+        await call(hub, 'resume_hub_media_selected_speakers', { PersistentID: pb.persistentId, DeviceIDList: p.DeviceID }, ctx);
+      } else if (pb.state === 'PlayerStatePlaying') {
+        await call(hub, 'add_device_to_session', { DeviceID: p.DeviceID }, ctx);
+      } else {
+        const media = defaultMedia(hub, p);
+        if ('MediaUrl' in media) await call(hub, 'play_web_media_selected_speakers', { ...media, DeviceIDList: p.DeviceID }, ctx);
+        else await call(hub, 'play_hub_media_selected_speakers', { ...media, DeviceIDList: p.DeviceID }, ctx);
+      }
+      return ok;
+    },
+  }),
+  define({
+    name: 'set_party',
+    group: 'device',
+    beyondSpec: true,
+    summary:
+      'Beyond the spec. Party=on: every available speaker plays together, joining what plays, else playing MediaUrl or PersistentID (default: the first library item). Party=off: stops the playback.',
+    params: z.object({ Party: OnOffParam, PersistentID: PersistentIDParam.optional(), MediaUrl: MediaUrlParam.optional() }),
+    response: ResultResponse,
+    example: { Party: 'on' },
+    handler: async (hub, p, ctx) => {
+      if (!p.Party) await call(hub, 'stop_play', {}, ctx);
+      else if (hub.playback.snapshot().state === 'PlayerStatePlaying') await call(hub, 'set_party_mode', {}, ctx);
+      else {
+        const media = defaultMedia(hub, p);
+        await call(hub, 'MediaUrl' in media ? 'play_web_media_party_mode' : 'play_hub_media_party_mode', media, ctx);
+      }
+      return ok;
+    },
+  }),
+];
+
+const TABLE = [...sessionAndDevices, ...plays, ...resumes, ...transportAndVolume, ...speakerCommands, ...announcements];
 
 /** Every operation, typed: `OPERATIONS[i].name` is the union of the operation names. */
 export const OPERATIONS: readonly (typeof TABLE)[number][] = Object.freeze(TABLE);

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ERROR_CODES } from '../../src/core/errors';
 import { OPERATIONS } from '../../src/operations/table';
-import { backoffDelay } from '../../src/cloud-link/backoff';
+import { backoffDelay } from '../../src/util/backoff';
 import { cloudSignin, readCredential, saveCredential } from '../../src/cloud-link/credentials';
 import { TEST_TOKEN } from '../helpers/hub';
 import { rawRequest } from '../rest/util';
