@@ -36,11 +36,16 @@ interface Subscription {
   queue: string[];
   sending: boolean;
   failures: number;
+  /** The initial event is queued: until then changes are left out (the initial one carries them). */
+  started: boolean;
 }
 
 const MIN_SECONDS = 60;
 const DEFAULT_SECONDS = 1800;
 const SEND_TIMEOUT_MS = 2000;
+const ANSWER_WAIT_MS = 1000;
+/** The initial event waits this long after the SUBSCRIBE answer, so the subscriber knows its SID when it arrives. */
+const INITIAL_DELAY_MS = 100;
 const MAX_FAILURES = 3;
 const MAX_QUEUE = 32;
 const SWEEP_MS = 30_000;
@@ -111,14 +116,17 @@ export class Gena {
       queue: [],
       sending: false,
       failures: 0,
+      started: false,
     };
     this.subs.set(s.sid, s);
     if (set) set.add(s);
     else this.byKey.set(key, new Set([s]));
     // UDA: the initial event follows the SUBSCRIBE answer.
-    setImmediate(() => {
-      if (this.subs.has(s.sid)) this.enqueue(s, initial());
-    });
+    setTimeout(() => {
+      if (!this.subs.has(s.sid)) return;
+      s.started = true;
+      this.enqueue(s, initial());
+    }, INITIAL_DELAY_MS).unref();
     return { status: 200, headers: this.answerHeaders(s.sid, seconds) };
   }
 
@@ -126,7 +134,7 @@ export class Gena {
   publish(key: string, body: string): void {
     const set = this.byKey.get(key);
     if (!set) return;
-    for (const s of set) this.enqueue(s, body);
+    for (const s of set) if (s.started) this.enqueue(s, body);
   }
 
   /** Ends the subscriptions of a renderer that left. */
@@ -210,9 +218,21 @@ export class Gena {
     s.sending = false;
   }
 
+  /**
+   * One NOTIFY. Failed: no connection, not written within SEND_TIMEOUT_MS, or an error status.
+   * Delivered: a 2xx, or — some control points read the event and never answer — the whole
+   * request written and no answer within ANSWER_WAIT_MS (the socket is then closed).
+   */
   private send(s: Subscription, seq: number, body: string): Promise<boolean> {
     const payload = Buffer.from(propertySet(body));
     return new Promise((resolve) => {
+      let settled = false;
+      const settle = (ok: boolean) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(ok);
+      };
       const req = request(
         {
           host: s.callback.hostname,
@@ -220,7 +240,6 @@ export class Gena {
           path: s.callback.pathname + s.callback.search,
           method: 'NOTIFY',
           localAddress: this.localAddress,
-          timeout: SEND_TIMEOUT_MS,
           agent: false,
           headers: {
             HOST: s.callback.host,
@@ -235,11 +254,22 @@ export class Gena {
         },
         (res) => {
           res.resume();
-          resolve((res.statusCode ?? 500) < 300);
+          settle((res.statusCode ?? 500) < 300);
+          req.destroy();
         },
       );
-      req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', () => resolve(false));
+      let timer = setTimeout(() => {
+        settle(false);
+        req.destroy();
+      }, SEND_TIMEOUT_MS);
+      req.on('finish', () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          settle(true);
+          req.destroy();
+        }, ANSWER_WAIT_MS);
+      });
+      req.on('error', () => settle(false));
       req.end(payload);
     });
   }

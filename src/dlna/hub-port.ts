@@ -1,6 +1,7 @@
 import type { AnnouncementEvent, DeviceRecord, PlaybackSnapshot } from '../core/events';
 import type { ExtensionContext } from '../extensions/extension';
-import type { WireEvent, WireSubscription } from '../extensions/wire-events';
+import type { HubWireEvent } from '../hub-client/connection';
+import { LocalConnection } from '../hub-client/local';
 import type { Logger } from '../logger';
 
 /**
@@ -22,8 +23,8 @@ export interface SpeakerView {
 
 export type HubChange =
   | { kind: 'speakers' }
-  | { kind: 'speaker'; id: string }
   | { kind: 'volume'; id: string; volume: number }
+  | { kind: 'mute'; id: string; muted: boolean }
   | { kind: 'playback'; snapshot: PlaybackSnapshot }
   | { kind: 'time'; timeElapsed: number; deviceIds: string[] }
   | { kind: 'announcement'; event: AnnouncementEvent };
@@ -57,36 +58,45 @@ export interface HubPort {
   announce(id: string, url: string, volume?: number): Promise<string>;
 }
 
-const MAX_QUEUED = 2000;
 const STOPPED: PlaybackSnapshot = { state: 'PlayerStateStopped', timeElapsed: -1, deviceIds: [] };
 
-/** The adapter over the extension context (dispatch with a trusted session, wire events). */
-export class ContextHubPort implements HubPort {
-  private session?: string;
-  private sub?: WireSubscription;
+/**
+ * The adapter over the hub-client layer's connection to the hub this extension runs in
+ * (operations in its trusted session, the bounded wire-event feed with resync).
+ */
+export class ClientHubPort implements HubPort {
+  private readonly conn: LocalConnection;
+  private unfollow?: () => void;
   private readonly byId = new Map<string, SpeakerView>();
+  private readonly mutes = new Map<string, boolean>();
   private snapshot: PlaybackSnapshot = STOPPED;
   private onChange: (c: HubChange) => void = () => undefined;
   private stopped = false;
 
   constructor(
-    private readonly ctx: ExtensionContext,
+    ctx: ExtensionContext,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.conn = new LocalConnection(ctx, { logger: log, maxQueued: 2000 });
+  }
 
   async start(onChange: (c: HubChange) => void): Promise<void> {
     this.onChange = onChange;
-    this.session = this.ctx.openTrustedSession();
-    this.subscribe();
     await this.load();
+    this.unfollow = this.conn.follow({
+      event: (e) => this.event(e),
+      // Events may have been missed: read the speakers again (the playback comes with the next event).
+      resync: () => {
+        if (this.stopped) return;
+        void this.load().catch((e: Error) => this.log.warn({ err: e.message }, 'DLNA resync failed'));
+      },
+    });
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.sub?.close();
-    this.sub = undefined;
-    if (this.session) await this.ctx.dispatch('close_session', { SessionToken: this.session });
-    this.session = undefined;
+    this.unfollow?.();
+    await this.conn.close();
   }
 
   speakers(): SpeakerView[] {
@@ -125,12 +135,12 @@ export class ContextHubPort implements HubPort {
     await this.run('set_volume', { Volume: String(volume) });
   }
 
-  muted(_id: string): boolean | undefined {
-    return undefined;
+  muted(id: string): boolean | undefined {
+    return this.mutes.get(id);
   }
 
-  async setMute(_id: string, _mute: boolean): Promise<void> {
-    throw new HubCommandError('NotSupported', 'this hub has no mute operation');
+  async setMute(id: string, mute: boolean): Promise<void> {
+    await this.run('set_mute_device', { DeviceID: id, Mute: String(mute) });
   }
 
   async announce(id: string, url: string, volume?: number): Promise<string> {
@@ -139,23 +149,12 @@ export class ContextHubPort implements HubPort {
   }
 
   private async run(operation: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
-    const r = await this.ctx.dispatch(operation, { SessionToken: this.session, ...params });
-    if (!r.ok) throw new HubCommandError(r.error.code, r.error.message);
-    return r.body;
-  }
-
-  private subscribe(): void {
-    this.sub = this.ctx.subscribe((e) => this.event(e), {
-      maxQueued: MAX_QUEUED,
-      initial: true,
-      onOverflow: () => {
-        if (this.stopped) return;
-        // Events were lost: start over from the hub's current state.
-        this.log.warn('DLNA event queue overflowed; resynchronizing');
-        this.subscribe();
-        void this.load().catch((e: Error) => this.log.warn({ err: e.message }, 'DLNA resync failed'));
-      },
-    });
+    try {
+      return await this.conn.run(operation, params);
+    } catch (e) {
+      const err = e as { code?: string; message?: string };
+      throw new HubCommandError(err.code ?? 'InternalError', err.message ?? String(e));
+    }
   }
 
   private async load(): Promise<void> {
@@ -165,19 +164,24 @@ export class ContextHubPort implements HubPort {
     for (const d of list) {
       seen.add(d.DeviceID);
       this.byId.set(d.DeviceID, viewOf(d));
+      const m = await this.run('get_mute_device', { DeviceID: d.DeviceID }).catch(() => undefined);
+      if (m) this.mutes.set(d.DeviceID, m.Mute === 'true' || m.Mute === true);
     }
-    for (const id of [...this.byId.keys()]) if (!seen.has(id)) this.byId.delete(id);
+    for (const id of [...this.byId.keys()]) {
+      if (seen.has(id)) continue;
+      this.byId.delete(id);
+      this.mutes.delete(id);
+    }
     this.onChange({ kind: 'speakers' });
   }
 
-  private event(e: WireEvent): void {
+  private event(e: HubWireEvent): void {
     switch (e.type) {
       case 'device': {
         const before = this.byId.get(e.data.device.DeviceID);
         const view = viewOf(e.data.device);
         this.byId.set(view.id, view);
         if (!before || before.active !== view.active || before.name !== view.name) this.onChange({ kind: 'speakers' });
-        else this.onChange({ kind: 'speaker', id: view.id });
         if (before && before.volume !== view.volume) this.onChange({ kind: 'volume', id: view.id, volume: view.volume });
         return;
       }
@@ -187,6 +191,10 @@ export class ContextHubPort implements HubPort {
         this.onChange({ kind: 'volume', id: e.data.deviceId, volume: e.data.volume });
         return;
       }
+      case 'mute':
+        this.mutes.set(e.data.deviceId, e.data.muted);
+        this.onChange({ kind: 'mute', id: e.data.deviceId, muted: e.data.muted });
+        return;
       case 'playbackState':
         this.snapshot = e.data;
         this.onChange({ kind: 'playback', snapshot: e.data });

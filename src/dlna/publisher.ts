@@ -51,9 +51,9 @@ export class Publisher implements DlnaRoutes {
   upnpSpeaker: (s: SpeakerView) => boolean = () => false;
 
   hubChanged(c: HubChange): void {
-    if (c.kind === 'speakers' || c.kind === 'speaker') this.reconcile();
+    if (c.kind === 'speakers') this.reconcile();
     for (const r of this.renderers.values()) {
-      if (c.kind === 'volume' && r.id.kind !== 'all' && r.id.deviceId !== c.id) continue;
+      if ((c.kind === 'volume' || c.kind === 'mute') && r.id.kind !== 'all' && r.id.deviceId !== c.id) continue;
       r.hubChanged(c);
     }
   }

@@ -45,7 +45,7 @@ export const SINK_PROTOCOLS = [
   .join(',');
 
 /** Evented AVTransport variables, in LastChange order. */
-const AVT_EVENTED = [
+export const AVT_EVENTED = [
   'TransportState',
   'TransportStatus',
   'PlaybackStorageMedium',

@@ -52,6 +52,8 @@ export class SsdpServer {
   private readonly refused: LimitedLog;
   private readonly onSubnet: (ip: string) => boolean;
   private stopped = false;
+  /** Told the UDN of every other UPnP device heard (NOTIFY alive, answers to our M-SEARCH). */
+  onForeignDevice?: (udn: string) => void;
 
   constructor(
     private readonly address: string,
@@ -65,6 +67,7 @@ export class SsdpServer {
 
   async start(): Promise<void> {
     const send = createSocket({ type: 'udp4' });
+    send.on('message', (m, r) => this.heard(m, r.address));
     send.on('error', (e) => this.log.warn({ err: e.message }, 'DLNA: SSDP send socket error'));
     await bind(send, { port: 0, address: this.address });
     send.setMulticastInterface(this.address);
@@ -151,6 +154,7 @@ export class SsdpServer {
   private receive(datagram: Buffer, from: string, port: number): void {
     if (this.stopped || !this.onSubnet(from) || datagram.length > 4096) return;
     const text = datagram.toString('latin1');
+    if (/^NOTIFY \* HTTP\/1\.[01]\r?\n/i.test(text)) return this.heard(datagram, from);
     if (!/^M-SEARCH \* HTTP\/1\.[01]\r?\n/i.test(text)) return;
     const headers: Record<string, string> = {};
     for (const line of text.split(/\r?\n/).slice(1)) {
@@ -180,6 +184,24 @@ export class SsdpServer {
         if (!this.enqueue({ at, message: Buffer.from(message + '\r\n\r\n'), address: from, port })) return;
       }
     }
+  }
+
+  /** Searches the LAN once for devices of a type (answers reach onForeignDevice). */
+  search(st: string, mx = 1): void {
+    const msg = ['M-SEARCH * HTTP/1.1', `HOST: ${SSDP_GROUP}:${SSDP_PORT}`, 'MAN: "ssdp:discover"', `MX: ${mx}`, `ST: ${st}`, `USER-AGENT: ${this.serverHeader}`];
+    this.enqueue({ at: 0, message: Buffer.from(msg.join('\r\n') + '\r\n\r\n'), address: SSDP_GROUP, port: SSDP_PORT });
+  }
+
+  /** Another device's NOTIFY alive or search answer: its UDN, unless it is one of ours. */
+  private heard(datagram: Buffer, from: string): void {
+    if (!this.onForeignDevice || datagram.length > 4096 || !this.onSubnet(from)) return;
+    const text = datagram.toString('latin1');
+    if (/^NOTIFY/i.test(text) && !/\r?\nNTS:\s*ssdp:alive/i.test(text)) return;
+    const usn = /\r?\nUSN:\s*(uuid:[^\r\n]+)/i.exec(text)?.[1];
+    if (!usn) return;
+    const i = usn.indexOf('::');
+    const udn = (i >= 0 ? usn.slice(0, i) : usn).trim();
+    if (!this.devices.has(udn)) this.onForeignDevice(udn);
   }
 
   /** Per-source rate limit of answered searches (the table of sources is bounded too). */
