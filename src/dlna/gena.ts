@@ -12,7 +12,8 @@ import { escapeXml } from './xml';
  * address (a CALLBACK naming another host is refused, so the hub cannot be made to send to a
  * third party); subscriptions are bounded per service and in all (beyond: 503), and expire;
  * each subscriber gets its events in order through a short queue, one request at a time with a
- * short deadline, and is dropped after repeated failures or when its queue overflows.
+ * short deadline, and is dropped when its first event cannot be delivered, after repeated
+ * failures later, or when its queue overflows.
  */
 
 export interface GenaLimits {
@@ -38,6 +39,8 @@ interface Subscription {
   failures: number;
   /** The initial event is queued: until then changes are left out (the initial one carries them). */
   started: boolean;
+  /** An event reached the subscriber once: until then, one failed delivery ends the subscription. */
+  reached: boolean;
 }
 
 const MIN_SECONDS = 60;
@@ -117,6 +120,7 @@ export class Gena {
       sending: false,
       failures: 0,
       started: false,
+      reached: false,
     };
     this.subs.set(s.sid, s);
     if (set) set.add(s);
@@ -209,8 +213,10 @@ export class Gena {
       // SEQ wraps to 1, never back to 0 (0 is the initial event's).
       s.seq = s.seq >= 0xffffffff ? 1 : s.seq + 1;
       const ok = await this.send(s, seq, body);
-      if (ok) s.failures = 0;
-      else if (++s.failures >= MAX_FAILURES) {
+      if (ok) {
+        s.failures = 0;
+        s.reached = true;
+      } else if (!s.reached || ++s.failures >= MAX_FAILURES) {
         this.dropped.warn({ sid: s.sid, callback: s.callback.host, reason: 'no answer' });
         this.remove(s);
       }

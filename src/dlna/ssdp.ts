@@ -188,7 +188,14 @@ export class SsdpServer {
 
   /** Searches the LAN once for devices of a type (answers reach onForeignDevice). */
   search(st: string, mx = 1): void {
-    const msg = ['M-SEARCH * HTTP/1.1', `HOST: ${SSDP_GROUP}:${SSDP_PORT}`, 'MAN: "ssdp:discover"', `MX: ${mx}`, `ST: ${st}`, `USER-AGENT: ${this.serverHeader}`];
+    const msg = [
+      'M-SEARCH * HTTP/1.1',
+      `HOST: ${SSDP_GROUP}:${SSDP_PORT}`,
+      'MAN: "ssdp:discover"',
+      `MX: ${mx}`,
+      `ST: ${st}`,
+      `USER-AGENT: ${this.serverHeader}`,
+    ];
     this.enqueue({ at: 0, message: Buffer.from(msg.join('\r\n') + '\r\n\r\n'), address: SSDP_GROUP, port: SSDP_PORT });
   }
 

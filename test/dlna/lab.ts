@@ -56,10 +56,15 @@ export class LabHub {
 
   async start(): Promise<void> {
     const logFile = join(this.lab.tmp, `hub-${this.host}.log`);
-    const child = this.lab.lan.spawn(this.host, process.execPath, [join(REPO, this.main), JSON.stringify({ config: this.config, logFile, ...this.extra })], {
-      cwd: REPO,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const child = this.lab.lan.spawn(
+      this.host,
+      process.execPath,
+      [join(REPO, this.main), JSON.stringify({ config: this.config, logFile, ...this.extra })],
+      {
+        cwd: REPO,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     this.lines = new JsonLines<HubLine>(child);
     const ready = await this.lines.waitFor((e) => e.evt === 'ready', 30000, `hub ${this.host} to start`);
     this.url = ready.url!;
@@ -110,7 +115,10 @@ export class MrcClient {
   private next = 1;
 
   constructor(lab: DlnaLab, location: string) {
-    const child = lab.lan.spawn('cp', process.execPath, [join(REPO, 'test/dlna/cp-mrc.js'), location], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = lab.lan.spawn('cp', process.execPath, [join(REPO, 'test/dlna/cp-mrc.js'), location], {
+      cwd: REPO,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     this.lines = new JsonLines(child);
   }
 
@@ -127,7 +135,10 @@ export class MrcClient {
   }
 
   events(service: string, from = 0): any[] {
-    return this.lines.events.slice(from).filter((e) => e.evt === 'event' && e.service === service).map((e) => e.e);
+    return this.lines.events
+      .slice(from)
+      .filter((e) => e.evt === 'event' && e.service === service)
+      .map((e) => e.e);
   }
 
   async close(): Promise<void> {
@@ -149,7 +160,9 @@ export class DlnaLab {
       lab.lan = await Lan.create({ prefix: PREFIX, subnet: SUBNET, hosts: ['hub', 'web', 'cp', 'hubb'] });
       makeMedia(join(lab.tmp, 'web'));
       const web = lab.lan.host('web');
-      lab.web = new JsonLines(lab.lan.spawn('web', process.execPath, [join(REPO, 'test/upnp/web-server.js'), web.address, '8080', join(lab.tmp, 'web')]));
+      lab.web = new JsonLines(
+        lab.lan.spawn('web', process.execPath, [join(REPO, 'test/upnp/web-server.js'), web.address, '8080', join(lab.tmp, 'web')]),
+      );
       await lab.web.waitFor((e) => e.evt === 'ready', 10000, 'the web server');
       lab.webUrl = `http://${web.address}:8080`;
     } catch (e) {
@@ -160,7 +173,10 @@ export class DlnaLab {
   }
 
   /** Hub A: virtual speakers with these names, DLNA on (unless dlna: false), on the LAN's interface. */
-  async startHubA(names: string[], options: { dlna?: boolean; config?: Record<string, unknown>; host?: string; port?: number } = {}): Promise<LabHub> {
+  async startHubA(
+    names: string[],
+    options: { dlna?: boolean; config?: Record<string, unknown>; host?: string; port?: number } = {},
+  ): Promise<LabHub> {
     const host = options.host ?? 'hub';
     const config = {
       dataDir: join(this.tmp, `data-${host}`),
@@ -226,7 +242,22 @@ function makeMedia(dir: string): void {
   writeFileSync(join(dir, 'long.wav'), encodeWav(tone(30, 440), 22050, { title: 'Long Tone', artist: 'SpeakerHub Tests', album: 'DLNA' }));
   writeFileSync(join(dir, 'short.wav'), encodeWav(tone(2, 660), 22050, { title: 'Short Tone', artist: 'SpeakerHub Tests', album: 'DLNA' }));
   writeFileSync(join(dir, 'next.wav'), encodeWav(tone(20, 550), 22050, { title: 'Next Tone', artist: 'SpeakerHub Tests', album: 'DLNA' }));
-  execFileSync('ffmpeg', ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'sine=frequency=550:duration=30', '-ac', '1', '-ar', '22050', '-b:a', '64k', join(dir, 'song.mp3')]);
+  execFileSync('ffmpeg', [
+    '-loglevel',
+    'error',
+    '-y',
+    '-f',
+    'lavfi',
+    '-i',
+    'sine=frequency=550:duration=30',
+    '-ac',
+    '1',
+    '-ar',
+    '22050',
+    '-b:a',
+    '64k',
+    join(dir, 'song.mp3'),
+  ]);
 }
 
 /** A plain HTTP request from the root namespace (any method, e.g. SUBSCRIBE). */
@@ -239,7 +270,14 @@ export function http(
   return new Promise((resolvePromise, reject) => {
     const u = new URL(url);
     const req = request(
-      { host: u.hostname, port: u.port, path: u.pathname + u.search, method, headers: body ? { 'Content-Length': String(Buffer.byteLength(body)), ...headers } : headers, timeout: 20000 },
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname + u.search,
+        method,
+        headers: body ? { 'Content-Length': String(Buffer.byteLength(body)), ...headers } : headers,
+        timeout: 20000,
+      },
       (res) => {
         const parts: Buffer[] = [];
         res.on('data', (c: Buffer) => parts.push(c));
