@@ -60,13 +60,13 @@ export class DlnaExtension implements HubExtension {
         iface.address,
         serverHeader,
       );
-      let publisher: Publisher | undefined;
+      const ref: { publisher?: Publisher } = {};
       const routes = {
-        description: (slug: string) => publisher?.description(slug),
-        scpd: (s: string) => publisher?.scpd(s),
-        icon: () => publisher!.icon(),
-        control: async (...a: Parameters<Publisher['control']>) => publisher?.control(...a),
-        event: (...a: Parameters<Publisher['event']>) => publisher?.event(...a),
+        description: (slug: string) => ref.publisher?.description(slug),
+        scpd: (s: string) => ref.publisher?.scpd(s),
+        icon: () => ref.publisher!.icon(),
+        control: async (...a: Parameters<Publisher['control']>) => ref.publisher?.control(...a),
+        event: (...a: Parameters<Publisher['event']>) => ref.publisher?.event(...a),
       };
       this.http = new DlnaHttpServer(routes, serverHeader, log);
       const bound = await this.http.listen(iface.address, cfg.port);
@@ -74,7 +74,8 @@ export class DlnaExtension implements HubExtension {
       this.ssdp = new SsdpServer(iface.address, cfg.maxAgeSeconds, serverHeader, log);
       await this.ssdp.start();
       this.hub = this.options.port?.(ctx, log) ?? new ClientHubPort(ctx, log);
-      publisher = new Publisher(this.hub, cfg, ctx.uuid, ctx.version, url, this.ssdp, this.gena, log);
+      const publisher = new Publisher(this.hub, cfg, ctx.uuid, ctx.version, url, this.ssdp, this.gena, log);
+      ref.publisher = publisher;
       this.publisher = publisher;
 
       // A speaker of the upnp driver is a renderer already: its DeviceID is derived from its UDN,
@@ -87,12 +88,12 @@ export class DlnaExtension implements HubExtension {
           const id = upnpDeviceId(udn);
           if (upnpIds.has(id) || upnpIds.size >= 10_000) return;
           upnpIds.add(id);
-          if (publisher!.count && this.hub?.speaker(id)) publisher!.reconcile();
+          if (publisher.count && this.hub?.speaker(id)) publisher.reconcile();
         };
         this.ssdp.search(MEDIA_RENDERER);
         await new Promise((r) => setTimeout(r, UPNP_SEARCH_WAIT_MS));
       }
-      await this.hub.start((c) => publisher!.hubChanged(c));
+      await this.hub.start((c) => publisher.hubChanged(c));
       this._status = { interfaceName: iface.name, address: iface.address, url, renderers: publisher.count };
       log.info({ interface: iface.name, address: iface.address, url, renderers: publisher.count }, 'DLNA renderers published');
     } catch (e) {

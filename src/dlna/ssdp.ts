@@ -72,7 +72,9 @@ export class SsdpServer {
     await bind(send, { port: 0, address: this.address });
     send.setMulticastInterface(this.address);
     send.setMulticastTTL(MULTICAST_TTL);
-    send.setMulticastLoopback(true);
+    // Off: a SpeakerHub UPnP driver on this machine (this hub's own, with --drivers upnp) must not
+    // hear our NOTIFYs and take our renderers for speakers (a party play would play to itself).
+    send.setMulticastLoopback(false);
     this.send = send;
 
     const listen = createSocket({ type: 'udp4', reuseAddr: true });
@@ -162,6 +164,9 @@ export class SsdpServer {
       if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] ??= line.slice(i + 1).trim();
     }
     if (headers.man?.replace(/"/g, '') !== 'ssdp:discover' || !headers.st) return;
+    // The same rule for searches: a SpeakerHub on this very address is not answered; other
+    // control points on this machine (a Home Assistant beside the hub) are.
+    if (from === this.address && /SpeakerHub/i.test(headers['user-agent'] ?? '')) return;
     if (!this.admit(from)) return;
     // MX (1–5 s) spreads the answers of many devices; a unicast search without MX is answered at once.
     const mx = Math.max(0, Math.min(5, Number.parseInt(headers.mx ?? '0', 10) || 0));

@@ -153,11 +153,12 @@ export class DlnaLab {
   web!: JsonLines<{ evt: string; method?: string; path?: string; from?: string; t?: number }>;
   hubs: LabHub[] = [];
 
-  static async start(): Promise<DlnaLab> {
+  /** extraHosts: more namespaces on the LAN (e.g. for gmediarender renderers). */
+  static async start(extraHosts: string[] = []): Promise<DlnaLab> {
     ensureBuilt();
     const lab = new DlnaLab();
     try {
-      lab.lan = await Lan.create({ prefix: PREFIX, subnet: SUBNET, hosts: ['hub', 'web', 'cp', 'hubb'] });
+      lab.lan = await Lan.create({ prefix: PREFIX, subnet: SUBNET, hosts: ['hub', 'web', 'cp', 'hubb', ...extraHosts] });
       makeMedia(join(lab.tmp, 'web'));
       const web = lab.lan.host('web');
       lab.web = new JsonLines(
@@ -175,17 +176,18 @@ export class DlnaLab {
   /** Hub A: virtual speakers with these names, DLNA on (unless dlna: false), on the LAN's interface. */
   async startHubA(
     names: string[],
-    options: { dlna?: boolean; config?: Record<string, unknown>; host?: string; port?: number } = {},
+    options: { dlna?: boolean | Record<string, unknown>; config?: Record<string, unknown>; host?: string; port?: number; drivers?: string[] } = {},
   ): Promise<LabHub> {
     const host = options.host ?? 'hub';
     const config = {
       dataDir: join(this.tmp, `data-${host}`),
-      drivers: ['virtual'],
+      drivers: options.drivers ?? ['virtual'],
+      upnp: { searchIntervalSeconds: 5, requestTimeoutMs: 3000 },
       speakers: { virtual: { count: names.length, names } },
       media: { samples: false },
       server: { host: this.lan.host(host).address, port: options.port ?? 8090, token: TOKEN },
       network: { interface: LAN_IFNAME },
-      dlna: { enabled: options.dlna !== false },
+      dlna: { enabled: options.dlna !== false, ...(typeof options.dlna === 'object' ? options.dlna : {}) },
       log: { level: 'debug' },
       ...options.config,
     };
