@@ -1,5 +1,5 @@
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -15,7 +15,15 @@ import { eventually, JsonLines, terminate } from '../upnp/processes';
  * "hubb". The test process talks to them from the root namespace by unicast (10.231.11.1).
  */
 
-export const REPO = resolve(__dirname, '../..');
+/** The repository root, found upward (a compiled copy of this file, for bench/dlna.js, works too). */
+export const REPO = findRepo(__dirname);
+
+function findRepo(from: string): string {
+  for (let dir = resolve(from); ; dir = resolve(dir, '..')) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'test/dlna/hub-main.js'))) return dir;
+    if (dir === resolve(dir, '..')) return process.cwd();
+  }
+}
 export const TOKEN = 'dlna-test-token-0123456789abcdef';
 export const PREFIX = 'shdl';
 export const SUBNET = '10.231.11';
@@ -52,6 +60,8 @@ export class LabHub {
     readonly config: Record<string, unknown>,
     readonly main: string,
     readonly extra: Record<string, unknown> = {},
+    /** Node flags for the hub process (the bench: --expose-gc). */
+    readonly nodeArgs: string[] = [],
   ) {}
 
   async start(): Promise<void> {
@@ -176,7 +186,14 @@ export class DlnaLab {
   /** Hub A: virtual speakers with these names, DLNA on (unless dlna: false), on the LAN's interface. */
   async startHubA(
     names: string[],
-    options: { dlna?: boolean | Record<string, unknown>; config?: Record<string, unknown>; host?: string; port?: number; drivers?: string[] } = {},
+    options: {
+      dlna?: boolean | Record<string, unknown>;
+      config?: Record<string, unknown>;
+      host?: string;
+      port?: number;
+      drivers?: string[];
+      nodeArgs?: string[];
+    } = {},
   ): Promise<LabHub> {
     const host = options.host ?? 'hub';
     const config = {
@@ -191,7 +208,7 @@ export class DlnaLab {
       log: { level: 'debug' },
       ...options.config,
     };
-    const hub = new LabHub(this, host, config, 'test/dlna/hub-main.js', { dlna: options.dlna !== false });
+    const hub = new LabHub(this, host, config, 'test/dlna/hub-main.js', { dlna: options.dlna !== false }, options.nodeArgs);
     this.hubs.push(hub);
     await hub.start();
     return hub;
