@@ -426,6 +426,65 @@ d('DLNA renderers', () => {
     await b.stop();
   });
 
+  test('speakerhub hub --dlna names the interface in its banner; without --dlna nothing answers SSDP', async () => {
+    const addr = lab.lan.host('hubb').address;
+    const cli = (args: string[]) =>
+      new JsonLines<{ evt: string }>(
+        lab.lan.spawn('hubb', process.execPath, [
+          join(REPO, 'dist/cli.js'),
+          'hub',
+          '--interface',
+          'lan0',
+          '--host',
+          addr,
+          '--port',
+          '8096',
+          '--no-samples',
+          '--mqtt',
+          'off',
+          '--data',
+          join(lab.tmp, `cli-${args.length}`),
+          ...args,
+        ]),
+      );
+    const stdout = (p: JsonLines<{ evt: string }>) => {
+      let out = '';
+      p.child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+      return () => out;
+    };
+    const on = cli(['--dlna']);
+    const onOut = stdout(on);
+    try {
+      await eventually(() => /DLNA: +\d+ renderers on lan0 \(10\.231\.11\.\d+\)/.test(onOut()), 30000, 'the DLNA banner line');
+      // 3 virtual speakers (the default): 3 + 3 announcement renderers + "All speakers".
+      expect(onOut()).toMatch(/DLNA: +7 renderers on lan0/);
+    } finally {
+      on.child.kill('SIGTERM');
+      await new Promise((r) => on.child.once('exit', r));
+    }
+    const off = cli([]);
+    const offOut = stdout(off);
+    try {
+      await eventually(() => /REST API:/.test(offOut()), 30000, 'the banner of the hub without --dlna');
+      expect(offOut()).not.toMatch(/DLNA: /);
+      expect(offOut()).not.toMatch(/"ext":"dlna"/);
+      // Hub A answers the search (the positive signal); the hub without --dlna never does.
+      const s = new JsonLines<{ evt: string; from?: string }>(
+        lab.lan.spawn('cp', process.execPath, [join(REPO, 'test/dlna/ssdp.js'), 'search', lab.lan.host('cp').address, 'ssdp:all', '2']),
+      );
+      try {
+        await eventually(() => s.events.filter((e) => e.evt === 'sent').length >= 2, 10000, 'two searches sent');
+        await s.waitFor((e) => e.evt === 'answer' && e.from === hubAddress, 10000, "hub A's answer");
+        expect(s.events.some((e) => e.evt === 'answer' && e.from === addr)).toBe(false);
+      } finally {
+        s.child.kill();
+      }
+    } finally {
+      off.child.kill('SIGTERM');
+      await new Promise((r) => off.child.once('exit', r));
+    }
+  });
+
   test('a clean stop says byebye for every renderer', async () => {
     const mark = notifies.events.length;
     await hub.stop();
