@@ -290,6 +290,8 @@ export function http(
     const u = new URL(url);
     const req = request(
       {
+        // One connection per request: libupnp closes after each answer, and a kept-alive socket would hang up.
+        agent: false,
         host: u.hostname,
         port: u.port,
         path: u.pathname + u.search,

@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { DlnaLab, eventually, labUnavailableReason, type LabHub } from './lab';
+import { createServer } from 'node:http';
+import { DlnaLab, eventually, http, labUnavailableReason, type LabHub } from './lab';
+import { child, isElement, parseXml, text, type XmlElement } from '../../src/dlna/xml';
 import { LAN_IFNAME } from '../upnp/lan';
 import { upnpDeviceId } from '../../src/drivers/upnp/info';
 import { upnpDeviceId as dlnaUpnpDeviceId } from '../../src/dlna/extension';
@@ -32,11 +34,24 @@ test("the extension's UPnP DeviceID rule is the upnp driver's", () => {
 
 d('DLNA and speakers that are UPnP renderers', () => {
   let lab: DlnaLab;
+  /** Set when gmediarender exits: a failed step then says why. */
+  let denExit = '';
 
   beforeAll(async () => {
     if (reason) throw new Error(`the DLNA lab cannot run: ${reason} (SPEAKERHUB_SKIP_LABS=1 skips it)`);
     lab = await DlnaLab.start(['r1']);
-    const den = lab.lan.spawn('r1', 'gmediarender', ['-f', 'Den', '-u', DEN_UUID, '-I', LAN_IFNAME, '-p', '49494', '--gstout-audiopipe', 'fakesink']);
+    const den = lab.lan.spawn('r1', 'gmediarender', [
+      '-f',
+      'Den',
+      '-u',
+      DEN_UUID,
+      '-I',
+      LAN_IFNAME,
+      '-p',
+      '49494',
+      '--gstout-audiopipe',
+      'audioconvert ! audioresample ! fakesink sync=true',
+    ]);
     let out = '';
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`gmediarender did not start: ${out}`)), 15000);
@@ -49,6 +64,9 @@ d('DLNA and speakers that are UPnP renderers', () => {
       };
       den.stdout?.on('data', onData);
       den.stderr?.on('data', onData);
+      den.once('exit', (code, signal) => {
+        denExit = `exited (${code ?? signal}): ${out.slice(-2000)}`;
+      });
     });
   });
 
@@ -84,6 +102,160 @@ d('DLNA and speakers that are UPnP renderers', () => {
         'Kitchen',
         'Kitchen (announcements)',
       ]);
+    } finally {
+      await hub.stop();
+    }
+  });
+
+  test('one SOAP/GENA conversation against gmediarender and against a published renderer: the same answers, field by field', async () => {
+    const hub = await lab.startHubA(['Kitchen'], { host: 'hub', port: 8097, config: { dataDir: `${lab.tmp}/data-equiv` } });
+    try {
+      const den = `http://${lab.lan.host('r1').address}:49494/description.xml`;
+      const ours = hub.renderer('Kitchen').location;
+      const SERVICE = (svc: string) => `urn:schemas-upnp-org:service:${svc}:1`;
+      const endpoints = async (location: string) => {
+        const doc = parseXml((await http('GET', location)).body, 1e6);
+        const list = child(child(child(doc, 'root'), 'device'), 'serviceList');
+        const services = isElement(list) ? ([] as unknown[]).concat(list.service) : [];
+        const out: Record<string, { control: string; event: string }> = {};
+        for (const svc of services as XmlElement[]) {
+          const type = text(child(svc, 'serviceType'));
+          out[type] = {
+            control: new URL(text(child(svc, 'controlURL')), location).toString(),
+            event: new URL(text(child(svc, 'eventSubURL')), location).toString(),
+          };
+        }
+        return out;
+      };
+      const peers = { den: await endpoints(den), ours: await endpoints(ours) };
+      for (const svc of ['AVTransport', 'RenderingControl', 'ConnectionManager']) {
+        expect(peers.den[SERVICE(svc)]).toBeDefined();
+        expect(peers.ours[SERVICE(svc)]).toBeDefined();
+      }
+      /** One action on one peer: HTTP status, the response's fields (name → text) or the UPnP error code. */
+      const call = async (peer: 'den' | 'ours', svc: string, action: string, args: Record<string, string | number>) => {
+        const inner = Object.entries(args)
+          .map(([k, v]) => `<${k}>${String(v).replace(/&/g, '&amp;').replace(/</g, '&lt;')}</${k}>`)
+          .join('');
+        const body = `<?xml version="1.0"?><s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/" s:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/"><s:Body><u:${action} xmlns:u="${SERVICE(svc)}">${inner}</u:${action}></s:Body></s:Envelope>`;
+        const r = await http(
+          'POST',
+          peers[peer][SERVICE(svc)].control,
+          { 'Content-Type': 'text/xml; charset="utf-8"', SOAPACTION: `"${SERVICE(svc)}#${action}"` },
+          body,
+        ).catch((e: Error) => {
+          throw new Error(`${peer} ${action}: ${e.message}${peer === 'den' && denExit ? `; gmediarender ${denExit}` : ''}`);
+        });
+        const doc = parseXml(r.body, 1e6);
+        const b = child(child(doc, 'Envelope'), 'Body');
+        const resp = child(b, `${action}Response`);
+        const fields: Record<string, string> = {};
+        if (isElement(resp)) for (const k of Object.keys(resp).filter((k) => !k.startsWith('@_') && k !== '#text')) fields[k] = text(resp[k]);
+        const code = text(child(child(child(child(b, 'Fault'), 'detail'), 'UPnPError'), 'errorCode'));
+        return { status: r.status, fields, code };
+      };
+      const both = async (svc: string, action: string, args: Record<string, string | number>) => {
+        const [a, b] = [await call('den', svc, action, args), await call('ours', svc, action, args)];
+        // Every field gmediarender answers, ours answers too (gmediarender leaves some out, e.g. GetTransportSettings' two).
+        const missing = Object.keys(a.fields).filter((k) => !(k in b.fields));
+        expect({ action, status: b.status, code: b.code, missing }).toEqual({ action, status: a.status, code: a.code, missing: [] });
+        return [a.fields, b.fields];
+      };
+      const url = `${lab.webUrl}/song.mp3`;
+      const meta =
+        '<DIDL-Lite xmlns="urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:upnp="urn:schemas-upnp-org:metadata-1-0/upnp/"><item id="1" parentID="0" restricted="1"><dc:title>Song</dc:title><upnp:class>object.item.audioItem.musicTrack</upnp:class><res protocolInfo="http-get:*:audio/mpeg:*">' +
+        url.replace(/&/g, '&amp;') +
+        '</res></item></DIDL-Lite>';
+      const I = { InstanceID: 0 };
+      await both('AVTransport', 'GetTransportInfo', I);
+      await both('AVTransport', 'GetTransportSettings', I);
+      await both('ConnectionManager', 'GetCurrentConnectionIDs', {});
+      await both('ConnectionManager', 'GetProtocolInfo', {});
+      await both('AVTransport', 'SetAVTransportURI', { ...I, CurrentURI: url, CurrentURIMetaData: meta });
+      for (const f of await both('AVTransport', 'GetMediaInfo', I)) expect(f.CurrentURI).toBe(url);
+      await both('AVTransport', 'Play', { ...I, Speed: 1 });
+      for (const peer of ['den', 'ours'] as const) {
+        await eventually(
+          async () => (await call(peer, 'AVTransport', 'GetTransportInfo', I)).fields.CurrentTransportState === 'PLAYING',
+          15000,
+          `${peer} PLAYING`,
+        );
+      }
+      for (const f of await both('AVTransport', 'GetPositionInfo', I)) {
+        expect(f.TrackURI).toBe(url);
+        expect(f.RelTime).toMatch(/^\d+:\d\d:\d\d/);
+      }
+      for (const f of await both('AVTransport', 'GetCurrentTransportActions', I)) expect(f.Actions).toMatch(/stop/i);
+      await both('RenderingControl', 'SetVolume', { ...I, Channel: 'Master', DesiredVolume: 40 });
+      for (const f of await both('RenderingControl', 'GetVolume', { ...I, Channel: 'Master' })) expect(f.CurrentVolume).toBe('40');
+      for (const f of await both('RenderingControl', 'GetMute', { ...I, Channel: 'Master' })) expect(f.CurrentMute).toMatch(/^(0|false)$/);
+      await both('AVTransport', 'Stop', I);
+      for (const peer of ['den', 'ours'] as const) {
+        await eventually(
+          async () => (await call(peer, 'AVTransport', 'GetTransportInfo', I)).fields.CurrentTransportState === 'STOPPED',
+          10000,
+          `${peer} STOPPED`,
+        );
+      }
+      // An unknown action: both refuse with a SOAP fault; gmediarender says 501, UDA (and the hub) 401 Invalid Action.
+      const [unknownDen, unknownOurs] = [await call('den', 'AVTransport', 'NoSuchAction', I), await call('ours', 'AVTransport', 'NoSuchAction', I)];
+      expect(unknownOurs.status).toBe(unknownDen.status);
+      expect(unknownDen.code).toMatch(/^(401|501)$/);
+      expect(unknownOurs.code).toBe('401');
+
+      // GENA: SUBSCRIBE answers and the initial LastChange, compared.
+      const got: Record<string, string[]> = { den: [], ours: [] };
+      const server = createServer((req, res) => {
+        const parts: Buffer[] = [];
+        req.on('data', (c: Buffer) => parts.push(c));
+        req.on('end', () => {
+          got[req.url === '/den' ? 'den' : 'ours'].push(Buffer.concat(parts).toString());
+          res.end();
+        });
+      });
+      await new Promise<void>((r) => server.listen(0, lab.lan.root.address, r));
+      try {
+        const port = (server.address() as { port: number }).port;
+        const answers: Record<string, Awaited<ReturnType<typeof http>>> = {};
+        for (const peer of ['den', 'ours'] as const) {
+          answers[peer] = await http('SUBSCRIBE', peers[peer][SERVICE('RenderingControl')].event, {
+            CALLBACK: `<http://${lab.lan.root.address}:${port}/${peer}>`,
+            NT: 'upnp:event',
+            TIMEOUT: 'Second-300',
+          });
+          expect(answers[peer].status).toBe(200);
+          expect(String(answers[peer].headers.sid)).toMatch(/^uuid:[0-9a-f-]{36}$/);
+          expect(String(answers[peer].headers.timeout)).toMatch(/^Second-\d+$/);
+        }
+        await eventually(() => got.den.length > 0 && got.ours.length > 0, 10000, 'both initial events');
+        const lastChange = (body: string) => {
+          const ps = parseXml(body, 1e6);
+          const lc = text(child(child(child(ps, 'propertyset'), 'property'), 'LastChange'));
+          const inst = child(child(parseXml(lc, 1e6), 'Event'), 'InstanceID');
+          const vars: Record<string, string> = {};
+          if (isElement(inst)) {
+            for (const [k, v] of Object.entries(inst)) {
+              if (k.startsWith('@_')) continue;
+              const first = Array.isArray(v) ? (v.find((x) => isElement(x) && x['@_channel'] === 'Master') ?? v[0]) : v;
+              if (isElement(first)) vars[k] = String(first['@_val']);
+            }
+          }
+          return vars;
+        };
+        const [den0, ours0] = [lastChange(got.den[0]), lastChange(got.ours[0])];
+        for (const v of ['Volume', 'Mute']) {
+          expect(den0[v]).toBeDefined();
+          expect(ours0[v]).toBeDefined();
+        }
+        expect(ours0.Volume).toBe(den0.Volume);
+        for (const peer of ['den', 'ours'] as const) {
+          expect((await http('UNSUBSCRIBE', peers[peer][SERVICE('RenderingControl')].event, { SID: String(answers[peer].headers.sid) })).status).toBe(
+            200,
+          );
+        }
+      } finally {
+        server.close();
+      }
     } finally {
       await hub.stop();
     }
