@@ -17,6 +17,8 @@ import type { SsdpServer } from './ssdp';
  */
 export class Publisher implements DlnaRoutes {
   private readonly renderers = new Map<string, Renderer>();
+  /** The friendlyName each renderer was announced with: a renamed speaker is announced again. */
+  private readonly announcedAs = new Map<string, string>();
   private readonly scpds = new Map<string, string>(SERVICE_NAMES.map((n) => [n, scpdXml(n)]));
 
   constructor(
@@ -74,14 +76,26 @@ export class Publisher implements DlnaRoutes {
     for (const [slug, r] of [...this.renderers]) {
       if (want.has(slug)) continue;
       this.renderers.delete(slug);
+      this.announcedAs.delete(slug);
       this.ssdp.remove(r.id.udn);
       this.gena.dropKey(slug);
       this.log.info({ renderer: r.friendlyName, udn: r.id.udn }, 'DLNA renderer withdrawn');
     }
     for (const [slug, id] of want) {
-      if (this.renderers.has(slug)) continue;
+      const known = this.renderers.get(slug);
+      if (known) {
+        // A new name is a new description: byebye and alive, so control points read it again.
+        if (this.announcedAs.get(slug) !== known.friendlyName) {
+          this.ssdp.remove(id.udn);
+          this.ssdp.add({ udn: id.udn, location: this.location(known), services: SERVICE_NAMES.map((n) => SERVICES[n].type) });
+          this.announcedAs.set(slug, known.friendlyName);
+          this.log.info({ renderer: known.friendlyName, udn: id.udn }, 'DLNA renderer renamed');
+        }
+        continue;
+      }
       const r = new Renderer(id, this.hub, this.log, (service, lc) => this.gena.publish(`${slug}/${service}`, propertySetOf({ LastChange: lc })));
       this.renderers.set(slug, r);
+      this.announcedAs.set(slug, r.friendlyName);
       this.ssdp.add({ udn: id.udn, location: this.location(r), services: SERVICE_NAMES.map((n) => SERVICES[n].type) });
       this.log.info({ renderer: r.friendlyName, udn: id.udn }, 'DLNA renderer published');
     }

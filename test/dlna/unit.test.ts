@@ -25,10 +25,16 @@ const code = (f: () => unknown) => {
 describe('SOAP requests', () => {
   test('reads the action and its arguments, entities decoded', () => {
     const r = parseSoapRequest(
-      envelope(`<u:SetAVTransportURI xmlns:u="${AVT}"><InstanceID>0</InstanceID><CurrentURI>http://x/a?b=1&amp;c=2</CurrentURI><CurrentURIMetaData>&lt;DIDL-Lite/&gt;</CurrentURIMetaData></u:SetAVTransportURI>`),
+      envelope(
+        `<u:SetAVTransportURI xmlns:u="${AVT}"><InstanceID>0</InstanceID><CurrentURI>http://x/a?b=1&amp;c=2</CurrentURI><CurrentURIMetaData>&lt;DIDL-Lite/&gt;</CurrentURIMetaData></u:SetAVTransportURI>`,
+      ),
       `"${AVT}#SetAVTransportURI"`,
     );
-    expect(r).toEqual({ serviceType: AVT, action: 'SetAVTransportURI', args: { InstanceID: '0', CurrentURI: 'http://x/a?b=1&c=2', CurrentURIMetaData: '<DIDL-Lite/>' } });
+    expect(r).toEqual({
+      serviceType: AVT,
+      action: 'SetAVTransportURI',
+      args: { InstanceID: '0', CurrentURI: 'http://x/a?b=1&c=2', CurrentURIMetaData: '<DIDL-Lite/>' },
+    });
   });
 
   test('bad input is 401 or 402, never a crash', () => {
@@ -41,7 +47,9 @@ describe('SOAP requests', () => {
     expect(code(() => parseSoapRequest('<!DOCTYPE a [<!ENTITY x "y">]><a>&x;</a>', `"${AVT}#Play"`))).toBe(402);
     expect(code(() => parseSoapRequest('<a>'.repeat(100) + '</a>'.repeat(100), `"${AVT}#Play"`))).toBe(402);
     expect(code(() => parseSoapRequest('x'.repeat(70_000), `"${AVT}#Play"`))).toBe(402);
-    expect(code(() => parseSoapRequest(envelope(`<u:Play><InstanceID>0</InstanceID><InstanceID>1</InstanceID></u:Play>`), `"${AVT}#Play"`))).toBe(402);
+    expect(code(() => parseSoapRequest(envelope(`<u:Play><InstanceID>0</InstanceID><InstanceID>1</InstanceID></u:Play>`), `"${AVT}#Play"`))).toBe(
+      402,
+    );
     // Unknown entities are left as written, not expanded.
     expect(decodeEntities('&unknown; &#65; &#x42; &amp;lt;')).toBe('&unknown; A B &lt;');
   });
@@ -78,7 +86,9 @@ describe('documents', () => {
     const lc = lastChange('AVTransport', { CurrentTrackURI: 'http://x/?a=1&b="2"' });
     expect(XMLValidator.validate(lc)).toBe(true);
     expect(lastChange('RenderingControl', { Volume: '40' })).toContain('<Volume channel="Master" val="40"/>');
-    expect(readDidl('<DIDL-Lite xmlns:dc="http://purl.org/dc/elements/1.1/"><item><dc:title>A &amp; B</dc:title></item></DIDL-Lite>').title).toBe('A & B');
+    expect(readDidl('<DIDL-Lite xmlns:dc="http://purl.org/dc/elements/1.1/"><item><dc:title>A &amp; B</dc:title></item></DIDL-Lite>').title).toBe(
+      'A & B',
+    );
     expect(readDidl('<not xml')).toEqual({});
     expect(formatTime(3725)).toBe('1:02:05');
     expect(formatTime(-1)).toBe('0:00:00');
@@ -98,7 +108,8 @@ describe('GENA bookkeeping', () => {
   test('callbacks only to the subscriber, bounded per service and in all, renew and unsubscribe by SID', () => {
     const g = new Gena({ maxPerService: 2, maxTotal: 3, maxSeconds: 600 }, log, '127.0.0.1', 'test');
     try {
-      const sub = (key: string, callback: string, source = '10.0.0.5') => g.handle('SUBSCRIBE', key, headers({ CALLBACK: callback, NT: 'upnp:event', TIMEOUT: 'Second-9999' }), source, () => '');
+      const sub = (key: string, callback: string, source = '10.0.0.5') =>
+        g.handle('SUBSCRIBE', key, headers({ CALLBACK: callback, NT: 'upnp:event', TIMEOUT: 'Second-9999' }), source, () => '');
       expect(sub('a/AVTransport', '<http://10.0.0.6/cb>').status).toBe(412);
       expect(sub('a/AVTransport', '<http://evil.example/cb>').status).toBe(412);
       expect(sub('a/AVTransport', '<ftp://10.0.0.5/cb>').status).toBe(412);
@@ -112,7 +123,9 @@ describe('GENA bookkeeping', () => {
       expect(sub('c/AVTransport', '<http://10.0.0.5/cb>').status).toBe(503);
       expect(g.size).toBe(3);
       const sid = first.headers.SID;
-      expect(g.handle('SUBSCRIBE', 'a/AVTransport', headers({ SID: sid, TIMEOUT: 'Second-100' }), '10.0.0.5', () => '').headers.TIMEOUT).toBe('Second-100');
+      expect(g.handle('SUBSCRIBE', 'a/AVTransport', headers({ SID: sid, TIMEOUT: 'Second-100' }), '10.0.0.5', () => '').headers.TIMEOUT).toBe(
+        'Second-100',
+      );
       expect(g.handle('SUBSCRIBE', 'b/AVTransport', headers({ SID: sid }), '10.0.0.5', () => '').status).toBe(412);
       expect(g.handle('SUBSCRIBE', 'a/AVTransport', headers({ SID: sid, NT: 'upnp:event' }), '10.0.0.5', () => '').status).toBe(400);
       expect(g.handle('UNSUBSCRIBE', 'a/AVTransport', headers({ SID: sid }), '10.0.0.5', () => '').status).toBe(200);
@@ -124,4 +137,3 @@ describe('GENA bookkeeping', () => {
     }
   });
 });
-
