@@ -304,6 +304,19 @@ d('DLNA renderers', () => {
       expect((await soap(hub.renderer('Kitchen').location, 'AVTransport', 'GetTransportInfo', { InstanceID: 0 })).status).toBe(200);
     });
 
+    test('an M-SEARCH flood is answered within the per-sender rate, and the hub goes on', async () => {
+      const f = new JsonLines<{ evt: string; sent?: number; answers?: number }>(
+        lab.lan.spawn('cp', process.execPath, [join(REPO, 'test/dlna/ssdp.js'), 'flood', lab.lan.host('cp').address, 'ssdp:all', '2000']),
+      );
+      const r = await f.waitFor((e) => e.evt === 'flooded', 20000, 'the flood to finish');
+      expect(r.sent).toBe(2000);
+      // 5 renderers × 6 targets per search, at most 10 searches a second from one sender: the flood
+      // (one second) gets at most 10–20 searches' worth, not 2,000.
+      expect(r.answers).toBeGreaterThan(0);
+      expect(r.answers).toBeLessThanOrEqual(20 * 30);
+      expect((await soap(hub.renderer('Kitchen').location, 'AVTransport', 'GetTransportInfo', { InstanceID: 0 })).status).toBe(200);
+    });
+
     test('GENA: a foreign callback is refused, 10,000 SUBSCRIBEs stay bounded, a dead subscriber is dropped', async () => {
       const ev = hub.renderer('Kitchen').location.replace(/description\.xml$/, 'RenderingControl/event');
       const root = lab.lan.root.address;

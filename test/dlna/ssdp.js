@@ -3,6 +3,8 @@
  * SSDP from inside a LAN namespace of the DLNA tests, printing JSON lines:
  *   node ssdp.js search <local address> <ST> [repeat]   sends M-SEARCH (MX 1), prints every answer
  *       {"evt":"answer","st":…,"usn":…,"location":…,"from":…}; {"evt":"sent"} after each search
+ *   node ssdp.js flood <local address> <ST> <count>   sends <count> M-SEARCHes at once (MX 1), counts
+ *       the answers for 4 s: {"evt":"flooded","sent":…,"answers":…}
  *   node ssdp.js listen <local address>   joins the group, prints every NOTIFY
  *       {"evt":"notify","nt":…,"nts":…,"usn":…,"location":…,"from":…}; {"evt":"ready"} first
  */
@@ -34,6 +36,21 @@ if (mode === 'search') {
     };
     send();
     for (let i = 1; i < Number(repeat || 1); i++) setTimeout(send, i * 1500);
+  });
+} else if (mode === 'flood') {
+  const s = dgram.createSocket('udp4');
+  let answers = 0;
+  s.on('message', () => answers++);
+  s.bind(0, address, () => {
+    s.setMulticastInterface(address);
+    const msg = Buffer.from(`M-SEARCH * HTTP/1.1\r\nHOST: 239.255.255.250:1900\r\nMAN: "ssdp:discover"\r\nMX: 1\r\nST: ${st}\r\n\r\n`);
+    const count = Number(repeat);
+    let sent = 0;
+    for (let i = 0; i < count; i++) s.send(msg, 1900, '239.255.255.250', () => sent++);
+    setTimeout(() => {
+      emit({ evt: 'flooded', sent, answers });
+      s.close();
+    }, 4000);
   });
 } else if (mode === 'listen') {
   const s = dgram.createSocket({ type: 'udp4', reuseAddr: true });
