@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
-import { DlnaLab, eventually, http, labUnavailableReason, type LabHub } from './lab';
+import { join } from 'node:path';
+import { DlnaLab, eventually, http, labUnavailableReason, REPO, type LabHub } from './lab';
+import { JsonLines } from '../upnp/processes';
 import { child, isElement, parseXml, text, type XmlElement } from '../../src/dlna/xml';
 import { LAN_IFNAME } from '../upnp/lan';
 import { upnpDeviceId } from '../../src/drivers/upnp/info';
@@ -40,7 +42,14 @@ d('DLNA and speakers that are UPnP renderers', () => {
   beforeAll(async () => {
     if (reason) throw new Error(`the DLNA lab cannot run: ${reason} (SPEAKERHUB_SKIP_LABS=1 skips it)`);
     lab = await DlnaLab.start(['r1']);
-    const den = lab.lan.spawn('r1', 'gmediarender', [
+    await startDen();
+  });
+
+  let den: import('node:child_process').ChildProcess;
+  /** Starts gmediarender "Den" (the same UDN every time) and waits until it is ready. */
+  async function startDen(): Promise<void> {
+    denExit = '';
+    den = lab.lan.spawn('r1', 'gmediarender', [
       '-f',
       'Den',
       '-u',
@@ -68,7 +77,7 @@ d('DLNA and speakers that are UPnP renderers', () => {
         denExit = `exited (${code ?? signal}): ${out.slice(-2000)}`;
       });
     });
-  });
+  }
 
   afterAll(async () => {
     await lab?.stop();
@@ -102,6 +111,25 @@ d('DLNA and speakers that are UPnP renderers', () => {
         'Kitchen',
         'Kitchen (announcements)',
       ]);
+      // The speaker goes (gmediarender stops, saying byebye): its renderers are withdrawn with an
+      // SSDP byebye; it comes back: they are announced again.
+      const denRenderer = (await hub.currentRenderers()).find((r) => r.name === 'Den')!;
+      const listener = new JsonLines<{ evt: string; nts?: string; usn?: string }>(
+        lab.lan.spawn('cp', process.execPath, [join(REPO, 'test/dlna/ssdp.js'), 'listen', lab.lan.host('cp').address]),
+      );
+      await listener.waitFor((e) => e.evt === 'ready', 5000, 'the SSDP listener');
+      den.kill('SIGTERM');
+      await new Promise((r) => den.once('exit', r));
+      await listener.waitFor((e) => e.nts === 'ssdp:byebye' && e.usn === `${denRenderer.udn}::upnp:rootdevice`, 20000, "byebye of Den's renderer");
+      expect((await hub.currentRenderers()).some((r) => r.name === 'Den')).toBe(false);
+      await startDen();
+      await listener.waitFor(
+        (e) => e.nts === 'ssdp:alive' && e.usn === `${denRenderer.udn}::upnp:rootdevice`,
+        30000,
+        "alive of Den's renderer again",
+      );
+      expect((await hub.currentRenderers()).find((r) => r.name === 'Den')?.udn).toBe(denRenderer.udn);
+      listener.child.kill();
     } finally {
       await hub.stop();
     }
