@@ -52,6 +52,8 @@ export class SsdpServer {
   private readonly refused: LimitedLog;
   private readonly onSubnet: (ip: string) => boolean;
   private stopped = false;
+  /** Datagrams handed to the socket and not yet sent (closing the socket would drop them). */
+  private inFlight = 0;
   /** Told the UDN of every other UPnP device heard (NOTIFY alive, answers to our M-SEARCH). */
   onForeignDevice?: (udn: string) => void;
 
@@ -125,9 +127,11 @@ export class SsdpServer {
     // Everything due now: the byebyes go out in paced batches before the sockets close.
     for (const o of this.queue) o.at = 0;
     while (this.queue.length && this.send) {
-      this.flush();
+      // Faster than in normal running: a hub with thousands of renderers must finish its shutdown.
+      this.flush(SEND_PER_TICK * 5);
       if (this.queue.length) await new Promise((r) => setTimeout(r, TICK_MS));
     }
+    for (let waited = 0; this.inFlight > 0 && waited < 1000; waited += 5) await new Promise((r) => setTimeout(r, 5));
     this.stopped = true;
     clearTimeout(this.timer);
     const sockets = [this.listen, this.send].filter((s): s is Socket => !!s);
@@ -149,7 +153,8 @@ export class SsdpServer {
     for (const t of this.notifyTargets(d)) {
       const lines = ['NOTIFY * HTTP/1.1', `HOST: ${SSDP_GROUP}:${SSDP_PORT}`, `NT: ${t.nt}`, `NTS: ${nts}`, `USN: ${t.usn}`];
       if (nts === 'ssdp:alive') lines.push(`CACHE-CONTROL: max-age=${this.maxAgeSeconds}`, `LOCATION: ${d.location}`, `SERVER: ${this.serverHeader}`);
-      this.enqueue({ at: Date.now(), message: Buffer.from(lines.join('\r\n') + '\r\n\r\n'), address: SSDP_GROUP, port: SSDP_PORT });
+      // Not subject to MAX_PENDING: announcements are proportional to the published devices (bounded by the speakers).
+      this.enqueue({ at: Date.now(), message: Buffer.from(lines.join('\r\n') + '\r\n\r\n'), address: SSDP_GROUP, port: SSDP_PORT }, false);
     }
   }
 
@@ -238,9 +243,9 @@ export class SsdpServer {
     return true;
   }
 
-  private enqueue(o: Outgoing): boolean {
+  private enqueue(o: Outgoing, bounded = true): boolean {
     if (this.stopped) return false;
-    if (this.queue.length >= MAX_PENDING) {
+    if (bounded && this.queue.length >= MAX_PENDING) {
       this.refused.warn({ to: o.address, reason: 'answer queue full' });
       return false;
     }
@@ -258,14 +263,16 @@ export class SsdpServer {
     }, TICK_MS);
   }
 
-  private flush(): void {
+  private flush(budget = SEND_PER_TICK): void {
     const now = Date.now();
     let sent = 0;
     const later: Outgoing[] = [];
     for (const o of this.queue) {
-      if (sent < SEND_PER_TICK && o.at <= now) {
+      if (sent < budget && o.at <= now) {
         sent++;
-        this.send?.send(o.message, o.port, o.address, () => undefined);
+        if (!this.send) continue;
+        this.inFlight++;
+        this.send.send(o.message, o.port, o.address, () => this.inFlight--);
       } else later.push(o);
     }
     this.queue = later;
