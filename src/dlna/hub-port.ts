@@ -48,6 +48,8 @@ export interface HubPort {
   playOn(deviceIds: string[], url: string): Promise<void>;
   playParty(url: string): Promise<void>;
   pause(): Promise<void>;
+  /** Resumes paused hub media on these speakers (party: every speaker). */
+  resume(persistentId: string, target: { party: true } | { deviceIds: string[] }): Promise<void>;
   stopPlay(): Promise<void>;
   setVolume(id: string, volume: number): Promise<void>;
   setVolumeAll(volume: number): Promise<void>;
@@ -121,6 +123,11 @@ export class ClientHubPort implements HubPort {
 
   async pause(): Promise<void> {
     await this.run('pause_play', {});
+  }
+
+  async resume(persistentId: string, target: { party: true } | { deviceIds: string[] }): Promise<void> {
+    if ('party' in target) await this.run('resume_hub_media_party_mode', { PersistentID: persistentId });
+    else await this.run('resume_hub_media_selected_speakers', { PersistentID: persistentId, DeviceIDList: target.deviceIds.join(',') });
   }
 
   async stopPlay(): Promise<void> {

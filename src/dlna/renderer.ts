@@ -365,7 +365,14 @@ export class Renderer {
   private async play(speed: string): Promise<Record<string, string>> {
     if (speed.trim() !== '1') throw new UpnpError('ArgumentValueInvalid', 'only Speed 1 is supported');
     if (this.id.kind !== 'announce' && this.mine()) {
-      if (this.hub.playback().state === 'PlayerStatePlaying') return {};
+      const p = this.hub.playback();
+      if (p.state === 'PlayerStatePlaying') return {};
+      // Paused hub media (paused here or by any front end) resumes where it stopped.
+      if (p.state === 'PlayerStatePaused' && p.persistentId) {
+        const target = this.id.kind === 'all' ? ({ party: true } as const) : { deviceIds: [this.id.deviceId!] };
+        await this.command(() => this.hub.resume(p.persistentId!, target));
+        return {};
+      }
     }
     if (!this.uri) throw new UpnpError('TransitionNotAvailable', 'no media: SetAVTransportURI first');
     await this.startPlay();

@@ -201,7 +201,8 @@ export class DlnaLab {
       drivers: options.drivers ?? ['virtual'],
       upnp: { searchIntervalSeconds: 5, requestTimeoutMs: 3000 },
       speakers: { virtual: { count: names.length, names } },
-      media: { samples: false },
+      // The web server's files are hub media too (pause/resume of hub media).
+      media: { samples: false, folders: [join(this.tmp, 'web')] },
       server: { host: this.lan.host(host).address, port: options.port ?? 8090, token: TOKEN },
       network: { interface: LAN_IFNAME },
       dlna: { enabled: options.dlna !== false, ...(typeof options.dlna === 'object' ? options.dlna : {}) },

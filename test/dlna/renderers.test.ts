@@ -186,6 +186,25 @@ d('DLNA renderers', () => {
     }
   });
 
+  test('hub media started by REST: Pause and Play on the renderer pause and resume it', async () => {
+    const { Kitchen } = await ids();
+    const media = (await hub.op('media_list')).MediaList as { PersistentID: string; Title: string }[];
+    const long = media.find((m) => m.Title === 'Long Tone')!;
+    expect((await hub.op('play_hub_media_selected_speakers', { PersistentID: long.PersistentID, DeviceIDList: Kitchen })).Result).toBe('true');
+    const loc = hub.renderer('Kitchen').location;
+    await eventually(
+      async () => field((await soap(loc, 'AVTransport', 'GetTransportInfo', { InstanceID: 0 })).body, 'CurrentTransportState') === 'PLAYING',
+      10000,
+      'PLAYING',
+    );
+    expect((await soap(loc, 'AVTransport', 'Pause', { InstanceID: 0 })).status).toBe(200);
+    expect((await hub.op('playback_status')).PlaybackState).toBe('PlayerStatePaused');
+    expect(field((await soap(loc, 'AVTransport', 'GetTransportInfo', { InstanceID: 0 })).body, 'CurrentTransportState')).toBe('PAUSED_PLAYBACK');
+    expect((await soap(loc, 'AVTransport', 'Play', { InstanceID: 0, Speed: 1 })).status).toBe(200);
+    await eventually(async () => (await hub.op('playback_status')).PlaybackState === 'PlayerStatePlaying', 10000, 'resumed');
+    await hub.op('stop_play');
+  });
+
   test('"All speakers" plays in party mode', async () => {
     const all = hub.renderer('All speakers').location;
     const mark = lab.webMark;
