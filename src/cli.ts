@@ -7,6 +7,7 @@ import { driverHubOptions } from './cli/driver-options';
 import { buildProgram, runCli, type CommandRegistrar } from './cli/program';
 import { mqttHubOptions } from './mqtt/cli-options';
 import { cloudHubOptions, registerCloudCommands } from './cloud/cli';
+import { dlnaHubOptions } from './dlna/cli-options';
 
 /**
  * The `speakerhub` command. This file only lists what plugs in; each part lives in its own
@@ -14,7 +15,7 @@ import { cloudHubOptions, registerCloudCommands } from './cloud/cli';
  */
 
 /** Flags of `speakerhub hub` beyond the core's (e.g. MQTT): each adds options and maps them to config. */
-const HUB_OPTIONS: HubOptionRegistrar[] = [driverHubOptions, mqttHubOptions, cloudHubOptions];
+const HUB_OPTIONS: HubOptionRegistrar[] = [driverHubOptions, mqttHubOptions, cloudHubOptions, dlnaHubOptions];
 
 /** Top-level commands: the hub itself, then the commands that talk to a running hub (e.g. cloud, account). */
 const COMMANDS: CommandRegistrar[] = [hubCommand(HUB_OPTIONS), remoteCommands, (program) => registerCloudCommands(program)];

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CloudLinkConfigSchema } from './cloud-link/config';
+import { DlnaConfigSchema } from './dlna/config';
 import { checkCoreCombinations, ConfigError, configProblems, CoreConfigShape } from './config/schema';
 import { DriverNamesSchema, driverConfigShape, resolveDriverNames } from './drivers/registry';
 import { MqttConfigSchema, PubsubConfigSchema } from './mqtt/config';
@@ -16,6 +17,8 @@ const FRONT_END_PARTS = {
   pubsub: PubsubConfigSchema.prefault({}),
   /** Cloud mode: the hub's link to SpeakerHub Cloud (src/cloud-link). */
   cloud: CloudLinkConfigSchema.prefault({}),
+  /** DLNA renderers: every speaker published as a UPnP MediaRenderer (src/dlna). */
+  dlna: DlnaConfigSchema.prefault({}),
 };
 
 /** The whole configuration, with the embedded defaults `npm start` runs on. */

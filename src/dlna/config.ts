@@ -1,0 +1,32 @@
+import { z } from 'zod';
+
+/**
+ * DLNA renderers (config `dlna`, flag `--dlna`): every speaker the hub drives published as a
+ * UPnP AV MediaRenderer:1. Off by default: nothing multicasts unless it is turned on.
+ */
+export const DlnaConfigSchema = z
+  .object({
+    enabled: z.boolean().default(false),
+    /** TCP port of the renderers' HTTP server (descriptions, SOAP control, GENA); 0: any free port. */
+    port: z.number().int().min(0).max(65535).default(0),
+    /** One renderer "All speakers" whose plays are party-mode plays. */
+    allSpeakers: z.boolean().default(true),
+    /** One renderer "<name> (announcements)" per speaker: every play on it is an announce with restore. */
+    announcementRenderers: z.boolean().default(true),
+    /**
+     * Publish speakers that are themselves UPnP renderers (the upnp driver's) too. Off: a
+     * control point already sees the real renderer, and a second entry of the same speaker
+     * would only confuse it (and a hub's own UPnP driver could find its own renderers).
+     */
+    publishUpnpSpeakers: z.boolean().default(false),
+    /** SSDP max-age (CACHE-CONTROL) in seconds; NOTIFY alive is repeated at a third of it. */
+    maxAgeSeconds: z.number().int().min(60).max(86_400).default(1800),
+    /** GENA subscriptions kept per renderer service, and in all. */
+    maxSubscribersPerService: z.number().int().min(1).max(1000).default(16),
+    maxSubscribers: z.number().int().min(1).max(100_000).default(512),
+    /** Longest GENA subscription granted (a control point asking for more gets this). */
+    maxSubscriptionSeconds: z.number().int().min(60).max(86_400).default(1800),
+  })
+  .strict();
+
+export type DlnaConfig = z.output<typeof DlnaConfigSchema>;

@@ -1,0 +1,168 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from '../logger';
+import { installConnectionLimits } from '../net/connection-limits';
+import type { GenaAnswer } from './gena';
+import type { ServiceName } from './scpd';
+import { MAX_SOAP_BYTES } from './soap';
+
+/**
+ * The renderers' one HTTP server (node:http): device descriptions, SCPDs, the icon, SOAP
+ * control and GENA subscriptions. Bounded: request heads of 8 KiB, bodies of MAX_SOAP_BYTES
+ * (413 beyond, read no further), header and request deadlines, and connection limits per
+ * address and in all (src/net/connection-limits).
+ */
+
+export interface DlnaRoutes {
+  description(slug: string): string | undefined;
+  scpd(service: string): string | undefined;
+  icon(): Buffer;
+  control(slug: string, service: ServiceName, body: string, soapAction: string | undefined): Promise<{ status: number; body: string } | undefined>;
+  event(method: string, slug: string, service: ServiceName, req: IncomingMessage): GenaAnswer | undefined;
+}
+
+export const HTTP_LIMITS = {
+  maxConnections: 256,
+  maxConnectionsPerAddress: 32,
+  maxHeaderSize: 8 * 1024,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 15_000,
+};
+
+const SERVICE_RE = /^\/r\/([A-Za-z0-9_-]{1,64})\/(AVTransport|RenderingControl|ConnectionManager)\/(control|event)$/;
+
+export class DlnaHttpServer {
+  private server?: Server;
+
+  constructor(
+    private readonly routes: DlnaRoutes,
+    private readonly serverHeader: string,
+    private readonly log: Logger,
+  ) {}
+
+  async listen(host: string, port: number): Promise<AddressInfo> {
+    const server = createServer(
+      { maxHeaderSize: HTTP_LIMITS.maxHeaderSize, headersTimeout: HTTP_LIMITS.headersTimeoutMs, requestTimeout: HTTP_LIMITS.requestTimeoutMs },
+      (req, res) => {
+        this.handle(req, res).catch((e: Error) => {
+          this.log.warn({ err: e.message }, 'DLNA: request failed');
+          if (!res.headersSent) this.reply(res, 500, 'text/plain', 'error');
+          else res.destroy();
+        });
+      },
+    );
+    server.keepAliveTimeout = 5000;
+    server.on('clientError', (_e, socket) => {
+      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+      else socket.destroy();
+    });
+    installConnectionLimits(server, HTTP_LIMITS, this.log, 'DLNA');
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    this.server = server;
+    return server.address() as AddressInfo;
+  }
+
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    if (!s) return;
+    await new Promise<void>((resolve) => {
+      s.close(() => resolve());
+      s.closeAllConnections();
+    });
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0];
+    const method = req.method ?? 'GET';
+    if (method === 'GET' || method === 'HEAD') {
+      req.resume();
+      const desc = /^\/r\/([A-Za-z0-9_-]{1,64})\/description\.xml$/.exec(path);
+      if (desc) {
+        const xml = this.routes.description(desc[1]);
+        return xml ? this.reply(res, 200, 'text/xml; charset="utf-8"', xml) : this.reply(res, 404, 'text/plain', 'not found');
+      }
+      const scpd = /^\/scpd\/([A-Za-z]{1,32})\.xml$/.exec(path);
+      if (scpd) {
+        const xml = this.routes.scpd(scpd[1]);
+        return xml ? this.reply(res, 200, 'text/xml; charset="utf-8"', xml) : this.reply(res, 404, 'text/plain', 'not found');
+      }
+      if (path === '/icon.png') return this.reply(res, 200, 'image/png', this.routes.icon());
+      return this.reply(res, 404, 'text/plain', 'not found');
+    }
+    const m = SERVICE_RE.exec(path);
+    if (!m) {
+      req.resume();
+      return this.reply(res, 404, 'text/plain', 'not found');
+    }
+    const [, slug, service, kind] = m as unknown as [string, string, ServiceName, 'control' | 'event'];
+    if (kind === 'event') {
+      req.resume();
+      if (method !== 'SUBSCRIBE' && method !== 'UNSUBSCRIBE') return this.reply(res, 405, 'text/plain', 'method not allowed');
+      const answer = this.routes.event(method, slug, service, req);
+      if (!answer) return this.reply(res, 404, 'text/plain', 'not found');
+      res.writeHead(answer.status, {
+        ...answer.headers,
+        DATE: new Date().toUTCString(),
+        ...(answer.headers['CONTENT-LENGTH'] ? {} : { 'CONTENT-LENGTH': '0' }),
+      });
+      res.end();
+      return;
+    }
+    if (method !== 'POST') {
+      req.resume();
+      return this.reply(res, 405, 'text/plain', 'method not allowed');
+    }
+    const body = await readBody(req, MAX_SOAP_BYTES);
+    if (body === undefined) {
+      // Oversized: answered without reading the rest, and the connection is not kept.
+      res.setHeader('Connection', 'close');
+      this.reply(res, 413, 'text/plain', 'request body too large');
+      req.socket.destroySoon?.();
+      return;
+    }
+    const soapAction = req.headers.soapaction;
+    const out = await this.routes.control(slug, service, body, Array.isArray(soapAction) ? soapAction[0] : soapAction);
+    if (!out) return this.reply(res, 404, 'text/plain', 'not found');
+    this.reply(res, out.status, 'text/xml; charset="utf-8"', out.body, { EXT: '' });
+  }
+
+  private reply(res: ServerResponse, status: number, type: string, body: string | Buffer, extra: Record<string, string> = {}): void {
+    const b = typeof body === 'string' ? Buffer.from(body) : body;
+    res.writeHead(status, { 'Content-Type': type, 'Content-Length': b.length, Server: this.serverHeader, ...extra });
+    res.end(res.req.method === 'HEAD' ? undefined : b);
+  }
+}
+
+/** The body as text, or undefined when it is longer than max bytes (announced or actual). */
+function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > max) return Promise.resolve(undefined);
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (c: Buffer) => {
+      if (over) return;
+      size += c.length;
+      if (size > max) {
+        over = true;
+        parts.length = 0;
+        req.pause();
+        resolve(undefined);
+        return;
+      }
+      parts.push(c);
+    });
+    req.on('end', () => {
+      if (!over) resolve(Buffer.concat(parts).toString('utf8'));
+    });
+    req.on('error', reject);
+  });
+}

@@ -1,0 +1,152 @@
+import type { IncomingMessage } from 'node:http';
+import type { Logger } from '../logger';
+import type { DlnaConfig } from './config';
+import { deviceDescription, iconPng, MODEL_NAME, rendererPath, rendererUdn } from './description';
+import { Gena, propertySetOf } from './gena';
+import type { DlnaRoutes } from './http-server';
+import type { HubChange, HubPort, SpeakerView } from './hub-port';
+import { Renderer, SINK_PROTOCOLS, toUpnpError, type RendererIdentity, type RendererKind } from './renderer';
+import { SERVICES, SERVICE_NAMES, scpdXml, type ServiceName } from './scpd';
+import { parseSoapRequest, soapFault, soapResponse, UpnpError } from './soap';
+import type { SsdpServer } from './ssdp';
+
+/**
+ * The set of published renderers: one per speaker (plus its announcement renderer) and "All
+ * speakers", kept in step with the hub's speakers (SSDP alive when one comes, byebye when it
+ * goes), and the routes of the HTTP server onto them.
+ */
+export class Publisher implements DlnaRoutes {
+  private readonly renderers = new Map<string, Renderer>();
+  /** The friendlyName each renderer was announced with: a renamed speaker is announced again. */
+  private readonly announcedAs = new Map<string, string>();
+  private readonly scpds = new Map<string, string>(SERVICE_NAMES.map((n) => [n, scpdXml(n)]));
+
+  constructor(
+    private readonly hub: HubPort,
+    private readonly config: DlnaConfig,
+    private readonly hubUuid: string,
+    private readonly version: string,
+    private readonly baseUrl: string,
+    private readonly ssdp: SsdpServer,
+    private readonly gena: Gena,
+    private readonly log: Logger,
+  ) {}
+
+  get count(): number {
+    return this.renderers.size;
+  }
+
+  list(): { udn: string; name: string; kind: RendererKind; location: string }[] {
+    return [...this.renderers.values()].map((r) => ({ udn: r.id.udn, name: r.friendlyName, kind: r.id.kind, location: this.location(r) }));
+  }
+
+  /** Whether a speaker gets renderers: active, not one of ours, and not a UPnP renderer already (unless configured). */
+  private publishes(s: SpeakerView): boolean {
+    if (!s.active) return false;
+    // A renderer of this (or another) hub found by a UPnP driver: publishing it again would loop.
+    if (s.modelName === MODEL_NAME) return false;
+    if (!this.config.publishUpnpSpeakers && this.upnpSpeaker(s)) return false;
+    return true;
+  }
+
+  /** Set by the extension: tells the upnp driver's speakers. */
+  upnpSpeaker: (s: SpeakerView) => boolean = () => false;
+
+  hubChanged(c: HubChange): void {
+    if (c.kind === 'speakers') this.reconcile();
+    for (const r of this.renderers.values()) {
+      if ((c.kind === 'volume' || c.kind === 'mute') && r.id.kind !== 'all' && r.id.deviceId !== c.id) continue;
+      r.hubChanged(c);
+    }
+  }
+
+  /** Publishes what should be, withdraws what should not (and renames: a new description for the same UDN). */
+  reconcile(): void {
+    const want = new Map<string, RendererIdentity>();
+    const add = (kind: RendererKind, deviceId?: string) => {
+      const slug = kind === 'all' ? 'all' : `${kind === 'speaker' ? 's' : 'a'}-${deviceId}`;
+      want.set(slug, { kind, slug, deviceId, udn: rendererUdn(this.hubUuid, kind, deviceId) });
+    };
+    if (this.config.allSpeakers) add('all');
+    for (const s of this.hub.speakers()) {
+      if (!this.publishes(s)) continue;
+      add('speaker', s.id);
+      if (this.config.announcementRenderers) add('announce', s.id);
+    }
+    for (const [slug, r] of [...this.renderers]) {
+      if (want.has(slug)) continue;
+      this.renderers.delete(slug);
+      this.announcedAs.delete(slug);
+      this.ssdp.remove(r.id.udn);
+      this.gena.dropKey(slug);
+      this.log.info({ renderer: r.friendlyName, udn: r.id.udn }, 'DLNA renderer withdrawn');
+    }
+    for (const [slug, id] of want) {
+      const known = this.renderers.get(slug);
+      if (known) {
+        // A new name is a new description: byebye and alive, so control points read it again.
+        if (this.announcedAs.get(slug) !== known.friendlyName) {
+          this.ssdp.remove(id.udn);
+          this.ssdp.add({ udn: id.udn, location: this.location(known), services: SERVICE_NAMES.map((n) => SERVICES[n].type) });
+          this.announcedAs.set(slug, known.friendlyName);
+          this.log.info({ renderer: known.friendlyName, udn: id.udn }, 'DLNA renderer renamed');
+        }
+        continue;
+      }
+      const r = new Renderer(id, this.hub, this.log, (service, lc) => this.gena.publish(`${slug}/${service}`, propertySetOf({ LastChange: lc })));
+      this.renderers.set(slug, r);
+      this.announcedAs.set(slug, r.friendlyName);
+      this.ssdp.add({ udn: id.udn, location: this.location(r), services: SERVICE_NAMES.map((n) => SERVICES[n].type) });
+      this.log.info({ renderer: r.friendlyName, udn: id.udn }, 'DLNA renderer published');
+    }
+  }
+
+  private location(r: Renderer): string {
+    return `${this.baseUrl}${rendererPath(r.id.slug)}/description.xml`;
+  }
+
+  // ---- routes --------------------------------------------------------------------------------
+
+  description(slug: string): string | undefined {
+    const r = this.renderers.get(slug);
+    return r && deviceDescription(r.id, r.friendlyName, this.version);
+  }
+
+  scpd(service: string): string | undefined {
+    return this.scpds.get(service);
+  }
+
+  icon(): Buffer {
+    return iconPng();
+  }
+
+  async control(
+    slug: string,
+    service: ServiceName,
+    body: string,
+    soapAction: string | undefined,
+  ): Promise<{ status: number; body: string } | undefined> {
+    const r = this.renderers.get(slug);
+    if (!r) return undefined;
+    try {
+      const req = parseSoapRequest(body, soapAction);
+      if (req.serviceType !== SERVICES[service].type) throw new UpnpError('InvalidAction', `this is ${SERVICES[service].type}`);
+      const out = await r.act(service, req.action, req.args);
+      return { status: 200, body: soapResponse(req.serviceType, req.action, out) };
+    } catch (e) {
+      const err = toUpnpError(e);
+      this.log.debug({ renderer: r.friendlyName, code: err.code, err: err.message }, 'DLNA: action refused');
+      return { status: 500, body: soapFault(err) };
+    }
+  }
+
+  event(method: string, slug: string, service: ServiceName, req: IncomingMessage) {
+    const r = this.renderers.get(slug);
+    if (!r) return undefined;
+    const initial = () =>
+      service === 'ConnectionManager'
+        ? propertySetOf({ SourceProtocolInfo: '', SinkProtocolInfo: SINK_PROTOCOLS, CurrentConnectionIDs: '0' })
+        : propertySetOf({ LastChange: r.initialLastChange(service) });
+    return this.gena.handle(method, `${slug}/${service}`, req.headers, req.socket.remoteAddress ?? '', initial);
+  }
+}

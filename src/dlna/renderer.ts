@@ -1,0 +1,519 @@
+import type { PlaybackSnapshot } from '../core/events';
+import type { Logger } from '../logger';
+import { formatTime, parseTime, readDidl, writeDidl } from './didl';
+import { HubCommandError, type HubChange, type HubPort } from './hub-port';
+import { findAction, type ServiceName, type TransportState } from './scpd';
+import { UpnpError } from './soap';
+import { escapeXml } from './xml';
+
+/**
+ * One published MediaRenderer and its state machine. Three kinds share it:
+ * - 'speaker': plays on one speaker (play_web_media_selected_speakers);
+ * - 'all': "All speakers", party-mode plays;
+ * - 'announce': "<name> (announcements)", every play an `announce` with restore.
+ *
+ * The hub has one music playback at a time (hub-wide, as the specification has it): a
+ * speaker's renderer is PLAYING while that playback includes the speaker, whoever started it
+ * (REST, MQTT, another renderer), and STOPPED otherwise. Its own URI, metadata and next URI
+ * are kept here; what the hub plays is read from the hub's events.
+ */
+
+export type RendererKind = 'speaker' | 'all' | 'announce';
+
+/** What Play waits for before answering; a slower start answers OK and shows in the state. */
+const PLAY_ANSWER_MS = 8000;
+
+/** The audio types the hub's speakers take (GetProtocolInfo): the hub transcodes for those that need it. */
+export const SINK_PROTOCOLS = [
+  'audio/mpeg',
+  'audio/mp4',
+  'audio/aac',
+  'audio/x-aac',
+  'audio/flac',
+  'audio/x-flac',
+  'audio/wav',
+  'audio/x-wav',
+  'audio/L16;rate=44100;channels=2',
+  'audio/ogg',
+  'audio/x-ms-wma',
+  'audio/aiff',
+  'audio/x-aiff',
+  'audio/mpegurl',
+  'audio/x-mpegurl',
+]
+  .map((mime) => `http-get:*:${mime}:*`)
+  .join(',');
+
+/** Evented AVTransport variables, in LastChange order. */
+export const AVT_EVENTED = [
+  'TransportState',
+  'TransportStatus',
+  'PlaybackStorageMedium',
+  'CurrentPlayMode',
+  'TransportPlaySpeed',
+  'NumberOfTracks',
+  'CurrentTrack',
+  'CurrentTrackDuration',
+  'CurrentMediaDuration',
+  'CurrentTrackURI',
+  'CurrentTrackMetaData',
+  'AVTransportURI',
+  'AVTransportURIMetaData',
+  'NextAVTransportURI',
+  'NextAVTransportURIMetaData',
+  'CurrentTransportActions',
+] as const;
+
+export interface RendererIdentity {
+  kind: RendererKind;
+  udn: string;
+  /** Path segment of its URLs (/r/<slug>/…). */
+  slug: string;
+  /** The speaker (for 'speaker' and 'announce'). */
+  deviceId?: string;
+}
+
+export class Renderer {
+  private uri = '';
+  private meta = '';
+  private nextUri = '';
+  private nextMeta = '';
+  private status: 'OK' | 'ERROR_OCCURRED' = 'OK';
+  /** A Play is on its way to the hub. */
+  private pending = false;
+  /** The hub's playback carried this renderer at the last look (for the gapless next). */
+  private wasMine = false;
+  /** Announcement renderer: the announcement it started, and whether it sounds now. */
+  private announcementId?: string;
+  private announcing = false;
+  /** Announcement renderer: the level its announcements speak at (0–50), once a control point set one. */
+  private announceVolume?: number;
+  /** Last values sent per service, so LastChange carries only what changed. */
+  private readonly sent: Record<'AVTransport' | 'RenderingControl', Map<string, string>> = { AVTransport: new Map(), RenderingControl: new Map() };
+
+  constructor(
+    readonly id: RendererIdentity,
+    private readonly hub: HubPort,
+    private readonly log: Logger,
+    /** Called with a service's LastChange document whenever an evented variable changed. */
+    private readonly notify: (service: 'AVTransport' | 'RenderingControl', lastChange: string) => void,
+  ) {}
+
+  get friendlyName(): string {
+    if (this.id.kind === 'all') return 'All speakers';
+    const name = this.hub.speaker(this.id.deviceId!)?.name ?? this.id.deviceId!;
+    return this.id.kind === 'announce' ? `${name} (announcements)` : name;
+  }
+
+  // ---- state ---------------------------------------------------------------------------------
+
+  /** Whether the hub's music playback (or this renderer's announcement) is on this renderer now. */
+  private mine(p: PlaybackSnapshot = this.hub.playback()): boolean {
+    if (this.id.kind === 'announce') return this.announcing;
+    if (p.state === 'PlayerStateStopped') return false;
+    return this.id.kind === 'all' ? true : p.deviceIds.includes(this.id.deviceId!);
+  }
+
+  transportState(): TransportState {
+    const p = this.hub.playback();
+    if (this.mine(p)) {
+      if (this.id.kind === 'announce') return 'PLAYING';
+      return p.state === 'PlayerStatePaused' ? 'PAUSED_PLAYBACK' : 'PLAYING';
+    }
+    if (this.pending) return 'TRANSITIONING';
+    return this.uri ? 'STOPPED' : 'NO_MEDIA_PRESENT';
+  }
+
+  /** The URI and metadata of what plays: ours, or what another front end started on the speaker. */
+  private track(): { uri: string; meta: string } {
+    const p = this.hub.playback();
+    if (this.id.kind !== 'announce' && this.mine(p) && p.url && p.url !== this.uri) return { uri: p.url, meta: writeDidl(p.url, p.title) };
+    return { uri: this.uri, meta: this.meta };
+  }
+
+  private actions(state: TransportState): string {
+    switch (state) {
+      case 'PLAYING':
+        return this.id.kind === 'announce' ? 'Stop' : 'Pause,Stop,Seek' + (this.nextUri ? ',Next' : '');
+      case 'PAUSED_PLAYBACK':
+        return 'Play,Stop';
+      case 'STOPPED':
+        return 'Play' + (this.nextUri ? ',Next' : '');
+      case 'TRANSITIONING':
+        return 'Stop';
+      default:
+        return '';
+    }
+  }
+
+  private avtValues(): Record<(typeof AVT_EVENTED)[number], string> {
+    const state = this.transportState();
+    const t = this.track();
+    return {
+      TransportState: state,
+      TransportStatus: this.status,
+      PlaybackStorageMedium: t.uri ? 'NETWORK' : 'NONE',
+      CurrentPlayMode: 'NORMAL',
+      TransportPlaySpeed: '1',
+      NumberOfTracks: t.uri ? '1' : '0',
+      CurrentTrack: t.uri ? '1' : '0',
+      CurrentTrackDuration: '0:00:00',
+      CurrentMediaDuration: '0:00:00',
+      CurrentTrackURI: t.uri,
+      CurrentTrackMetaData: t.meta,
+      AVTransportURI: t.uri,
+      AVTransportURIMetaData: t.meta,
+      NextAVTransportURI: this.nextUri,
+      NextAVTransportURIMetaData: this.nextMeta,
+      CurrentTransportActions: this.actions(state),
+    };
+  }
+
+  /** 0–50 on the hub's scale. */
+  private volume(): number {
+    if (this.id.kind === 'all') {
+      const active = this.hub.speakers().filter((s) => s.active);
+      return active.length ? Math.round(active.reduce((n, s) => n + s.volume, 0) / active.length) : 0;
+    }
+    if (this.id.kind === 'announce' && this.announceVolume !== undefined) return this.announceVolume;
+    return this.hub.speaker(this.id.deviceId!)?.volume ?? 0;
+  }
+
+  private muted(): boolean {
+    if (this.id.kind !== 'speaker') return false;
+    return this.hub.muted(this.id.deviceId!) ?? false;
+  }
+
+  private rcsValues(): Record<string, string> {
+    return { Volume: String(toUpnpVolume(this.volume())), Mute: this.muted() ? '1' : '0' };
+  }
+
+  /** The full LastChange a new subscriber gets first (UDA: the initial event carries every evented variable). */
+  initialLastChange(service: 'AVTransport' | 'RenderingControl'): string {
+    const values = service === 'AVTransport' ? this.avtValues() : this.rcsValues();
+    return lastChange(service, values);
+  }
+
+  /** Sends LastChange for the variables that changed since the last one. */
+  refresh(): void {
+    for (const service of ['AVTransport', 'RenderingControl'] as const) {
+      const values: Record<string, string> = service === 'AVTransport' ? this.avtValues() : this.rcsValues();
+      const sent = this.sent[service];
+      const changed: Record<string, string> = {};
+      for (const [k, v] of Object.entries(values)) {
+        if (sent.get(k) !== v) {
+          changed[k] = v;
+          sent.set(k, v);
+        }
+      }
+      if (Object.keys(changed).length) this.notify(service, lastChange(service, changed));
+    }
+  }
+
+  /** A change of the hub's state (from its wire events). */
+  hubChanged(c: HubChange): void {
+    if (c.kind === 'playback') this.playbackChanged(c.snapshot);
+    if (c.kind === 'announcement' && c.event.announcementId === this.announcementId) {
+      if (c.event.phase === 'started') this.announcing = true;
+      else {
+        this.announcing = false;
+        if (c.event.phase === 'failed') this.status = 'ERROR_OCCURRED';
+        this.announcementId = undefined;
+      }
+    }
+    if (c.kind !== 'time') this.refresh();
+  }
+
+  private playbackChanged(p: PlaybackSnapshot): void {
+    if (this.id.kind === 'announce') return;
+    const mine = this.mine(p);
+    const ended = this.wasMine && !mine && p.reason === 'ended';
+    this.wasMine = mine;
+    if (mine) this.status = 'OK';
+    if (ended && this.nextUri) {
+      // Gapless next: what SetNextAVTransportURI queued plays when the current track ends.
+      this.advance();
+      void this.startPlay().catch((e: Error) => this.log.warn({ err: e.message, renderer: this.friendlyName }, 'DLNA: next track failed'));
+    }
+  }
+
+  private advance(): void {
+    this.uri = this.nextUri;
+    this.meta = this.nextMeta;
+    this.nextUri = '';
+    this.nextMeta = '';
+  }
+
+  // ---- actions -------------------------------------------------------------------------------
+
+  /** Runs one SOAP action (already checked to exist with its input arguments). */
+  async act(service: ServiceName, action: string, args: Record<string, string>): Promise<Record<string, string | number>> {
+    const spec = findAction(service, action);
+    if (!spec) throw new UpnpError('InvalidAction');
+    for (const name of Object.keys(spec.in)) if (!(name in args)) throw new UpnpError('InvalidArgs', `missing argument ${name}`);
+    if ('InstanceID' in spec.in && args.InstanceID.trim() !== '0') {
+      throw service === 'RenderingControl' ? new UpnpError('NoContents', 'Invalid InstanceID') : new UpnpError('InvalidInstanceId');
+    }
+    if ('Channel' in spec.in && args.Channel !== 'Master') throw new UpnpError('InvalidArgs', 'only the Master channel exists');
+    const out = await this.run(service, action, args);
+    this.refresh();
+    return out;
+  }
+
+  private async run(service: ServiceName, action: string, a: Record<string, string>): Promise<Record<string, string | number>> {
+    switch (`${service}#${action}`) {
+      case 'AVTransport#SetAVTransportURI':
+        return this.setUri(a.CurrentURI, a.CurrentURIMetaData);
+      case 'AVTransport#SetNextAVTransportURI':
+        if (a.NextURI) checkUrl(a.NextURI);
+        this.nextUri = a.NextURI.trim();
+        this.nextMeta = a.NextURIMetaData;
+        return {};
+      case 'AVTransport#Play':
+        return this.play(a.Speed);
+      case 'AVTransport#Pause':
+        return this.pause();
+      case 'AVTransport#Stop':
+        return this.stop();
+      case 'AVTransport#Seek':
+        return this.seek(a.Unit, a.Target);
+      case 'AVTransport#Next':
+        if (!this.nextUri) throw new UpnpError('TransitionNotAvailable', 'no next track');
+        this.advance();
+        await this.startPlay();
+        return {};
+      case 'AVTransport#Previous':
+        throw new UpnpError('TransitionNotAvailable', 'no previous track');
+      case 'AVTransport#SetPlayMode':
+        if (a.NewPlayMode !== 'NORMAL') throw new UpnpError('PlayModeNotSupported');
+        return {};
+      case 'AVTransport#GetTransportInfo':
+        return { CurrentTransportState: this.transportState(), CurrentTransportStatus: this.status, CurrentSpeed: '1' };
+      case 'AVTransport#GetMediaInfo': {
+        const v = this.avtValues();
+        return {
+          NrTracks: v.NumberOfTracks,
+          MediaDuration: v.CurrentMediaDuration,
+          CurrentURI: v.AVTransportURI,
+          CurrentURIMetaData: v.AVTransportURIMetaData,
+          NextURI: v.NextAVTransportURI,
+          NextURIMetaData: v.NextAVTransportURIMetaData,
+          PlayMedium: v.PlaybackStorageMedium,
+          RecordMedium: 'NOT_IMPLEMENTED',
+          WriteStatus: 'NOT_IMPLEMENTED',
+        };
+      }
+      case 'AVTransport#GetPositionInfo': {
+        const v = this.avtValues();
+        const p = this.hub.playback();
+        const rel = this.id.kind !== 'announce' && this.mine(p) ? formatTime(p.timeElapsed) : '0:00:00';
+        return {
+          Track: v.CurrentTrack,
+          TrackDuration: v.CurrentTrackDuration,
+          TrackMetaData: v.CurrentTrackMetaData,
+          TrackURI: v.CurrentTrackURI,
+          RelTime: rel,
+          AbsTime: rel,
+          RelCount: 2147483647,
+          AbsCount: 2147483647,
+        };
+      }
+      case 'AVTransport#GetDeviceCapabilities':
+        return { PlayMedia: 'NETWORK', RecMedia: 'NOT_IMPLEMENTED', RecQualityModes: 'NOT_IMPLEMENTED' };
+      case 'AVTransport#GetTransportSettings':
+        return { PlayMode: 'NORMAL', RecQualityMode: 'NOT_IMPLEMENTED' };
+      case 'AVTransport#GetCurrentTransportActions':
+        return { Actions: this.actions(this.transportState()) };
+      case 'RenderingControl#GetVolume':
+        return { CurrentVolume: toUpnpVolume(this.volume()) };
+      case 'RenderingControl#SetVolume':
+        return this.setVolume(a.DesiredVolume);
+      case 'RenderingControl#GetMute':
+        return { CurrentMute: this.muted() ? '1' : '0' };
+      case 'RenderingControl#SetMute':
+        return this.setMute(a.DesiredMute);
+      case 'RenderingControl#ListPresets':
+        return { CurrentPresetNameList: 'FactoryDefaults' };
+      case 'RenderingControl#SelectPreset':
+        if (a.PresetName !== 'FactoryDefaults') throw new UpnpError('InvalidArgs', 'unknown preset');
+        return {};
+      case 'ConnectionManager#GetProtocolInfo':
+        return { Source: '', Sink: SINK_PROTOCOLS };
+      case 'ConnectionManager#GetCurrentConnectionIDs':
+        return { ConnectionIDs: '0' };
+      case 'ConnectionManager#GetCurrentConnectionInfo':
+        if (a.ConnectionID.trim() !== '0') throw new UpnpError('InvalidConnectionReference');
+        return { RcsID: 0, AVTransportID: 0, ProtocolInfo: '', PeerConnectionManager: '', PeerConnectionID: -1, Direction: 'Input', Status: 'OK' };
+      default:
+        throw new UpnpError('InvalidAction');
+    }
+  }
+
+  private async setUri(uri: string, meta: string): Promise<Record<string, string>> {
+    const url = uri.trim();
+    if (url) checkUrl(url);
+    const playing = this.transportState() === 'PLAYING' && this.id.kind !== 'announce';
+    this.uri = url;
+    this.meta = meta;
+    this.status = 'OK';
+    this.log.debug({ renderer: this.friendlyName, title: readDidl(meta).title }, 'DLNA: URI set');
+    // A new URI while playing replaces the track at once (as renderers do); otherwise it waits for Play.
+    if (playing && url) await this.startPlay();
+    return {};
+  }
+
+  private async play(speed: string): Promise<Record<string, string>> {
+    if (speed.trim() !== '1') throw new UpnpError('ArgumentValueInvalid', 'only Speed 1 is supported');
+    if (this.id.kind !== 'announce' && this.mine()) {
+      const p = this.hub.playback();
+      if (p.state === 'PlayerStatePlaying') return {};
+      // Paused hub media (paused here or by any front end) resumes where it stopped.
+      if (p.state === 'PlayerStatePaused' && p.persistentId) {
+        const target = this.id.kind === 'all' ? ({ party: true } as const) : { deviceIds: [this.id.deviceId!] };
+        await this.command(() => this.hub.resume(p.persistentId!, target));
+        return {};
+      }
+    }
+    if (!this.uri) throw new UpnpError('TransitionNotAvailable', 'no media: SetAVTransportURI first');
+    await this.startPlay();
+    return {};
+  }
+
+  /** Starts this renderer's URI on the hub; answers once the hub started it (or after PLAY_ANSWER_MS). */
+  private async startPlay(): Promise<void> {
+    const url = this.uri;
+    this.pending = true;
+    this.status = 'OK';
+    this.refresh();
+    const started = (async () => {
+      try {
+        if (this.id.kind === 'all') await this.hub.playParty(url);
+        else if (this.id.kind === 'speaker') await this.hub.playOn([this.id.deviceId!], url);
+        else {
+          this.announcementId = await this.hub.announce(this.id.deviceId!, url, this.announceVolume);
+        }
+      } catch (e) {
+        this.status = 'ERROR_OCCURRED';
+        throw toUpnpError(e);
+      } finally {
+        this.pending = false;
+        this.refresh();
+      }
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    const slow = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, PLAY_ANSWER_MS);
+    });
+    // A start that fails after the answer still shows in the state (ERROR_OCCURRED); not unhandled.
+    started.catch(() => undefined);
+    try {
+      await Promise.race([started, slow]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async pause(): Promise<Record<string, string>> {
+    if (this.id.kind === 'announce' || !this.mine()) throw new UpnpError('TransitionNotAvailable', 'not playing');
+    await this.command(() => this.hub.pause());
+    return {};
+  }
+
+  private async stop(): Promise<Record<string, string>> {
+    // An announcement cannot be cut short alone (stop_play would end the music too): it plays out.
+    if (this.id.kind !== 'announce' && this.mine()) await this.command(() => this.hub.stopPlay());
+    return {};
+  }
+
+  /** The hub cannot seek within a track: only "where it is" and "from the start" are honoured. */
+  private async seek(unit: string, target: string): Promise<Record<string, string>> {
+    if (unit !== 'REL_TIME' && unit !== 'ABS_TIME') throw new UpnpError('SeekModeNotSupported');
+    const to = parseTime(target);
+    if (to === undefined) throw new UpnpError('IllegalSeekTarget', 'target is not H:MM:SS');
+    if (this.id.kind === 'announce' || !this.mine()) throw new UpnpError('TransitionNotAvailable', 'not playing');
+    const at = this.hub.playback().timeElapsed;
+    if (Math.abs(to - at) <= 1) return {};
+    if (to === 0 && this.uri) {
+      await this.startPlay();
+      return {};
+    }
+    throw new UpnpError('IllegalSeekTarget', 'the hub plays tracks from the start only');
+  }
+
+  private async setVolume(desired: string): Promise<Record<string, string>> {
+    if (!/^\d{1,3}$/.test(desired.trim()) || Number(desired) > 100) throw new UpnpError('ArgumentValueOutOfRange', 'Volume is 0–100');
+    const v = toHubVolume(Number(desired));
+    if (this.id.kind === 'announce') this.announceVolume = v;
+    else if (this.id.kind === 'all') await this.command(() => this.hub.setVolumeAll(v));
+    else await this.command(() => this.hub.setVolume(this.id.deviceId!, v));
+    return {};
+  }
+
+  private async setMute(desired: string): Promise<Record<string, string>> {
+    const d = desired.trim().toLowerCase();
+    if (!['0', '1', 'true', 'false', 'yes', 'no'].includes(d)) throw new UpnpError('InvalidArgs', 'DesiredMute is 0 or 1');
+    const mute = d === '1' || d === 'true' || d === 'yes';
+    if (this.id.kind !== 'speaker') {
+      if (mute) throw new UpnpError('ActionFailed', 'mute is per speaker: use the speaker’s own renderer');
+      return {};
+    }
+    await this.command(() => this.hub.setMute(this.id.deviceId!, mute));
+    return {};
+  }
+
+  private async command(fn: () => Promise<void>): Promise<void> {
+    try {
+      await fn();
+    } catch (e) {
+      throw toUpnpError(e);
+    }
+  }
+}
+
+/** UPnP's 0–100 onto the hub's 0–50, and back (round trips stay put). */
+export function toHubVolume(v: number): number {
+  return Math.max(0, Math.min(50, Math.round(v / 2)));
+}
+export function toUpnpVolume(v: number): number {
+  return Math.max(0, Math.min(100, v * 2));
+}
+
+function checkUrl(url: string): void {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new UpnpError('ResourceNotFound', 'not a URL');
+  }
+  if (!['http:', 'https:', 'rtsp:', 'mms:'].includes(u.protocol)) throw new UpnpError('IllegalMimeType', `cannot play ${u.protocol} URLs`);
+}
+
+/** A refused hub operation as the UPnP error a control point understands. */
+export function toUpnpError(e: unknown): UpnpError {
+  if (e instanceof UpnpError) return e;
+  if (e instanceof HubCommandError) {
+    switch (e.code) {
+      case 'MediaNotFound':
+      case 'MediaUrlRefused':
+      case 'PlaybackFailed':
+        return new UpnpError('ResourceNotFound', e.message);
+      case 'UnsupportedScheme':
+        return new UpnpError('IllegalMimeType', e.message);
+      case 'InvalidParameter':
+        return new UpnpError('ArgumentValueInvalid', e.message);
+      default:
+        return new UpnpError('ActionFailed', e.message);
+    }
+  }
+  return new UpnpError('ActionFailed', (e as Error)?.message ?? 'failed');
+}
+
+const LAST_CHANGE_NS = { AVTransport: 'urn:schemas-upnp-org:metadata-1-0/AVT/', RenderingControl: 'urn:schemas-upnp-org:metadata-1-0/RCS/' };
+
+/** A LastChange document (its own XML, escaped once more when it goes into the property set). */
+export function lastChange(service: 'AVTransport' | 'RenderingControl', values: Record<string, string>): string {
+  const vars = Object.entries(values)
+    .map(([k, v]) => (service === 'RenderingControl' ? `<${k} channel="Master" val="${escapeXml(v)}"/>` : `<${k} val="${escapeXml(v)}"/>`))
+    .join('');
+  return `<Event xmlns="${LAST_CHANGE_NS[service]}"><InstanceID val="0">${vars}</InstanceID></Event>`;
+}

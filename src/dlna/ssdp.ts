@@ -1,0 +1,305 @@
+import { createSocket, type Socket } from 'node:dgram';
+import { networkInterfaces } from 'node:os';
+import type { Logger } from '../logger';
+import { LimitedLog } from '../logging/limited-log';
+
+/**
+ * The renderers' half of SSDP: answers M-SEARCH and announces (NOTIFY alive/byebye) on one
+ * interface only — bound to its address, multicast out of it, group membership on it, and
+ * datagrams from other subnets ignored (the kernel hands group traffic of every interface to a
+ * socket on port 1900).
+ *
+ * Bounded: at most MAX_PENDING answers wait to be sent, a sender gets at most
+ * SEARCHES_PER_SOURCE searches answered per second, and everything leaves through one paced
+ * queue (SEND_PER_TICK datagrams per TICK_MS), so a flood of M-SEARCHes costs neither memory
+ * nor a packet storm.
+ */
+
+export const SSDP_GROUP = '239.255.255.250';
+export const SSDP_PORT = 1900;
+
+export const MEDIA_RENDERER = 'urn:schemas-upnp-org:device:MediaRenderer:1';
+
+export interface SsdpDevice {
+  udn: string;
+  location: string;
+  /** Service types of the device. */
+  services: string[];
+}
+
+const MAX_PENDING = 4000;
+const SEARCHES_PER_SOURCE = 10;
+const MAX_SOURCES = 1024;
+const TICK_MS = 20;
+const SEND_PER_TICK = 20;
+const MULTICAST_TTL = 2;
+
+interface Outgoing {
+  at: number;
+  message: Buffer;
+  address: string;
+  port: number;
+}
+
+export class SsdpServer {
+  private listen?: Socket;
+  private send?: Socket;
+  private readonly devices = new Map<string, SsdpDevice>();
+  private queue: Outgoing[] = [];
+  private timer?: NodeJS.Timeout;
+  private alive?: NodeJS.Timeout;
+  private readonly perSource = new Map<string, { windowStart: number; count: number }>();
+  private readonly refused: LimitedLog;
+  private readonly onSubnet: (ip: string) => boolean;
+  private stopped = false;
+  /** Datagrams handed to the socket and not yet sent (closing the socket would drop them). */
+  private inFlight = 0;
+  /** Told the UDN of every other UPnP device heard (NOTIFY alive, answers to our M-SEARCH). */
+  onForeignDevice?: (udn: string) => void;
+
+  constructor(
+    private readonly address: string,
+    private readonly maxAgeSeconds: number,
+    private readonly serverHeader: string,
+    private readonly log: Logger,
+  ) {
+    this.onSubnet = subnetFilter(address);
+    this.refused = new LimitedLog(log, 'DLNA: M-SEARCH not answered (rate limit)');
+  }
+
+  async start(): Promise<void> {
+    const send = createSocket({ type: 'udp4' });
+    send.on('message', (m, r) => this.heard(m, r.address));
+    send.on('error', (e) => this.log.warn({ err: e.message }, 'DLNA: SSDP send socket error'));
+    await bind(send, { port: 0, address: this.address });
+    send.setMulticastInterface(this.address);
+    send.setMulticastTTL(MULTICAST_TTL);
+    // Off: a SpeakerHub UPnP driver on this machine (this hub's own, with --drivers upnp) must not
+    // hear our NOTIFYs and take our renderers for speakers (a party play would play to itself).
+    send.setMulticastLoopback(false);
+    this.send = send;
+
+    const listen = createSocket({ type: 'udp4', reuseAddr: true });
+    listen.on('message', (m, r) => this.receive(m, r.address, r.port));
+    listen.on('error', (e) => this.log.warn({ err: e.message }, 'DLNA: SSDP socket error'));
+    await bind(listen, { port: SSDP_PORT, exclusive: false });
+    listen.addMembership(SSDP_GROUP, this.address);
+    this.listen = listen;
+
+    // Re-announce well within max-age, with jitter so that hubs started together do not sync up.
+    const every = (this.maxAgeSeconds * 1000) / 3;
+    const schedule = () => {
+      this.alive = setTimeout(
+        () => {
+          for (const d of this.devices.values()) this.announce(d, 'ssdp:alive');
+          schedule();
+        },
+        every * (0.8 + Math.random() * 0.2),
+      );
+      this.alive.unref();
+    };
+    schedule();
+  }
+
+  /** Adds (or updates) a device and says so on the network. */
+  add(device: SsdpDevice): void {
+    this.devices.set(device.udn, device);
+    this.announce(device, 'ssdp:alive');
+  }
+
+  /** Removes a device, saying byebye. */
+  remove(udn: string): void {
+    const d = this.devices.get(udn);
+    if (!d) return;
+    this.devices.delete(udn);
+    this.announce(d, 'ssdp:byebye');
+  }
+
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  /** Says byebye for every device, waits for those datagrams to leave, closes the sockets. */
+  async stop(): Promise<void> {
+    clearTimeout(this.alive);
+    for (const d of [...this.devices.values()]) this.remove(d.udn);
+    this.queue = this.queue.filter((o) => o.message.includes('ssdp:byebye'));
+    // Everything due now: the byebyes go out in paced batches before the sockets close.
+    for (const o of this.queue) o.at = 0;
+    while (this.queue.length && this.send) {
+      // Faster than in normal running: a hub with thousands of renderers must finish its shutdown.
+      this.flush(SEND_PER_TICK * 5);
+      if (this.queue.length) await new Promise((r) => setTimeout(r, TICK_MS));
+    }
+    for (let waited = 0; this.inFlight > 0 && waited < 1000; waited += 5) await new Promise((r) => setTimeout(r, 5));
+    this.stopped = true;
+    clearTimeout(this.timer);
+    const sockets = [this.listen, this.send].filter((s): s is Socket => !!s);
+    this.listen = undefined;
+    this.send = undefined;
+    await Promise.all(sockets.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  }
+
+  private notifyTargets(d: SsdpDevice): { nt: string; usn: string }[] {
+    return [
+      { nt: 'upnp:rootdevice', usn: `${d.udn}::upnp:rootdevice` },
+      { nt: d.udn, usn: d.udn },
+      { nt: MEDIA_RENDERER, usn: `${d.udn}::${MEDIA_RENDERER}` },
+      ...d.services.map((s) => ({ nt: s, usn: `${d.udn}::${s}` })),
+    ];
+  }
+
+  private announce(d: SsdpDevice, nts: 'ssdp:alive' | 'ssdp:byebye'): void {
+    for (const t of this.notifyTargets(d)) {
+      const lines = ['NOTIFY * HTTP/1.1', `HOST: ${SSDP_GROUP}:${SSDP_PORT}`, `NT: ${t.nt}`, `NTS: ${nts}`, `USN: ${t.usn}`];
+      if (nts === 'ssdp:alive') lines.push(`CACHE-CONTROL: max-age=${this.maxAgeSeconds}`, `LOCATION: ${d.location}`, `SERVER: ${this.serverHeader}`);
+      // Not subject to MAX_PENDING: announcements are proportional to the published devices (bounded by the speakers).
+      this.enqueue({ at: Date.now(), message: Buffer.from(lines.join('\r\n') + '\r\n\r\n'), address: SSDP_GROUP, port: SSDP_PORT }, false);
+    }
+  }
+
+  private receive(datagram: Buffer, from: string, port: number): void {
+    if (this.stopped || !this.onSubnet(from) || datagram.length > 4096) return;
+    const text = datagram.toString('latin1');
+    if (/^NOTIFY \* HTTP\/1\.[01]\r?\n/i.test(text)) return this.heard(datagram, from);
+    if (!/^M-SEARCH \* HTTP\/1\.[01]\r?\n/i.test(text)) return;
+    const headers: Record<string, string> = {};
+    for (const line of text.split(/\r?\n/).slice(1)) {
+      const i = line.indexOf(':');
+      if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] ??= line.slice(i + 1).trim();
+    }
+    if (headers.man?.replace(/"/g, '') !== 'ssdp:discover' || !headers.st) return;
+    // The same rule for searches: a SpeakerHub on this very address is not answered; other
+    // control points on this machine (a Home Assistant beside the hub) are.
+    if (from === this.address && /SpeakerHub/i.test(headers['user-agent'] ?? '')) return;
+    if (!this.admit(from)) return;
+    // MX (1–5 s) spreads the answers of many devices; a unicast search without MX is answered at once.
+    const mx = Math.max(0, Math.min(5, Number.parseInt(headers.mx ?? '0', 10) || 0));
+    const st = headers.st;
+    for (const d of this.devices.values()) {
+      for (const t of this.notifyTargets(d)) {
+        if (st !== 'ssdp:all' && st !== t.nt) continue;
+        const message = [
+          'HTTP/1.1 200 OK',
+          `CACHE-CONTROL: max-age=${this.maxAgeSeconds}`,
+          `DATE: ${new Date().toUTCString()}`,
+          'EXT:',
+          `LOCATION: ${d.location}`,
+          `SERVER: ${this.serverHeader}`,
+          `ST: ${t.nt}`,
+          `USN: ${t.usn}`,
+          'CONTENT-LENGTH: 0',
+        ].join('\r\n');
+        const at = Date.now() + Math.floor(Math.random() * mx * 1000 * 0.5);
+        if (!this.enqueue({ at, message: Buffer.from(message + '\r\n\r\n'), address: from, port })) return;
+      }
+    }
+  }
+
+  /** Searches the LAN once for devices of a type (answers reach onForeignDevice). */
+  search(st: string, mx = 1): void {
+    const msg = [
+      'M-SEARCH * HTTP/1.1',
+      `HOST: ${SSDP_GROUP}:${SSDP_PORT}`,
+      'MAN: "ssdp:discover"',
+      `MX: ${mx}`,
+      `ST: ${st}`,
+      `USER-AGENT: ${this.serverHeader}`,
+    ];
+    this.enqueue({ at: 0, message: Buffer.from(msg.join('\r\n') + '\r\n\r\n'), address: SSDP_GROUP, port: SSDP_PORT });
+  }
+
+  /** Another device's NOTIFY alive or search answer: its UDN, unless it is one of ours. */
+  private heard(datagram: Buffer, from: string): void {
+    if (!this.onForeignDevice || datagram.length > 4096 || !this.onSubnet(from)) return;
+    const text = datagram.toString('latin1');
+    if (/^NOTIFY/i.test(text) && !/\r?\nNTS:\s*ssdp:alive/i.test(text)) return;
+    const usn = /\r?\nUSN:\s*(uuid:[^\r\n]+)/i.exec(text)?.[1];
+    if (!usn) return;
+    const i = usn.indexOf('::');
+    const udn = (i >= 0 ? usn.slice(0, i) : usn).trim();
+    if (!this.devices.has(udn)) this.onForeignDevice(udn);
+  }
+
+  /** Per-source rate limit of answered searches (the table of sources is bounded too). */
+  private admit(from: string): boolean {
+    const now = Date.now();
+    let e = this.perSource.get(from);
+    if (!e || now - e.windowStart >= 1000) {
+      if (!e && this.perSource.size >= MAX_SOURCES) {
+        for (const [k, v] of this.perSource) if (now - v.windowStart >= 1000) this.perSource.delete(k);
+        if (this.perSource.size >= MAX_SOURCES) {
+          this.refused.warn({ from, reason: 'too many senders' });
+          return false;
+        }
+      }
+      e = { windowStart: now, count: 0 };
+      this.perSource.set(from, e);
+    }
+    if (++e.count > SEARCHES_PER_SOURCE) {
+      this.refused.warn({ from, reason: 'searches per second' });
+      return false;
+    }
+    return true;
+  }
+
+  private enqueue(o: Outgoing, bounded = true): boolean {
+    if (this.stopped) return false;
+    if (bounded && this.queue.length >= MAX_PENDING) {
+      this.refused.warn({ to: o.address, reason: 'answer queue full' });
+      return false;
+    }
+    this.queue.push(o);
+    this.tick();
+    return true;
+  }
+
+  private tick(): void {
+    if (this.timer || this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.flush();
+      if (this.queue.length) this.tick();
+    }, TICK_MS);
+  }
+
+  private flush(budget = SEND_PER_TICK): void {
+    const now = Date.now();
+    let sent = 0;
+    const later: Outgoing[] = [];
+    for (const o of this.queue) {
+      if (sent < budget && o.at <= now) {
+        sent++;
+        if (!this.send) continue;
+        this.inFlight++;
+        this.send.send(o.message, o.port, o.address, () => this.inFlight--);
+      } else later.push(o);
+    }
+    this.queue = later;
+  }
+}
+
+function bind(socket: Socket, options: { port: number; address?: string; exclusive?: boolean }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    socket.once('error', reject);
+    socket.bind(options, () => {
+      socket.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+function toInt(ip: string): number {
+  return ip.split('.').reduce((n, part) => ((n << 8) | Number(part)) >>> 0, 0);
+}
+
+/** "On the subnet of that local address" (searches from elsewhere are not ours to answer). */
+export function subnetFilter(address: string): (ip: string) => boolean {
+  const entry = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a?.family === 'IPv4' && a.address === address);
+  if (!entry) return () => true;
+  const mask = toInt(entry.netmask);
+  const net = toInt(address) & mask;
+  return (ip) => /^\d+\.\d+\.\d+\.\d+$/.test(ip) && (toInt(ip) & mask) === net;
+}

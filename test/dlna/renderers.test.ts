@@ -1,0 +1,527 @@
+import { join } from 'node:path';
+import { DlnaLab, eventually, field, http, MrcClient, REPO, soap, labUnavailableReason, type LabHub } from './lab';
+import { JsonLines } from '../upnp/processes';
+
+/**
+ * The published renderers against control points no one here wrote (upnp-mediarenderer-client,
+ * GUPnP, the hub's own UPnP driver in hub B), on a private LAN of network namespaces. Hub A
+ * drives virtual speakers that really fetch what they play: a play is proven by the web
+ * server seeing hub A fetch the URL.
+ */
+
+const reason = labUnavailableReason();
+const SKIP = !!reason && process.env.SPEAKERHUB_SKIP_LABS === '1';
+const d = SKIP ? describe.skip : describe;
+jest.setTimeout(120_000);
+
+d('DLNA renderers', () => {
+  let lab: DlnaLab;
+  let hub: LabHub;
+  let notifies: JsonLines<{ evt: string; nt?: string; nts?: string; usn?: string; location?: string }>;
+  let hubAddress: string;
+
+  beforeAll(async () => {
+    if (reason) throw new Error(`the DLNA lab cannot run: ${reason} (SPEAKERHUB_SKIP_LABS=1 skips it)`);
+    lab = await DlnaLab.start();
+    // Listening before hub A starts: its alive announcements are heard.
+    notifies = new JsonLines(lab.lan.spawn('cp', process.execPath, [join(REPO, 'test/dlna/ssdp.js'), 'listen', lab.lan.host('cp').address]));
+    await notifies.waitFor((e) => e.evt === 'ready', 5000, 'the SSDP listener');
+    hub = await lab.startHubA(['Kitchen', 'Living Room']);
+    hubAddress = lab.lan.host('hub').address;
+  });
+
+  afterAll(async () => {
+    await lab?.stop();
+  });
+
+  const ids = async () => {
+    const list = (await hub.op('device_list')).DeviceList as { DeviceID: string; DeviceName: string; IsPlaying: boolean }[];
+    return Object.fromEntries(list.map((x) => [x.DeviceName, x.DeviceID]));
+  };
+
+  test('publishes a renderer per speaker, an announcement renderer per speaker and "All speakers", and announces them', async () => {
+    expect(hub.renderers.map((r) => r.name).sort()).toEqual([
+      'All speakers',
+      'Kitchen',
+      'Kitchen (announcements)',
+      'Living Room',
+      'Living Room (announcements)',
+    ]);
+    const kitchen = hub.renderer('Kitchen');
+    await notifies.waitFor(
+      (e) =>
+        e.nts === 'ssdp:alive' &&
+        e.nt === 'urn:schemas-upnp-org:device:MediaRenderer:1' &&
+        e.usn === `${kitchen.udn}::urn:schemas-upnp-org:device:MediaRenderer:1`,
+      10000,
+      "Kitchen's NOTIFY alive",
+    );
+    const desc = await http('GET', kitchen.location);
+    expect(desc.status).toBe(200);
+    expect(field(desc.body, 'friendlyName')).toBe('Kitchen');
+    expect(field(desc.body, 'UDN')).toBe(kitchen.udn);
+    expect(field(desc.body, 'deviceType')).toBe('urn:schemas-upnp-org:device:MediaRenderer:1');
+    const icon = await http('GET', new URL('/icon.png', kitchen.location).toString());
+    expect(icon.status).toBe(200);
+    expect(icon.headers['content-type']).toBe('image/png');
+  });
+
+  test('answers M-SEARCH for ssdp:all, rootdevice, its UUID, the device type and each service type', async () => {
+    const kitchen = hub.renderer('Kitchen');
+    const search = async (st: string, expectUsn: string, alsoUsn?: string) => {
+      const s = new JsonLines<{ evt: string; st?: string; usn?: string; location?: string; from?: string }>(
+        lab.lan.spawn('cp', process.execPath, [join(REPO, 'test/dlna/ssdp.js'), 'search', lab.lan.host('cp').address, st, '3']),
+      );
+      try {
+        const a = await s.waitFor((e) => e.evt === 'answer' && e.usn === expectUsn, 10000, `an answer to ST ${st}`);
+        expect(a.location).toBe(kitchen.location);
+        expect(a.from).toBe(hubAddress);
+        if (alsoUsn) await s.waitFor((e) => e.evt === 'answer' && e.usn === alsoUsn, 10000, `an answer to ST ${st} with ${alsoUsn}`);
+        const answers = s.events.filter((e) => e.evt === 'answer');
+        // Only answers of the ST asked for.
+        if (st !== 'ssdp:all') expect(answers.every((x) => x.st === st)).toBe(true);
+        return answers;
+      } finally {
+        s.child.kill();
+      }
+    };
+    await search('upnp:rootdevice', `${kitchen.udn}::upnp:rootdevice`);
+    await search(kitchen.udn, kitchen.udn);
+    await search('urn:schemas-upnp-org:device:MediaRenderer:1', `${kitchen.udn}::urn:schemas-upnp-org:device:MediaRenderer:1`);
+    for (const svc of ['AVTransport', 'RenderingControl', 'ConnectionManager']) {
+      const st = `urn:schemas-upnp-org:service:${svc}:1`;
+      await search(st, `${kitchen.udn}::${st}`);
+    }
+    const want = [
+      'upnp:rootdevice',
+      'urn:schemas-upnp-org:device:MediaRenderer:1',
+      'urn:schemas-upnp-org:service:AVTransport:1',
+      'urn:schemas-upnp-org:service:RenderingControl:1',
+      'urn:schemas-upnp-org:service:ConnectionManager:1',
+      ...hub.renderers.map((r) => r.udn),
+    ];
+    const s = new JsonLines<{ evt: string; st?: string }>(
+      lab.lan.spawn('cp', process.execPath, [join(REPO, 'test/dlna/ssdp.js'), 'search', lab.lan.host('cp').address, 'ssdp:all', '3']),
+    );
+    try {
+      // Every target of every renderer: 5 renderers × (rootdevice, UUID, device type, 3 services).
+      await eventually(
+        () => {
+          const got = s.events.filter((e) => e.evt === 'answer');
+          return want.every((st) => got.some((e) => e.st === st)) && got.length >= hub.renderers.length * 6;
+        },
+        10000,
+        'answers to ssdp:all for every renderer',
+      );
+    } finally {
+      s.child.kill();
+    }
+  });
+
+  test('a play through upnp-mediarenderer-client plays on that speaker: the virtual speaker fetches the URL, REST sees it', async () => {
+    const cp = new MrcClient(lab, hub.renderer('Kitchen').location);
+    try {
+      await cp.ready();
+      const mark = lab.webMark;
+      const url = `${lab.webUrl}/song.mp3`;
+      await cp.call('load', { url, options: { autoplay: true, contentType: 'audio/mpeg', metadata: { title: 'Test Song', type: 'audio' } } });
+      await eventually(() => lab.webGets('/song.mp3', mark).includes(hubAddress), 10000, 'hub A fetching song.mp3');
+      const status = await hub.op('playback_status');
+      expect(status.PlaybackState).toBe('PlayerStatePlaying');
+      const list = (await hub.op('device_list')).DeviceList as { DeviceName: string; IsPlaying: boolean }[];
+      expect(list.find((x) => x.DeviceName === 'Kitchen')!.IsPlaying).toBe(true);
+      expect(list.find((x) => x.DeviceName === 'Living Room')!.IsPlaying).toBe(false);
+      const info = await cp.call('getTransportInfo');
+      expect(info.CurrentTransportState).toBe('PLAYING');
+      // The control point's own metadata comes back (title), and the other speaker's renderer is idle.
+      const media = await soap(hub.renderer('Kitchen').location, 'AVTransport', 'GetMediaInfo', { InstanceID: 0 });
+      expect(field(media.body, 'CurrentURI')).toBe(url);
+      expect(field(media.body, 'CurrentURIMetaData')).toContain('Test Song');
+      const other = await soap(hub.renderer('Living Room').location, 'AVTransport', 'GetTransportInfo', { InstanceID: 0 });
+      expect(field(other.body, 'CurrentTransportState')).toBe('NO_MEDIA_PRESENT');
+      await cp.call('stop');
+      expect((await hub.op('playback_status')).PlaybackState).toBe('PlayerStateStopped');
+    } finally {
+      await cp.close();
+    }
+  });
+
+  test('volume and mute both ways; a REST set_volume_device reaches the control point as a GENA LastChange', async () => {
+    const { Kitchen } = await ids();
+    const cp = new MrcClient(lab, hub.renderer('Kitchen').location);
+    try {
+      await cp.ready();
+      await cp.call('setVolume', { volume: 60 });
+      expect((await hub.op('get_volume_device', { DeviceID: Kitchen })).Volume).toBe('30');
+      await hub.op('set_volume_device', { DeviceID: Kitchen, Volume: '10' });
+      expect(await cp.call('getVolume')).toBe(20);
+
+      await cp.call('subscribe', { service: 'RenderingControl' });
+      // The initial event carries the full state (Volume 20 on 0–100).
+      await eventually(() => cp.events('RenderingControl').some((e) => e.Volume === '20'), 10000, 'the initial RenderingControl event');
+      const mark = cp.lines.events.length;
+      await hub.op('set_volume_device', { DeviceID: Kitchen, Volume: '15' });
+      await eventually(() => cp.events('RenderingControl', mark).some((e) => e.Volume === '30'), 10000, 'LastChange Volume 30 after REST');
+
+      const setMute = await soap(hub.renderer('Kitchen').location, 'RenderingControl', 'SetMute', {
+        InstanceID: 0,
+        Channel: 'Master',
+        DesiredMute: 1,
+      });
+      expect(setMute.status).toBe(200);
+      expect((await hub.op('get_mute_device', { DeviceID: Kitchen })).Mute).toBe('true');
+      await eventually(() => cp.events('RenderingControl', mark).some((e) => e.Mute === '1'), 10000, 'LastChange Mute 1');
+      await hub.op('set_mute_device', { DeviceID: Kitchen, Mute: 'false' });
+      await eventually(
+        async () =>
+          field(
+            (await soap(hub.renderer('Kitchen').location, 'RenderingControl', 'GetMute', { InstanceID: 0, Channel: 'Master' })).body,
+            'CurrentMute',
+          ) === '0',
+        5000,
+        'GetMute 0',
+      );
+    } finally {
+      await cp.close();
+    }
+  });
+
+  test('hub media started by REST: Pause and Play on the renderer pause and resume it', async () => {
+    const { Kitchen } = await ids();
+    const media = (await hub.op('media_list')).MediaList as { PersistentID: string; Title: string }[];
+    const long = media.find((m) => m.Title === 'Long Tone')!;
+    expect((await hub.op('play_hub_media_selected_speakers', { PersistentID: long.PersistentID, DeviceIDList: Kitchen })).Result).toBe('true');
+    const loc = hub.renderer('Kitchen').location;
+    await eventually(
+      async () => field((await soap(loc, 'AVTransport', 'GetTransportInfo', { InstanceID: 0 })).body, 'CurrentTransportState') === 'PLAYING',
+      10000,
+      'PLAYING',
+    );
+    expect((await soap(loc, 'AVTransport', 'Pause', { InstanceID: 0 })).status).toBe(200);
+    expect((await hub.op('playback_status')).PlaybackState).toBe('PlayerStatePaused');
+    expect(field((await soap(loc, 'AVTransport', 'GetTransportInfo', { InstanceID: 0 })).body, 'CurrentTransportState')).toBe('PAUSED_PLAYBACK');
+    expect((await soap(loc, 'AVTransport', 'Play', { InstanceID: 0, Speed: 1 })).status).toBe(200);
+    await eventually(async () => (await hub.op('playback_status')).PlaybackState === 'PlayerStatePlaying', 10000, 'resumed');
+    await hub.op('stop_play');
+  });
+
+  test('"All speakers" plays in party mode', async () => {
+    const all = hub.renderer('All speakers').location;
+    const mark = lab.webMark;
+    const url = `${lab.webUrl}/long.wav`;
+    expect((await soap(all, 'AVTransport', 'SetAVTransportURI', { InstanceID: 0, CurrentURI: url, CurrentURIMetaData: '' })).status).toBe(200);
+    expect((await soap(all, 'AVTransport', 'Play', { InstanceID: 0, Speed: 1 })).status).toBe(200);
+    await eventually(() => lab.webGets('/long.wav', mark).includes(hubAddress), 10000, 'hub A fetching long.wav');
+    await eventually(
+      async () => ((await hub.op('device_list')).DeviceList as { IsPlaying: boolean }[]).every((x) => x.IsPlaying),
+      10000,
+      'every speaker playing',
+    );
+    // Each speaker's own renderer sees the party play as its own.
+    for (const name of ['Kitchen', 'Living Room']) {
+      const info = await soap(hub.renderer(name).location, 'AVTransport', 'GetPositionInfo', { InstanceID: 0 });
+      expect(field(info.body, 'TrackURI')).toBe(url);
+    }
+    expect((await soap(all, 'AVTransport', 'Stop', { InstanceID: 0 })).status).toBe(200);
+    expect((await hub.op('playback_status')).PlaybackState).toBe('PlayerStateStopped');
+  });
+
+  test('announcement renderer: music on, a play on "Kitchen (announcements)" is an announce, the music comes back', async () => {
+    const { Kitchen } = await ids();
+    const music = `${lab.webUrl}/song.mp3`;
+    expect((await hub.op('play_web_media_selected_speakers', { MediaUrl: music, DeviceIDList: Kitchen })).Result).toBe('true');
+    await eventually(async () => (await hub.op('playback_status')).PlaybackState === 'PlayerStatePlaying', 10000, 'the music playing');
+    const ann = hub.renderer('Kitchen (announcements)').location;
+    const cp = new MrcClient(lab, ann);
+    try {
+      await cp.ready();
+      await cp.call('subscribe', { service: 'AVTransport' });
+      await eventually(() => cp.events('AVTransport').some((e) => e.TransportState), 10000, 'the initial AVTransport event');
+      const mark = lab.webMark;
+      await cp.call('load', { url: `${lab.webUrl}/short.wav`, options: { autoplay: true, contentType: 'audio/wav' } });
+      await eventually(() => lab.webGets('/short.wav', mark).includes(hubAddress), 10000, 'hub A fetching the announcement');
+      await eventually(() => cp.events('AVTransport').some((e) => e.TransportState === 'PLAYING'), 10000, 'PLAYING on the announcement renderer');
+      // Restore: the music rejoins (a web stream restarts: fetched again), the renderer goes back to STOPPED.
+      await eventually(() => lab.webGets('/song.mp3', mark).includes(hubAddress), 20000, 'the music fetched again after the announcement');
+      await eventually(() => cp.events('AVTransport').some((e) => e.TransportState === 'STOPPED'), 20000, 'STOPPED after the announcement');
+      const status = await hub.op('playback_status');
+      expect(status.PlaybackState).toBe('PlayerStatePlaying');
+      const info = await soap(hub.renderer('Kitchen').location, 'AVTransport', 'GetPositionInfo', { InstanceID: 0 });
+      expect(field(info.body, 'TrackURI')).toBe(music);
+    } finally {
+      await cp.close();
+      await hub.op('stop_play');
+    }
+  });
+
+  test('SetNextAVTransportURI: the next track plays when the current one ends', async () => {
+    const loc = hub.renderer('Living Room').location;
+    const mark = lab.webMark;
+    await soap(loc, 'AVTransport', 'SetAVTransportURI', { InstanceID: 0, CurrentURI: `${lab.webUrl}/short.wav`, CurrentURIMetaData: '' });
+    await soap(loc, 'AVTransport', 'SetNextAVTransportURI', { InstanceID: 0, NextURI: `${lab.webUrl}/next.wav`, NextURIMetaData: '' });
+    expect((await soap(loc, 'AVTransport', 'Play', { InstanceID: 0, Speed: 1 })).status).toBe(200);
+    await eventually(() => lab.webGets('/next.wav', mark).includes(hubAddress), 20000, 'hub A fetching next.wav after short.wav ended');
+    expect(lab.webGets('/short.wav', mark)).toContain(hubAddress);
+    await eventually(
+      async () => field((await soap(loc, 'AVTransport', 'GetPositionInfo', { InstanceID: 0 })).body, 'TrackURI') === `${lab.webUrl}/next.wav`,
+      10000,
+      'next.wav as the current track',
+    );
+    await hub.op('stop_play');
+  });
+
+  describe('bad input', () => {
+    const control = () => hub.renderer('Kitchen').location.replace(/description\.xml$/, 'AVTransport/control');
+    const errorCode = (body: string) => field(body, 'errorCode');
+
+    test('malformed SOAP, unknown actions and bad arguments are UPnP errors; the hub goes on', async () => {
+      const loc = hub.renderer('Kitchen').location;
+      const AVT = 'urn:schemas-upnp-org:service:AVTransport:1';
+      const malformed = await http('POST', control(), { SOAPACTION: `"${AVT}#Play"` }, '<s:Envelope><s:Body><u:Play>');
+      expect(malformed.status).toBe(500);
+      expect(errorCode(malformed.body)).toBe('402');
+      const entity = await http(
+        'POST',
+        control(),
+        { SOAPACTION: `"${AVT}#Play"` },
+        '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><s:Envelope><s:Body><u:Play><InstanceID>&b;</InstanceID></u:Play></s:Body></s:Envelope>',
+      );
+      expect(errorCode(entity.body)).toBe('402');
+      const noHeader = await http('POST', control(), {}, '<x/>');
+      expect(errorCode(noHeader.body)).toBe('401');
+      expect(errorCode((await soap(loc, 'AVTransport', 'SelfDestruct', { InstanceID: 0 })).body)).toBe('401');
+      expect(errorCode((await soap(loc, 'AVTransport', 'Play', { InstanceID: 0 })).body)).toBe('402');
+      expect(errorCode((await soap(loc, 'AVTransport', 'Play', { InstanceID: 7, Speed: 1 })).body)).toBe('718');
+      expect(errorCode((await soap(loc, 'AVTransport', 'Seek', { InstanceID: 0, Unit: 'TRACK_NR', Target: '2' })).body)).toBe('710');
+      expect(errorCode((await soap(loc, 'AVTransport', 'Seek', { InstanceID: 0, Unit: 'REL_TIME', Target: 'soon' })).body)).toBe('711');
+      expect(errorCode((await soap(loc, 'AVTransport', 'Previous', { InstanceID: 0 })).body)).toBe('701');
+      expect(
+        errorCode(
+          (await soap(loc, 'AVTransport', 'SetAVTransportURI', { InstanceID: 0, CurrentURI: 'file:///etc/passwd', CurrentURIMetaData: '' })).body,
+        ),
+      ).toBe('714');
+      expect(errorCode((await soap(loc, 'RenderingControl', 'SetVolume', { InstanceID: 0, Channel: 'Master', DesiredVolume: 101 })).body)).toBe(
+        '601',
+      );
+      expect(errorCode((await soap(loc, 'ConnectionManager', 'GetCurrentConnectionInfo', { ConnectionID: 3 })).body)).toBe('706');
+      // A URL the speaker cannot fetch: Play fails with 716 and the state says so.
+      await soap(loc, 'AVTransport', 'SetAVTransportURI', { InstanceID: 0, CurrentURI: `${lab.webUrl}/missing.mp3`, CurrentURIMetaData: '' });
+      const play = await soap(loc, 'AVTransport', 'Play', { InstanceID: 0, Speed: 1 });
+      expect(errorCode(play.body)).toBe('716');
+      expect(field((await soap(loc, 'AVTransport', 'GetTransportInfo', { InstanceID: 0 })).body, 'CurrentTransportStatus')).toBe('ERROR_OCCURRED');
+      expect((await hub.op('device_count')).Result ?? 'true').toBeTruthy();
+    });
+
+    test('an oversized body is refused with 413 without being read', async () => {
+      const big = `<s:Envelope><s:Body><u:Play><InstanceID>${'0'.repeat(200_000)}</InstanceID></u:Play></s:Body></s:Envelope>`;
+      const r = await http('POST', control(), { SOAPACTION: '"urn:schemas-upnp-org:service:AVTransport:1#Play"' }, big).catch((e: Error) => ({
+        status: -1,
+        body: e.message,
+      }));
+      // 413, or the connection closed while the client was still sending: either way, not read.
+      expect([413, -1]).toContain(r.status);
+      expect((await soap(hub.renderer('Kitchen').location, 'AVTransport', 'GetTransportInfo', { InstanceID: 0 })).status).toBe(200);
+    });
+
+    test('an M-SEARCH flood is answered within the per-sender rate, and the hub goes on', async () => {
+      const f = new JsonLines<{ evt: string; sent?: number; answers?: number }>(
+        lab.lan.spawn('cp', process.execPath, [join(REPO, 'test/dlna/ssdp.js'), 'flood', lab.lan.host('cp').address, 'ssdp:all', '2000']),
+      );
+      const r = await f.waitFor((e) => e.evt === 'flooded', 20000, 'the flood to finish');
+      expect(r.sent).toBe(2000);
+      // 5 renderers × 6 targets per search, at most 10 searches a second from one sender: the flood
+      // (one second) gets at most 10–20 searches' worth, not 2,000.
+      expect(r.answers).toBeGreaterThan(0);
+      expect(r.answers).toBeLessThanOrEqual(20 * 30);
+      expect((await soap(hub.renderer('Kitchen').location, 'AVTransport', 'GetTransportInfo', { InstanceID: 0 })).status).toBe(200);
+    });
+
+    test('GENA: a foreign callback is refused, 10,000 SUBSCRIBEs stay bounded, a dead subscriber is dropped', async () => {
+      const ev = hub.renderer('Kitchen').location.replace(/description\.xml$/, 'RenderingControl/event');
+      const root = lab.lan.root.address;
+      const foreign = await http('SUBSCRIBE', ev, { CALLBACK: '<http://10.231.11.99:9/x>', NT: 'upnp:event', TIMEOUT: 'Second-300' });
+      expect(foreign.status).toBe(412);
+      // A subscriber that takes the events and never answers (a listener on our own address that reads nothing back).
+      const sockets = new Set<import('node:net').Socket>();
+      const silent = require('node:net').createServer((sock: import('node:net').Socket) => {
+        sockets.add(sock);
+        sock.on('error', () => undefined);
+        sock.on('close', () => sockets.delete(sock));
+        sock.resume();
+      });
+      await new Promise<void>((r) => silent.listen(0, root, r));
+      const port = silent.address().port;
+      let accepted = 0;
+      let refused = 0;
+      const sids: string[] = [];
+      try {
+        for (let i = 0; i < 10_000; i += 16) {
+          const batch = await Promise.all(
+            Array.from({ length: Math.min(16, 10_000 - i) }, () =>
+              http('SUBSCRIBE', ev, { CALLBACK: `<http://${root}:${port}/cb>`, NT: 'upnp:event', TIMEOUT: 'Second-300' }),
+            ),
+          );
+          for (const r of batch) {
+            if (r.status === 200) {
+              accepted++;
+              sids.push(String(r.headers.sid));
+            } else if (r.status === 503) refused++;
+          }
+        }
+        expect(accepted + refused).toBe(10_000);
+        // At most dlna.maxSubscribersPerService (16 by default) per service; the rest are refused.
+        expect(accepted).toBeGreaterThan(0);
+        expect(accepted).toBeLessThanOrEqual(16);
+        for (const sid of sids) expect((await http('UNSUBSCRIBE', ev, { SID: sid })).status).toBe(200);
+      } finally {
+        silent.close();
+        for (const sock of sockets) sock.destroy();
+      }
+      // A callback where nothing listens: accepted, then dropped when its first event cannot be delivered.
+      const dead = await http('SUBSCRIBE', ev, { CALLBACK: `<http://${root}:9/cb>`, NT: 'upnp:event', TIMEOUT: 'Second-300' });
+      expect(dead.status).toBe(200);
+      await eventually(
+        async () => (await http('SUBSCRIBE', ev, { SID: String(dead.headers.sid), TIMEOUT: 'Second-300' })).status === 412,
+        10000,
+        'the dead subscriber dropped',
+      );
+      // The hub answers as before.
+      expect((await hub.op('playback_status')).PlaybackState).toBeDefined();
+      const r = await soap(hub.renderer('Kitchen').location, 'RenderingControl', 'GetVolume', { InstanceID: 0, Channel: 'Master' });
+      expect(r.status).toBe(200);
+    });
+  });
+
+  test('GUPnP 1.6 (Python GObject introspection) discovers, subscribes and plays', async () => {
+    const py = '/usr/bin/python3';
+    const probe = (() => {
+      try {
+        require('node:child_process').execFileSync(py, ['-c', "import gi; gi.require_version('GUPnP', '1.6'); from gi.repository import GUPnP"], {
+          stdio: 'ignore',
+        });
+        return undefined;
+      } catch {
+        return 'GUPnP 1.6 for Python is missing: apt-get install -y gir1.2-gupnp-1.6 python3-gi';
+      }
+    })();
+    if (probe) throw new Error(probe);
+    const mark = lab.webMark;
+    const g = new JsonLines<{ evt: string; value?: unknown; udn?: string; message?: string }>(
+      lab.lan.spawn('cp', py, [join(REPO, 'test/dlna/cp-gupnp.py'), 'lan0', 'Living Room', `${lab.webUrl}/song.mp3`]),
+    );
+    try {
+      const found = await g.waitFor((e) => e.evt === 'found' || e.evt === 'error', 20000, 'GUPnP finding Living Room');
+      expect(found.udn).toBe(hub.renderer('Living Room').udn);
+      const vol = await g.waitFor((e) => e.evt === 'volume' || e.evt === 'error', 10000, 'GetVolume');
+      expect(typeof vol.value).toBe('number');
+      await g
+        .waitFor((e) => e.evt === 'played' || e.evt === 'error', 15000, 'SetAVTransportURI + Play')
+        .then((e) => expect(e.message).toBeUndefined());
+      await eventually(() => lab.webGets('/song.mp3', mark).includes(hubAddress), 10000, 'hub A fetching what GUPnP played');
+      await g.waitFor((e) => e.evt === 'lastchange' && String(e.value).includes('PLAYING'), 15000, 'a LastChange with PLAYING');
+    } finally {
+      g.child.kill();
+      await hub.op('stop_play');
+    }
+  });
+
+  test("hub B's UPnP driver discovers the renderers and plays to one: hub A's virtual speaker fetches the media", async () => {
+    const b = await lab.startHubB();
+    const bList = await eventually(
+      async () => {
+        const list = (await b.op('device_list')).DeviceList as { DeviceID: string; DeviceName: string; Active: boolean }[];
+        return list.some((x) => x.DeviceName === 'Kitchen' && x.Active) ? list : undefined;
+      },
+      30000,
+      "hub B finding hub A's Kitchen",
+    );
+    const kitchenOnB = bList.find((x) => x.DeviceName === 'Kitchen')!;
+    const mark = lab.webMark;
+    const bMark = b.mark;
+    const play = await b.op('play_web_media_selected_speakers', { MediaUrl: `${lab.webUrl}/long.wav`, DeviceIDList: kitchenOnB.DeviceID });
+    expect(play.Result).toBe('true');
+    // Hub A's virtual Kitchen fetches the audio: from the web server or through hub B's media server.
+    await eventually(
+      () =>
+        lab.webGets('/long.wav', mark).includes(hubAddress) || b.lines.events.slice(bMark).some((e) => e.evt === 'media' && e.from === hubAddress),
+      15000,
+      "hub A's speaker fetching what hub B played",
+    );
+    await eventually(async () => (await hub.op('playback_status')).PlaybackState === 'PlayerStatePlaying', 10000, 'hub A playing');
+    expect((await b.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
+    // Volume from hub B reaches hub A's speaker (B's 0–50 → UPnP 0–100 → A's 0–50).
+    await b.op('set_volume_device', { DeviceID: kitchenOnB.DeviceID, Volume: '40' });
+    const { Kitchen } = await ids();
+    await eventually(async () => (await hub.op('get_volume_device', { DeviceID: Kitchen })).Volume === '40', 10000, "hub A's Kitchen at 40");
+    await b.op('stop_play');
+    await eventually(async () => (await hub.op('playback_status')).PlaybackState === 'PlayerStateStopped', 10000, 'hub A stopped');
+    await b.stop();
+  });
+
+  test('speakerhub hub --dlna names the interface in its banner; without --dlna nothing answers SSDP', async () => {
+    const addr = lab.lan.host('hubb').address;
+    const cli = (args: string[]) =>
+      new JsonLines<{ evt: string }>(
+        lab.lan.spawn('hubb', process.execPath, [
+          join(REPO, 'dist/cli.js'),
+          'hub',
+          '--interface',
+          'lan0',
+          '--host',
+          addr,
+          '--port',
+          '8096',
+          '--no-samples',
+          '--mqtt',
+          'off',
+          '--data',
+          join(lab.tmp, `cli-${args.length}`),
+          ...args,
+        ]),
+      );
+    const stdout = (p: JsonLines<{ evt: string }>) => {
+      let out = '';
+      p.child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+      return () => out;
+    };
+    const on = cli(['--dlna']);
+    const onOut = stdout(on);
+    try {
+      await eventually(() => /DLNA: +\d+ renderers on lan0 \(10\.231\.11\.\d+\)/.test(onOut()), 30000, 'the DLNA banner line');
+      // 3 virtual speakers (the default): 3 + 3 announcement renderers + "All speakers".
+      expect(onOut()).toMatch(/DLNA: +7 renderers on lan0/);
+    } finally {
+      on.child.kill('SIGTERM');
+      await new Promise((r) => on.child.once('exit', r));
+    }
+    const off = cli([]);
+    const offOut = stdout(off);
+    try {
+      await eventually(() => /REST API:/.test(offOut()), 30000, 'the banner of the hub without --dlna');
+      expect(offOut()).not.toMatch(/DLNA: /);
+      expect(offOut()).not.toMatch(/"ext":"dlna"/);
+      // Hub A answers the search (the positive signal); the hub without --dlna never does.
+      const s = new JsonLines<{ evt: string; from?: string }>(
+        lab.lan.spawn('cp', process.execPath, [join(REPO, 'test/dlna/ssdp.js'), 'search', lab.lan.host('cp').address, 'ssdp:all', '2']),
+      );
+      try {
+        await eventually(() => s.events.filter((e) => e.evt === 'sent').length >= 2, 10000, 'two searches sent');
+        await s.waitFor((e) => e.evt === 'answer' && e.from === hubAddress, 10000, "hub A's answer");
+        expect(s.events.some((e) => e.evt === 'answer' && e.from === addr)).toBe(false);
+      } finally {
+        s.child.kill();
+      }
+    } finally {
+      off.child.kill('SIGTERM');
+      await new Promise((r) => off.child.once('exit', r));
+    }
+  });
+
+  test('a clean stop says byebye for every renderer', async () => {
+    const mark = notifies.events.length;
+    await hub.stop();
+    for (const r of hub.renderers) {
+      await notifies.waitFor((e) => e.nts === 'ssdp:byebye' && e.usn === `${r.udn}::upnp:rootdevice`, 10000, `byebye of ${r.name}`, mark);
+    }
+  });
+});

@@ -1,0 +1,139 @@
+import { XMLValidator } from 'fast-xml-parser';
+import { formatTime, parseTime, readDidl } from '../../src/dlna/didl';
+import { Gena } from '../../src/dlna/gena';
+import { lastChange, toHubVolume, toUpnpVolume } from '../../src/dlna/renderer';
+import { SERVICES, SERVICE_NAMES, scpdXml } from '../../src/dlna/scpd';
+import { parseSoapRequest, soapFault, UpnpError } from '../../src/dlna/soap';
+import { decodeEntities } from '../../src/dlna/xml';
+import { deviceDescription, rendererUdn } from '../../src/dlna/description';
+import { createLogger } from '../../src/logger';
+
+/** The DLNA front end's pure parts, in process: SOAP parsing, XML bounds, SCPDs, GENA bookkeeping. */
+
+const AVT = 'urn:schemas-upnp-org:service:AVTransport:1';
+const envelope = (inner: string) =>
+  `<?xml version="1.0"?><s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body>${inner}</s:Body></s:Envelope>`;
+const code = (f: () => unknown) => {
+  try {
+    f();
+  } catch (e) {
+    return (e as UpnpError).code;
+  }
+  return 0;
+};
+
+describe('SOAP requests', () => {
+  test('reads the action and its arguments, entities decoded', () => {
+    const r = parseSoapRequest(
+      envelope(
+        `<u:SetAVTransportURI xmlns:u="${AVT}"><InstanceID>0</InstanceID><CurrentURI>http://x/a?b=1&amp;c=2</CurrentURI><CurrentURIMetaData>&lt;DIDL-Lite/&gt;</CurrentURIMetaData></u:SetAVTransportURI>`,
+      ),
+      `"${AVT}#SetAVTransportURI"`,
+    );
+    expect(r).toEqual({
+      serviceType: AVT,
+      action: 'SetAVTransportURI',
+      args: { InstanceID: '0', CurrentURI: 'http://x/a?b=1&c=2', CurrentURIMetaData: '<DIDL-Lite/>' },
+    });
+  });
+
+  test('bad input is 401 or 402, never a crash', () => {
+    const play = envelope(`<u:Play xmlns:u="${AVT}"><InstanceID>0</InstanceID><Speed>1</Speed></u:Play>`);
+    expect(code(() => parseSoapRequest(play, undefined))).toBe(401);
+    expect(code(() => parseSoapRequest(play, 'garbage'))).toBe(401);
+    expect(code(() => parseSoapRequest(play, `"${AVT}#Stop"`))).toBe(401);
+    expect(code(() => parseSoapRequest('<s:Envelope><s:Body><u:Play>', `"${AVT}#Play"`))).toBe(402);
+    expect(code(() => parseSoapRequest('', `"${AVT}#Play"`))).toBe(402);
+    expect(code(() => parseSoapRequest('<!DOCTYPE a [<!ENTITY x "y">]><a>&x;</a>', `"${AVT}#Play"`))).toBe(402);
+    expect(code(() => parseSoapRequest('<a>'.repeat(100) + '</a>'.repeat(100), `"${AVT}#Play"`))).toBe(402);
+    expect(code(() => parseSoapRequest('x'.repeat(70_000), `"${AVT}#Play"`))).toBe(402);
+    expect(code(() => parseSoapRequest(envelope(`<u:Play><InstanceID>0</InstanceID><InstanceID>1</InstanceID></u:Play>`), `"${AVT}#Play"`))).toBe(
+      402,
+    );
+    // Unknown entities are left as written, not expanded.
+    expect(decodeEntities('&unknown; &#65; &#x42; &amp;lt;')).toBe('&unknown; A B &lt;');
+  });
+
+  test('a fault carries the UPnP error code and an escaped description', () => {
+    const f = soapFault(new UpnpError('InvalidArgs', 'bad <thing>'));
+    expect(f).toContain('<errorCode>402</errorCode>');
+    expect(f).toContain('bad &lt;thing&gt;');
+    expect(XMLValidator.validate(f)).toBe(true);
+  });
+});
+
+describe('documents', () => {
+  test('every SCPD is well formed and every argument names a state variable of its service', () => {
+    for (const n of SERVICE_NAMES) {
+      expect(XMLValidator.validate(scpdXml(n))).toBe(true);
+      const vars = new Set(SERVICES[n].variables.map((v) => v.name));
+      for (const a of SERVICES[n].actions) for (const v of [...Object.values(a.in), ...Object.values(a.out)]) expect(vars.has(v)).toBe(true);
+    }
+  });
+
+  test('device descriptions escape names; UDNs are stable per hub, speaker and kind', () => {
+    const udn = rendererUdn('hub-1', 'speaker', '123');
+    expect(udn).toBe(rendererUdn('hub-1', 'speaker', '123'));
+    expect(udn).not.toBe(rendererUdn('hub-2', 'speaker', '123'));
+    expect(udn).not.toBe(rendererUdn('hub-1', 'announce', '123'));
+    expect(udn).toMatch(/^uuid:[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const xml = deviceDescription({ kind: 'speaker', udn, slug: 's-123', deviceId: '123' }, 'Office & <Den>', '1.0');
+    expect(XMLValidator.validate(xml)).toBe(true);
+    expect(xml).toContain('<friendlyName>Office &amp; &lt;Den&gt;</friendlyName>');
+  });
+
+  test('LastChange escapes values; DIDL titles; times; volumes', () => {
+    const lc = lastChange('AVTransport', { CurrentTrackURI: 'http://x/?a=1&b="2"' });
+    expect(XMLValidator.validate(lc)).toBe(true);
+    expect(lastChange('RenderingControl', { Volume: '40' })).toContain('<Volume channel="Master" val="40"/>');
+    expect(readDidl('<DIDL-Lite xmlns:dc="http://purl.org/dc/elements/1.1/"><item><dc:title>A &amp; B</dc:title></item></DIDL-Lite>').title).toBe(
+      'A & B',
+    );
+    expect(readDidl('<not xml')).toEqual({});
+    expect(formatTime(3725)).toBe('1:02:05');
+    expect(formatTime(-1)).toBe('0:00:00');
+    expect(parseTime('1:02:05')).toBe(3725);
+    expect(parseTime('0:00:01.500')).toBe(1.5);
+    expect(parseTime('soon')).toBeUndefined();
+    for (let v = 0; v <= 50; v++) expect(toHubVolume(toUpnpVolume(v))).toBe(v);
+    expect(toHubVolume(100)).toBe(50);
+    expect(toHubVolume(1)).toBe(1);
+  });
+});
+
+describe('GENA bookkeeping', () => {
+  const log = createLogger({ level: 'silent' });
+  const headers = (h: Record<string, string>) => Object.fromEntries(Object.entries(h).map(([k, v]) => [k.toLowerCase(), v]));
+
+  test('callbacks only to the subscriber, bounded per service and in all, renew and unsubscribe by SID', () => {
+    const g = new Gena({ maxPerService: 2, maxTotal: 3, maxSeconds: 600 }, log, '127.0.0.1', 'test');
+    try {
+      const sub = (key: string, callback: string, source = '10.0.0.5') =>
+        g.handle('SUBSCRIBE', key, headers({ CALLBACK: callback, NT: 'upnp:event', TIMEOUT: 'Second-9999' }), source, () => '');
+      expect(sub('a/AVTransport', '<http://10.0.0.6/cb>').status).toBe(412);
+      expect(sub('a/AVTransport', '<http://evil.example/cb>').status).toBe(412);
+      expect(sub('a/AVTransport', '<ftp://10.0.0.5/cb>').status).toBe(412);
+      const first = sub('a/AVTransport', '<http://10.0.0.6/x><http://10.0.0.5:8000/cb>');
+      expect(first.status).toBe(200);
+      expect(first.headers.TIMEOUT).toBe('Second-600');
+      expect(first.headers.SID).toMatch(/^uuid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      expect(sub('a/AVTransport', '<http://10.0.0.5/cb>', '::ffff:10.0.0.5').status).toBe(200);
+      expect(sub('a/AVTransport', '<http://10.0.0.5/cb>').status).toBe(503);
+      expect(sub('b/AVTransport', '<http://10.0.0.5/cb>').status).toBe(200);
+      expect(sub('c/AVTransport', '<http://10.0.0.5/cb>').status).toBe(503);
+      expect(g.size).toBe(3);
+      const sid = first.headers.SID;
+      expect(g.handle('SUBSCRIBE', 'a/AVTransport', headers({ SID: sid, TIMEOUT: 'Second-100' }), '10.0.0.5', () => '').headers.TIMEOUT).toBe(
+        'Second-100',
+      );
+      expect(g.handle('SUBSCRIBE', 'b/AVTransport', headers({ SID: sid }), '10.0.0.5', () => '').status).toBe(412);
+      expect(g.handle('SUBSCRIBE', 'a/AVTransport', headers({ SID: sid, NT: 'upnp:event' }), '10.0.0.5', () => '').status).toBe(400);
+      expect(g.handle('UNSUBSCRIBE', 'a/AVTransport', headers({ SID: sid }), '10.0.0.5', () => '').status).toBe(200);
+      expect(g.handle('UNSUBSCRIBE', 'a/AVTransport', headers({ SID: sid }), '10.0.0.5', () => '').status).toBe(412);
+      g.dropKey('b');
+      expect(g.size).toBe(1);
+    } finally {
+      g.close();
+    }
+  });
+});
