@@ -44,6 +44,8 @@ gst_plugins=$(pkg-config --variable=pluginsdir gstreamer-1.0 2>/dev/null || echo
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null 2>&1 || missing+=(postgresql)
 # Jinja2 (Debian's, for /usr/bin/python3): the Home Assistant discovery test renders every template the hub sends.
 /usr/bin/python3 -c 'import jinja2' >/dev/null 2>&1 || missing+=(python3-jinja2)
+# PyYAML: the README's Home Assistant rest_command script is read as HA reads it.
+/usr/bin/python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
 # GUPnP 1.6 through GObject introspection: a real control point no one here wrote, for the DLNA renderer tests.
 [ -e "/usr/lib/$(uname -m)-linux-gnu/girepository-1.0/GUPnP-1.6.typelib" ] || missing+=(gir1.2-gupnp-1.6)
 /usr/bin/python3 -c 'import gi' >/dev/null 2>&1 || missing+=(python3-gi)
