@@ -449,20 +449,24 @@ const announcements = [
     example: { Text: 'Dinner is ready', Volume: '30', Chime: 'true' },
     exampleCaptures: { variable: 'A', field: 'AnnouncementID' },
     handler: async (hub, p) => {
-      if (p.Text !== undefined) hub.validateText(p.Text);
       const sources = (['Text', 'MediaUrl', 'PersistentID'] as const).filter((k) => p[k] !== undefined);
+      if (p.Text !== undefined) hub.validateText(p.Text);
       if (sources.length !== 1) {
         throw new HubError('InvalidParameter', 'announce needs exactly one of Text, MediaUrl or PersistentID.', { parameter: sources[1] ?? 'Text' });
       }
-      // Media that cannot exist fails now; synthesis happens in the background, before any speaker is touched.
-      const main =
-        p.PersistentID !== undefined ? hub.hubMedia(p.PersistentID) : p.MediaUrl !== undefined ? await hub.webMedia(p.MediaUrl) : undefined;
-      const chime = p.Chime === true ? hub.chimeMedia() : typeof p.Chime === 'string' ? hub.hubMedia(p.Chime) : undefined;
+      // Media that cannot exist fails now; synthesis and the clip (chime, gap, speech) happen in the background, before any speaker is touched.
+      const load = await hub.announcementMedia({
+        text: p.Text,
+        voice: p.Voice,
+        persistentId: p.PersistentID,
+        mediaUrl: p.MediaUrl,
+        chime: p.Chime,
+      });
       const status = hub.announcements.announce({
         deviceIds: p.DeviceIDList,
         volume: p.Volume,
         priority: p.Priority ?? DEFAULT_PRIORITY,
-        load: async () => [...(chime ? [chime] : []), main ?? (await hub.ttsMedia(p.Text!, p.Voice))],
+        load,
       });
       return { Result: 'true' as const, AnnouncementID: status.id };
     },
