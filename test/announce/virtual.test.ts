@@ -98,7 +98,13 @@ describe('announcements (virtual speakers)', () => {
     const r = await t.op('announce', { Text: 'Hello there', DeviceIDList: ids[0] });
     expect(r).toEqual({ Result: 'true', AnnouncementID: expect.stringMatching(/^[A-Za-z0-9_-]{12}$/) });
     await playsNew(0, before);
-    expect(await status(r.AnnouncementID)).toEqual({ AnnouncementID: r.AnnouncementID, State: 'playing', DeviceIDList: ids[0], Priority: '100' });
+    expect(await status(r.AnnouncementID)).toEqual({
+      AnnouncementID: r.AnnouncementID,
+      State: 'playing',
+      DeviceIDList: ids[0],
+      Priority: '100',
+      Mode: 'interrupt',
+    });
     // While it speaks the device says so; the music playback (none) is what playback_status describes.
     expect((await t.op('device_info', { DeviceID: ids[0] })).IsPlaying).toBe(true);
     expect(await t.op('playback_status')).toEqual({ PlaybackState: 'PlayerStateStopped', TimeElapsed: '-1' });
