@@ -486,7 +486,7 @@ const announcements = [
     group: 'announcement',
     beyondSpec: true,
     summary:
-      "Beyond the spec. An announcement's State: queued, playing, waiting_restore (it has finished on every speaker, which are not put back yet: the restore runs, or waits for announcements queued behind it on the same speaker), done (played and every speaker restored) or failed (Reason says why, ReasonCode as a stable code); RestoreLimits says what the restore cannot put back on some speakers (AirPlay: another sender's stream); Mode the mode it plays in, ModeReason why it is not the one asked for (duck on a speaker whose driver cannot mix); unknown IDs are AnnouncementNotFound.",
+      "Beyond the spec. An announcement's State: queued, playing, waiting_restore (it has finished on every speaker, which are not put back yet: the restore runs, or waits for announcements queued behind it on the same speaker), done (played and every speaker restored) or failed (Reason says why, ReasonCode as a stable code); RestoreLimits says what the restore cannot put back on some speakers (AirPlay: another sender's stream; Snapcast without an announcement stream: the music of the server's other clients, held while it plays); Mode the mode it plays in, ModeReason why it is not the one asked for (duck on a speaker whose driver cannot mix); unknown IDs are AnnouncementNotFound.",
     params: z.object({ AnnouncementID: AnnouncementIDParam }),
     response: z.object({
       AnnouncementID: z.string(),

@@ -270,3 +270,62 @@ export function maxRms(pcm: Buffer): number {
   }
   return best;
 }
+
+/** One run of 50 ms windows of a client's output: silence, one of the test tones, or '?' (a mix, a transition). */
+export interface ToneSegment {
+  tone: number | 'silence' | '?';
+  windows: number;
+}
+
+/**
+ * What a client played from byte `from` on, as runs of 50 ms windows classified by level
+ * and pitch: a window quieter than `silentRms` is silence; else its zero crossings (left
+ * channel) give its frequency, named by the nearest of `tones` (Hz, within 10 %). The test
+ * tones are pure sines, so pitch tells the music from an announcement.
+ */
+export function toneSegments(file: string, from: number, tones: number[], silentRms = 50): ToneSegment[] {
+  const size = fileSize(file);
+  const start = from - (from % SAMPLE_FORMAT.bytesPerFrame);
+  if (size <= start) return [];
+  const fd = openSync(file, 'r');
+  const pcm = Buffer.alloc(size - start);
+  try {
+    readSync(fd, pcm, 0, pcm.length, start);
+  } finally {
+    closeSync(fd);
+  }
+  const frames = SAMPLE_FORMAT.rate / 20;
+  const window = frames * SAMPLE_FORMAT.bytesPerFrame;
+  const segments: ToneSegment[] = [];
+  for (let o = 0; o + window <= pcm.length; o += window) {
+    let sum = 0;
+    let crossings = 0;
+    let prev = 0;
+    for (let i = 0; i < frames; i++) {
+      const v = pcm.readInt16LE(o + i * SAMPLE_FORMAT.bytesPerFrame);
+      sum += v * v;
+      if (i > 0 && prev < 0 !== v < 0) crossings++;
+      prev = v;
+    }
+    let tone: ToneSegment['tone'];
+    if (Math.sqrt(sum / frames) < silentRms) tone = 'silence';
+    else {
+      const hz = crossings / 2 / 0.05;
+      tone = tones.find((t) => Math.abs(hz - t) <= t * 0.1) ?? '?';
+    }
+    const last = segments[segments.length - 1];
+    if (last?.tone === tone) last.windows++;
+    else segments.push({ tone, windows: 1 });
+  }
+  return segments;
+}
+
+/** The tones (and silences) of `segments` lasting at least `minWindows`, in order, repeats merged. */
+export function toneSequence(segments: ToneSegment[], minWindows = 3): (number | 'silence')[] {
+  const out: (number | 'silence')[] = [];
+  for (const s of segments) {
+    if (s.tone === '?' || s.windows < minWindows) continue;
+    if (out[out.length - 1] !== s.tone) out.push(s.tone);
+  }
+  return out;
+}

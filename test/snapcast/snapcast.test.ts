@@ -80,7 +80,7 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     await env.startServer();
     for (const n of [1, 2, 3]) await env.startClient(n);
     await env.clientsConnected(clientIds);
-    // Names as a snapcast app would set them; client 3 keeps none and shows its host name.
+    // Names as a snapcast app would set them; client 3 keeps none and shows its client id.
     await env.rpc('Client.SetName', { id: clientIds[0], name: 'Kitchen' });
     await env.rpc('Client.SetName', { id: clientIds[1], name: 'Living Room' });
     web = createServer((_req, res) => {
@@ -125,11 +125,28 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     const byId = new Map(list.map((d: any) => [d.DeviceID, d]));
     expect(byId.get(ids[0])).toMatchObject({ DeviceName: 'Kitchen', Active: true, IsPlaying: false, IPAddress: '127.0.0.1', Role: 21 });
     expect(byId.get(ids[1])).toMatchObject({ DeviceName: 'Living Room', Active: true });
-    expect(byId.get(ids[2])).toMatchObject({ DeviceName: hostname(), Active: true });
+    expect(byId.get(ids[2])).toMatchObject({ DeviceName: clientIds[2], Active: true });
     expect(ids.every((id) => /^[1-9]\d{13}$/.test(id))).toBe(true);
     // A rename in a snapcast app reaches the hub by notification.
     await env.rpc('Client.SetName', { id: clientIds[2], name: 'Office' });
     await waitFor(async () => (await device(3)).DeviceName === 'Office', 3000, 'the new name');
+  });
+
+  test('clients on one host get distinct names: their snapcast name, else their id (--hostID), never the shared host name', async () => {
+    // All three run on this host, so snapserver reports the same host name for each.
+    const hosts = new Set(allClients(await env.status()).map((c: any) => c.host.name));
+    expect([...hosts]).toEqual([hostname()]);
+    const before = await Promise.all([1, 2, 3].map(async (n) => (await device(n)).DeviceName as string));
+    for (const id of clientIds) await env.rpc('Client.SetName', { id, name: '' });
+    await waitFor(
+      async () => (await Promise.all([1, 2, 3].map(async (n) => (await device(n)).DeviceName === clientIds[n - 1]))).every(Boolean),
+      3000,
+      'names to fall back to the ids',
+    );
+    const names = (await t.op('device_list')).DeviceList.map((d: any) => d.DeviceName).sort();
+    expect(names).toEqual(clientIds);
+    for (const [i, id] of clientIds.entries()) await env.rpc('Client.SetName', { id, name: before[i] === id ? '' : before[i] });
+    await waitFor(async () => (await device(1)).DeviceName === before[0], 3000, 'the names back');
   });
 
   test('volume and mute round-trip between the hub and snapserver', async () => {

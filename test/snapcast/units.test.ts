@@ -2,13 +2,18 @@ import { parseConfig } from '../../src/hub-config';
 import { hubVolume, snapVolume, snapcastDeviceId } from '../../src/drivers/snapcast';
 import { parseHostPort, resolveServers, SnapcastConfigSchema } from '../../src/drivers/snapcast/config';
 import { parseSampleFormat, safeUrl } from '../../src/drivers/snapcast/feeder';
-import { ServerModel, type RawServer } from '../../src/drivers/snapcast/model';
+import { parseNotification, readServerAnswer, ServerModel, type Notification, type RawServer } from '../../src/drivers/snapcast/model';
+import { describeClient } from '../../src/drivers/snapcast/client-speaker';
 import { parseSource } from '../../src/drivers/snapcast/sink';
 
 describe('snapcast config', () => {
   test('servers are host[:port] strings or objects; defaults fill the rest', () => {
     const config = SnapcastConfigSchema.parse({
-      servers: ['living.local', '10.0.0.5:1800', { address: '[fd00::1]', stream: 'Hub', source: 'pipe:///tmp/snapfifo', bufferMs: 600 }],
+      servers: [
+        'living.local',
+        '10.0.0.5:1800',
+        { address: '[fd00::1]', stream: 'Hub', source: 'pipe:///tmp/snapfifo', bufferMs: 600, announceStream: 'Announce' },
+      ],
       idleStream: 'Quiet',
     });
     expect(resolveServers(config)).toEqual([
@@ -20,9 +25,28 @@ describe('snapcast config', () => {
         source: undefined,
         idleStream: 'Quiet',
         bufferMs: 1000,
+        announceStream: 'SpeakerHubAnnounce',
       },
-      { address: '10.0.0.5:1800', host: '10.0.0.5', port: 1800, stream: 'SpeakerHub', source: undefined, idleStream: 'Quiet', bufferMs: 1000 },
-      { address: '[fd00::1]:1705', host: 'fd00::1', port: 1705, stream: 'Hub', source: 'pipe:///tmp/snapfifo', idleStream: 'Quiet', bufferMs: 600 },
+      {
+        address: '10.0.0.5:1800',
+        host: '10.0.0.5',
+        port: 1800,
+        stream: 'SpeakerHub',
+        source: undefined,
+        idleStream: 'Quiet',
+        bufferMs: 1000,
+        announceStream: 'SpeakerHubAnnounce',
+      },
+      {
+        address: '[fd00::1]:1705',
+        host: 'fd00::1',
+        port: 1705,
+        stream: 'Hub',
+        source: 'pipe:///tmp/snapfifo',
+        idleStream: 'Quiet',
+        bufferMs: 600,
+        announceStream: 'Announce',
+      },
     ]);
   });
 
@@ -88,20 +112,49 @@ describe('snapcast server model', () => {
     ],
     streams: [],
   });
+  const parse = (method: string, params: unknown): Notification => {
+    const n = parseNotification(method, params);
+    if (!n) throw new Error(`${method} is not followed`);
+    return n;
+  };
 
   test('notifications update clients and placement; unknown clients ask for a full status', () => {
     const m = new ServerModel();
     m.applyServer(status());
     expect(m.groupOf('c')?.name).toBe('Office');
-    let ch = m.applyNotification('Client.OnVolumeChanged', { id: 'a', volume: { percent: 20, muted: true } });
+    let ch = m.applyNotification(parse('Client.OnVolumeChanged', { id: 'a', volume: { percent: 20, muted: true } }));
     expect([...ch.clients]).toEqual(['a']);
     expect(m.clients.get('a')!.config.volume).toEqual({ percent: 20, muted: true });
-    ch = m.applyNotification('Group.OnStreamChanged', { id: 'g1', stream_id: 'Hub' });
+    ch = m.applyNotification(parse('Group.OnStreamChanged', { id: 'g1', stream_id: 'Hub' }));
     expect([...ch.placement].sort()).toEqual(['a', 'b']);
-    ch = m.applyNotification('Client.OnConnect', { id: 'z', client: client('z') });
+    ch = m.applyNotification(parse('Client.OnConnect', { id: 'z', client: client('z') }));
     expect(ch.unknown).toBe(true);
-    ch = m.applyNotification('Stream.OnProperties', { id: 'Hub', properties: {} });
-    expect(ch.clients.size + ch.placement.size).toBe(0);
+    // One the model does not follow is not parsed at all.
+    expect(parseNotification('Stream.OnProperties', { id: 'Hub', properties: {} })).toBeUndefined();
+  });
+
+  test('snapserver input of the wrong shape is a clear error, not a crash later', () => {
+    expect(() => parse('Client.OnVolumeChanged', { id: 'a', volume: { percent: 'loud' } })).toThrow(/percent/);
+    expect(() => parse('Group.OnStreamChanged', { id: 'g1' })).toThrow(/stream_id/);
+    expect(() => parse('Server.OnUpdate', null)).toThrow();
+    expect(() => readServerAnswer({ server: { groups: [{ id: 'g', stream_id: 'Hub', clients: [{ id: 'x' }] }] } })).toThrow(/connected/);
+    // Fields the driver does not use are dropped; missing optional ones get defaults.
+    const s = readServerAnswer({
+      server: { groups: [{ id: 'g', stream_id: 'Hub', clients: [{ ...client('x'), lastSeen: { sec: 1 } }] }], extra: 1 },
+    });
+    expect(s.groups[0]).toEqual({ id: 'g', name: '', stream_id: 'Hub', muted: false, clients: [client('x')] });
+    expect(s.streams).toEqual([]);
+  });
+
+  test('a speaker is named by its snapcast name, else its client id, never the shared host name', () => {
+    const c = (id: string, name = '') => ({
+      ...client(id),
+      config: { name, volume: { percent: 50, muted: false } },
+      host: { name: 'vm', ip: '', mac: '' },
+    });
+    const names = ['one', 'two', 'three'].map((id) => describeClient('127.0.0.1:1705', c(id), undefined, '0.26.0').name);
+    expect(names).toEqual(['one', 'two', 'three']);
+    expect(describeClient('127.0.0.1:1705', c('one', 'Kitchen'), undefined, '0.26.0').name).toBe('Kitchen');
   });
 
   test('a full status drops clients it no longer lists', () => {

@@ -1,11 +1,9 @@
-import { EventEmitter } from 'node:events';
+import { BaseSpeaker } from '../base-speaker';
 import {
   digitId,
   type MediaRequest,
-  type Speaker,
   type SpeakerCapabilities,
   type SpeakerSnapshot,
-  type SpeakerEvents,
   type SpeakerInfo,
   type SpeakerPlayState,
   type StopReason,
@@ -41,6 +39,8 @@ export interface SpeakerControl {
   isMuted(s: SnapcastSpeaker): boolean;
   setMute(s: SnapcastSpeaker, muted: boolean): Promise<void>;
   restore(s: SnapcastSpeaker, snap: SpeakerSnapshot, volumeOnly: boolean): Promise<void>;
+  /** What an announcement on this server cannot keep as it was (announcement_status RestoreLimits), if anything. */
+  restoreLimit(): string | undefined;
 }
 
 /** Stable across restarts: derived from the server address and snapserver's client id. */
@@ -50,7 +50,8 @@ export function snapcastDeviceId(serverAddress: string, clientId: string): strin
 
 export function describeClient(serverAddress: string, c: RawClient, g: GroupState | undefined, serverVersion: string): SpeakerInfo {
   return {
-    name: c.config.name || c.host.name || c.id,
+    // Not the host's name: snapclients on one host (several instances, --hostID) share it.
+    name: c.config.name || c.id,
     groupName: g?.name || 'Snapcast',
     groupId: g ? digitId(`snapcast-group:${serverAddress}/${g.id}`, 10) : '0',
     modelName: `Snapcast ${c.snapclient?.name || 'client'}`,
@@ -64,55 +65,41 @@ export function describeClient(serverAddress: string, c: RawClient, g: GroupStat
   };
 }
 
-/** One snapclient as a hub speaker. */
-export class SnapcastSpeaker extends EventEmitter<SpeakerEvents> implements Speaker, StreamMember {
-  readonly driver = 'snapcast';
-  /** Plays of several clients start sample-synchronously; snapshot = group, stream and volume; the client's own mute. */
-  readonly capabilities: SpeakerCapabilities = { mute: true, snapshot: true, seek: true, syncGroup: true };
-  private _available: boolean;
-  private _state: SpeakerPlayState = 'stopped';
-  private _volume: number;
-  private _info: SpeakerInfo;
-
+/** One snapclient as a hub speaker: BaseSpeaker keeps its state; the server routes its commands. */
+export class SnapcastSpeaker extends BaseSpeaker implements StreamMember {
   constructor(
-    readonly id: string,
+    id: string,
     readonly clientId: string,
     private readonly control: SpeakerControl,
     info: SpeakerInfo,
     volume: number,
     available: boolean,
   ) {
-    super();
-    this._info = info;
-    this._volume = volume;
-    this._available = available;
+    super(id, 'snapcast', info, { volume, available });
   }
 
-  get available(): boolean {
-    return this._available;
-  }
-  get state(): SpeakerPlayState {
-    return this._state;
-  }
-  get volume(): number {
-    return this._volume;
-  }
-  info(): SpeakerInfo {
-    return { ...this._info };
+  /**
+   * Plays of several clients start sample-synchronously; snapshot = group, stream and volume;
+   * the client's own mute. restoreLimit while its server has no announcement stream (the
+   * music of the server's other clients is held while an announcement plays).
+   */
+  get capabilities(): SpeakerCapabilities {
+    const limit = this.control.restoreLimit();
+    return { mute: true, snapshot: true, seek: true, syncGroup: true, ...(limit ? { restoreLimit: limit } : {}) };
   }
 
   async play(media: MediaRequest): Promise<void> {
-    this.assertAvailable();
+    this.assertConnected();
     await this.control.play(this, media);
   }
 
   async pause(): Promise<void> {
-    this.assertAvailable();
+    this.assertConnected();
     await this.control.pause(this);
   }
 
   async resume(): Promise<void> {
-    this.assertAvailable();
+    this.assertConnected();
     await this.control.resume(this);
   }
 
@@ -125,7 +112,7 @@ export class SnapcastSpeaker extends EventEmitter<SpeakerEvents> implements Spea
   }
 
   async setVolume(volume: number): Promise<void> {
-    this.assertAvailable();
+    this.assertConnected();
     await this.control.setVolume(this, volume);
   }
 
@@ -135,51 +122,40 @@ export class SnapcastSpeaker extends EventEmitter<SpeakerEvents> implements Spea
   }
 
   async setMute(muted: boolean): Promise<void> {
-    this.assertAvailable();
+    this.assertConnected();
     await this.control.setMute(this, muted);
   }
 
   /** Its group (with the other clients in it), the group's stream, and its volume and mute. */
   async snapshot(): Promise<SpeakerSnapshot> {
-    this.assertAvailable();
+    this.assertConnected();
     return this.control.snapshot(this);
   }
 
   /** Back into its group, on its stream, at its volume (percent and mute as they were). */
   async restore(snap: SpeakerSnapshot, options: { volumeOnly?: boolean } = {}): Promise<void> {
-    this.assertAvailable();
+    this.assertConnected();
     await this.control.restore(this, snap, !!options.volumeOnly);
   }
 
-  // ---- driver side --------------------------------------------------------------------
+  // ---- driver side (the server and the hub stream report what snapserver says) ----------
 
   changeState(state: SpeakerPlayState, reason?: StopReason, detail?: string): void {
-    if (state === this._state && state !== 'stopped') return;
-    if (state === 'stopped' && this._state === 'stopped') return;
-    this._state = state;
-    this.emit('state', state, reason, detail);
+    this.setPlayState(state, reason, detail);
   }
 
-  setAvailable(available: boolean): void {
-    if (available === this._available) return;
-    this._available = available;
-    this.emit('availability', available);
+  /** Connected to snapserver (and the hub to snapserver), or not. */
+  setConnected(connected: boolean): void {
+    this.setAvailable(connected);
   }
 
+  /** What snapserver now says about the client: its descriptive fields and volume. */
   update(info: SpeakerInfo, volume: number): void {
-    const changed: Partial<SpeakerInfo> = {};
-    for (const key of Object.keys(info) as (keyof SpeakerInfo)[]) {
-      if (info[key] !== this._info[key]) (changed as Record<string, unknown>)[key] = info[key];
-    }
-    this._info = info;
-    if (Object.keys(changed).length) this.emit('info', changed);
-    if (volume !== this._volume) {
-      this._volume = volume;
-      this.emit('volume', volume);
-    }
+    this.updateInfo(info);
+    this.setReportedVolume(volume);
   }
 
-  private assertAvailable(): void {
-    if (!this._available) throw new Error('snapclient is not connected');
+  private assertConnected(): void {
+    this.assertAvailable('snapclient is not connected');
   }
 }

@@ -28,6 +28,9 @@ export const SnapcastServerSchema = z
   })
   .strict();
 
+/** The id of the announcement stream the hub looks for when none is configured. */
+export const DEFAULT_ANNOUNCE_STREAM = 'SpeakerHubAnnounce';
+
 /** Configuration of the Snapcast driver (`snapcast` in the config file). */
 export const SnapcastConfigSchema = z
   .object({
@@ -39,9 +42,11 @@ export const SnapcastConfigSchema = z
     idleStream: z.string().min(1).optional(),
     /**
      * A second declared stream that announcements play on, so that the music goes on for
-     * the other clients of the server. Unset: announcements use the hub stream.
+     * the other clients of the server. While a server does not declare it, announcements
+     * there play on the hub stream and hold the music of its other clients until they are
+     * over (the hub logs this once and says it in announcement_status).
      */
-    announceStream: z.string().min(1).optional(),
+    announceStream: z.string().min(1).default(DEFAULT_ANNOUNCE_STREAM),
     /** Default snapserver buffer (ms), snapserver's own default. */
     bufferMs: z.number().int().min(0).max(60_000).default(1000),
     /** The ffmpeg binary that decodes media to PCM. */
@@ -72,7 +77,7 @@ export interface ResolvedServerConfig {
   source?: string;
   idleStream?: string;
   bufferMs: number;
-  announceStream?: string;
+  announceStream: string;
 }
 
 export const DEFAULT_CONTROL_PORT = 1705;

@@ -1,6 +1,6 @@
 import type { Logger } from '../../logger';
 import type { ResolvedServerConfig } from './config';
-import type { GroupState, ModelChange, RawServer, ServerModel } from './model';
+import { readServerAnswer, type GroupState, type ModelChange, type ServerModel } from './model';
 
 /** The part of the control connection grouping uses. */
 export interface ControlChannel {
@@ -25,10 +25,16 @@ export interface GroupingOptions {
  * clients that landed there because it was the default stream) is moved to the stream it
  * had before the hub took it, else the idle stream. Groups of the user's are not split
  * up: wanted clients are taken out of them, the rest stay together.
+ *
+ * Parked clients (music held back while an announcement has the hub stream, see HubStream)
+ * leave it for the idle stream, not for their own: they are to hear nothing for a while, not
+ * whatever their own stream plays, and they come back to the hub stream afterwards.
  */
 export class Grouping {
   /** The stream each client's group had before the hub took it. */
   private readonly previousStream = new Map<string, string>();
+  /** Parked clients and the stream they were parked on (their previousStream entry stays). */
+  private readonly parkedOn = new Map<string, string>();
   private warnedNoIdle = false;
   private readonly log: Logger;
 
@@ -40,8 +46,11 @@ export class Grouping {
     return this.opts.server.stream;
   }
 
-  /** Puts exactly `listening` (client ids) in one group on the hub stream and everyone else off it. */
-  async apply(listening: string[]): Promise<void> {
+  /**
+   * Puts exactly `listening` (client ids) in one group on the hub stream and everyone else
+   * off it; groups made only of `parked` clients go to the idle stream.
+   */
+  async apply(listening: string[], parked: ReadonlySet<string> = new Set()): Promise<void> {
     const { control, model } = this.opts;
     if (!control.connected) return;
     const hub = this.streamId;
@@ -50,14 +59,14 @@ export class Grouping {
       const want = new Set(listening);
       for (const id of want) this.rememberStream(id);
       target = this.pickGroup(want);
-      if (!target) {
-        // Every wanted client shares a group with clients the play does not target. Take
-        // the wanted ones out (snapserver gives each a group of its own) rather than
-        // splitting the others up: their group stays as it was.
+      if (!target || target.clientIds.some((id) => parked.has(id))) {
+        // Every wanted client shares a group with clients the play does not target (or the
+        // group holds clients to park). Take the wanted ones out (snapserver gives each a
+        // group of its own) rather than splitting the others up: their group stays as it was.
         const mixed = this.mostWanted(want);
         const keep = mixed.clientIds.filter((id) => !want.has(id));
-        const res = await control.request<{ server: RawServer }>('Group.SetClients', { id: mixed.id, clients: keep });
-        this.opts.applied(model.applyServer(res.server));
+        const res = readServerAnswer(await control.request('Group.SetClients', { id: mixed.id, clients: keep }));
+        this.opts.applied(model.applyServer(res));
         target = this.pickGroup(want);
         if (!target) throw new Error('snapserver did not split the group as asked');
       }
@@ -65,8 +74,8 @@ export class Grouping {
       if (have.size !== want.size || [...want].some((id) => !have.has(id))) {
         // Pulls the other wanted clients in; on the hub's own group, also drops the ones
         // that are no longer wanted (they get groups of their own, released below).
-        const res = await control.request<{ server: RawServer }>('Group.SetClients', { id: target.id, clients: listening });
-        this.opts.applied(model.applyServer(res.server));
+        const res = readServerAnswer(await control.request('Group.SetClients', { id: target.id, clients: listening }));
+        this.opts.applied(model.applyServer(res));
         target = model.groupOf(listening[0]);
         if (!target) throw new Error('Group.SetClients did not leave the clients in one group');
       }
@@ -77,7 +86,8 @@ export class Grouping {
     }
     for (const g of [...model.groups.values()]) {
       if (g.streamId !== hub || g.id === target?.id) continue;
-      const to = this.releaseStream(g);
+      const park = g.clientIds.length > 0 && g.clientIds.every((id) => parked.has(id));
+      const to = park ? this.idleStream() : this.releaseStream(g);
       if (!to) {
         if (!this.warnedNoIdle) {
           this.warnedNoIdle = true;
@@ -90,7 +100,15 @@ export class Grouping {
       }
       await control.request('Group.SetStream', { id: g.id, stream_id: to });
       this.opts.applied(model.setGroupStream(g.id, to));
-      for (const id of g.clientIds) this.previousStream.delete(id);
+      if (park) {
+        for (const id of g.clientIds) this.parkedOn.set(id, to);
+        this.log.debug({ group: g.id, clients: g.clientIds, stream: to }, 'parked group');
+        continue;
+      }
+      for (const id of g.clientIds) {
+        this.previousStream.delete(id);
+        this.parkedOn.delete(id);
+      }
       this.log.debug({ group: g.id, clients: g.clientIds, stream: to }, 'released group');
     }
   }
@@ -120,17 +138,32 @@ export class Grouping {
 
   private rememberStream(clientId: string): void {
     const g = this.opts.model.groupOf(clientId);
-    if (g && g.streamId !== this.streamId) this.previousStream.set(clientId, g.streamId);
+    if (!g || g.streamId === this.streamId) return;
+    const parkedOn = this.parkedOn.get(clientId);
+    this.parkedOn.delete(clientId);
+    // Back from where the hub parked it: the stream remembered before is still its own.
+    if (parkedOn === g.streamId && this.previousStream.has(clientId)) return;
+    this.previousStream.set(clientId, g.streamId);
   }
 
   private releaseStream(g: GroupState): string | undefined {
-    const { model, server } = this.opts;
-    const ok = (id: string | undefined) => !!id && id !== this.streamId && model.streams.has(id);
     for (const id of g.clientIds) {
       const prev = this.previousStream.get(id);
-      if (ok(prev)) return prev;
+      if (this.usable(prev)) return prev;
     }
-    if (ok(server.idleStream)) return server.idleStream;
-    return [...model.streams.keys()].find((id) => id !== this.streamId);
+    return this.idleStream();
+  }
+
+  /** The configured idle stream, else the first stream that is none of the hub's own. */
+  private idleStream(): string | undefined {
+    const { model, server } = this.opts;
+    if (this.usable(server.idleStream)) return server.idleStream;
+    return [...model.streams.keys()].find((id) => this.usable(id));
+  }
+
+  /** A declared stream the hub does not feed itself (neither the music's nor the announcements'). */
+  private usable(id: string | undefined): id is string {
+    const { model, server } = this.opts;
+    return !!id && id !== this.streamId && id !== server.stream && id !== server.announceStream && model.streams.has(id);
   }
 }

@@ -35,6 +35,24 @@ export interface HubStreamOptions {
 const JOIN_TOLERANCE_S = 3;
 
 /**
+ * The music, held back while an announcement has the stream (a server without an
+ * announcement stream: one stream carries one media). Its members stay playing for the hub
+ * (the playback goes on, in time) but are parked off the stream, hearing nothing; when the
+ * announcement is over the music starts again where it would be by now, for all of them in
+ * one group, and the announced clients rejoin it as the hub gives them back.
+ */
+interface HeldMusic {
+  media: MediaRequest;
+  /** Seconds into the media at `since`. */
+  position: number;
+  /** Clock ms since which it runs on; undefined while every held member is paused. */
+  since?: number;
+  members: Map<string, StreamMember>;
+  /** Where members paused alone stopped (seconds). */
+  paused: Map<string, number>;
+}
+
+/**
  * The hub's one stream on one snapserver and who listens to it: one decode feeds the
  * stream, and every client playing it sits in one group on it (see Grouping), which is
  * what makes them play sample-synchronously. Members are the speakers carrying the current
@@ -55,6 +73,8 @@ export class HubStream {
   private queue: Promise<unknown> = Promise.resolve();
   private reconcileQueued = false;
   private resumeBatch?: { ids: Set<string>; done: Promise<void> };
+  /** The music while an announcement plays in its place (see HeldMusic). */
+  private held?: HeldMusic;
   private readonly grouping: Grouping;
   private readonly log: Logger;
 
@@ -92,6 +112,18 @@ export class HubStream {
   }
 
   pause(m: StreamMember): Promise<void> {
+    const h = this.held;
+    if (h?.members.has(m.clientId)) {
+      if (m.state !== 'playing') return Promise.resolve();
+      // Nothing to stop: the held music only keeps time, and stops keeping it when no one plays it.
+      h.paused.set(m.clientId, this.heldPosition(h));
+      m.changeState('paused');
+      if (![...h.members.values()].some((x) => x.state === 'playing')) {
+        h.position = this.heldPosition(h);
+        h.since = undefined;
+      }
+      return Promise.resolve();
+    }
     if (m.state !== 'playing' || !this.members.has(m.clientId)) return Promise.resolve();
     // Synchronous, so members paused together (the core pauses all at once) are all
     // paused before the first check below runs, and the feed stops once, not per member.
@@ -110,6 +142,15 @@ export class HubStream {
 
   /** Members resumed together form one batch: one feed restart, all back in the group at once. */
   resume(m: StreamMember): Promise<void> {
+    const h = this.held;
+    if (h?.members.has(m.clientId)) {
+      if (m.state !== 'paused') return Promise.resolve();
+      // It goes on at the music's (held) position when the announcement is over.
+      h.paused.delete(m.clientId);
+      h.since ??= this.opts.clock.now();
+      m.changeState('playing');
+      return Promise.resolve();
+    }
     if (m.state !== 'paused' || !this.members.has(m.clientId)) return Promise.resolve();
     if (!this.resumeBatch) {
       const ids = new Set<string>();
@@ -126,6 +167,11 @@ export class HubStream {
   stop(m: StreamMember): Promise<void> {
     if (this.pending?.ids.has(m.clientId)) this.pending.feed.stop();
     return this.exclusive(async () => {
+      if (this.dropHeld(m.clientId)) {
+        m.changeState('stopped', 'stopped');
+        await this.reconcile().catch((e) => this.log.warn({ err: String(e) }, 'could not release the group after stop'));
+        return;
+      }
       if (!this.members.delete(m.clientId)) {
         if (m.state !== 'stopped') m.changeState('stopped', 'stopped');
         return;
@@ -133,16 +179,22 @@ export class HubStream {
       this.pausedPositions.delete(m.clientId);
       m.changeState('stopped', 'stopped');
       if (!this.members.size) this.stopFeed();
-      await this.reconcile().catch((e) => this.log.warn({ err: String(e) }, 'could not release the group after stop'));
+      // The announcement was stopped (cut short, its client gone): the music comes back now.
+      if (!this.members.size && this.held) await this.resumeHeld();
+      else await this.reconcile().catch((e) => this.log.warn({ err: String(e) }, 'could not release the group after stop'));
     });
   }
 
-  /** Whether the client carries (or is paused in) this stream's media. */
+  /** Whether the client carries (or is paused in) this stream's media, or in the music held back. */
   has(clientId: string): boolean {
-    return this.members.has(clientId);
+    return this.members.has(clientId) || !!this.held?.members.has(clientId);
   }
 
   position(m: StreamMember): number | undefined {
+    const h = this.held;
+    if (m.state !== 'stopped' && h?.members.has(m.clientId)) {
+      return m.state === 'paused' ? (h.paused.get(m.clientId) ?? this.heldPosition(h)) : this.heldPosition(h);
+    }
     if (m.state === 'stopped' || !this.members.has(m.clientId)) return undefined;
     if (m.state === 'paused') return this.pausedPositions.get(m.clientId) ?? this.pausedAt ?? 0;
     const pos = this.feed?.position ?? this.pausedAt ?? 0;
@@ -153,6 +205,13 @@ export class HubStream {
 
   /** A client went away: it drops out of the playback; the others play on. */
   clientGone(clientId: string, detail: string): void {
+    const held = this.held?.members.get(clientId);
+    if (held) {
+      this.dropHeld(clientId);
+      held.changeState('stopped', 'error', detail);
+      this.log.warn({ clientId, detail }, 'snapclient dropped out of the playback');
+      return;
+    }
     const m = this.members.get(clientId);
     if (!m) return;
     this.members.delete(clientId);
@@ -162,6 +221,7 @@ export class HubStream {
     if (!this.members.size) {
       this.pending?.feed.stop();
       this.stopFeed();
+      if (this.held) this.scheduleResumeHeld();
     }
     this.scheduleReconcile();
   }
@@ -170,14 +230,21 @@ export class HubStream {
   groupTakenOver(groupId: string, streamId: string): void {
     if (streamId === this.streamId) return;
     const group = this.opts.model.groups.get(groupId);
+    const detail = `group switched to stream ${streamId} by another controller`;
     for (const id of group?.clientIds ?? []) {
+      // A parked client moved by someone else is theirs now: it leaves the held music.
+      const held = this.held?.members.get(id);
+      if (held && this.dropHeld(id)) held.changeState('stopped', 'stopped', detail);
       const m = this.members.get(id);
       if (!m) continue;
       this.members.delete(id);
       this.pausedPositions.delete(id);
-      m.changeState('stopped', 'stopped', `group switched to stream ${streamId} by another controller`);
+      m.changeState('stopped', 'stopped', detail);
     }
-    if (!this.members.size) this.stopFeed();
+    if (!this.members.size) {
+      this.stopFeed();
+      if (this.held) this.scheduleResumeHeld();
+    }
   }
 
   /** The control connection dropped: nothing can be controlled, so every member stops with an error. */
@@ -185,6 +252,7 @@ export class HubStream {
     this.pending?.feed.stop();
     this.stopFeed();
     this.dropMembers('error', 'lost the connection to snapserver');
+    this.dropAllHeld('error', 'lost the connection to snapserver');
   }
 
   /** Re-establishes the invariant after the server's topology changed (coalesced). */
@@ -204,6 +272,7 @@ export class HubStream {
       this.stopFeed();
       for (const m of this.members.values()) m.changeState('stopped', 'stopped');
       this.members.clear();
+      this.dropAllHeld('stopped');
       await this.reconcile().catch((e) => this.log.warn({ err: String(e) }, 'could not release groups at shutdown'));
     });
   }
@@ -235,9 +304,24 @@ export class HubStream {
     this.log.info({ clients: ready.map((m) => m.clientId) }, 'joined the running feed');
   }
 
-  /** Replaces whatever plays with a new decode of `media` at `startAt` for `ready`. */
+  /**
+   * Replaces whatever plays with a new decode of `media` at `startAt` for `ready`. An overlay
+   * (announcement) holds the music of the members it does not take back (HeldMusic); music
+   * played while an overlay has the stream is held until it is over.
+   */
   private async start(ready: StreamMember[], media: MediaRequest, startAt: number): Promise<void> {
     const wanted = new Set(ready.map((m) => m.clientId));
+    if (!media.overlay && this.media?.overlay && this.members.size && ready.every((m) => !this.members.has(m.clientId))) {
+      this.holdPlay(ready, media, startAt);
+      return;
+    }
+    if (!media.overlay && !this.members.size && this.held && this.continuesHeld(this.held, media, startAt)) {
+      // Given back to the held music before it started again: it starts now, with them in it.
+      await this.resumeHeld(ready);
+      return;
+    }
+    if (media.overlay) this.holdMusic(wanted);
+    else this.dropAllHeld('stopped', undefined, wanted);
     this.stopFeed();
     for (const [id, m] of this.members) {
       if (wanted.has(id)) continue;
@@ -254,10 +338,143 @@ export class HubStream {
       for (const m of ready) {
         if (this.members.delete(m.clientId) && m.state !== 'stopped') m.changeState('stopped', 'stopped');
       }
-      await this.reconcile().catch((err) => this.log.warn({ err: String(err) }, 'could not release groups after a failed start'));
+      // An announcement that cannot start gives the stream back to the music it held.
+      if (!this.members.size && this.held) await this.resumeHeld();
+      else await this.reconcile().catch((err) => this.log.warn({ err: String(err) }, 'could not release groups after a failed start'));
       throw e;
     }
-    this.log.info({ url: safeUrl(media.url), startAt, clients: ready.map((m) => m.clientId) }, 'playing on snapcast');
+    this.log.info({ url: safeUrl(media.url), startAt, clients: ready.map((m) => m.clientId), overlay: !!media.overlay }, 'playing on snapcast');
+  }
+
+  /**
+   * An overlay takes the stream: music members it does not take (the rest of a party) keep
+   * their playback, held, and are parked off the stream until it is over. The ones it takes
+   * leave the held music (the hub gives them back to the music afterwards).
+   */
+  private holdMusic(overlay: Set<string>): void {
+    const music = this.media && !this.media.overlay ? this.media : undefined;
+    const keep = [...this.members.values()].filter((m) => !overlay.has(m.clientId));
+    if (music && keep.length) {
+      const running = !!this.feed?.running;
+      const position = this.clampToDuration(running ? this.feed!.position : (this.pausedAt ?? 0));
+      const held: HeldMusic = { media: music, position, since: running ? this.opts.clock.now() : undefined, members: new Map(), paused: new Map() };
+      for (const m of keep) {
+        held.members.set(m.clientId, m);
+        this.members.delete(m.clientId);
+        const at = this.pausedPositions.get(m.clientId);
+        if (at !== undefined) held.paused.set(m.clientId, at);
+      }
+      // Someone paused alone while others played: the held music runs on for the others.
+      if (keep.some((m) => m.state === 'playing')) held.since ??= this.opts.clock.now();
+      this.held = held;
+      this.log.info(
+        { clients: keep.map((m) => m.clientId), at: position },
+        'no announcement stream: the music is held for the other clients (parked, silent) until the announcement is over',
+      );
+    }
+    for (const id of overlay) this.dropHeld(id);
+  }
+
+  /** Music played while an overlay has the stream: held (playing for the hub) until the overlay is over. */
+  private holdPlay(ready: StreamMember[], media: MediaRequest, startAt: number): void {
+    const h = this.held;
+    if (!h || !this.continuesHeld(h, media, startAt)) {
+      const wanted = new Set(ready.map((m) => m.clientId));
+      this.dropAllHeld('stopped', undefined, wanted);
+      this.held = { media, position: startAt, since: this.opts.clock.now(), members: new Map(), paused: new Map() };
+    }
+    for (const m of ready) {
+      this.held!.members.set(m.clientId, m);
+      this.held!.paused.delete(m.clientId);
+      m.changeState('playing');
+    }
+    this.scheduleReconcile();
+    this.log.info(
+      { url: safeUrl(media.url), clients: ready.map((m) => m.clientId) },
+      'an announcement has the stream: the music starts when it is over',
+    );
+  }
+
+  /** Whether a play of `media` at `startAt` is the held music (a speaker joining it). */
+  private continuesHeld(h: HeldMusic, media: MediaRequest, startAt: number): boolean {
+    return h.media.url === media.url && Math.abs(this.heldPosition(h) - startAt) <= JOIN_TOLERANCE_S;
+  }
+
+  /** Seconds into the held music now. */
+  private heldPosition(h: HeldMusic): number {
+    const running = h.since !== undefined ? (this.opts.clock.now() - h.since) / 1000 : 0;
+    const pos = h.position + running;
+    return h.media.duration !== undefined ? Math.min(pos, h.media.duration) : pos;
+  }
+
+  /** Takes a client out of the held music; true when it was in it. */
+  private dropHeld(clientId: string): boolean {
+    const h = this.held;
+    if (!h?.members.delete(clientId)) return false;
+    h.paused.delete(clientId);
+    if (!h.members.size) this.held = undefined;
+    return true;
+  }
+
+  /** Ends the held music for all its members but `keep` (taken over by a new play). */
+  private dropAllHeld(reason: StopReason, detail?: string, keep: Set<string> = new Set()): void {
+    const h = this.held;
+    if (!h) return;
+    this.held = undefined;
+    for (const m of h.members.values()) if (!keep.has(m.clientId)) m.changeState('stopped', reason, detail);
+  }
+
+  private scheduleResumeHeld(): void {
+    this.exclusive(() => this.resumeHeld()).catch((e) => this.log.warn({ err: String(e) }, 'could not bring the music back after the announcement'));
+  }
+
+  /**
+   * The announcement is over: the held music starts again where it is by now, for its
+   * playing members in one group (paused ones wait on the stream, as paused members do),
+   * with `joining` (speakers given back to it) in that group too. Runs inside `exclusive`,
+   * with no member on the stream; rejects only when `joining` could not start.
+   */
+  private async resumeHeld(joining: StreamMember[] = []): Promise<void> {
+    const h = this.held;
+    if (!h || this.members.size) return;
+    this.held = undefined;
+    const live = [...h.members.values()].filter((m) => m.available && m.state !== 'stopped');
+    if (!live.length && !joining.length) return this.reconcile();
+    const at = this.heldPosition(h);
+    if (h.media.duration !== undefined && at >= h.media.duration - 0.5) {
+      this.log.info('the held music ended during the announcement');
+      await this.reconcile().catch((e) => this.log.warn({ err: String(e) }, 'could not release groups'));
+      for (const m of live) m.changeState('stopped', 'ended');
+      if (joining.length) throw new Error('the media has ended');
+      return;
+    }
+    const playing = [...live.filter((m) => m.state === 'playing'), ...joining.filter((m) => !h.members.has(m.clientId))];
+    this.media = h.media;
+    for (const m of live) {
+      if (m.state !== 'paused') continue;
+      this.members.set(m.clientId, m);
+      this.pausedPositions.set(m.clientId, h.paused.get(m.clientId) ?? at);
+    }
+    if (!playing.length) {
+      // Everyone paused: nothing to feed; resume starts the decode at this position.
+      this.pausedAt = at;
+      await this.reconcile();
+      return;
+    }
+    try {
+      await this.startFeed(h.media, at, playing);
+    } catch (e) {
+      const error = e instanceof Error ? e : new Error(String(e));
+      this.log.warn({ err: error.message }, 'the music could not start again after the announcement');
+      this.media = undefined;
+      this.pausedPositions.clear();
+      for (const m of live) if (this.members.delete(m.clientId) || m.state !== 'stopped') m.changeState('stopped', 'error', error.message);
+      this.members.clear();
+      await this.reconcile().catch((err) => this.log.warn({ err: String(err) }, 'could not release groups'));
+      if (joining.length) throw error;
+      return;
+    }
+    this.log.info({ at, clients: playing.map((m) => m.clientId) }, 'the music is back after the announcement');
   }
 
   /**
@@ -346,6 +563,10 @@ export class HubStream {
             await this.reconcile();
           } finally {
             for (const m of gone) m.changeState('stopped', 'ended');
+            // Queued behind whatever the end started at once (the announcement's next item,
+            // which keeps the music held) and ahead of the announced clients' way back to the
+            // music (the hub restores their volume first), so that they join it in sync.
+            if (this.held) this.scheduleResumeHeld();
           }
         }).catch((e) => this.log.warn({ err: String(e) }, 'could not release groups after the end of the media'));
       }, this.opts.server.bufferMs);
@@ -356,7 +577,8 @@ export class HubStream {
         this.feed = undefined;
         this.media = undefined;
         this.dropMembers('error', error.message);
-        await this.reconcile();
+        if (this.held) await this.resumeHeld();
+        else await this.reconcile();
       }).catch((e) => this.log.warn({ err: String(e) }, 'could not release groups after a feed error'));
     });
   }
@@ -416,7 +638,8 @@ export class HubStream {
     const members = [...this.members.values()].filter((m) => m.available && this.opts.model.clients.has(m.clientId));
     const anyPlaying = members.some((m) => m.state === 'playing');
     // While everyone is paused the group stays together (silent); a member paused alone leaves it.
-    await this.grouping.apply(members.filter((m) => m.state === 'playing' || !anyPlaying).map((m) => m.clientId));
+    const listening = members.filter((m) => m.state === 'playing' || !anyPlaying).map((m) => m.clientId);
+    await this.grouping.apply(listening, new Set(this.held?.members.keys()));
   }
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {

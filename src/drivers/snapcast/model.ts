@@ -1,40 +1,106 @@
+import { z } from 'zod';
+
 /**
  * snapserver's view of its clients, groups and streams, kept current from Server.GetStatus,
  * notifications, and the answers to the hub's own requests (a connection is not notified
- * of its own changes). Only the fields the driver uses are typed.
+ * of its own changes).
+ *
+ * What snapserver sends is checked like any other input: a field of the wrong type is a
+ * clear error (the driver then re-reads the whole status), never a crash further on. Only
+ * the fields the driver uses are kept; fields a newer snapserver adds are dropped.
  */
 
-export interface RawVolume {
-  percent: number;
-  muted: boolean;
+export const RawVolumeSchema = z.object({ percent: z.number().min(0).max(100), muted: z.boolean() });
+
+export const RawClientSchema = z.object({
+  id: z.string().min(1),
+  connected: z.boolean(),
+  config: z.object({
+    /** Set in a snapcast app (Client.SetName); '' until someone does. */
+    name: z.string().default(''),
+    volume: RawVolumeSchema,
+    latency: z.number().optional(),
+    instance: z.number().optional(),
+  }),
+  host: z
+    .object({
+      name: z.string().default(''),
+      ip: z.string().default(''),
+      mac: z.string().default(''),
+      os: z.string().optional(),
+      arch: z.string().optional(),
+    })
+    .default({ name: '', ip: '', mac: '' }),
+  snapclient: z.object({ name: z.string().optional(), version: z.string().optional() }).optional(),
+});
+
+export const RawGroupSchema = z.object({
+  id: z.string().min(1),
+  name: z.string().default(''),
+  stream_id: z.string(),
+  muted: z.boolean().default(false),
+  clients: z.array(RawClientSchema).default([]),
+});
+
+export const RawStreamSchema = z.object({
+  id: z.string().min(1),
+  status: z.string().default(''),
+  uri: z.object({
+    raw: z.string().default(''),
+    scheme: z.string(),
+    host: z.string().default(''),
+    path: z.string().default(''),
+    query: z.record(z.string(), z.string()).default({}),
+  }),
+});
+
+export const RawServerSchema = z.object({
+  groups: z.array(RawGroupSchema).default([]),
+  streams: z.array(RawStreamSchema).default([]),
+  server: z.object({ snapserver: z.object({ version: z.string().optional() }).optional() }).optional(),
+});
+
+export type RawVolume = z.output<typeof RawVolumeSchema>;
+export type RawClient = z.output<typeof RawClientSchema>;
+export type RawGroup = z.output<typeof RawGroupSchema>;
+export type RawStream = z.output<typeof RawStreamSchema>;
+export type RawServer = z.output<typeof RawServerSchema>;
+
+/** The `{ server }` answer of Server.GetStatus and Group.SetClients, checked. */
+export function readServerAnswer(result: unknown): RawServer {
+  return z.object({ server: RawServerSchema }).parse(result).server;
 }
 
-export interface RawClient {
-  id: string;
-  connected: boolean;
-  config: { name: string; volume: RawVolume; latency?: number; instance?: number };
-  host: { name: string; ip: string; mac: string; os?: string; arch?: string };
-  snapclient?: { name?: string; version?: string };
+/** The `{ volume }` answer of Client.SetVolume, checked. */
+export function readVolumeAnswer(result: unknown): RawVolume {
+  return z.object({ volume: RawVolumeSchema }).parse(result).volume;
 }
 
-export interface RawGroup {
-  id: string;
-  name: string;
-  stream_id: string;
-  muted: boolean;
-  clients: RawClient[];
-}
+/** The notifications the model follows, each with the params snapserver sends. */
+const NotificationSchema = z.discriminatedUnion('method', [
+  z.object({ method: z.literal('Server.OnUpdate'), params: z.object({ server: RawServerSchema }) }),
+  z.object({ method: z.literal('Client.OnConnect'), params: z.object({ client: RawClientSchema }) }),
+  z.object({ method: z.literal('Client.OnDisconnect'), params: z.object({ client: RawClientSchema }) }),
+  z.object({ method: z.literal('Client.OnVolumeChanged'), params: z.object({ id: z.string(), volume: RawVolumeSchema.partial() }) }),
+  z.object({ method: z.literal('Client.OnNameChanged'), params: z.object({ id: z.string(), name: z.string() }) }),
+  z.object({ method: z.literal('Client.OnLatencyChanged'), params: z.object({ id: z.string(), latency: z.number() }) }),
+  z.object({ method: z.literal('Group.OnStreamChanged'), params: z.object({ id: z.string(), stream_id: z.string() }) }),
+  z.object({ method: z.literal('Group.OnNameChanged'), params: z.object({ id: z.string(), name: z.string() }) }),
+  z.object({ method: z.literal('Stream.OnUpdate'), params: z.object({ id: z.string(), stream: RawStreamSchema }) }),
+]);
 
-export interface RawStream {
-  id: string;
-  status: string;
-  uri: { raw: string; scheme: string; host: string; path: string; query: Record<string, string> };
-}
+export type Notification = z.output<typeof NotificationSchema>;
 
-export interface RawServer {
-  groups: RawGroup[];
-  streams: RawStream[];
-  server?: { snapserver?: { version?: string } };
+const FOLLOWED = new Set<string>(NotificationSchema.options.map((o) => o.shape.method.value));
+
+/**
+ * A notification the model follows, checked; undefined for one it ignores (Group.OnMute,
+ * Stream.OnProperties, whatever a newer server sends). Throws on a followed one whose params
+ * do not have the expected shape.
+ */
+export function parseNotification(method: string, params: unknown): Notification | undefined {
+  if (!FOLLOWED.has(method)) return undefined;
+  return NotificationSchema.parse({ method, params });
 }
 
 export interface GroupState {
@@ -95,45 +161,48 @@ export class ServerModel {
     return change;
   }
 
-  /** Applies one notification. Unknown methods (newer servers) change nothing. */
-  applyNotification(method: string, params: any): ModelChange {
+  /** Applies one checked notification (parseNotification). */
+  applyNotification(n: Notification): ModelChange {
     const change = emptyChange();
-    switch (method) {
+    switch (n.method) {
       case 'Server.OnUpdate':
-        return this.applyServer(params.server);
+        return this.applyServer(n.params.server);
       case 'Client.OnConnect':
       case 'Client.OnDisconnect': {
-        const c = params.client as RawClient;
+        const c = n.params.client;
         if (!this.clients.has(c.id) || !this.groupOf(c.id)) change.unknown = true;
         this.clients.set(c.id, c);
         change.clients.add(c.id);
         break;
       }
-      case 'Client.OnVolumeChanged':
-        this.updateClient(params.id, change, (c) => (c.config.volume = { ...c.config.volume, ...params.volume }));
+      case 'Client.OnVolumeChanged': {
+        const volume = n.params.volume;
+        this.updateClient(n.params.id, change, (c) => (c.config.volume = { ...c.config.volume, ...volume }));
         break;
-      case 'Client.OnNameChanged':
-        this.updateClient(params.id, change, (c) => (c.config.name = params.name));
+      }
+      case 'Client.OnNameChanged': {
+        const name = n.params.name;
+        this.updateClient(n.params.id, change, (c) => (c.config.name = name));
         break;
-      case 'Client.OnLatencyChanged':
-        this.updateClient(params.id, change, (c) => (c.config.latency = params.latency));
+      }
+      case 'Client.OnLatencyChanged': {
+        const latency = n.params.latency;
+        this.updateClient(n.params.id, change, (c) => (c.config.latency = latency));
         break;
+      }
       case 'Group.OnStreamChanged':
-        this.setGroupStream(params.id, params.stream_id, change);
+        this.setGroupStream(n.params.id, n.params.stream_id, change);
         break;
       case 'Group.OnNameChanged': {
-        const g = this.groups.get(params.id);
+        const g = this.groups.get(n.params.id);
         if (g) {
-          g.name = params.name;
+          g.name = n.params.name;
           for (const id of g.clientIds) change.placement.add(id);
         } else change.unknown = true;
         break;
       }
       case 'Stream.OnUpdate':
-        if (params.stream) this.streams.set(params.id, params.stream);
-        break;
-      default:
-        // Group.OnMute, Stream.OnProperties, …: nothing the hub shows.
+        this.streams.set(n.params.id, n.params.stream);
         break;
     }
     return change;

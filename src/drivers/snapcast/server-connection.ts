@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import type { Clock, TimerHandle } from '../../core/clock';
 import type { Logger } from '../../logger';
 import { RpcConnection } from './rpc';
-import type { RawServer } from './model';
+import { readServerAnswer, type RawServer } from './model';
 
 export interface ServerConnectionOptions {
   host: string;
@@ -119,12 +119,12 @@ export class ServerConnection extends EventEmitter<ServerConnectionEvents> {
       if (!this.stopped) this.scheduleRetry(reason);
     });
     try {
-      const result = await rpc.request<{ server: RawServer }>('Server.GetStatus');
+      const status = readServerAnswer(await rpc.request('Server.GetStatus'));
       if (this.rpc !== rpc) return;
       this.ready = true;
       this.downSince = undefined;
-      this.log.info({ host, port, version: result.server.server?.snapserver?.version }, 'connected to snapserver');
-      this.emit('up', result.server);
+      this.log.info({ host, port, version: status.server?.snapserver?.version }, 'connected to snapserver');
+      this.emit('up', status);
     } catch (e) {
       if (!this.stopped) this.log.warn({ err: (e as Error).message }, 'Server.GetStatus failed; reconnecting');
       rpc.close();

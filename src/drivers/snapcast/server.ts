@@ -4,8 +4,10 @@ import type { MediaRequest, SpeakerSnapshot } from '../driver';
 import { describeClient, hubVolume, snapcastDeviceId, snapVolume, SnapcastSpeaker, type SpeakerControl } from './client-speaker';
 import type { ResolvedServerConfig, SnapcastConfig } from './config';
 import { HubStream } from './hub-stream';
-import { ServerModel, type ModelChange, type RawServer, type RawVolume } from './model';
+import { parseNotification, readServerAnswer, readVolumeAnswer, ServerModel, type ModelChange, type Notification, type RawServer } from './model';
 import { ServerConnection } from './server-connection';
+import { DEFAULT_TCP_SOURCE_PORT } from './sink';
+import { streamSource } from './stream-source';
 
 export interface SnapServerOptions {
   server: ResolvedServerConfig;
@@ -35,10 +37,13 @@ export class SnapServer {
   private readonly connection: ServerConnection;
   private readonly model = new ServerModel();
   private readonly hubStream: HubStream;
-  /** Announcements' own stream (snapcast.announceStream), when one is declared. */
+  /** Announcements' own stream (snapcast.announceStream), used while snapserver declares it. */
   private readonly overlayStream?: HubStream;
   private readonly speakers = new Map<string, SnapcastSpeaker>();
   private serverVersion = '';
+  /** Why announcements fall back to the hub stream (no usable announcement stream), or undefined; as last logged. */
+  private fallback?: string;
+  private fallbackLogged = false;
   private readonly log: Logger;
 
   constructor(private readonly opts: SnapServerOptions) {
@@ -65,9 +70,11 @@ export class SnapServer {
       clock,
       logger: this.log,
     });
-    if (server.announceStream) {
+    // The same stream twice would have two feeds and two groupings fight over it.
+    if (server.announceStream !== server.stream) {
       this.overlayStream = new HubStream({
-        server: { ...server, stream: server.announceStream, source: undefined },
+        // Its own stream swapped with the music's: neither is ever a place to release clients to.
+        server: { ...server, stream: server.announceStream, announceStream: server.stream, source: undefined },
         control: this.connection,
         model: this.model,
         applied: (change) => this.apply(change),
@@ -101,18 +108,51 @@ export class SnapServer {
   }
 
   /**
-   * Overlays (announcements) go to the announce stream when there is one: their clients
-   * leave the music's group first, and the music plays on for the others. A client moves
-   * back by a play on the hub stream (the music rejoined).
+   * Overlays (announcements) go to the announcement stream while snapserver declares one:
+   * their clients leave the music's group first, and the music plays on for the others. A
+   * client moves back by a play on the hub stream (the music rejoined). Without one they
+   * play on the hub stream, which holds the music of the others until they are over.
    */
   async playGroup(list: SnapcastSpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
-    const overlay = this.overlayStream;
-    if (!overlay) return this.hubStream.playGroup(list, media);
-    const [to, from] = media.overlay ? [overlay, this.hubStream] : [this.hubStream, overlay];
+    const overlay = this.fallback === undefined ? this.overlayStream : undefined;
+    const to = media.overlay && overlay ? overlay : this.hubStream;
+    const from = to === this.hubStream ? this.overlayStream : this.hubStream;
+    // Only awaits when a client switches streams: an announcement's next item is queued on
+    // the stream at once, ahead of what its end scheduled there (HubStream.resumeHeld).
     for (const s of list)
-      if (from.has(s.clientId))
+      if (from?.has(s.clientId))
         await from.stop(s).catch((e) => this.log.warn({ clientId: s.clientId, err: String(e) }, 'could not take the client off the other stream'));
     return to.playGroup(list, media);
+  }
+
+  /**
+   * Whether announcements can have a stream of their own here, and the log line saying so
+   * (once at start, and again whenever a reconnect finds it changed).
+   */
+  private checkAnnounceStream(): void {
+    const { server } = this.opts;
+    const id = server.announceStream;
+    let why: string | undefined;
+    if (!this.overlayStream) why = `the announcement stream '${id}' is the music's own stream`;
+    else if (!this.model.streams.has(id)) why = `snapserver declares no stream '${id}' for announcements`;
+    else {
+      try {
+        streamSource({ ...server, stream: id, source: undefined }, this.model);
+      } catch (e) {
+        why = `the announcement stream cannot be fed: ${(e as Error).message}`;
+      }
+    }
+    if (this.fallbackLogged && why === this.fallback) return;
+    this.fallback = why;
+    this.fallbackLogged = true;
+    if (why === undefined) {
+      this.log.info({ stream: id }, 'announcements play on their own stream; the music goes on for the other clients');
+      return;
+    }
+    this.log.warn(
+      { reason: why, declare: `source = tcp://0.0.0.0:${DEFAULT_TCP_SOURCE_PORT + 1}?name=${id}&mode=server` },
+      `${why}: an announcement plays on the hub stream, and the music of this server's other clients is held (silent) until it is over, then goes on in sync. Declare the stream in snapserver.conf to keep them playing`,
+    );
   }
 
   private streamOf(s: SnapcastSpeaker): HubStream {
@@ -135,10 +175,14 @@ export class SnapServer {
     isMuted: (s) => this.model.clients.get(s.clientId)?.config.volume.muted ?? false,
     setMute: async (s, muted) => {
       const percent = this.model.clients.get(s.clientId)?.config.volume.percent ?? s.volume * 2;
-      const res = await this.connection.request<{ volume: RawVolume }>('Client.SetVolume', { id: s.clientId, volume: { percent, muted } });
-      this.apply(this.model.setVolume(s.clientId, res.volume));
+      const volume = readVolumeAnswer(await this.connection.request('Client.SetVolume', { id: s.clientId, volume: { percent, muted } }));
+      this.apply(this.model.setVolume(s.clientId, volume));
     },
     restore: (s, snap, volumeOnly) => this.restore(s, snap, volumeOnly),
+    restoreLimit: () =>
+      this.fallback === undefined
+        ? undefined
+        : `snapserver ${this.address} has no announcement stream (${this.fallback}): the music of its other clients is held, silent, while an announcement plays there, and goes on in sync afterwards`,
   };
 
   private snapshot(s: SnapcastSpeaker): SpeakerSnapshot {
@@ -161,21 +205,25 @@ export class SnapServer {
    */
   private async restore(s: SnapcastSpeaker, snap: SpeakerSnapshot, volumeOnly: boolean): Promise<void> {
     const d = (snap.driver ?? {}) as { percent?: number; group?: SnapcastPlacement };
-    const res = await this.connection.request<{ volume: RawVolume }>('Client.SetVolume', {
-      id: s.clientId,
-      volume: { percent: d.percent ?? snap.volume * 2, muted: !!snap.muted },
-    });
-    this.apply(this.model.setVolume(s.clientId, res.volume));
+    const volume = readVolumeAnswer(
+      await this.connection.request('Client.SetVolume', {
+        id: s.clientId,
+        volume: { percent: d.percent ?? snap.volume * 2, muted: !!snap.muted },
+      }),
+    );
+    this.apply(this.model.setVolume(s.clientId, volume));
     const g = d.group;
     const own = [this.opts.server.stream, this.opts.server.announceStream];
     if (volumeOnly || !g || own.includes(g.streamId) || !this.model.streams.has(g.streamId)) return;
     const original = this.model.groups.get(g.groupId);
     if (original && !original.clientIds.includes(s.clientId)) {
-      const r = await this.connection.request<{ server: RawServer }>('Group.SetClients', {
-        id: original.id,
-        clients: [...original.clientIds, s.clientId],
-      });
-      this.apply(this.model.applyServer(r.server));
+      const r = readServerAnswer(
+        await this.connection.request('Group.SetClients', {
+          id: original.id,
+          clients: [...original.clientIds, s.clientId],
+        }),
+      );
+      this.apply(this.model.applyServer(r));
     }
     const now = this.model.groupOf(s.clientId);
     if (now && now.streamId !== g.streamId) {
@@ -190,9 +238,9 @@ export class SnapServer {
   }
 
   private async setVolume(s: SnapcastSpeaker, volume: number): Promise<void> {
-    const res = await this.connection.request<{ volume: RawVolume }>('Client.SetVolume', { id: s.clientId, volume: snapVolume(volume) });
+    const res = readVolumeAnswer(await this.connection.request('Client.SetVolume', { id: s.clientId, volume: snapVolume(volume) }));
     // snapserver does not notify the connection that made the change: take it from the answer.
-    this.apply(this.model.setVolume(s.clientId, res.volume));
+    this.apply(this.model.setVolume(s.clientId, res));
   }
 
   // ---- server events -------------------------------------------------------------------
@@ -206,6 +254,7 @@ export class SnapServer {
         'snapserver has no stream for the hub to feed; plays will fail until snapserver.conf declares it',
       );
     }
+    this.checkAnnounceStream();
     this.hubStream.scheduleReconcile();
     this.overlayStream?.scheduleReconcile();
   }
@@ -214,24 +263,28 @@ export class SnapServer {
     this.log.warn({ reason }, 'lost the snapserver control connection; its clients are unavailable until it is back');
     this.hubStream.connectionLost();
     this.overlayStream?.connectionLost();
-    for (const s of this.speakers.values()) s.setAvailable(false);
+    for (const s of this.speakers.values()) s.setConnected(false);
   }
 
-  private onNotification(method: string, params: any): void {
-    if (method === 'Group.OnStreamChanged' && params?.id) {
-      this.hubStream.groupTakenOver(params.id, params.stream_id);
-      this.overlayStream?.groupTakenOver(params.id, params.stream_id);
-    }
-    let change: ModelChange;
+  private onNotification(method: string, params: unknown): void {
+    let n: Notification | undefined;
     try {
-      change = this.model.applyNotification(method, params);
+      n = parseNotification(method, params);
     } catch (e) {
-      this.log.warn({ method, err: String(e) }, 'could not apply a snapserver notification; re-reading the status');
-      change = { clients: new Set(), placement: new Set(), removed: new Set(), unknown: true };
+      this.log.warn({ method, err: String(e) }, 'a snapserver notification had an unexpected shape; re-reading the status');
+      this.refresh();
+      return;
     }
+    // One the hub does not follow (Group.OnMute, Stream.OnProperties, a newer server's).
+    if (!n) return;
+    if (n.method === 'Group.OnStreamChanged') {
+      this.hubStream.groupTakenOver(n.params.id, n.params.stream_id);
+      this.overlayStream?.groupTakenOver(n.params.id, n.params.stream_id);
+    }
+    const change = this.model.applyNotification(n);
     this.apply(change);
     if (change.unknown) this.refresh();
-    if (TOPOLOGY.has(method)) {
+    if (TOPOLOGY.has(n.method)) {
       this.hubStream.scheduleReconcile();
       this.overlayStream?.scheduleReconcile();
     }
@@ -240,9 +293,9 @@ export class SnapServer {
   /** Re-reads the whole status (a notification named something the model did not know). */
   private refresh(): void {
     this.connection
-      .request<{ server: RawServer }>('Server.GetStatus')
+      .request('Server.GetStatus')
       .then((r) => {
-        this.apply(this.model.applyServer(r.server));
+        this.apply(this.model.applyServer(readServerAnswer(r)));
         this.hubStream.scheduleReconcile();
         this.overlayStream?.scheduleReconcile();
       })
@@ -271,7 +324,7 @@ export class SnapServer {
         this.hubStream.clientGone(id, 'snapclient disconnected');
         this.overlayStream?.clientGone(id, 'snapclient disconnected');
       }
-      s.setAvailable(available);
+      s.setConnected(available);
     }
     // A client missing from a full status may be deleted, or the server may have restarted
     // with fresh settings and not seen it yet: either way it stays listed, inactive, as the
@@ -281,7 +334,7 @@ export class SnapServer {
       if (!s) continue;
       this.hubStream.clientGone(id, 'snapserver no longer lists the snapclient');
       this.overlayStream?.clientGone(id, 'snapserver no longer lists the snapclient');
-      s.setAvailable(false);
+      s.setConnected(false);
     }
   }
 }
