@@ -212,6 +212,7 @@ describe('announcements (virtual speakers)', () => {
       State: 'waiting_restore',
       DeviceIDList: `${ids[0]},${ids[1]}`,
       Priority: '100',
+      Mode: 'interrupt',
     });
     const ofA = () => announcements.filter((e) => e.announcementId === a.AnnouncementID);
     expect(ofA().map((e) => [e.phase, e.state])).toEqual([
