@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readdir, rename, stat, unlink, utimes } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, stat, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger';
 import { wavDuration } from './wav-duration';
@@ -66,6 +66,8 @@ const RATE = 44100;
 const CACHE_FILE = /^[0-9a-f]{64}\.wav$/;
 // Bump when the rendering changes, so old cache entries are not reused.
 const VERSION = 'clip-v1';
+/** Parts up to this size are keyed by their content (8 MiB: a minute and a half of CD audio). */
+const MAX_HASHED_BYTES = 8 * 1024 * 1024;
 
 export class ClipError extends Error {
   constructor(message: string) {
@@ -133,7 +135,10 @@ export class AnnouncementClips {
       if ('file' in p) {
         const st = await stat(p.file).catch(() => undefined);
         if (!st?.isFile()) throw new ClipError(`no such file: ${p.file}`);
-        h.update(`\0file\0${p.file}\0${st.size}\0${st.mtimeMs}`);
+        // By content where that is cheap: the TTS cache touches its files' mtime on every hit
+        // (its LRU), which must not make every cached text a new clip.
+        if (st.size <= MAX_HASHED_BYTES) h.update('\0content\0').update(await readFile(p.file));
+        else h.update(`\0file\0${p.file}\0${st.size}\0${st.mtimeMs}`);
       } else {
         // Never reused: the same URL may serve something else next time.
         h.update(`\0url\0${p.url}\0${randomBytes(16).toString('hex')}`);

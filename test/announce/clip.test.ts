@@ -146,6 +146,17 @@ describe('announcement clip: chime and speech as one play, at the target loudnes
     expect(diff / energy).toBeLessThan(0.05);
   });
 
+  test('the clip is cached: the same text with the chime again renders nothing new (the TTS cache touching its file does not matter)', async () => {
+    const rendered = () => t.logs.filter((l) => l.includes('announcement clip rendered')).length;
+    const before = rendered();
+    const [first] = await announceOn(0, { Text: 'Cached clip please', Chime: 'true' });
+    expect(rendered()).toBe(before + 1);
+    const [second] = await announceOn(0, { Text: 'Cached clip please', Chime: 'true' });
+    expect(rendered()).toBe(before + 1);
+    expect(Buffer.from(await (await fetch(second)).arrayBuffer()).length).toBeGreaterThan(0);
+    expect(first).toBeDefined();
+  });
+
   test('a PersistentID chime with hub media is one play too', async () => {
     const urls = await announceOn(0, { PersistentID: pids['Quiet'], Chime: pids['Bell'] });
     expect(urls).toHaveLength(1);
