@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readFile, readdir, rename, stat, unlink, utimes } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger';
 import { wavDuration } from './wav-duration';
@@ -158,26 +158,27 @@ export class AnnouncementClips {
     this.running++;
     const started = Date.now();
     const temp = join(this.opts.cacheDir, `.${randomBytes(8).toString('hex')}.wav`);
-    const temp2 = `${temp}.2.wav`;
     try {
       await mkdir(this.opts.cacheDir, { recursive: true });
       const target = this.loudness;
       // Per part: its own gain, so a loud chime does not push a quiet voice down (or up).
       const gains = target ? await Promise.all(parts.map(async (p) => gainFor(await this.measure(p), target))) : parts.map(() => 0);
-      await this.run([...parts.flatMap((p) => this.input(p)), '-filter_complex', this.graph(parts.length, gains), '-map', '[out]', ...wavOut(temp)]);
-      if (target) {
-        // The limiter took some level off the loud passages: give it back while the peak allows.
-        const m = await this.measure({ file: temp });
+      const inputs = parts.flatMap((p) => this.input(p));
+      if (!target) {
+        await this.run([...inputs, '-filter_complex', this.graph(parts.length, gains), '-map', '[out]', ...wavOut(temp)]);
+      } else {
+        // One run renders and measures what it rendered (a second output through ebur128).
+        const graph = `${this.graph(parts.length, gains, '[mixed]')};[mixed]asplit=2[out][tap];[tap]ebur128=peak=true[measured]`;
+        const err = await this.run([...inputs, '-filter_complex', graph, '-map', '[out]', ...wavOut(temp), '-map', '[measured]', '-f', 'null', '-']);
+        const m = parseSummary(err);
+        // The limiter took some level off the loud passages: give it back while the peak allows,
+        // as a gain on the samples written (no third ffmpeg run: each costs ~90 ms here).
         const back = Math.min(target.integrated - m.integrated, target.truePeak - m.truePeak);
-        if (m.integrated > -70 && Math.abs(back) > 0.2) {
-          await this.run(['-i', temp, '-af', `volume=${back.toFixed(2)}dB`, ...wavOut(temp2)]);
-          await rename(temp2, temp);
-        }
+        if (m.integrated > -70 && Math.abs(back) > 0.2) await scaleWav(temp, 10 ** (back / 20));
       }
       await rename(temp, file);
     } catch (e) {
       await unlink(temp).catch(() => undefined);
-      await unlink(temp2).catch(() => undefined);
       throw e instanceof ClipError ? e : new ClipError(String((e as Error)?.message ?? e));
     } finally {
       this.running--;
@@ -194,7 +195,7 @@ export class AnnouncementClips {
   }
 
   /** Each part resampled to one format, gained, then all concatenated with the gap after each but the last; limited at the ceiling. */
-  private graph(n: number, gains: number[]): string {
+  private graph(n: number, gains: number[], out = '[out]'): string {
     const chains: string[] = [];
     const labels: string[] = [];
     for (let i = 0; i < n; i++) {
@@ -206,18 +207,13 @@ export class AnnouncementClips {
       }
     }
     const limit = this.loudness ? `,alimiter=limit=${dbToLinear(this.loudness.truePeak - 0.5).toFixed(4)}:level=false:attack=5:release=50` : '';
-    chains.push(`${labels.join('')}concat=n=${labels.length}:v=0:a=1${limit}[out]`);
+    chains.push(`${labels.join('')}concat=n=${labels.length}:v=0:a=1${limit}${out}`);
     return chains.join(';');
   }
 
   /** Integrated loudness and true peak of a part (ffmpeg's ebur128 summary). */
   private async measure(p: ClipSource): Promise<Measurement> {
-    const err = await this.run([...this.input(p), '-af', 'ebur128=peak=true', '-f', 'null', '-']);
-    const summary = err.slice(err.lastIndexOf('Summary:'));
-    const integrated = Number(/I:\s+(-?[\d.]+|-inf) LUFS/.exec(summary)?.[1]);
-    const truePeak = Number(/Peak:\s+(-?[\d.]+|-inf) dBFS/.exec(summary)?.[1]);
-    if (!summary.startsWith('Summary:')) throw new ClipError('ffmpeg measured no loudness');
-    return { integrated: Number.isFinite(integrated) ? integrated : -70, truePeak: Number.isFinite(truePeak) ? truePeak : -100 };
+    return parseSummary(await this.run([...this.input(p), '-af', 'ebur128=peak=true', '-f', 'null', '-']));
   }
 
   /** Runs ffmpeg; resolves with its stderr (bounded), rejects on failure or timeout. */
@@ -284,6 +280,35 @@ export class AnnouncementClips {
       await unlink(join(dir, e.name)).catch(() => undefined);
     }
   }
+}
+
+/** The last ebur128 summary in ffmpeg's stderr: integrated loudness and true peak. */
+function parseSummary(err: string): Measurement {
+  const at = err.lastIndexOf('Summary:');
+  if (at < 0) throw new ClipError('ffmpeg measured no loudness');
+  const summary = err.slice(at);
+  const integrated = Number(/I:\s+(-?[\d.]+|-inf) LUFS/.exec(summary)?.[1]);
+  const truePeak = Number(/Peak:\s+(-?[\d.]+|-inf) dBFS/.exec(summary)?.[1]);
+  return { integrated: Number.isFinite(integrated) ? integrated : -70, truePeak: Number.isFinite(truePeak) ? truePeak : -100 };
+}
+
+/** Multiplies the 16-bit PCM samples of a WAV file ffmpeg wrote (its data chunk) by `factor`, clamped. */
+async function scaleWav(file: string, factor: number): Promise<void> {
+  const buf = await readFile(file);
+  let off = 12;
+  while (off + 8 <= buf.length) {
+    const id = buf.toString('ascii', off, off + 4);
+    const size = buf.readUInt32LE(off + 4);
+    if (id === 'data') {
+      // ffmpeg writing to a file fills the size in; bounded by the file either way.
+      const end = Math.min(buf.length, off + 8 + (size || buf.length));
+      for (let i = off + 8; i + 1 < end; i += 2) buf.writeInt16LE(Math.max(-32768, Math.min(32767, Math.round(buf.readInt16LE(i) * factor))), i);
+      await writeFile(file, buf);
+      return;
+    }
+    off += 8 + size + (size & 1);
+  }
+  throw new ClipError('the rendered clip has no data chunk');
 }
 
 function wavOut(file: string): string[] {
