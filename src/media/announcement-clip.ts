@@ -159,6 +159,9 @@ export class AnnouncementClips {
     const started = Date.now();
     const temp = join(this.opts.cacheDir, `.${randomBytes(8).toString('hex')}.wav`);
     try {
+      // A web part must have an end: a live stream would be read until the timeout, and the
+      // announcement would wait for nothing (it then plays as it is, the speaker fetching it).
+      for (const p of parts) if ('url' in p) await this.assertFinite(p.url);
       await mkdir(this.opts.cacheDir, { recursive: true });
       const target = this.loudness;
       // Per part: its own gain, so a loud chime does not push a quiet voice down (or up).
@@ -216,16 +219,31 @@ export class AnnouncementClips {
     return parseSummary(await this.run([...this.input(p), '-af', 'ebur128=peak=true', '-f', 'null', '-']));
   }
 
-  /** Runs ffmpeg; resolves with its stderr (bounded), rejects on failure or timeout. */
-  private run(args: string[]): Promise<string> {
+  /** Rejects unless ffmpeg reads a finite duration of at most maxWebSeconds from the URL's header. */
+  private async assertFinite(url: string): Promise<void> {
+    // ffmpeg with an input and no output prints the input's header and exits 1.
+    // Small probe: the header is enough, and a live stream must not keep the announcement waiting.
+    const err = await this.run(['-probesize', '65536', '-analyzeduration', '500000', '-protocol_whitelist', 'http,https,tcp,tls,crypto', '-i', url], {
+      timeoutMs: 5000,
+      anyExit: true,
+    });
+    const m = /Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/.exec(err);
+    const seconds = m ? Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]) : NaN;
+    if (!(seconds > 0 && seconds <= this.maxWebSeconds))
+      throw new ClipError(`the web media has no known length of at most ${this.maxWebSeconds} s (a live stream?)`);
+  }
+
+  /** Runs ffmpeg; resolves with its stderr (bounded), rejects on failure (unless anyExit) or timeout. */
+  private run(args: string[], how: { timeoutMs?: number; anyExit?: boolean } = {}): Promise<string> {
+    const timeoutMs = how.timeoutMs ?? this.timeoutMs;
     return new Promise((resolve, reject) => {
       let err = '';
       let done = false;
       const proc = spawn(this.ffmpeg, ['-hide_banner', '-nostats', '-nostdin', '-y', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
       const timer = setTimeout(() => {
         proc.kill('SIGKILL');
-        finish(new ClipError(`ffmpeg took longer than ${this.timeoutMs} ms`));
-      }, this.timeoutMs);
+        finish(new ClipError(`ffmpeg took longer than ${timeoutMs} ms`));
+      }, timeoutMs);
       const finish = (e?: Error) => {
         if (done) return;
         done = true;
@@ -239,7 +257,7 @@ export class AnnouncementClips {
       });
       proc.on('error', (e) => finish(new ClipError(`cannot run ffmpeg (${this.ffmpeg}): ${e.message}`)));
       proc.on('close', (code) => {
-        if (code === 0) finish();
+        if (code === 0 || how.anyExit) finish();
         else finish(new ClipError(`ffmpeg failed (exit ${code}): ${err.trim().split('\n').slice(-2).join(' ')}`));
       });
     });

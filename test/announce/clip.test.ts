@@ -5,6 +5,8 @@
  * (tone detection by Goertzel, levels by RMS, loudness by ffmpeg's ebur128 filter).
  */
 import { execFile } from 'node:child_process';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -165,6 +167,55 @@ describe('announcement clip: chime and speech as one play, at the target loudnes
     expect(toneShare(clip, 0.05, 0.45, 880)).toBeGreaterThan(0.5);
     expect(rmsDb(clip, 0.55, 0.75)).toBeLessThan(-60);
     expect(toneShare(clip, 1, 4, 440)).toBeGreaterThan(0.5);
+  });
+
+  test('MediaUrl: a web file is rendered at the target loudness; a live stream (no end) is played as it is, at once', async () => {
+    const finite = tone(3, 440, 0.9, 'Web');
+    const live = new Set<ServerResponse>();
+    const server: Server = createServer((req, res) => {
+      if (req.url === '/live.wav') {
+        // A WAV header with the largest size, then silence for ever: no end to be read.
+        live.add(res);
+        res.writeHead(200, { 'Content-Type': 'audio/wav' });
+        const head = Buffer.alloc(44);
+        head.write('RIFF', 0);
+        head.writeUInt32LE(0xffffffff, 4);
+        head.write('WAVEfmt ', 8);
+        head.writeUInt32LE(16, 16);
+        head.writeUInt16LE(1, 20); // PCM
+        head.writeUInt16LE(1, 22); // mono
+        head.writeUInt32LE(22050, 24);
+        head.writeUInt32LE(44100, 28);
+        head.writeUInt16LE(2, 32);
+        head.writeUInt16LE(16, 34);
+        head.write('data', 36);
+        head.writeUInt32LE(0xffffffff, 40);
+        res.write(head);
+        const tick = setInterval(() => res.write(Buffer.alloc(44100)), 500);
+        res.on('close', () => clearInterval(tick));
+        return;
+      }
+      res.writeHead(200, { 'Content-Type': 'audio/wav', 'Content-Length': finite.length }).end(finite);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const [url] = await announceOn(0, { MediaUrl: `${base}/file.wav` });
+      expect(url.startsWith(base)).toBe(false);
+      expect(Math.abs((await loudness(url, dir)) + 16)).toBeLessThan(1);
+
+      const mark = speaker(1).fetches.at(-1);
+      const r = await t.op('announce', { MediaUrl: `${base}/live.wav`, DeviceIDList: ids[1] });
+      await eventually(() => speaker(1).state === 'playing' && speaker(1).fetches.at(-1) !== mark, 10_000, 'the live stream playing');
+      expect(speaker(1).fetches.at(-1)!.url).toBe(`${base}/live.wav`);
+      expect(t.logs.filter((l) => l.includes('announcement clip not made')).at(-1)).toContain('no known length');
+      await t.op('stop_play');
+      await untilState(r.AnnouncementID, 'done');
+    } finally {
+      for (const res of live) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 
   test('loudness: a quiet and a loud source, and speech, come out within ±1 LU of -16 LUFS', async () => {
