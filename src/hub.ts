@@ -13,6 +13,7 @@ import { MediaLibrary, type ScanProgress } from './media/library';
 import { MediaServer } from './media/media-server';
 import { MetadataReader } from './media/metadata-reader';
 import { ensureChime } from './media/chime';
+import { AnnouncementClips } from './media/announcement-clip';
 import { sampleMediaDir } from './media/sample-location';
 import { SessionFile } from './persistence/session-file';
 import { loadOrCreateToken } from './server/auth';
@@ -204,6 +205,15 @@ export class SpeakerHub {
       refuseLocalMediaUrls: config.webMedia.refuseLocalAddresses,
       chimeFile: await ensureChime(join(config.dataDir, 'chime-v1.wav')),
       partyRejoin: config.playback.partyRejoin,
+      clips: new AnnouncementClips({
+        cacheDir: join(config.dataDir, 'announce-cache'),
+        logger: this.logger.child({ component: 'announce-audio' }),
+        loudness:
+          config.announcements.loudness === 'off' ? 'off' : { integrated: config.announcements.loudness, truePeak: config.announcements.truePeak },
+        gapMs: config.announcements.chimeGapMs,
+        maxCacheEntries: config.announcements.maxClipCacheEntries,
+        maxCacheBytes: config.limits.ttsCacheMB * 1024 * 1024,
+      }),
     });
     this._core = core;
     this.undo.push({

@@ -124,6 +124,19 @@ export const CoreConfigShape = {
     })
     .strict()
     .prefault({}),
+  announcements: z
+    .object({
+      /** Target loudness of announcement audio (TTS, chime, given media), LUFS integrated (EBU R128); 'off' plays it as it comes. */
+      loudness: z.union([z.literal('off'), z.number().min(-40).max(-5)]).default(-16),
+      /** True-peak ceiling after normalisation, dBTP. */
+      truePeak: z.number().min(-12).max(0).default(-1.5),
+      /** Silence between the chime and the speech, in the one clip they are rendered into. */
+      chimeGapMs: z.number().int().min(0).max(5000).default(300),
+      /** Rendered clips kept (LRU), besides limits.ttsCacheMB for their size. */
+      maxClipCacheEntries: z.number().int().min(1).max(100_000).default(200),
+    })
+    .strict()
+    .prefault({}),
   log: z
     .object({
       level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -46,7 +46,17 @@ export interface AnnounceRequest {
   /** The level on each target while it announces (0–50); undefined keeps each speaker's own. */
   volume?: number;
   priority: number;
+  /** interrupt (default): the music stops on the targets and comes back after; duck: it goes on, lowered, under the voice. */
+  mode?: AnnouncementMode;
+  /** duck: dB the music goes down (-40..0; default -15). */
+  duckLevel?: number;
+  /** duck: fade time in ms (default 500). */
+  fadeMs?: number;
 }
+
+export type AnnouncementMode = 'interrupt' | 'duck';
+export const DEFAULT_DUCK_LEVEL = -15;
+export const DEFAULT_FADE_MS = 500;
 
 export interface AnnouncementStatus {
   id: string;
@@ -54,6 +64,10 @@ export interface AnnouncementStatus {
   deviceIds: string[];
   priority: number;
   volume?: number;
+  /** The mode it plays in: duck only if every target's driver can mix. */
+  mode: AnnouncementMode;
+  /** Why it plays in a mode other than the one asked for (duck asked, a target cannot mix). */
+  modeReason?: string;
   /** Why it failed, or what interrupted it (wire text, made from reasonCode). */
   reason?: string;
   reasonCode?: AnnouncementReasonCode;
@@ -81,6 +95,10 @@ interface Announcement {
   deviceIds: string[];
   priority: number;
   volume?: number;
+  mode: AnnouncementMode;
+  modeReason?: string;
+  /** Set in mode duck. */
+  duck?: { levelDb: number; fadeMs: number };
   reason?: AnnouncementReason;
   createdAt: number;
   startedAt?: number;
@@ -187,6 +205,7 @@ export class AnnouncementManager {
         });
       }
     }
+    const mode = modeFor(req.mode ?? 'interrupt', speakers);
     const a: Announcement = {
       id: randomBytes(9).toString('base64url'),
       phase: 'loading',
@@ -194,6 +213,9 @@ export class AnnouncementManager {
       deviceIds: speakers.map((s) => s.id),
       priority: req.priority,
       volume: req.volume,
+      mode: mode.mode,
+      ...(mode.reason ? { modeReason: mode.reason } : {}),
+      ...(mode.mode === 'duck' ? { duck: { levelDb: req.duckLevel ?? DEFAULT_DUCK_LEVEL, fadeMs: req.fadeMs ?? DEFAULT_FADE_MS } } : {}),
       createdAt: this.clock.now(),
       playing: new Set(),
       unrestored: new Set(speakers.map((s) => s.id)),
@@ -209,7 +231,10 @@ export class AnnouncementManager {
       lane.queue.push(a);
       lane.queue.sort(order);
     }
-    this.logger.info({ announcement: a.id, speakers: a.deviceIds, priority: a.priority }, 'announcement queued');
+    this.logger.info(
+      { announcement: a.id, speakers: a.deviceIds, priority: a.priority, mode: a.mode, modeReason: a.modeReason },
+      'announcement queued',
+    );
     req.load().then(
       (media) =>
         this.guard('load', () => {
@@ -346,7 +371,8 @@ export class AnnouncementManager {
         fresh.map((l) => l.id),
         a.priority,
       );
-      if (a.volume !== undefined) {
+      // Ducking leaves the speaker's level alone (the music goes on at it); the driver sets the voice's.
+      if (a.volume !== undefined && !a.duck) {
         await Promise.all(
           usable.map(async (l) => {
             try {
@@ -377,6 +403,7 @@ export class AnnouncementManager {
       duration: item.duration,
       startAt: 0,
       overlay: true,
+      ...(a.duck ? { duck: { ...a.duck, ...(a.volume !== undefined ? { voiceVolume: a.volume } : {}) } } : {}),
     });
     const failures: string[] = [];
     speakers.forEach((s, i) => {
@@ -658,6 +685,8 @@ export class AnnouncementManager {
       deviceIds: [...a.deviceIds],
       priority: a.priority,
       ...(a.volume !== undefined ? { volume: a.volume } : {}),
+      mode: a.mode,
+      ...(a.modeReason ? { modeReason: a.modeReason } : {}),
       ...(a.reason ? { reason: reasonText(a.reason), reasonCode: a.reason.code } : {}),
       createdAt: a.createdAt,
       ...(a.startedAt !== undefined ? { startedAt: a.startedAt } : {}),
@@ -698,4 +727,23 @@ export class AnnouncementManager {
 /** Higher Priority first, then arrival. */
 function order(x: Announcement, y: Announcement): number {
   return y.priority - x.priority || x.seq - y.seq;
+}
+
+/**
+ * The mode an announcement plays in. Duck needs every target to mix (a driver that produces
+ * the speaker's audio, capabilities.duck): the targets start together, so one that cannot
+ * makes the whole announcement interrupt, and the reason names the speakers and their
+ * drivers (never a silent fallback).
+ */
+export function modeFor(asked: AnnouncementMode, speakers: Speaker[]): { mode: AnnouncementMode; reason?: string } {
+  if (asked !== 'duck') return { mode: asked };
+  const cannot = speakers.filter((s) => !s.capabilities?.duck);
+  if (!cannot.length) return { mode: 'duck' };
+  const byDriver = new Map<string, string[]>();
+  for (const s of cannot) byDriver.set(s.driver, [...(byDriver.get(s.driver) ?? []), s.info().name]);
+  const list = [...byDriver].map(([driver, names]) => `${names.join(', ')} (${driver})`).join('; ');
+  return {
+    mode: 'interrupt',
+    reason: `duck needs every target to mix the announcement into its music; the driver of ${list} cannot (it plays the media itself, as a whole), so the music stops and comes back after`,
+  };
 }

@@ -37,6 +37,25 @@ export interface HubCoreOptions {
   chimeFile?: string;
   /** Speakers that come back while a party play runs join it (default true). */
   partyRejoin?: boolean;
+  /** Renders an announcement's chime and speech into one clip at the target loudness; without it they play as they are, one after the other. */
+  clips?: AnnouncementAudio;
+}
+
+/** What the core needs to make one clip of an announcement's parts (src/media/announcement-clip.ts). */
+export interface AnnouncementAudio {
+  /** Whether a lone part is worth rendering (loudness normalisation is on). */
+  readonly normalises: boolean;
+  render(parts: ({ file: string } | { url: string })[]): Promise<{ file: string; contentType: string; duration?: number }>;
+}
+
+/** What an announcement plays: exactly one of text, persistentId, mediaUrl; chime before it. */
+export interface AnnouncementSource {
+  text?: string;
+  voice?: string;
+  persistentId?: string;
+  mediaUrl?: string;
+  /** true: the built-in chime; a string: that hub media item. */
+  chime?: boolean | string;
 }
 
 /**
@@ -62,6 +81,7 @@ export class HubCore {
   /** Media-host URLs handed out and not yet released. */
   private readonly published = new Set<string>();
   private readonly chimeFile?: string;
+  private readonly clips?: AnnouncementAudio;
 
   constructor(options: HubCoreOptions) {
     this.uuid = options.uuid;
@@ -78,6 +98,7 @@ export class HubCore {
     this.speakers = new SpeakerRegistry(this.events, options.logger);
     this.selection = new Selection(this.speakers, this.events);
     this.chimeFile = options.chimeFile;
+    this.clips = options.clips;
     this.playback = new PlaybackEngine(this.speakers, this.selection, options.clock, this.events, options.logger, {
       partyRejoin: options.partyRejoin,
     });
@@ -174,5 +195,48 @@ export class HubCore {
       title: text,
       duration: audio.duration,
     };
+  }
+
+  /**
+   * An announcement's media: checked now (MediaNotFound, MediaUrlRefused, a Text that can
+   * never be spoken), loaded by the returned function (synthesis, then one clip of chime, gap
+   * and speech at the target loudness). If the clip cannot be made (no ffmpeg, a web URL
+   * that does not end in time) the parts play as they are, one after the other: the
+   * announcement still speaks, and the log says why it was not one clip.
+   */
+  async announcementMedia(src: AnnouncementSource): Promise<() => Promise<PlayableMedia[]>> {
+    if (src.text !== undefined) this.validateText(src.text);
+    const item = src.persistentId !== undefined ? this.catalogItem(src.persistentId, 'PersistentID') : undefined;
+    const web = src.mediaUrl !== undefined ? await this.webMedia(src.mediaUrl) : undefined;
+    const chimeItem = typeof src.chime === 'string' ? this.catalogItem(src.chime, 'Chime') : undefined;
+    if (src.chime === true && !this.chimeFile) throw new HubError('MediaNotFound', 'This hub has no chime.', { parameter: 'Chime' });
+    const chimeFile = src.chime === true ? this.chimeFile : chimeItem?.file;
+    return async () => {
+      const speech = src.text !== undefined ? await this.tts.speak(src.text, src.voice) : undefined;
+      const mainSource = speech ? { file: speech.file } : item ? { file: item.file } : { url: web!.url };
+      const parts = [...(chimeFile ? [{ file: chimeFile }] : []), mainSource];
+      const title = src.text ?? item?.title ?? web!.title;
+      if (this.clips && (parts.length > 1 || this.clips.normalises)) {
+        try {
+          const clip = await this.clips.render(parts);
+          return [{ kind: 'tts', url: this.publish(clip.file, clip.contentType), contentType: clip.contentType, title, duration: clip.duration }];
+        } catch (e) {
+          this.logger.warn({ err: (e as Error)?.message ?? String(e) }, 'announcement clip not made; the parts play one after the other as they are');
+        }
+      }
+      const chime = src.chime === true ? this.chimeMedia() : chimeItem ? this.hubMedia(chimeItem.persistentId) : undefined;
+      const main: PlayableMedia = speech
+        ? { kind: 'tts', url: this.publish(speech.file, speech.contentType), contentType: speech.contentType, title, duration: speech.duration }
+        : item
+          ? this.hubMedia(item.persistentId)
+          : web!;
+      return [...(chime ? [chime] : []), main];
+    };
+  }
+
+  private catalogItem(persistentId: string, parameter: string) {
+    const item = this.catalog.get(persistentId);
+    if (!item) throw new HubError('MediaNotFound', `No media item has PersistentID ${persistentId}.`, { parameter });
+    return item;
   }
 }

@@ -40,6 +40,21 @@ export interface MediaRequest {
    * one stream (Snapcast) play it on a stream of its own, so the others keep the music.
    */
   overlay?: boolean;
+  /**
+   * Mix this media over what the speaker plays instead of replacing it (an announcement in
+   * Mode duck): the music fades down by levelDb over fadeMs, the media plays on top, the
+   * music fades back up. Sent only to speakers whose capabilities.duck is true.
+   */
+  duck?: DuckRequest;
+}
+
+export interface DuckRequest {
+  /** dB the music goes down while the media plays (negative, -40..0). */
+  levelDb: number;
+  /** Fade down before, and up after, in ms. */
+  fadeMs: number;
+  /** The announcement's Volume (0–50), when given: the level of the voice, the speaker's own volume stays. */
+  voiceVolume?: number;
 }
 
 export type SpeakerPlayState = 'playing' | 'paused' | 'stopped';
@@ -110,6 +125,12 @@ export interface SpeakerCapabilities {
    * phone whose stream an announcement took over).
    */
   restoreLimit?: string;
+  /**
+   * play() honours MediaRequest.duck: the driver produces the audio the speaker plays and can
+   * mix an announcement into it (the music goes on, lowered). Absent: a speaker that fetches
+   * a URL itself (UPnP, MPD, virtual, AirPlay) cannot, and a duck announcement interrupts.
+   */
+  duck?: boolean;
 }
 
 /** A speaker's own state, as snapshot() reads it. Drivers may add their own fields in `driver`. */

@@ -51,6 +51,13 @@ const Announcement = z
       .optional()
       .meta({ title: 'Voice (TTS voice or language for this announcement)' }),
     priority: z.number().int().optional().meta({ title: 'Priority' }),
+    mode: z.enum(['interrupt', 'duck']).optional().meta({
+      title: 'Music during the announcement',
+      description:
+        'interrupt (default): it stops and comes back after; duck: it goes on, lowered, under the voice (where the hub mixes the speaker’s audio; elsewhere it interrupts).',
+    }),
+    duckLevel: z.number().int().min(-40).max(0).optional().meta({ title: 'Duck by (dB, -40…0; default -15)' }),
+    fadeMs: z.number().int().min(0).max(10_000).optional().meta({ title: 'Fade (ms; default 500)' }),
   })
   .strict();
 

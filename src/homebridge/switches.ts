@@ -35,6 +35,9 @@ export function announceParams(preset: AnnouncementPreset, state: HubReadModel):
   if (preset.chime !== undefined) p.Chime = String(preset.chime);
   if (preset.priority !== undefined) p.Priority = preset.priority;
   if (preset.voice !== undefined) p.Voice = preset.voice;
+  if (preset.mode !== undefined) p.Mode = preset.mode;
+  if (preset.duckLevel !== undefined) p.DuckLevel = preset.duckLevel;
+  if (preset.fadeMs !== undefined) p.FadeMs = preset.fadeMs;
   return p;
 }
 

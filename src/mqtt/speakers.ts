@@ -168,14 +168,16 @@ export class SpeakerTopics {
   }
 
   private async apply(s: SpeakerView, cmd: Record<string, unknown>): Promise<DispatchResult> {
-    const known = ['volume', 'mute', 'power', 'state', 'announce', 'play', 'priority', 'transaction'];
+    const known = ['volume', 'mute', 'power', 'state', 'announce', 'play', 'priority', 'mode', 'duck_level', 'fade_ms', 'chime', 'transaction'];
     const unknown = Object.keys(cmd).find((k) => !known.includes(k));
     if (unknown)
       return failed(
         'InvalidParameter',
-        `Unknown field ${JSON.stringify(unknown).slice(0, 60)}; a set takes volume, mute, power, state, announce, play (and priority).`,
+        `Unknown field ${JSON.stringify(unknown).slice(0, 60)}; a set takes volume, mute, power, state, announce, play (and priority; with announce: mode, duck_level, fade_ms, chime).`,
         unknown,
       );
+    const announceOnly = (['mode', 'duck_level', 'fade_ms', 'chime'] as const).find((k) => k in cmd);
+    if (announceOnly && !('announce' in cmd)) return failed('InvalidParameter', `${announceOnly} goes with announce.`, announceOnly);
     if (!['volume', 'mute', 'power', 'state', 'announce', 'play'].some((k) => k in cmd))
       return failed('InvalidParameter', 'Nothing to do; a set takes volume, mute, power, state, announce or play.');
     const base = { SessionToken: this.session };
@@ -193,7 +195,14 @@ export class SpeakerTopics {
     if ('power' in cmd && !(await run('set_speaker_power', { DeviceID: s.id, Power: cmd.power }))) return last!;
     if (announcing) {
       const level = 'volume' in cmd ? { Volume: cmd.volume } : {};
-      if (!(await run('announce', { Text: cmd.announce, DeviceIDList: s.id, ...level, ...priority }))) return last!;
+      // The announce operation's own parameters, validated (and their errors named) by it.
+      const extra = {
+        ...('mode' in cmd ? { Mode: cmd.mode } : {}),
+        ...('duck_level' in cmd ? { DuckLevel: cmd.duck_level } : {}),
+        ...('fade_ms' in cmd ? { FadeMs: cmd.fade_ms } : {}),
+        ...('chime' in cmd ? { Chime: cmd.chime } : {}),
+      };
+      if (!(await run('announce', { Text: cmd.announce, DeviceIDList: s.id, ...level, ...priority, ...extra }))) return last!;
     }
     if ('play' in cmd) {
       const p = cmd.play;

@@ -48,6 +48,10 @@ export function registerAnnounceNode(RED: NodeRedApi): void {
       Volume: config.volume,
       Chime: config.chime === true || config.chime === 'true' ? 'true' : undefined,
       Priority: config.priority,
+      // interrupt (the default) or duck; DuckLevel and FadeMs only matter with duck.
+      Mode: config.mode === 'duck' || config.mode === 'interrupt' ? config.mode : undefined,
+      DuckLevel: config.mode === 'duck' ? config.duckLevel : undefined,
+      FadeMs: config.mode === 'duck' ? config.fadeMs : undefined,
     };
 
     const finish = (id: string, p: Pending, err?: Error, status?: Record<string, unknown>) => {

@@ -156,6 +156,19 @@ export const VoiceParam = text()
   )
   .optional();
 
+/** announce's Mode: interrupt (the music stops and comes back) or duck (it goes on, lowered, under the voice). */
+export const AnnouncementModeParam = text()
+  .pipe(z.string().transform((v) => unquote(v).trim().toLowerCase()))
+  .pipe(z.enum(['interrupt', 'duck'], { message: 'Mode must be interrupt or duck' }))
+  .optional();
+/** dB the music goes down under a ducked announcement. */
+export const DUCK_LEVEL_MIN = -40;
+export const DUCK_LEVEL_MAX = 0;
+export const DuckLevelParam = integer('DuckLevel', DUCK_LEVEL_MIN, DUCK_LEVEL_MAX).optional();
+/** Fade down/up time of a ducked announcement, ms. */
+export const FadeMsParam = integer('FadeMs', 0, 10_000).optional();
+export const AnnouncementModeSchema = z.enum(['interrupt', 'duck']);
+
 export const AnnouncementIDParam = text().pipe(
   z
     .string()

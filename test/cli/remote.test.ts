@@ -60,6 +60,13 @@ test('say announces on named speakers at a level of its own, waits until done, a
   await cli('stop');
 });
 
+test('say --duck asks for ducking; on speakers that cannot mix it interrupts and says why', async () => {
+  const out = await cli('say', 'Ducked if it could', '--speakers', 'kitchen', '--duck', '--duck-level', '-20');
+  expect(out).toMatch(/^Said "Ducked if it could" on Kitchen\nThe music was interrupted, not ducked: .*Kitchen \(virtual\)/);
+  const bad = await cliResult(['say', 'x', '--duck', '--duck-level', '-50'], env);
+  expect(bad.code).not.toBe(0);
+});
+
 test("play-tts is the spec's TTS play: it replaces the music on the named speakers; status shows where it plays", async () => {
   const out = await cli('play-tts', 'Dinner is ready, and it is a rather long sentence to keep speaking for a while', '--speakers', 'kitchen,office');
   expect(out).toContain('on Kitchen, Office');

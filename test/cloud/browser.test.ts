@@ -159,6 +159,7 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     await page.fill('#announce-text', 'Dinner is ready');
     await page.fill('#announce-volume', '25');
     await page.check('#announce-chime');
+    await page.check('#announce-duck');
     const answer = page.waitForResponse((r) => r.url().includes('/api/v1/announce?'));
     await page.click('#announce-send');
     const { AnnouncementID } = await (await answer).json();
@@ -170,7 +171,15 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     const get = async (path: string) => (await fetch(hub!.base + path, { headers: { Authorization: `Bearer ${TEST_TOKEN}` } })).json();
     const { SessionToken } = await get('/api/v1/init_session');
     const status = await get(`/api/v1/announcement_status?${new URLSearchParams({ SessionToken, AnnouncementID })}`);
-    expect(status).toMatchObject({ AnnouncementID, State: 'done', DeviceIDList: ids[1] });
+    expect(status).toMatchObject({
+      AnnouncementID,
+      State: 'done',
+      DeviceIDList: ids[1],
+      Mode: 'interrupt',
+      ModeReason: expect.stringContaining('(virtual)'),
+    });
+    // The page says why the music was interrupted rather than ducked.
+    expect(await page.getAttribute('#announce-status', 'title')).toContain('interrupted, not ducked');
 
     // "All speakers" needs no ticks; an empty selection with "Selected speakers" is refused on the page.
     await page.uncheck(`#spk-${ids[1]}`);

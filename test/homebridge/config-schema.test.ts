@@ -4,6 +4,9 @@ import { configSchemaJsonText } from '../../src/homebridge/config-schema-json';
 import { parsePlatformConfig } from '../../src/homebridge/config';
 import { embeddedHubConfig } from '../../src/homebridge/hub-config';
 import { parseConfig } from '../../src/hub-config';
+import { announceParams } from '../../src/homebridge/switches';
+import type { HubReadModel } from '../../src/hub-client/read-model';
+import { OPERATIONS_BY_NAME } from '../../src/operations/table';
 
 describe('config.schema.json (the Homebridge UI form)', () => {
   test('is what the zod schema generates (run `npm run homebridge:schema` after changing the schema)', () => {
@@ -34,10 +37,24 @@ describe('platform configuration', () => {
     [{ platform: 'SpeakerHub', announcements: [{ name: 'A' }] }, 'announcements.0: needs exactly one of text, mediaUrl, persistentId'],
     [{ platform: 'SpeakerHub', announcements: [{ name: 'A', text: 'x', volume: 51 }] }, 'announcements.0.volume:'],
     [{ platform: 'SpeakerHub', speakers: [{ service: 'fan' }] }, 'speakers.0: needs deviceId or name'],
+    [{ platform: 'SpeakerHub', announcements: [{ name: 'A', text: 'x', mode: 'mix' }] }, 'announcements.0.mode:'],
+    [{ platform: 'SpeakerHub', announcements: [{ name: 'A', text: 'x', duckLevel: 6 }] }, 'announcements.0.duckLevel:'],
   ])('%j is refused naming the key', (input, message) => {
     const r = parsePlatformConfig(input);
     expect(r.ok).toBe(false);
     expect(!r.ok && r.problems.join('\n')).toContain(message);
+  });
+
+  test("an announcement preset's music choice (mode, duckLevel, fadeMs) becomes the announce operation's Mode, DuckLevel, FadeMs, which it accepts", () => {
+    const r = parsePlatformConfig({
+      platform: 'SpeakerHub',
+      announcements: [{ name: 'Door', text: 'Door', mode: 'duck', duckLevel: -20, fadeMs: 300 }],
+    });
+    if (!r.ok) throw new Error(r.problems.join());
+    const p = announceParams(r.config.announcements![0], {} as HubReadModel);
+    expect(p).toEqual({ Text: 'Door', Mode: 'duck', DuckLevel: -20, FadeMs: 300 });
+    const wire = Object.fromEntries(Object.entries(p).map(([k, v]) => [k, String(v)]));
+    expect(OPERATIONS_BY_NAME.get('announce')!.params.parse(wire)).toMatchObject({ Mode: 'duck', DuckLevel: -20, FadeMs: 300 });
   });
 
   test('Homebridge child-bridge settings (_bridge) pass', () => {

@@ -325,6 +325,30 @@ describe('events and the bridge', () => {
     await t.rest('stop_play');
   });
 
+  test('announce with mode duck through set: the virtual speaker cannot mix, so it interrupts and the status says why; mode alone is refused', async () => {
+    await t.rest('stop_play');
+    const set = { announce: 'Ducked if it could', mode: 'duck', duck_level: -20, fade_ms: 300, transaction: 'duck1' };
+    await writer.publishAsync('speakerhub/virtual_speaker_2/set', JSON.stringify(set), { qos: 1 });
+    const answer = (await probe.wait((m) => m.topic.endsWith('/response') && m.json?.transaction === 'duck1')).json;
+    expect(answer.status).toBe('ok');
+    const status = await t.rest('announcement_status', { AnnouncementID: answer.data.AnnouncementID });
+    expect(status).toMatchObject({ Mode: 'interrupt', ModeReason: expect.stringContaining('(virtual)') });
+    await eventually(
+      async () => (await t.rest('announcement_status', { AnnouncementID: answer.data.AnnouncementID })).State === 'done',
+      15000,
+      'the announcement done',
+    );
+    await writer.publishAsync('speakerhub/virtual_speaker_2/set', JSON.stringify({ mode: 'duck', transaction: 'duck2' }), { qos: 1 });
+    const refused = (await probe.wait((m) => m.topic.endsWith('/response') && m.json?.transaction === 'duck2')).json;
+    expect(refused).toMatchObject({ status: 'error' });
+    expect(JSON.stringify(refused)).toContain('mode goes with announce');
+    await writer.publishAsync('speakerhub/virtual_speaker_2/set', JSON.stringify({ announce: 'x', duck_level: -80, transaction: 'duck3' }), {
+      qos: 1,
+    });
+    const bad = (await probe.wait((m) => m.topic.endsWith('/response') && m.json?.transaction === 'duck3')).json;
+    expect(JSON.stringify(bad)).toContain('DuckLevel');
+  });
+
   test("a speaker's sets are carried out in the order sent: an announcement, then a stop", async () => {
     await t.rest('stop_play');
     writer.publish('speakerhub/virtual_speaker_2/set', JSON.stringify({ announce: 'One moment please', transaction: 'o1' }), { qos: 1 });

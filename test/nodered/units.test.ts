@@ -267,6 +267,22 @@ test('the announce node sends the message on once the announcement is done', asy
   expect(msg.payload).toMatchObject({ State: 'done' });
 });
 
+test('the announce node passes its Music choice (duck, level, fade): the output says the mode played and why', async () => {
+  const flow = [
+    cfg(),
+    { id: 'an', type: 'speakerhub-announce', hub: 'cfg', targets: [devices[0]], mode: 'duck', duckLevel: '-20', fadeMs: '300', wires: [['out']] },
+    { id: 'out', type: 'helper' },
+  ];
+  await helper.load(ALL, flow, creds);
+  attach(helper.getNode('an'), helper.getNode('out'));
+  const msg = await run(helper.getNode('an'), helper.getNode('out'), { payload: 'Ducked if it could' });
+  // Virtual speakers fetch their media themselves: the hub cannot mix there.
+  expect(msg.payload).toMatchObject({ State: 'done', Mode: 'interrupt', ModeReason: expect.stringContaining('(virtual)') });
+  // A bad level is refused before anything plays.
+  const e = await run(helper.getNode('an'), helper.getNode('out'), { payload: { Text: 'x', DuckLevel: '-99' } }).catch((err) => err);
+  expect(e.code).toBe('InvalidParameter');
+});
+
 test('embedded mode: a bad setting or a hub that cannot start is reported as HubUnreachable with the reason', async () => {
   const bad = [
     { id: 'cfg', type: 'speakerhub-config', mode: 'embedded', restEnabled: false, extraConfig: '{"server":{"prot":1}}' },

@@ -44,6 +44,9 @@ function validParams(op: Operation): Record<string, string> {
     Mute: 'false',
     Power: 'off',
     Party: 'off',
+    Mode: 'duck',
+    DuckLevel: '-15',
+    FadeMs: '500',
   };
   const out: Record<string, string> = {};
   for (const name of parameterNames(op)) {
@@ -81,7 +84,10 @@ describe('a missing required parameter: 400 InvalidParameter naming it', () => {
       'Chime',
       'DeviceID',
       'DeviceIDList',
+      'DuckLevel',
+      'FadeMs',
       'MediaUrl',
+      'Mode',
       'Mute',
       'Party',
       'PersistentID',
@@ -199,6 +205,20 @@ const MALFORMED: Record<string, [string, keyof typeof ERROR_CODES][]> = {
   Power: [
     ['standby', 'InvalidParameter'],
     ['', 'InvalidParameter'],
+  ],
+  Mode: [
+    ['mix', 'InvalidParameter'],
+    ['', 'InvalidParameter'],
+  ],
+  DuckLevel: [
+    ['-41', 'InvalidParameter'],
+    ['3', 'InvalidParameter'],
+    ['loud', 'InvalidParameter'],
+  ],
+  FadeMs: [
+    ['-1', 'InvalidParameter'],
+    ['10001', 'InvalidParameter'],
+    ['1.5', 'InvalidParameter'],
   ],
   Party: [
     ['maybe', 'InvalidParameter'],

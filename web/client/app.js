@@ -401,15 +401,18 @@
   function followAnnouncement(id) {
     clearTimeout(announceTimer);
     const out = $('announce-status');
-    const shown = (state, reason) => {
+    const shown = (state, reason, modeReason) => {
       out.dataset.state = state;
       out.textContent = `Announcement: ${state}${reason ? ` (${reason})` : ''}`;
+      // Duck asked for and not possible on some target: say so, never silently.
+      if (modeReason) out.title = `The music was interrupted, not ducked: ${modeReason}`;
+      else out.removeAttribute('title');
     };
     shown('queued'); // what announce answers at once
     const step = async () => {
       try {
         const s = await api('announcement_status', { AnnouncementID: id });
-        shown(s.State, s.Reason);
+        shown(s.State, s.Reason, s.ModeReason);
         if (s.State === 'done' || s.State === 'failed') return;
       } catch (e) {
         if (e.code === 'AnnouncementNotFound' || e.code === 'Unauthorized') return shown('failed', plain(e));
@@ -425,6 +428,7 @@
     const vol = $('announce-volume').value.trim();
     if (vol !== '') params.Volume = vol;
     if ($('announce-chime').checked) params.Chime = 'true';
+    if ($('announce-duck').checked) params.Mode = 'duck';
     if (document.querySelector('input[name=announce-target]:checked').value === 'selected') {
       const ticked = [...document.querySelectorAll('#speakers input[type=checkbox]:checked')].map((b) => b.id.replace(/^spk-/, ''));
       if (!ticked.length) throw new Error('No speaker is ticked. Tick one under Speakers, or choose “All speakers”.');

@@ -17,6 +17,8 @@ interface SayFlags extends PlayFlags {
   chime?: boolean;
   voice?: string;
   wait?: boolean;
+  duck?: boolean;
+  duckLevel?: number;
 }
 
 /** How long `say` follows an announcement before it gives up waiting (the announcement itself goes on). */
@@ -62,6 +64,11 @@ export function registerPlaybackCommands(program: Command): void {
         .option('--volume <n>', 'the level while it speaks (0–50); each speaker gets its own back afterwards', intFlag('--volume', 0, 50))
         .option('--chime', 'a chime before the words')
         .option('--voice <voice>', 'TTS voice (e.g. en, en-us, de)')
+        .option(
+          '--duck',
+          'keep the music playing, lowered, under the voice (where the hub mixes the speaker; elsewhere it is interrupted and the output says why)',
+        )
+        .option('--duck-level <dB>', 'with --duck: how much lower the music goes (-40..0, default -15)', intFlag('--duck-level', -40, 0))
         .option('--no-wait', 'answer at once with the AnnouncementID instead of waiting until it is done'),
     async ({ client, flags }, text) => {
       const target = await targetSpeakers(client, flags.speakers);
@@ -72,6 +79,8 @@ export function registerPlaybackCommands(program: Command): void {
         ...(flags.chime ? { Chime: 'true' } : {}),
         ...(flags.priority !== undefined ? { Priority: flags.priority } : {}),
         ...(flags.voice ? { Voice: flags.voice } : {}),
+        ...(flags.duck ? { Mode: 'duck' } : {}),
+        ...(flags.duckLevel !== undefined ? { DuckLevel: flags.duckLevel } : {}),
       });
       const quoted = `"${text.length > 60 ? `${text.slice(0, 57)}…` : text}"`;
       if (flags.wait === false) {
@@ -85,6 +94,8 @@ export function registerPlaybackCommands(program: Command): void {
       if (flags.json) return printJson(status);
       if (status.State === 'failed') throw new HubError('InternalError', `the announcement failed: ${status.Reason ?? 'no reason given'}`);
       report(flags, `Said ${quoted}`, target, status);
+      // Asked to duck and could not: say so (never silently).
+      if (!flags.json && status.ModeReason) process.stdout.write(`The music was interrupted, not ducked: ${status.ModeReason}\n`);
     },
   );
 

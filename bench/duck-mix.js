@@ -1,0 +1,102 @@
+'use strict';
+/**
+ * Announcement audio benchmark (issue 21; needs dist/ from npm run build, ffmpeg, espeak-ng):
+ *
+ *  1. CPU per ducked stream: ffmpeg running the duck mix (src/media/duck-mix.ts: music from a
+ *     position, the voice on top, fades) as fast as it can over a 30 s voice, CPU seconds (user
+ *     + sys, /usr/bin/time) per second of audio, against a plain decode of the same music to
+ *     the same output as the baseline (what one Snapcast feed costs today). Goal: 10 ducked
+ *     streams at once under 50% of one core, i.e. CPU per audio second < 0.05.
+ *  2. Clip render time (src/media/announcement-clip.ts): chime + gap + speech at the target
+ *     loudness, uncached, p50/p95 over N texts, against espeak-ng's synthesis of the same text
+ *     (what an announcement waited for before) as the baseline.
+ *
+ * Exit code 0 whatever the figures say; 1 if anything failed.
+ */
+const { execFileSync, spawnSync } = require('node:child_process');
+const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const { tmpdir } = require('node:os');
+const { join } = require('node:path');
+const { performance } = require('node:perf_hooks');
+
+const N = Number(process.env.BENCH_CLIP_N || 10);
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+
+/** CPU seconds (user + sys) of one ffmpeg run, as /usr/bin/time reports it. */
+function timed(args) {
+  const r = spawnSync('/usr/bin/time', ['-f', 'CPU %U %S', 'ffmpeg', '-v', 'error', '-nostdin', '-y', ...args], {
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error(`ffmpeg failed: ${r.stderr.slice(-300)}`);
+  const m = /CPU ([\d.]+) ([\d.]+)/.exec(r.stderr);
+  return Number(m[1]) + Number(m[2]);
+}
+
+async function main() {
+  const { duckMixArgs } = require('../dist/media/duck-mix.js');
+  const { AnnouncementClips } = require('../dist/media/announcement-clip.js');
+  const { ensureChime } = require('../dist/media/chime.js');
+  const { createLogger } = require('../dist/logger.js');
+  const dir = mkdtempSync(join(tmpdir(), 'speakerhub-bench-duck-'));
+  let failed = false;
+  try {
+    // 1. CPU per ducked stream.
+    const music = join(dir, 'music.wav');
+    execFileSync('ffmpeg', ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=90', '-ar', '44100', '-ac', '2', music]);
+    const voice = join(dir, 'voice.wav');
+    execFileSync('ffmpeg', ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'sine=frequency=1000:duration=30', '-ar', '22050', '-ac', '1', voice]);
+    const out = ['-ar', '48000', '-ac', '2', '-c:a', 'pcm_s16le', '-f', 'null', '-'];
+    const mix = duckMixArgs({ music: { input: music, startAt: 10 }, voice: { input: voice, duration: 30 }, levelDb: -15, fadeMs: 500 });
+    const seconds = 31;
+    const plain = ['-ss', '10', '-i', music, '-t', String(seconds), '-af', 'aresample=48000'];
+    const runs = 3;
+    let mixCpu = Infinity;
+    let plainCpu = Infinity;
+    for (let i = 0; i < runs; i++) {
+      mixCpu = Math.min(mixCpu, timed([...mix, ...out]) / seconds);
+      plainCpu = Math.min(plainCpu, timed([...plain, ...out]) / seconds);
+    }
+    console.log('\nDucked announcement mix (ffmpeg, best of 3)');
+    console.log('| Measurement | CPU s per audio s | ratio to baseline | Goal |');
+    console.log('|---|---|---|---|');
+    console.log(`| plain decode of the music (one feed today) [baseline] | ${plainCpu.toFixed(4)} | 1.0 | |`);
+    console.log(
+      `| duck mix (music + voice, fades) | ${mixCpu.toFixed(4)} | ${(mixCpu / Math.max(plainCpu, 1e-4)).toFixed(1)} | < 0.05 (10 streams < 50% of a core) |`,
+    );
+    console.log(`| 10 duck mixes at once, share of one core | ${(mixCpu * 10 * 100).toFixed(1)}% | | < 50% |`);
+
+    // 2. Clip render time, uncached.
+    const clips = new AnnouncementClips({ cacheDir: join(dir, 'clips'), logger: createLogger({ level: 'silent' }) });
+    const chime = await ensureChime(join(dir, 'chime.wav'));
+    const speak = [];
+    const render = [];
+    for (let i = 0; i < N; i++) {
+      const file = join(dir, `tts-${i}.wav`);
+      let t = performance.now();
+      execFileSync('espeak-ng', ['-w', file, `Announcement number ${i}, dinner is ready`]);
+      speak.push(performance.now() - t);
+      t = performance.now();
+      await clips.render([{ file: chime }, { file }]);
+      render.push(performance.now() - t);
+    }
+    console.log(`\nAnnouncement clip (chime + gap + speech at -16 LUFS), uncached, ${N} texts`);
+    console.log('| Measurement | p50 ms | p95 ms | p95 / baseline p95 |');
+    console.log('|---|---|---|---|');
+    console.log(`| espeak-ng synthesis of the text [baseline] | ${pct(speak, 50).toFixed(0)} | ${pct(speak, 95).toFixed(0)} | 1.0 |`);
+    console.log(
+      `| clip render (2 ffmpeg runs) | ${pct(render, 50).toFixed(0)} | ${pct(render, 95).toFixed(0)} | ${(pct(render, 95) / pct(speak, 95)).toFixed(1)} |`,
+    );
+    writeFileSync(join(dir, 'done'), '');
+  } catch (e) {
+    failed = true;
+    console.error(e);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  process.exit(failed ? 1 : 0);
+}
+
+main();
