@@ -123,7 +123,9 @@ export class ClusterHubs implements HubDirectory {
     // Batches keep one renewal round from building a giant pipeline with many thousands of links.
     for (let i = 0; i < links.length; i += 1000) {
       const p = this.bus.batch();
-      for (const l of links.slice(i, i + 1000)) p.shPutHub(hubsKey(l.userId), this.field(l), l.connectedAt, l.uuid, this.options.leaseMs, 0);
+      // A link closed while an earlier batch was out is not written back (its entry is deleted).
+      for (const l of links.slice(i, i + 1000))
+        if (this.registry.hubsOf(l.userId).includes(l)) p.shPutHub(hubsKey(l.userId), this.field(l), l.connectedAt, l.uuid, this.options.leaseMs, 0);
       try {
         await p.exec();
       } catch (e) {
