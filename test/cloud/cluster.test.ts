@@ -367,6 +367,9 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
     expect(r.status).toBe(503);
     expect(JSON.stringify(r.body)).toContain('HubOffline');
     expect((await call(h.url, '/api/v1/init_session', aliceToken)).status).toBe(200);
+    // Hub lists fall back to each instance's own links, and say so.
+    expect((await call(other.url, '/api/account/hubs', aliceToken)).body).toEqual({ username: 'alice', hubs: [], partial: true });
+    expect((await call(h.url, '/api/account/hubs', aliceToken)).body).toMatchObject({ hubs: [{ HKWHubUUID: expect.any(String) }], partial: true });
     await redis.start();
     await until('the other instance is healthy again', async () => (await other.health()).status === 200);
     await until(
@@ -374,6 +377,12 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
       async () => (await call(other.url, '/api/v1/init_session', aliceToken)).status === 200,
     );
     for (const i of live()) expect((await call(i.url, '/api/v1/init_session', aliceToken)).status).toBe(200);
+    // The lists are written back to the new Redis by the instances holding the links.
+    for (const i of live())
+      await until('every instance lists the hub again, whole', async () => {
+        const b = (await call(i.url, '/api/account/hubs', aliceToken)).body;
+        return b.hubs.length === 1 && b.partial === undefined;
+      });
   });
 
   test('PostgreSQL lost: requests that need it fail cleanly with 503, none hangs; back: every instance recovers by itself', async () => {
