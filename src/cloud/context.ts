@@ -8,7 +8,7 @@ import type { WebSessions } from './accounts/web-sessions';
 import type { Limiter } from './http/rate-limit';
 import type { CodeStore } from './oauth/code-store';
 import type { TokenStore } from './oauth/token-store';
-import type { HubRegistry, HubRouter } from './relay/hub-registry';
+import type { HubDirectory, HubRegistry, HubRouter } from './relay/hub-registry';
 import type { Database } from './storage/database';
 
 /**
@@ -32,6 +32,8 @@ export interface CloudContext {
   registry: HubRegistry;
   /** Where relayed requests go: the registry alone, or (in a cluster) whichever instance holds the hub's link. */
   router: HubRouter;
+  /** A user's linked hubs: this instance's, or (in a cluster) every instance's. */
+  hubs: HubDirectory;
   clock: Clock;
   logger: Logger;
   limits: Record<LimitName, Limiter>;

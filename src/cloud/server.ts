@@ -24,11 +24,12 @@ import type { LimitName } from './context';
 import { installConnectionLimits, type ConnectionLimits } from '../net/connection-limits';
 import type { ClusterBus } from './cluster/bus';
 import type { ClusterRelay } from './cluster/cluster-relay';
+import type { ClusterHubs } from './cluster/cluster-hubs';
 import { webRoutes } from './http/web-routes';
 import { CodeStore } from './oauth/code-store';
 import { createOAuthServer } from './oauth/model';
 import { TokenStore } from './oauth/token-store';
-import { HubRegistry, type HubRouter } from './relay/hub-registry';
+import { HubRegistry, localHubs, type HubDirectory, type HubRouter } from './relay/hub-registry';
 import { EVENTS_CHANNEL } from './cluster/keys';
 import { LinkServer, type LinkServerOptions } from './relay/link-server';
 import { relayFastPath, relayRoutes } from './relay/relay-routes';
@@ -104,6 +105,7 @@ export class CloudServer {
   private housekeeping?: NodeJS.Timeout;
   private bus?: ClusterBus;
   private clusterRelay?: ClusterRelay;
+  private clusterHubs?: ClusterHubs;
   readonly connectionLimits: CloudConnectionLimits;
   private readonly dbDown: LimitedLog;
 
@@ -195,7 +197,14 @@ export class CloudServer {
       maxLinksPerUser: this.connectionLimits.maxLinksPerAccount,
     });
     let router: HubRouter = registry;
+    let hubs: HubDirectory = localHubs(registry);
     if (bus) {
+      const { ClusterHubs } = await import('./cluster/cluster-hubs');
+      hubs = this.clusterHubs = new ClusterHubs(bus, registry, this.logger, {
+        leaseMs: o.cluster?.leaseMs ?? 60_000,
+        maxLinksPerUser: this.connectionLimits.maxLinksPerAccount,
+        listTimeoutMs: 2_000,
+      });
       const { ClusterRelay } = await import('./cluster/cluster-relay');
       router = this.clusterRelay = new ClusterRelay(bus, registry, this.logger, {
         leaseMs: o.cluster?.leaseMs ?? 60_000,
@@ -229,6 +238,7 @@ export class CloudServer {
       oauth: createOAuthServer({ accounts, clients, codes, tokens, clock: this.clock }),
       registry,
       router,
+      hubs,
       clock: this.clock,
       logger: this.logger,
       limits: {
@@ -271,6 +281,8 @@ export class CloudServer {
     this.links = undefined;
     this.clusterRelay?.close();
     this.clusterRelay = undefined;
+    this.clusterHubs?.close();
+    this.clusterHubs = undefined;
     if (this.adminToken) await removeAdminInfo(this.options.dataDir);
     this.adminToken = undefined;
     await this.app.close();

@@ -9,6 +9,7 @@
  * request answered. Waits are for positive signals (a status, a health answer), never sleeps.
  */
 import { spawn } from 'node:child_process';
+import WebSocket from 'ws';
 import { get as httpGet } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { MIGRATIONS } from '../../src/cloud/storage/migrations';
 import { labSuite } from '../helpers/labs';
-import { authorize, basic, passwordGrant, postForm, signup, webSignin } from './helpers';
+import { authorize, basic, PASSWORD, passwordGrant, postForm, postJson, signup, webSignin } from './helpers';
 import { startLinkedHub, type LinkedHub } from './hub';
 import { Balancer, CLI, CloudInstance, clusterPeersMissing, freePort, PrivateRedis } from './cluster-peers';
 import { PrivatePostgres, postgresMissing } from './postgres';
@@ -46,10 +47,11 @@ async function call(base: string, path: string, token: string): Promise<{ status
   }
 }
 
-/** As call(), on a new connection (no keep-alive). */
-function callFresh(base: string, path: string, token: string): Promise<{ status: number; body: any }> {
+/** As call(), on a new connection (no keep-alive), with a bearer token or other headers. */
+function callFresh(base: string, path: string, token: string | Record<string, string>): Promise<{ status: number; body: any }> {
+  const headers = typeof token === 'string' ? { authorization: `Bearer ${token}` } : token;
   return new Promise((resolve, reject) => {
-    const req = httpGet(base + path, { agent: false, headers: { authorization: `Bearer ${token}` }, timeout: 40_000 }, (res) => {
+    const req = httpGet(base + path, { agent: false, headers, timeout: 40_000 }, (res) => {
       let text = '';
       res.on('data', (d) => (text += d));
       res.on('end', () => {
@@ -123,7 +125,7 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
     await Promise.all(instances.map((i) => i.start()));
     await balancer.start(ports);
 
-    for (const u of ['alice', 'bob', 'victim']) await signup(balancer.url, u);
+    for (const u of ['alice', 'bob', 'victim', 'carol']) await signup(balancer.url, u);
     // `speakerhub cloud client add` straight on the cluster's database.
     const added = await runCli([
       'cloud',
@@ -273,6 +275,63 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
     expect((await call(instances[1].url, '/api/v1/init_session', aliceToken)).status).toBe(200);
   });
 
+  test('every instance lists the hub, wherever its link landed: /api/account/hubs and /account through the round-robin balancer', async () => {
+    // The holder knows its own link; the others learn it from the cluster.
+    const h = (await holder())!;
+    const own = await call(h.url, '/api/account/hubs', aliceToken);
+    expect(own.body.hubs).toHaveLength(1);
+    const uuid: string = own.body.hubs[0].HKWHubUUID;
+    expect(uuid).not.toBe('');
+    // Round robin over three instances, one new connection each: every instance answers twice.
+    for (let n = 0; n < 6; n++) {
+      const r = await callFresh(balancer.url, '/api/account/hubs', aliceToken);
+      expect(r.status).toBe(200);
+      expect(r.body).toEqual({ username: 'alice', hubs: [{ HKWHubUUID: uuid, connectedAt: own.body.hubs[0].connectedAt }] });
+    }
+    for (const i of instances) expect((await call(i.url, '/api/account/hubs', aliceToken)).body.hubs).toHaveLength(1);
+    const cookie = await webSignin(balancer.url, 'alice');
+    for (let n = 0; n < 6; n++) {
+      const page = await callFresh(balancer.url, '/account', { cookie });
+      expect(page.status).toBe(200);
+      expect(page.body).toContain(`Hubs online: <code>${uuid}</code>.`);
+      expect(page.body).not.toContain('hubs-partial');
+    }
+    // A user without a hub sees none, from every instance.
+    for (const i of instances) expect((await call(i.url, '/api/account/hubs', bobToken)).body).toEqual({ username: 'bob', hubs: [] });
+  });
+
+  test('the cap of 10 hub links per account holds across instances: an 11th link (on any instance) closes the oldest, wherever it is', async () => {
+    const linkToken: string = (await postJson(`${balancer.url}/api/account/signin`, { username: 'carol', password: PASSWORD })).body.link_token;
+    const carolToken: string = (await passwordGrant(balancer.url, client, 'carol')).body.access_token;
+    const uuids = async (base: string) =>
+      ((await call(base, '/api/account/hubs', carolToken)).body.hubs as { HKWHubUUID: string }[]).map((x) => x.HKWHubUUID);
+    const sockets: WebSocket[] = [];
+    const closed: number[] = [];
+    try {
+      // Links spread over the three instances (at most 4 each: no instance reaches the cap alone).
+      for (let n = 0; n < 11; n++) {
+        const ws = new WebSocket(`ws://127.0.0.1:${instances[n % 3].port}/hub/link`, { headers: { authorization: `Bearer ${linkToken}` } });
+        sockets.push(ws);
+        ws.on('close', (code) => closed.push(n * 10_000 + code));
+        await new Promise<void>((resolve, reject) => {
+          ws.once('open', resolve);
+          ws.once('error', reject);
+        });
+        ws.send(JSON.stringify({ t: 'hello', uuid: `cap-${n}`, version: 'test' }));
+        await until(`link ${n} is listed`, async () => (await uuids(instances[(n + 1) % 3].url)).includes(`cap-${n}`));
+      }
+      // The oldest (on the first instance) was closed as replaced; the newest (on the second) stays.
+      await until('the oldest link is closed', async () => closed.length > 0);
+      expect(closed).toEqual([4002]);
+      const want = Array.from({ length: 10 }, (_x, n) => `cap-${n + 1}`);
+      for (const i of instances)
+        await until(`instance ${i.port} lists the 10 newest`, async () => JSON.stringify(await uuids(i.url)) === JSON.stringify(want));
+    } finally {
+      for (const ws of sockets) ws.close();
+    }
+    await until('carol has no links left', async () => (await uuids(balancer.url)).length === 0);
+  });
+
   test('SIGKILL the instance holding the link: requests in flight are answered, the hub relinks to another, nothing stored is lost', async () => {
     const before = await counts();
     const h = (await holder())!;
@@ -308,6 +367,9 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
     expect(r.status).toBe(503);
     expect(JSON.stringify(r.body)).toContain('HubOffline');
     expect((await call(h.url, '/api/v1/init_session', aliceToken)).status).toBe(200);
+    // Hub lists fall back to each instance's own links, and say so.
+    expect((await call(other.url, '/api/account/hubs', aliceToken)).body).toEqual({ username: 'alice', hubs: [], partial: true });
+    expect((await call(h.url, '/api/account/hubs', aliceToken)).body).toMatchObject({ hubs: [{ HKWHubUUID: expect.any(String) }], partial: true });
     await redis.start();
     await until('the other instance is healthy again', async () => (await other.health()).status === 200);
     await until(
@@ -315,6 +377,12 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
       async () => (await call(other.url, '/api/v1/init_session', aliceToken)).status === 200,
     );
     for (const i of live()) expect((await call(i.url, '/api/v1/init_session', aliceToken)).status).toBe(200);
+    // The lists are written back to the new Redis by the instances holding the links.
+    for (const i of live())
+      await until('every instance lists the hub again, whole', async () => {
+        const b = (await call(i.url, '/api/account/hubs', aliceToken)).body;
+        return b.hubs.length === 1 && b.partial === undefined;
+      });
   });
 
   test('PostgreSQL lost: requests that need it fail cleanly with 503, none hangs; back: every instance recovers by itself', async () => {

@@ -4,7 +4,8 @@ import { z } from 'zod';
  * What cloud instances tell each other through Redis pub/sub (JSON). On an instance's own
  * channel: relay requests for a hub linked there, and the answers to requests it sent.
  * On the events channel: a hub linked somewhere (requests waiting for it retry), a token
- * family revoked (every instance evicts its cached access tokens).
+ * family revoked (every instance evicts its cached access tokens). On an instance's channel
+ * too: close a link of yours (an account's cap of links is cluster-wide).
  * Validated like every other input: a message that fails is dropped.
  */
 const Id = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -34,8 +35,10 @@ const RelayAnswer = z.object({
 
 const Linked = z.object({ t: z.literal('linked'), userId: UserId, instance: Instance });
 const Revoked = z.object({ t: z.literal('revoked'), familyId: z.string().min(1).max(100) });
+/** On an instance's channel: close this link of yours, the account holds more than its cap across the cluster. */
+const DropLink = z.object({ t: z.literal('drop'), userId: UserId, seq: Id });
 
-const BusMessageSchema = z.discriminatedUnion('t', [RelayRequest, RelayAnswer, Linked, Revoked]);
+const BusMessageSchema = z.discriminatedUnion('t', [RelayRequest, RelayAnswer, Linked, Revoked, DropLink]);
 export type BusMessage = z.output<typeof BusMessageSchema>;
 export type RelayRequestMessage = z.output<typeof RelayRequest>;
 export type RelayAnswerMessage = z.output<typeof RelayAnswer>;

@@ -29,21 +29,61 @@ redis.call('HSET', KEYS[1], 't', tostring(tokens), 'a', tostring(now))
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return wait`;
 
+// The hub lists: a hash per user, field `<instance>.<link>` = `<expires ms>|<connected ms>|<uuid>`.
+// Each field carries its own expiry (Redis' clock, so instances' clocks never matter): a dead
+// instance's links vanish from the list after a lease even while other instances keep the
+// hash alive. Expired fields are pruned on every write and read.
+const LIVE_HUBS = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local all = redis.call('HGETALL', KEYS[1])
+local live = {}
+for i = 1, #all, 2 do
+  local exp, at = string.match(all[i + 1], '^(%d+)|(%d+)|')
+  if exp == nil or tonumber(exp) < now then redis.call('HDEL', KEYS[1], all[i]) else table.insert(live, {all[i], tonumber(at), all[i + 1]}) end
+end`;
+// Put (or renew) one link; with a cap > 0 also evict the oldest others beyond it and return
+// their fields (their instances are told to close them): the account's cap, cluster-wide.
+export const PUT_HUB = `local t0 = redis.call('TIME')
+local lease = tonumber(ARGV[4])
+redis.call('HSET', KEYS[1], ARGV[1], (tonumber(t0[1]) * 1000 + math.floor(tonumber(t0[2]) / 1000) + lease) .. '|' .. ARGV[2] .. '|' .. ARGV[3])
+${LIVE_HUBS}
+local evicted = {}
+local max = tonumber(ARGV[5])
+if max > 0 and #live > max then
+  table.sort(live, function(a, b) return a[2] < b[2] end)
+  local n = #live - max
+  for i = 1, #live do
+    if n > 0 and live[i][1] ~= ARGV[1] then redis.call('HDEL', KEYS[1], live[i][1]) table.insert(evicted, live[i][1]) n = n - 1 end
+  end
+end
+if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease) end
+return evicted`;
+// The live links: field, value, field, value…
+export const LIST_HUBS = `${LIVE_HUBS}
+local out = {}
+for _, l in ipairs(live) do table.insert(out, l[1]) table.insert(out, l[3]) end
+return out`;
+
 /** The scripts as commands (names prefixed so they never shadow a Redis command). */
 export interface ClusterScripts {
   shRenewLease(key: string, instance: string, leaseMs: number): Promise<number>;
   shReleaseLease(key: string, instance: string): Promise<number>;
   shTakeToken(key: string, burst: number, perSecond: number, nowMs: number, ttlMs: number): Promise<number>;
+  shPutHub(key: string, field: string, connectedAt: number, uuid: string, leaseMs: number, max: number): Promise<string[]>;
+  shListHubs(key: string): Promise<string[]>;
 }
 
 /** The same, queued on a pipeline or transaction. */
 export interface ClusterScriptsQueued {
   shRenewLease(key: string, instance: string, leaseMs: number): ChainableCommander & ClusterScriptsQueued;
   shReleaseLease(key: string, instance: string): ChainableCommander & ClusterScriptsQueued;
+  shPutHub(key: string, field: string, connectedAt: number, uuid: string, leaseMs: number, max: number): ChainableCommander & ClusterScriptsQueued;
 }
 
 export const SCRIPTS: Record<keyof ClusterScripts, string> = {
   shRenewLease: RENEW_LEASE,
   shReleaseLease: RELEASE_LEASE,
   shTakeToken: TAKE_TOKEN,
+  shPutHub: PUT_HUB,
+  shListHubs: LIST_HUBS,
 };

@@ -10,7 +10,8 @@ type Body = Record<string, unknown>;
  * The JSON account API the hub application uses (`speakerhub account signup|signin`):
  * POST /api/account/signup {username,email,password} → 201 {username};
  * POST /api/account/signin {username,password} → {username, link_token} (the hub's link
- * credential); GET /api/account/hubs (OAuth bearer) → the user's connected hubs.
+ * credential); GET /api/account/hubs (OAuth bearer) → the user's connected hubs
+ * (cluster-wide; `partial: true` when only the answering instance's could be listed).
  * Errors: {error, error_description, field?}.
  */
 export function accountApi(app: FastifyInstance, ctx: CloudContext): void {
@@ -57,9 +58,12 @@ export function accountApi(app: FastifyInstance, ctx: CloudContext): void {
         .header('www-authenticate', 'Bearer realm="SpeakerHub Cloud", error="invalid_token"')
         .send({ error: 'invalid_token', error_description: 'A valid access token is required.' });
     const user = await ctx.accounts.byId(userId);
+    const list = await ctx.hubs.list(userId);
     return {
       username: user?.username,
-      hubs: ctx.registry.hubsOf(userId).map((h) => ({ HKWHubUUID: h.uuid, connectedAt: new Date(h.connectedAt).toISOString() })),
+      hubs: list.hubs.map((h) => ({ HKWHubUUID: h.uuid, connectedAt: new Date(h.connectedAt).toISOString() })),
+      // Only in a cluster that cannot be reached now: the hubs linked to the instance that answered.
+      ...(list.partial ? { partial: true } : {}),
     };
   });
 }

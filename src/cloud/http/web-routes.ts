@@ -153,13 +153,15 @@ export function webRoutes(app: FastifyInstance, ctx: CloudContext): void {
 async function accountPage(ctx: CloudContext, me: { userId: string; session: string }, notice = ''): Promise<string> {
   const user = await ctx.accounts.byId(me.userId);
   const clients = await ctx.clients.ownedBy(me.userId);
-  const hubs = ctx.registry.hubsOf(me.userId);
+  const { hubs, partial } = await ctx.hubs.list(me.userId);
   const list = clients.length
     ? `<ul>${clients.map((c) => `<li>${esc(c.name)}: <code>${esc(c.id)}</code> → ${c.redirectUris.map((u) => `<code>${esc(u)}</code>`).join(', ')}</li>`).join('')}</ul>`
     : '<p>No clients registered yet.</p>';
   return page(
     `Account ${user?.username ?? ''}`,
-    `${notice}<p>Hubs online: ${hubs.length ? hubs.map((h) => `<code>${esc(h.uuid || 'hub')}</code>`).join(', ') : 'none'}.</p>
+    `${notice}<p>Hubs online: ${hubs.length ? hubs.map((h) => `<code>${esc(h.uuid || 'hub')}</code>`).join(', ') : 'none'}.</p>${
+      partial ? '<p role="status" id="hubs-partial">The list may be incomplete: the cloud cannot reach its cluster right now.</p>' : ''
+    }
 <h2>Your OAuth clients</h2>${list}
 <h2>Register a client</h2><form method="post" action="/account/clients">${hidden({ csrf: WebSessions.csrf(me.session) })}
 <label for="name">Name</label><input id="name" name="name" required maxlength="100">

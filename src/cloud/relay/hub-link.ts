@@ -10,6 +10,9 @@ const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 /** What a hub answered (or why it could not). */
 export type LinkResult = { ok: true; body: Record<string, unknown> } | { ok: false; error: HubError };
 
+/** Numbers links within this process: with the instance id, a link's name in the cluster's hub lists. */
+let linkSeq = 0;
+
 interface Pending {
   resolve(r: LinkResult): void;
   timer: NodeJS.Timeout;
@@ -22,6 +25,9 @@ export class HubLink {
   uuid = '';
   alive = true;
   readonly connectedAt = Date.now();
+  readonly seq = ++linkSeq;
+  /** Told once the hub said who it is (its uuid), for lists kept elsewhere (the cluster's). */
+  onHello?: () => void;
 
   constructor(
     readonly userId: string,
@@ -75,6 +81,7 @@ export class HubLink {
     if (!msg) return; // not a frame of the protocol: dropped
     if (msg.t === 'hello') {
       this.uuid = msg.uuid;
+      this.onHello?.();
       return;
     }
     if (msg.ok) {

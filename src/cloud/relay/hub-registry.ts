@@ -15,6 +15,9 @@ export interface RegistryOptions {
 /** Told when a user's first hub links here (true) and when their last one here goes (false). */
 export type LinkChange = (userId: string, linked: boolean) => void;
 
+/** Told of each link: linked here, its hub said its uuid, gone (the cluster's hub lists follow these). */
+export type LinkEvent = (link: HubLink, event: 'added' | 'hello' | 'removed') => void;
+
 /** Where a user's requests go: this instance's registry alone, or the cluster's relay. */
 export interface HubRouter {
   request(userId: string, op: string, params: Record<string, string>): Promise<LinkResult>;
@@ -36,6 +39,7 @@ export function hubOffline(): LinkResult {
  */
 export class HubRegistry implements HubRouter {
   private readonly changes = new Set<LinkChange>();
+  private readonly events = new Set<LinkEvent>();
   private readonly links = new Map<string, HubLink[]>();
   private readonly lastSeen = new Map<string, number>();
   private readonly waiting = new Map<string, Set<() => void>>();
@@ -47,7 +51,15 @@ export class HubRegistry implements HubRouter {
     this.changes.add(l);
   }
 
+  onLink(l: LinkEvent): void {
+    this.events.add(l);
+  }
+
   add(link: HubLink): void {
+    link.onHello = () => {
+      for (const l of this.events) l(link, 'hello');
+    };
+    for (const l of this.events) l(link, 'added');
     const list = this.links.get(link.userId) ?? [];
     list.push(link);
     this.links.set(link.userId, list);
@@ -69,6 +81,7 @@ export class HubRegistry implements HubRouter {
     if (!list) return link.failAll();
     const i = list.indexOf(link);
     if (i >= 0) list.splice(i, 1);
+    for (const l of this.events) l(link, 'removed');
     if (!list.length) {
       this.links.delete(link.userId);
       for (const l of this.changes) l(link.userId, false);
@@ -125,4 +138,28 @@ export class HubRegistry implements HubRouter {
       set.add(done);
     });
   }
+}
+
+/** One of a user's linked hubs as the account page and API list it. */
+export interface HubSummary {
+  uuid: string;
+  connectedAt: number;
+}
+
+/** A user's linked hubs; `partial` when only this instance's could be listed (the cluster was unreachable). */
+export interface HubList {
+  hubs: HubSummary[];
+  partial: boolean;
+}
+
+/** Lists a user's linked hubs: this instance's registry alone, or (in a cluster) every instance's. */
+export interface HubDirectory {
+  list(userId: string): Promise<HubList>;
+}
+
+/** A single instance's directory: its registry holds every link there is. */
+export function localHubs(registry: HubRegistry): HubDirectory {
+  return {
+    list: async (userId) => ({ hubs: registry.hubsOf(userId).map((h) => ({ uuid: h.uuid, connectedAt: h.connectedAt })), partial: false }),
+  };
 }
