@@ -1,7 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -12,14 +11,9 @@ import { join } from 'node:path';
  */
 export const CLI = join(__dirname, '../../dist/cli.js');
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
+import { freePort } from '../helpers/net';
+
+export { freePort };
 
 /** Why the cluster suite cannot run here, or undefined when it can. */
 export function clusterPeersMissing(): string | undefined {

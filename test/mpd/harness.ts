@@ -7,6 +7,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeWav } from '../../src/media/wav';
 
+/** The suites' shared helpers (test/helpers/net.ts), re-exported for this lab's tests. */
+import { freePort, waitFor } from '../helpers/net';
+
+export { freePort, waitFor };
+
 /** The pipe output's format: 44.1 kHz, 16-bit, stereo. */
 export const RATE = 44100;
 const FRAME = 4;
@@ -16,30 +21,6 @@ export function mpdInstalled(): string | undefined {
     if (spawnSync('sh', ['-c', `command -v ${bin}`]).status !== 0) return `${bin} is not installed`;
   }
   return undefined;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch {
-      /* not yet */
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** A mono 16-bit sine WAV. */

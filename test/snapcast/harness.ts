@@ -1,9 +1,14 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync, statSync, readSync } from 'node:fs';
 import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
-import { createServer, connect, type AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
+/** The suites' shared helpers (test/helpers/net.ts), re-exported for this lab's tests. */
+import { freePort, waitFor } from '../helpers/net';
+
+export { freePort, waitFor };
 
 /**
  * A real snapserver and real snapclients on loopback, in a temp folder, for the Snapcast
@@ -20,30 +25,6 @@ export const SAMPLE_FORMAT = { rate: 48000, channels: 2, bytesPerFrame: 4 };
 /** True when snapserver, snapclient and ffmpeg are installed (scripts/install-test-deps.sh). */
 export function snapcastInstalled(): boolean {
   return ['snapserver', 'snapclient', 'ffmpeg'].every((cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0);
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch {
-      /* not yet */
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** One JSON-RPC request on a fresh control connection (as another snapcast controller would). */

@@ -1,11 +1,14 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeWav } from '../../src/media/wav';
+
+/** The suites' shared helpers (test/helpers/net.ts), re-exported for this lab's tests. */
+import { freePort, waitFor } from '../helpers/net';
+
+export { freePort, waitFor };
 
 /**
  * What every player outputs here: 44.1 kHz, 32-bit, stereo, little endian (`-a 32`). 32 bits
@@ -20,30 +23,6 @@ export function squeezeliteInstalled(): string | undefined {
     if (spawnSync('sh', ['-c', `command -v ${bin}`]).status !== 0) return `${bin} is not installed`;
   }
   return undefined;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string | (() => string)): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch {
-      /* not yet */
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** A mono 16-bit sine WAV at `amplitude` (of 32767). */
