@@ -73,10 +73,8 @@ export class LocalConnection implements HubConnection {
       onOverflow: () => {
         this.options.logger.warn({ maxQueued: this.maxQueued }, 'a front end fell behind the hub events; dropped the backlog, resyncing');
         this.subscription = undefined;
-        if (this.fanout.size) {
-          this.subscribe();
-          this.fanout.resync();
-        }
+        // subscribe() asks the listeners to resync once the new subscription is in place.
+        if (this.fanout.size) this.subscribe();
       },
     });
     // The feed delivers the current playback first (initial): listeners also read the rest now.
