@@ -146,7 +146,8 @@
   let unreachable = false;
   /** The hub could not be reached (or can again): said in "Now playing", on every screen size. */
   function reachable(ok, why) {
-    if (ok === !unreachable) return;
+    // Unreachable again for another reason (a timeout, then the link down): the newer reason is said.
+    if (ok && !unreachable) return;
     unreachable = !ok;
     say($('hub-link'), ok ? '' : why || PLAIN.HubUnreachable);
     if (!ok) {

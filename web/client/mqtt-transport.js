@@ -68,6 +68,16 @@
     });
     await client.subscribeAsync(channel, { qos: 1 });
 
+    // The link went down (the hub stopped, the network went): answers to what was sent will not
+    // come (a clean session), so the calls fail now as unreachable instead of timing out later.
+    client.on('close', () => {
+      for (const p of pending.values()) {
+        clearTimeout(p.timer);
+        p.reject(coded('HubUnreachable', 'the hub cannot be reached over MQTT'));
+      }
+      pending.clear();
+    });
+
     client.on('message', (topic, payload) => {
       if (topic !== channel) return;
       let m;
