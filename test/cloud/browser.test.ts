@@ -327,5 +327,5 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     await page.locator('#hub-link', { hasText: 'The hub cannot be reached' }).waitFor();
     expect(await page.textContent('#state')).toBe('Hub unreachable');
     await page.close();
-  }, 30_000);
+  }, 60_000);
 });
