@@ -2,6 +2,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LAB_NETWORKS } from '../helpers/lab-networks';
 
 /**
  * Real shairport-sync receivers, each in its own network namespace `ap-<pid>-N` with its own
@@ -36,7 +37,7 @@ export function canRunReceivers(): boolean {
 export class ReceiverLab {
   readonly dir = mkdtempSync(join(tmpdir(), 'ap-lab-'));
   readonly bridge = `apb${process.pid % 1_000_000}`;
-  readonly subnet = `10.213.${process.pid % 250}`;
+  readonly subnet = `${LAB_NETWORKS.airplay.subnet}.${process.pid % 250}`;
   readonly hubAddress = `${this.subnet}.1`;
   readonly receivers: Receiver[] = [];
 
@@ -47,7 +48,7 @@ export class ReceiverLab {
   /** Starts receiver N (1-based) and waits until it listens. */
   async add(options: { name?: string; password?: string; interruptible?: boolean } = {}): Promise<Receiver> {
     const index = this.receivers.length + 1;
-    const ns = `ap-${process.pid}-${index}`;
+    const ns = `${LAB_NETWORKS.airplay.prefix}-${process.pid}-${index}`;
     const veth = `apv${process.pid % 1_000_000}n${index}`;
     const host = `${this.subnet}.${10 + index}`;
     this.sh(

@@ -7,6 +7,7 @@
 import { labUnavailableReason, MEDIA, UpnpLab, type HubProcess, type Renderer } from '../upnp/lab';
 import { eventually, sleep } from '../upnp/processes';
 import { labSuite } from '../helpers/labs';
+import { LAB_NETWORKS } from '../helpers/lab-networks';
 
 const suite = labSuite('the UPnP lab (gmediarender in network namespaces)', labUnavailableReason());
 
@@ -19,7 +20,7 @@ suite('announcements on real UPnP renderers', () => {
   let r1: Renderer, r2: Renderer, r3: Renderer;
 
   beforeAll(async () => {
-    lab = await UpnpLab.start({ prefix: 'shann', subnet: '10.231.11' });
+    lab = await UpnpLab.start(LAB_NETWORKS.announceUpnp);
     hub = lab.hub;
     [r1, r2, r3] = lab.renderers;
     await eventually(async () => (await hub.op('device_count')).DeviceCount === '3', 15_000, 'three renderers discovered');

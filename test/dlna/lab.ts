@@ -4,15 +4,16 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { encodeWav } from '../../src/media/wav';
+import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { Lan, LAN_IFNAME, lanUnavailableReason } from '../upnp/lan';
 import { ensureBuilt } from '../upnp/lab';
 import { eventually, JsonLines, terminate } from '../upnp/processes';
 
 /**
  * The DLNA lab: a private LAN of network namespaces (test/upnp/lan.ts, prefix shdl, subnet
- * 10.231.11) with hub A (virtual speakers, --dlna) in "hub", a web server with the media in
+ * 10.231.15: LAB_NETWORKS) with hub A (virtual speakers, --dlna) in "hub", a web server with the media in
  * "web", control points in "cp", and hub B (the upnp driver, discovering A's renderers) in
- * "hubb". The test process talks to them from the root namespace by unicast (10.231.11.1).
+ * "hubb". The test process talks to them from the root namespace by unicast (10.231.15.1).
  */
 
 /** The repository root, found upward (a compiled copy of this file, for bench/dlna.js, works too). */
@@ -25,8 +26,8 @@ function findRepo(from: string): string {
   }
 }
 export const TOKEN = 'dlna-test-token-0123456789abcdef';
-export const PREFIX = 'shdl';
-export const SUBNET = '10.231.11';
+export const PREFIX = LAB_NETWORKS.dlna.prefix;
+export const SUBNET = LAB_NETWORKS.dlna.subnet;
 
 export function labUnavailableReason(): string | undefined {
   const lan = lanUnavailableReason();

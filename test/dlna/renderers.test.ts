@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { DlnaLab, eventually, field, http, MrcClient, REPO, soap, labUnavailableReason, type LabHub } from './lab';
+import { DlnaLab, eventually, field, http, MrcClient, REPO, soap, labUnavailableReason, SUBNET, type LabHub } from './lab';
 import { JsonLines } from '../upnp/processes';
 
 /**
@@ -339,7 +339,7 @@ d('DLNA renderers', () => {
     test('GENA: a foreign callback is refused, 10,000 SUBSCRIBEs stay bounded, a dead subscriber is dropped', async () => {
       const ev = hub.renderer('Kitchen').location.replace(/description\.xml$/, 'RenderingControl/event');
       const root = lab.lan.root.address;
-      const foreign = await http('SUBSCRIBE', ev, { CALLBACK: '<http://10.231.11.99:9/x>', NT: 'upnp:event', TIMEOUT: 'Second-300' });
+      const foreign = await http('SUBSCRIBE', ev, { CALLBACK: `<http://${SUBNET}.99:9/x>`, NT: 'upnp:event', TIMEOUT: 'Second-300' });
       expect(foreign.status).toBe(412);
       // A subscriber that takes the events and never answers (a listener on our own address that reads nothing back).
       const sockets = new Set<import('node:net').Socket>();

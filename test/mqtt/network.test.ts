@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline';
 import { NetworkWatch, lanAddresses } from '../../src/mqtt/network-watch';
 import { lanUnavailableReason } from '../upnp/lan';
 import { labSuite } from '../helpers/labs';
+import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { Probe, startMqttHub, type MqttTestHub } from './helpers';
 
 type Interfaces = NodeJS.Dict<NetworkInterfaceInfo[]>;
@@ -85,10 +86,11 @@ describe('NetworkWatch', () => {
   });
 });
 
-const NS = 'shmqn-hub';
-const IF_HUB = 'shmqn-a';
-const IF_PEER = 'shmqn-b';
-const ADDRESS = '10.231.9.2';
+const { prefix: PREFIX, subnet: SUBNET } = LAB_NETWORKS.mqttNetwork;
+const NS = `${PREFIX}-hub`;
+const IF_HUB = `${PREFIX}-a`;
+const IF_PEER = `${PREFIX}-b`;
+const ADDRESS = `${SUBNET}.2`;
 
 function ip(...args: string[]): void {
   execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, ensureBuilt, ROOT } from '../helpers/cli';
 import { labSuite } from '../helpers/labs';
+import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { squeezeliteInstalled, waitFor } from './harness';
 
 function unavailable(): string | undefined {
@@ -23,9 +24,9 @@ const describeIf = labSuite('the Squeezebox discovery lab', unavailable());
  */
 describeIf('Squeezebox discovery: a squeezelite without -s finds the hub', () => {
   const tag = `${process.pid % 100_000}`;
-  const hubNs = `sbh-${tag}`;
-  const playerNs = `sbp-${tag}`;
-  const subnet = `10.214.${process.pid % 250}`;
+  const hubNs = `${LAB_NETWORKS.squeezeboxDiscovery.prefix}h-${tag}`;
+  const playerNs = `${LAB_NETWORKS.squeezeboxDiscovery.prefix}p-${tag}`;
+  const subnet = `${LAB_NETWORKS.squeezeboxDiscovery.subnet}.${process.pid % 250}`;
   const dir = mkdtempSync(join(tmpdir(), 'sb-disco-'));
   const procs: ChildProcess[] = [];
   let hubOut = '';

@@ -8,6 +8,7 @@ import { soapCall, type SoapArgs } from '../../src/drivers/upnp/soap';
 import { upnpDeviceId } from '../../src/drivers/upnp/renderer';
 import { parseTime } from '../../src/drivers/upnp/didl';
 import { encodeWav } from '../../src/media/wav';
+import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { Lan, LAN_IFNAME, lanUnavailableReason, type LanHost } from './lan';
 import { JsonLines, sleep, terminate } from './processes';
 
@@ -257,8 +258,8 @@ export class UpnpLab {
   private readonly extraHubs: HubProcess[] = [];
 
   private constructor(private readonly options: LabOptions) {
-    this.prefix = options.prefix ?? 'shupnp';
-    this.subnet = options.subnet ?? '10.231.7';
+    this.prefix = options.prefix ?? LAB_NETWORKS.upnp.prefix;
+    this.subnet = options.subnet ?? LAB_NETWORKS.upnp.subnet;
     this.tmp = mkdtempSync(join(tmpdir(), 'speakerhub-upnp-'));
     this.mediaDir = join(this.tmp, 'media');
     this.webDir = join(this.tmp, 'web');

@@ -1,0 +1,17 @@
+/**
+ * Every private LAN a test or bench builds, in one place. Jest runs suites side by side, so two
+ * labs on one subnet (or one namespace prefix) steal each other's routes: the DLNA lab and the
+ * UPnP announcement lab both took 10.231.11 once and failed a CI run. A new lab takes a fresh
+ * entry here (plain data, no jest types: bench/dlna.js compiles the DLNA lab with tsc); test/lab-networks.test.ts checks that no two overlap.
+ */
+export const LAB_NETWORKS = {
+  upnp: { prefix: 'shupnp', subnet: '10.231.7' },
+  mqttNetwork: { prefix: 'shmqn', subnet: '10.231.9' },
+  announceUpnp: { prefix: 'shann', subnet: '10.231.11' },
+  /** bench/announce-upnp.js (plain JS, so it spells these out; keep them equal). */
+  announceUpnpBench: { prefix: 'shannb', subnet: '10.231.13' },
+  dlna: { prefix: 'shdl', subnet: '10.231.15' },
+  /** Per-process /24s inside these /16s (third octet = pid % 250), so parallel runs never meet. */
+  airplay: { prefix: 'ap', subnet: '10.213' },
+  squeezeboxDiscovery: { prefix: 'sb', subnet: '10.214' },
+} as const;
