@@ -487,12 +487,19 @@ d('DLNA renderers', () => {
     const on = cli(['--dlna']);
     const onOut = stdout(on);
     try {
-      await eventually(() => /DLNA: +\d+ renderers on lan0 \(10\.231\.11\.\d+\)/.test(onOut()), 30000, 'the DLNA banner line');
+      await eventually(
+        () => new RegExp(`DLNA: +\\d+ renderers on lan0 \\(${SUBNET.replace(/\./g, '\\.')}\\.\\d+\\)`).test(onOut()),
+        30000,
+        'the DLNA banner line',
+      );
       // 3 virtual speakers (the default): 3 + 3 announcement renderers + "All speakers".
       expect(onOut()).toMatch(/DLNA: +7 renderers on lan0/);
     } finally {
-      on.child.kill('SIGTERM');
-      await new Promise((r) => on.child.once('exit', r));
+      // Already gone (it failed to start) → no 'exit' event will come.
+      if (on.child.exitCode === null && on.child.signalCode === null) {
+        on.child.kill('SIGTERM');
+        await new Promise((r) => on.child.once('exit', r));
+      }
     }
     const off = cli([]);
     const offOut = stdout(off);
@@ -512,8 +519,11 @@ d('DLNA renderers', () => {
         s.child.kill();
       }
     } finally {
-      off.child.kill('SIGTERM');
-      await new Promise((r) => off.child.once('exit', r));
+      // Already gone (it failed to start) → no 'exit' event will come.
+      if (off.child.exitCode === null && off.child.signalCode === null) {
+        off.child.kill('SIGTERM');
+        await new Promise((r) => off.child.once('exit', r));
+      }
     }
   });
 

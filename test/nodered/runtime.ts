@@ -108,7 +108,15 @@ export async function startNodeRed(version: NodeRedVersion, options: { settings?
   externalModules: { autoInstall: false, palette: { allowInstall: true, allowUpload: true } },
   functionExternalModules: false,
   // The leak test reads memory after a full collection (node --expose-gc).
-  functionGlobalContext: { probe: () => { if (global.gc) { global.gc(); global.gc(); } return process.memoryUsage(); } },
+  // It also counts the live hubs, cores, REST and media servers by constructor (v8.queryObjects,
+  // Node >= 20.13): the direct leak signal, where heap growth is only a coarse one.
+  functionGlobalContext: { probe: () => {
+    if (global.gc) { global.gc(); global.gc(); }
+    const dist = require('path').join(${JSON.stringify(userDir)}, 'node_modules', 'homebridge-speakerhub', 'dist');
+    const count = (file, name) => { try { return require('v8').queryObjects(require(require('path').join(dist, file))[name], { format: 'count' }); } catch (e) { return String(e); } };
+    const live = { SpeakerHub: count('hub.js', 'SpeakerHub'), HubCore: count('core/hub-core.js', 'HubCore'), RestServer: count('server/rest-server.js', 'RestServer'), MediaServer: count('media/media-server.js', 'MediaServer') };
+    return { ...process.memoryUsage(), live };
+  } },
   ${options.settings ?? ''}
 };
 `,
