@@ -1,18 +1,19 @@
 'use strict';
 /**
- * Cloud cluster benchmark (`npm run build && node bench/cloud-cluster.js`): two
- * `speakerhub cloud --database postgres://… --redis redis://…` instances on a private
+ * Cloud cluster benchmark (`npm run build && node bench/cloud-cluster.js`): three
+ * (BENCH_CLUSTER_INSTANCES) `speakerhub cloud --database postgres://… --redis redis://…` instances on a private
  * PostgreSQL and redis-server (loopback, temp folders), one linked hub with 3 virtual speakers.
  *
  *  1. device_count latency at a fixed rate through the instance holding the hub's link vs
  *     through the other one (relayed over Redis pub/sub); goal: p50 overhead < 1 ms.
  *  2. throughput (autocannon, fixed connections): all on the holding instance vs the same
- *     connections split over both instances. On this 2-core machine the instances, Redis,
+ *     connections split over all instances. On this 2-core machine the instances, Redis,
  *     PostgreSQL, the hub and the load generator share the cores: the figure says what a
  *     second instance costs or gains here, not on separate machines.
- *  3. BENCH_CLUSTER_LINKS (default 4,000) simulated hub links spread over both instances:
+ *  3. BENCH_CLUSTER_LINKS (default 10,000) simulated hub links spread over the instances:
  *     RSS per link; then one instance is SIGKILLed and the time until all its links have
- *     relinked to the survivor (with the hub's backoff and jitter) is measured; goal < 30 s.
+ *     relinked to the survivors (with the hub's backoff and jitter) is measured, goal < 30 s,
+ *     with the survivors' CPU during the storm and their /healthz latency (not overloaded).
  *
  * Slices are interleaved (same, other, other, same, …) so both see the same background load.
  * Exit code 0 whatever the figures say; 1 if something crashed or requests failed.
@@ -32,7 +33,8 @@ const S = {
   slices: num('BENCH_SLICES', 3),
   connections: num('BENCH_CONNECTIONS', 10),
   durationS: num('BENCH_CLOUD_DURATION', 3),
-  links: num('BENCH_CLUSTER_LINKS', 4000),
+  links: num('BENCH_CLUSTER_LINKS', 10000),
+  instances: Math.max(2, num('BENCH_CLUSTER_INSTANCES', 3)),
 };
 const CLI = join(__dirname, '..', 'dist', 'cli.js');
 const TOKEN = 'bench-token-0123456789abcdefghij';
@@ -112,7 +114,7 @@ async function main() {
   await waitOutput(redis, 'Ready to accept connections', 'redis-server');
 
   const instances = [];
-  for (let i = 0; i < 2; i++) {
+  for (let i = 0; i < S.instances; i++) {
     const port = await freePort();
     const data = mkdtempSync(join(tmpdir(), 'bench-cluster-'));
     cleanups.push(() => rmSync(data, { recursive: true, force: true }));
@@ -196,14 +198,18 @@ async function main() {
   for (let i = 0; i < S.slices; i++) {
     for (const name of i % 2 ? ['two', 'one'] : ['one', 'two']) {
       const results =
-        name === 'one' ? [await run(A.url, S.connections)] : await Promise.all([run(A.url, S.connections / 2), run(B.url, S.connections / 2)]);
+        name === 'one'
+          ? [await run(A.url, S.connections)]
+          : await Promise.all(
+              instances.map((i, k) => run(i.url, Math.floor(S.connections / instances.length) + (k < S.connections % instances.length ? 1 : 0))),
+            );
       if (results.some((r) => r.non2xx || r.errors)) process.exitCode = 1;
       tp[name].push(results.reduce((a, r) => a + r.requests.average, 0));
     }
   }
   const avg = (a) => a.reduce((x, y) => x + y, 0) / a.length;
   console.log(
-    `  throughput (${S.connections} connections)   1 instance ${avg(tp.one).toFixed(0)} req/s   2 instances ${avg(tp.two).toFixed(0)} req/s   ratio ${(avg(tp.two) / avg(tp.one)).toFixed(2)}   (one hub, 2 shared cores)`,
+    `  throughput (${S.connections} connections)   1 instance ${avg(tp.one).toFixed(0)} req/s   ${instances.length} instances ${avg(tp.two).toFixed(0)} req/s   ratio ${(avg(tp.two) / avg(tp.one)).toFixed(2)}   (one hub, 2 shared cores)`,
   );
   hub.kill('SIGKILL');
   await relinkStorm(instances, database);
@@ -212,14 +218,23 @@ async function main() {
 const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
 const links = async (url) => (await (await fetch(`${url}/healthz`)).json()).links;
 
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+function cpuSeconds(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (100 Hz on Linux)
+}
+
 /**
- * Simulated hub links (one user each, link tokens written straight into PostgreSQL), half on
- * each instance: memory per link; then SIGKILL the first instance and time until all its
- * links have relinked to the survivor, each with the hub's backoff (jitter in the upper half
- * of min(10 s, 0.5 s·2^attempt)).
+ * Simulated hub links (one user each, link tokens written straight into PostgreSQL), spread
+ * evenly over the instances: memory per link; then SIGKILL the first instance and time until
+ * all links are held by the survivors, each link retrying with the hub's backoff (jitter in
+ * the upper half of min(10 s, 0.5 s·2^attempt)). During the storm the survivors' CPU and the
+ * latency of their /healthz say whether the storm overloaded them.
  */
-async function relinkStorm([A, B], database) {
+async function relinkStorm(instances, database) {
   const n = S.links;
+  const [A, ...survivors] = instances;
   const { Client } = require('pg');
   const { createHash, randomBytes } = require('node:crypto');
   const { backoffDelay } = require(join(__dirname, '..', 'dist', 'util', 'backoff.js'));
@@ -234,34 +249,54 @@ async function relinkStorm([A, B], database) {
     await db.query(`INSERT INTO link_tokens (token_hash, user_id, created_at) VALUES ${values}`, params);
   }
   await db.end();
-  const before = { a: rssMb(A.child.pid), b: rssMb(B.child.pid) };
+  const rssAll = () => instances.map((i) => rssMb(i.child.pid));
+  const before = rssAll();
   let dead = false;
+  let next = 0;
   const open = (token, first) => {
     let attempt = 0;
     const connect = (url) => {
       const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/hub/link`, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false });
       ws.on('open', () => (attempt = 0));
       ws.on('error', () => undefined);
-      // As a hub behind a balancer: the next attempt lands on a live instance (B once A is gone).
-      ws.on('close', () => setTimeout(() => connect(dead ? B.url : url), backoffDelay(attempt++, 500, 10_000)));
+      // As a hub behind a round-robin balancer: once A is gone, the next attempt lands on a survivor.
+      ws.on('close', () =>
+        setTimeout(() => connect(dead && url === A.url ? survivors[next++ % survivors.length].url : url), backoffDelay(attempt++, 500, 10_000)),
+      );
     };
     connect(first);
   };
-  tokens.forEach((t, i) => open(t, i % 2 ? B.url : A.url));
+  tokens.forEach((t, i) => open(t, instances[i % instances.length].url));
   const until = async (cond) => {
     while (!(await cond().catch(() => false))) await new Promise((r) => setTimeout(r, 100));
   };
-  await until(async () => (await links(A.url)) + (await links(B.url)) === n);
-  const after = { a: rssMb(A.child.pid), b: rssMb(B.child.pid) };
-  const perLink = ((after.a - before.a + after.b - before.b) * 1024) / n;
+  const held = async (list) => (await Promise.all(list.map((i) => links(i.url)))).reduce((a, b) => a + b, 0);
+  await until(async () => (await held(instances)) === n);
+  const after = rssAll();
+  const perLink = ((after.reduce((a, b) => a + b, 0) - before.reduce((a, b) => a + b, 0)) * 1024) / n;
   console.log(
-    `  ${n} simulated hub links over 2 instances: ${perLink.toFixed(1)} KB of RSS per link (RSS ${after.a.toFixed(0)} + ${after.b.toFixed(0)} MB)`,
+    `  ${n} simulated hub links over ${instances.length} instances: ${perLink.toFixed(1)} KB of RSS per link (RSS ${after.map((r) => r.toFixed(0)).join(' + ')} MB)`,
   );
+  const cpu0 = survivors.map((i) => cpuSeconds(i.child.pid));
+  const health = [];
   const t0 = Date.now();
   dead = true;
   A.child.kill('SIGKILL');
-  await until(async () => (await links(B.url)) === n);
-  console.log(`  SIGKILL of one instance: all ${n} links relinked to the survivor in ${((Date.now() - t0) / 1000).toFixed(1)} s   (goal < 30 s)`);
+  await until(async () => {
+    const h0 = performance.now();
+    const count = await held(survivors);
+    health.push(performance.now() - h0);
+    return count === n;
+  });
+  const seconds = (Date.now() - t0) / 1000;
+  const cpu = survivors.map((i, k) => (cpuSeconds(i.child.pid) - cpu0[k]) / seconds);
+  health.sort((a, b) => a - b);
+  console.log(
+    `  SIGKILL of one instance: all ${n} links held by the ${survivors.length} survivors in ${seconds.toFixed(1)} s   (goal < 30 s; ${Math.ceil(n / instances.length)} relinked)`,
+  );
+  console.log(
+    `  survivors during the storm: CPU ${cpu.map((c) => `${(c * 100).toFixed(0)} %`).join(', ')} of a core; /healthz of all survivors p50 ${health[Math.floor(health.length / 2)].toFixed(1)} ms, max ${health[health.length - 1].toFixed(1)} ms`,
+  );
 }
 
 function cleanup() {
