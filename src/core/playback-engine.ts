@@ -569,14 +569,45 @@ export class PlaybackEngine {
     const onAvailability = (available: boolean) => {
       if (!available) this.lost(p, speaker.id, 'error');
     };
+    const onOwnPlayState = (state: 'playing' | 'paused') => this.followOwnControl(p, speaker, state);
     speaker.on('state', onState);
     speaker.on('availability', onAvailability);
+    speaker.on('ownPlayState', onOwnPlayState);
     p.speakers.set(speaker.id, {
       speaker,
       unwatch: () => {
         speaker.off('state', onState);
         speaker.off('availability', onAvailability);
+        speaker.off('ownPlayState', onOwnPlayState);
       },
+    });
+  }
+
+  /**
+   * A speaker carrying the playback was paused or resumed by its own means (its app). The
+   * playback shows Paused once every speaker carrying it is paused (TimeElapsed where the
+   * speaker stopped), and Playing again as soon as one of them plays it again; a speaker
+   * paused alone in a bigger playback leaves the playback Playing (the others play on).
+   */
+  private followOwnControl(p: Playback, speaker: Speaker, state: 'playing' | 'paused'): void {
+    void this.exclusive(async () => {
+      if (this.current !== p || !p.speakers.has(speaker.id)) return;
+      const at = speaker.position();
+      const position = at !== undefined && Number.isFinite(at) && at >= 0 ? at : this.elapsed(p);
+      if (state === 'paused') {
+        if (p.state !== 'PlayerStatePlaying' || ![...p.speakers.values()].every((e) => e.speaker.state === 'paused')) return;
+        p.offset = p.media.duration !== undefined ? Math.min(position, p.media.duration) : position;
+        p.state = 'PlayerStatePaused';
+        p.tick?.cancel();
+      } else {
+        if (p.state !== 'PlayerStatePaused') return;
+        p.offset = position;
+        p.startedAt = this.clock.now();
+        p.state = 'PlayerStatePlaying';
+        this.scheduleTick(p);
+      }
+      this.logger.info({ deviceId: speaker.id, state }, `playback ${state === 'paused' ? 'paused' : 'resumed'} from the speaker's own app`);
+      this.changed();
     });
   }
 

@@ -66,6 +66,13 @@ export interface SpeakerEvents {
   availability: [available: boolean];
   info: [changed: Partial<SpeakerInfo>];
   volume: [volume: number];
+  /**
+   * The speaker was paused or resumed by its own means (its app, remote or buttons), not by a
+   * hub command, while it played the hub's media. Emitted after the 'state' event it explains.
+   * Optional: only drivers that can tell their own commands from the speaker's emit it; the
+   * playback engine follows it into playback_status (src/core/playback-engine.ts).
+   */
+  ownPlayState: [state: 'playing' | 'paused'];
 }
 
 export interface Speaker extends EventEmitter<SpeakerEvents> {
