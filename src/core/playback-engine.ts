@@ -3,7 +3,7 @@ import type { Clock, TimerHandle } from './clock';
 import type { HubEventBus, MediaKind, PlaybackEndReason, PlaybackSnapshot, PlaybackState } from './events';
 import type { Selection } from './selection';
 import type { SpeakerRegistry } from './speaker-registry';
-import type { MediaRequest, Speaker, SpeakerDriver, SpeakerPlayState, StopReason } from '../drivers/driver';
+import { syncClockMs, type MediaRequest, type Speaker, type SpeakerDriver, type SpeakerPlayState, type StopReason } from '../drivers/driver';
 import type { Logger } from '../logger';
 import { clip, redactUrl } from '../redact';
 
@@ -552,14 +552,29 @@ export class PlaybackEngine {
       const group = d?.playGroup ? d : undefined;
       byDriver.set(group, [...(byDriver.get(group) ?? []), s]);
     }
+    const timed = this.agreeStartInstant(byDriver, request);
     const settled = new Map<Speaker, PromiseSettledResult<void>>();
     await Promise.all(
       [...byDriver].map(async ([driver, group]) => {
-        const results = driver ? await driver.playGroup!(group, request) : await Promise.allSettled(group.map((s) => s.play(request)));
+        const results = driver
+          ? await driver.playGroup!(group, driver.startLeadMs ? timed : request)
+          : await Promise.allSettled(group.map((s) => s.play(request)));
         group.forEach((s, i) => settled.set(s, results[i]));
       }),
     );
     return speakers.map((s) => settled.get(s)!);
+  }
+
+  /**
+   * One start instant for a play that spans several drivers that each start their speakers in
+   * sync (their startLeadMs): the latest lead any of them needs from now, so the families are
+   * heard together rather than each when its own protocol is ready.
+   */
+  private agreeStartInstant(byDriver: Map<SpeakerDriver | undefined, Speaker[]>, request: MediaRequest): MediaRequest {
+    const timed = [...byDriver].filter(([d]) => d?.startLeadMs);
+    if (timed.length < 2 || request.startInstant !== undefined) return request;
+    const lead = Math.max(...timed.map(([d, group]) => d!.startLeadMs!(group)));
+    return { ...request, startInstant: syncClockMs() + lead };
   }
 
   private watch(p: Playback, speaker: Speaker): void {
