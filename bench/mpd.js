@@ -8,6 +8,9 @@
  *  audio (the media server's `media request` log line), p50/p95:
  *   - uncached TTS (a new text each time: synthesis is on the path), goal p95 < 300 ms;
  *   - baseline in the same run: an announcement of hub media (no synthesis).
+ *  pause-follow latency: `pause 1` / `pause 0` sent by another MPD client (the user's app) →
+ *  the hub's playbackState event says Paused / Playing (idle player → status → the speaker's
+ *  ownPlayState → the playback engine), p50/p95; goal: within a second.
  *
  * Exit code 0 whatever the figures say; 1 if anything failed.
  */
@@ -51,6 +54,28 @@ function ping(port) {
   });
 }
 
+/** One command from another MPD client (the user's app): resolves at OK. `sent` is called as it is written. */
+function mpdCommand(port, command, sent) {
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: '127.0.0.1', port });
+    let greeted = false;
+    s.setEncoding('utf8');
+    s.on('data', (d) => {
+      if (!greeted) {
+        greeted = true;
+        sent();
+        s.write(`${command}\n`);
+        return;
+      }
+      if (/^(OK|ACK)/m.test(d)) {
+        s.destroy();
+        resolve();
+      }
+    });
+    s.on('error', reject);
+  });
+}
+
 async function main() {
   const { createHub } = require('../dist/index.js');
   const { createLogger } = require('../dist/logger.js');
@@ -83,6 +108,8 @@ async function main() {
     const rate = 22050;
     const tone = new Int16Array(rate).map((_, i) => Math.round(8000 * Math.sin((2 * Math.PI * 660 * i) / rate)));
     writeFileSync(join(dir, 'media', 'chime.wav'), encodeWav(tone, rate, { title: 'Bench Chime', artist: 'Bench', album: 'Bench' }));
+    const long = new Int16Array(rate * 60).map((_, i) => Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)));
+    writeFileSync(join(dir, 'media', 'tone.wav'), encodeWav(long, rate, { title: 'Bench Tone', artist: 'Bench', album: 'Bench' }));
     mpd = spawn('mpd', ['--no-daemon', join(dir, 'mpd.conf')], { stdio: 'ignore' });
     for (let i = 0; !(await ping(port)); i++) {
       if (i > 100) throw new Error('mpd did not start');
@@ -149,6 +176,48 @@ async function main() {
     console.log(`  TTS uncached: p50 ${fmt(pct(tts, 50))} ms, p95 ${fmt(pct(tts, 95))} ms (goal p95 < 300 ms)`);
     console.log(`  hub media (baseline, no synthesis): p50 ${fmt(pct(hubMedia, 50))} ms, p95 ${fmt(pct(hubMedia, 95))} ms`);
     console.log(`  ratio TTS/hub media p50: ${fmt(pct(tts, 50) / pct(hubMedia, 50))}x`);
+
+    // ---- pause-follow latency ------------------------------------------------------------
+    const toneId = (await op('media_list')).MediaList.find((m) => m.Title === 'Bench Tone').PersistentID;
+    const id = (await op('device_list')).DeviceList.find((d) => d.Active).DeviceID;
+    const played = await op('play_hub_media_selected_speakers', { PersistentID: toneId, DeviceIDList: id });
+    if (played.Result !== 'true') throw new Error(`play failed: ${JSON.stringify(played)}`);
+    const follow = { paused: [], playing: [], pausedOk: [], playingOk: [] };
+    for (let i = 0; i < N; i++) {
+      for (const [command, state, key] of [
+        ['pause 1', 'PlayerStatePaused', 'paused'],
+        ['pause 0', 'PlayerStatePlaying', 'playing'],
+      ]) {
+        let t0 = 0;
+        const seen = new Promise((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`playback_status did not follow '${command}'`)), 5000);
+          const on = (e) => {
+            if (e.state !== state) return;
+            clearTimeout(timer);
+            hub.core.events.off('playbackState', on);
+            resolve(performance.now());
+          };
+          hub.core.events.on('playbackState', on);
+        });
+        await mpdCommand(port, command, () => (t0 = performance.now()));
+        // When MPD itself answered: a pipe output closes on pause and waits for its reader.
+        follow[`${key}Ok`].push(performance.now() - t0);
+        follow[key].push((await seen) - t0);
+        await sleep(300);
+      }
+    }
+    await op('stop_play');
+    console.log(`mpd pause-follow latency (another client's pause/resume → playbackState event), n=${N} each:`);
+    console.log(`  pause 1 → Paused: p50 ${fmt(pct(follow.paused, 50))} ms, p95 ${fmt(pct(follow.paused, 95))} ms (goal < 1000 ms)`);
+    console.log(`  pause 0 → Playing: p50 ${fmt(pct(follow.playing, 50))} ms, p95 ${fmt(pct(follow.playing, 95))} ms`);
+    console.log(
+      `  MPD's own answer (OK): pause 1 p50 ${fmt(pct(follow.pausedOk, 50))} ms, pause 0 p50 ${fmt(pct(follow.playingOk, 50))} ms ` +
+        '(this pipe output closes on pause and waits for its ffmpeg -re reader; a sound card pauses at once)',
+    );
+    const share = (k) => follow[k].map((t, i) => t - follow[`${k}Ok`][i]);
+    console.log(
+      `  the hub's share (event − MPD's OK): pause p50 ${fmt(pct(share('paused'), 50))} ms, resume p50 ${fmt(pct(share('playing'), 50))} ms`,
+    );
   } finally {
     await hub?.stop();
     mpd?.kill('SIGKILL');

@@ -328,4 +328,7 @@ async function main() {
   process.exit(failed ? 1 : 0);
 }
 
-main();
+// bench/cross-family-skew.js reuses the paced squeezelite player.
+if (require.main === module) main();
+
+module.exports = { Player, pulseWav, freePort, pct, fmt, waitFor, sleep, CAPTURE_RATE, FRAME, BURST_HZ, BURST_MS };

@@ -3,7 +3,7 @@ import type { Clock, TimerHandle } from './clock';
 import type { HubEventBus, MediaKind, PlaybackEndReason, PlaybackSnapshot, PlaybackState } from './events';
 import type { Selection } from './selection';
 import type { SpeakerRegistry } from './speaker-registry';
-import type { MediaRequest, Speaker, SpeakerDriver, SpeakerPlayState, StopReason } from '../drivers/driver';
+import { syncClockMs, type MediaRequest, type Speaker, type SpeakerDriver, type SpeakerPlayState, type StopReason } from '../drivers/driver';
 import type { Logger } from '../logger';
 import { clip, redactUrl } from '../redact';
 
@@ -552,14 +552,29 @@ export class PlaybackEngine {
       const group = d?.playGroup ? d : undefined;
       byDriver.set(group, [...(byDriver.get(group) ?? []), s]);
     }
+    const timed = this.agreeStartInstant(byDriver, request);
     const settled = new Map<Speaker, PromiseSettledResult<void>>();
     await Promise.all(
       [...byDriver].map(async ([driver, group]) => {
-        const results = driver ? await driver.playGroup!(group, request) : await Promise.allSettled(group.map((s) => s.play(request)));
+        const results = driver
+          ? await driver.playGroup!(group, driver.startLeadMs ? timed : request)
+          : await Promise.allSettled(group.map((s) => s.play(request)));
         group.forEach((s, i) => settled.set(s, results[i]));
       }),
     );
     return speakers.map((s) => settled.get(s)!);
+  }
+
+  /**
+   * One start instant for a play that spans several drivers that each start their speakers in
+   * sync (their startLeadMs): the latest lead any of them needs from now, so the families are
+   * heard together rather than each when its own protocol is ready.
+   */
+  private agreeStartInstant(byDriver: Map<SpeakerDriver | undefined, Speaker[]>, request: MediaRequest): MediaRequest {
+    const timed = [...byDriver].filter(([d]) => d?.startLeadMs);
+    if (timed.length < 2 || request.startInstant !== undefined) return request;
+    const lead = Math.max(...timed.map(([d, group]) => d!.startLeadMs!(group)));
+    return { ...request, startInstant: syncClockMs() + lead };
   }
 
   private watch(p: Playback, speaker: Speaker): void {
@@ -569,14 +584,45 @@ export class PlaybackEngine {
     const onAvailability = (available: boolean) => {
       if (!available) this.lost(p, speaker.id, 'error');
     };
+    const onOwnPlayState = (state: 'playing' | 'paused') => this.followOwnControl(p, speaker, state);
     speaker.on('state', onState);
     speaker.on('availability', onAvailability);
+    speaker.on('ownPlayState', onOwnPlayState);
     p.speakers.set(speaker.id, {
       speaker,
       unwatch: () => {
         speaker.off('state', onState);
         speaker.off('availability', onAvailability);
+        speaker.off('ownPlayState', onOwnPlayState);
       },
+    });
+  }
+
+  /**
+   * A speaker carrying the playback was paused or resumed by its own means (its app). The
+   * playback shows Paused once every speaker carrying it is paused (TimeElapsed where the
+   * speaker stopped), and Playing again as soon as one of them plays it again; a speaker
+   * paused alone in a bigger playback leaves the playback Playing (the others play on).
+   */
+  private followOwnControl(p: Playback, speaker: Speaker, state: 'playing' | 'paused'): void {
+    void this.exclusive(async () => {
+      if (this.current !== p || !p.speakers.has(speaker.id)) return;
+      const at = speaker.position();
+      const position = at !== undefined && Number.isFinite(at) && at >= 0 ? at : this.elapsed(p);
+      if (state === 'paused') {
+        if (p.state !== 'PlayerStatePlaying' || ![...p.speakers.values()].every((e) => e.speaker.state === 'paused')) return;
+        p.offset = p.media.duration !== undefined ? Math.min(position, p.media.duration) : position;
+        p.state = 'PlayerStatePaused';
+        p.tick?.cancel();
+      } else {
+        if (p.state !== 'PlayerStatePaused') return;
+        p.offset = position;
+        p.startedAt = this.clock.now();
+        p.state = 'PlayerStatePlaying';
+        this.scheduleTick(p);
+      }
+      this.logger.info({ deviceId: speaker.id, state }, `playback ${state === 'paused' ? 'paused' : 'resumed'} from the speaker's own app`);
+      this.changed();
     });
   }
 

@@ -46,6 +46,19 @@ export interface MediaRequest {
    * music fades back up. Sent only to speakers whose capabilities.duck is true.
    */
   duck?: DuckRequest;
+  /**
+   * The instant (syncClockMs) at which the media at startAt is to be heard. The engine agrees
+   * one when a play spans several drivers that each start their own speakers in sync
+   * (Squeezebox and Snapcast in one party play), so that the families start together; each
+   * driver maps it onto its protocol's clock. Only drivers with startLeadMs get it; without it
+   * a driver starts as soon as it can. An instant already past is ignored.
+   */
+  startInstant?: number;
+}
+
+/** The clock start instants are on: ms, monotonic (performance.now) from the process's epoch origin. */
+export function syncClockMs(): number {
+  return performance.timeOrigin + performance.now();
 }
 
 export interface DuckRequest {
@@ -66,6 +79,13 @@ export interface SpeakerEvents {
   availability: [available: boolean];
   info: [changed: Partial<SpeakerInfo>];
   volume: [volume: number];
+  /**
+   * The speaker was paused or resumed by its own means (its app, remote or buttons), not by a
+   * hub command, while it played the hub's media. Emitted after the 'state' event it explains.
+   * Optional: only drivers that can tell their own commands from the speaker's emit it; the
+   * playback engine follows it into playback_status (src/core/playback-engine.ts).
+   */
+  ownPlayState: [state: 'playing' | 'paused'];
 }
 
 export interface Speaker extends EventEmitter<SpeakerEvents> {
@@ -171,6 +191,12 @@ export interface SpeakerDriver extends EventEmitter<DriverEvents> {
    * each speaker in parallel.
    */
   playGroup?(speakers: Speaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]>;
+  /**
+   * Optional, with playGroup: the least time (ms) from a play request to an instant at which
+   * these speakers can be heard, started in sync. A driver that has it honours
+   * MediaRequest.startInstant, so the engine can start it together with other such drivers.
+   */
+  startLeadMs?(speakers: Speaker[]): number;
 }
 
 /** Derives a stable digit-string id (up to 14 digits, like the original hub's) from a protocol id. */

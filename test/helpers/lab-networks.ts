@@ -14,4 +14,6 @@ export const LAB_NETWORKS = {
   /** Per-process /24s inside these /16s (third octet = pid % 250), so parallel runs never meet. */
   airplay: { prefix: 'ap', subnet: '10.213' },
   squeezeboxDiscovery: { prefix: 'sb', subnet: '10.214' },
+  /** test/party: the one gmediarender of the every-family party play (the other peers are on loopback). */
+  party: { prefix: 'shparty', subnet: '10.231.21' },
 } as const;

@@ -137,14 +137,39 @@ describeIf('MPD driver against two real mpd instances', () => {
     await waitFor(async () => Number((await op('playback_status')).TimeElapsed) > p1, 5000, 'TimeElapsed moving');
   });
 
-  test("a pause from the MPD's own app (another connection) shows in the speaker's IsPlaying via idle", async () => {
-    // The speaker reports it (idle 'player' → status); the core's playback engine does not yet follow a
-    // speaker's own pause into playback_status (it listens for 'stopped' only): see the README.
-    expect((await device(idA)).IsPlaying).toBe(true);
-    await mpc(a.port, 'pause 1');
-    await waitFor(async () => (await device(idA)).IsPlaying === false, 3000, 'paused from the app');
-    await mpc(a.port, 'pause 0');
-    await waitFor(async () => (await device(idA)).IsPlaying === true, 3000, 'playing again');
+  test("a pause and resume from the MPD's own app (another connection) show in playback_status, its events and IsPlaying", async () => {
+    // idle 'player' → status → the speaker's ownPlayState → the playback engine (latency: bench/mpd.js).
+    const states: string[] = [];
+    const onState = (e: { state: string }) => states.push(e.state);
+    hub.core.events.on('playbackState', onState);
+    try {
+      expect((await device(idA)).IsPlaying).toBe(true);
+      expect((await op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
+      await mpc(a.port, 'pause 1');
+      await waitFor(async () => (await op('playback_status')).PlaybackState === 'PlayerStatePaused', 3000, 'playback_status Paused');
+      expect((await device(idA)).IsPlaying).toBe(false);
+      expect(states).toContain('PlayerStatePaused');
+      // TimeElapsed stays where the MPD stopped (its own elapsed), no longer moving.
+      const mpdAt = Math.floor(Number((await mpdStatus(a.port)).elapsed));
+      const t = Number((await op('playback_status')).TimeElapsed);
+      expect(Math.abs(t - mpdAt)).toBeLessThanOrEqual(1);
+      // Proving that something does not move takes time passing: 1.5 s, over a whole-second tick.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(Number((await op('playback_status')).TimeElapsed)).toBe(t);
+      await mpc(a.port, 'pause 0');
+      await waitFor(async () => (await op('playback_status')).PlaybackState === 'PlayerStatePlaying', 3000, 'playback_status Playing again');
+      expect((await device(idA)).IsPlaying).toBe(true);
+      await waitFor(async () => Number((await op('playback_status')).TimeElapsed) > t, 5000, 'TimeElapsed moving again');
+      // The hub's own pause/resume is not mistaken for the app's: one Paused, one Playing each.
+      expect((await op('pause_play')).Result).toBe('true');
+      expect((await op('playback_status')).PlaybackState).toBe('PlayerStatePaused');
+      expect((await op('resume_hub_media_selected_speakers', { PersistentID: pids['Hub Tone'], DeviceIDList: idA })).Result).toBe('true');
+      await waitFor(async () => (await device(idA)).IsPlaying === true, 3000, 'playing after resume_play');
+      expect((await op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
+      expect(logs.filter((l) => l.includes("from the speaker's own app")).length).toBe(2);
+    } finally {
+      hub.core.events.off('playbackState', onState);
+    }
   });
 
   test('volume 0–50 maps onto setvol 0–100 both ways', async () => {

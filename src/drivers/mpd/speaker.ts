@@ -52,6 +52,12 @@ export class MpdSpeaker extends BaseSpeaker {
   /** Queue entries the hub added and has not deleted yet (bounded: one per play, deleted as they end). */
   private readonly added = new Set<string>();
   private stopRequested = false;
+  /**
+   * What the hub last asked the MPD's player for (play/resume: playing, pause: paused), or what
+   * the MPD's own app last made it: a status that differs from it, on the hub's song, is a
+   * pause or resume from the user's app (emitted as ownPlayState).
+   */
+  private intended: 'playing' | 'paused' = 'playing';
   private readonly backoff: Backoff;
   private retry?: TimerHandle;
   private closed = false;
@@ -186,6 +192,7 @@ export class MpdSpeaker extends BaseSpeaker {
     const vol = Number(st.volume);
     if (Number.isFinite(vol) && vol >= 0) this.setReportedVolume(Math.round((vol * VOLUME_MAX) / 100));
     const state = STATES[st.state] ?? 'stopped';
+    const before = this.state;
     if (this.hubSongId !== undefined && (st.songid !== this.hubSongId || state === 'stopped')) {
       // The hub's media is over: it ended, was stopped, or the MPD's own app played something else.
       const id = this.hubSongId;
@@ -196,6 +203,16 @@ export class MpdSpeaker extends BaseSpeaker {
       if (state === 'stopped') return;
     }
     this.setPlayState(state, state === 'stopped' ? (st.error ? 'error' : 'ended') : undefined, st.error);
+    this.followOwnControl(before, state);
+  }
+
+  /** A pause or resume of the hub's song that the hub did not ask for came from the MPD's own app. */
+  private followOwnControl(before: SpeakerPlayState, state: SpeakerPlayState): void {
+    if (this.hubSongId === undefined || before === state || before === 'stopped' || state === 'stopped') return;
+    if (state === this.intended) return;
+    this.intended = state;
+    this.log.info(`mpd: ${this.server.address} was ${state === 'paused' ? 'paused' : 'resumed'} from its own app`);
+    this.emit('ownPlayState', state);
   }
 
   // ---- operations --------------------------------------------------------------------------
@@ -205,6 +222,7 @@ export class MpdSpeaker extends BaseSpeaker {
     const old = this.hubSongId;
     this.hubSongId = undefined;
     this.stopRequested = false;
+    this.intended = 'playing';
     const added = parseFields(await this.send(`addid ${arg(media.url)}`));
     const id = added.Id;
     if (!id || !/^\d+$/.test(id)) throw new Error('MPD did not add the media');
@@ -220,11 +238,13 @@ export class MpdSpeaker extends BaseSpeaker {
 
   async pause(): Promise<void> {
     this.assertAvailable();
+    this.intended = 'paused';
     await this.send('pause 1');
   }
 
   async resume(): Promise<void> {
     this.assertAvailable();
+    this.intended = 'playing';
     await this.send('pause 0');
   }
 

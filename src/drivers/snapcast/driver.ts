@@ -6,6 +6,9 @@ import { SnapcastSpeaker } from './client-speaker';
 import { resolveServers, SnapcastConfigSchema, type SnapcastConfig } from './config';
 import { SnapServer } from './server';
 
+/** ffmpeg's first PCM and the regroup of the clients, generously (ms), ahead of an agreed start instant. */
+const START_PREPARE_MS = 500;
+
 export interface SnapcastDriverOptions {
   config: SnapcastConfig;
   clock: Clock;
@@ -21,6 +24,8 @@ export class SnapcastDriver extends EventEmitter<DriverEvents> implements Speake
   readonly name = 'snapcast';
   private readonly servers: SnapServer[];
   private readonly log: Logger;
+  /** The largest snapserver buffer configured (ms): a start instant must leave room for it. */
+  private readonly maxBufferMs: number;
 
   constructor(options: SnapcastDriverOptions) {
     super();
@@ -29,7 +34,9 @@ export class SnapcastDriver extends EventEmitter<DriverEvents> implements Speake
     // The registry hands every driver a logger already tagged with its name.
     this.log = options.logger;
     const seen = new Set<string>();
-    this.servers = resolveServers(config)
+    const resolved = resolveServers(config);
+    this.maxBufferMs = Math.max(0, ...resolved.map((s) => s.bufferMs));
+    this.servers = resolved
       .filter((server) => {
         if (seen.has(server.address)) {
           this.log.warn({ server: server.address }, 'snapserver listed twice; using it once');
@@ -61,6 +68,14 @@ export class SnapcastDriver extends EventEmitter<DriverEvents> implements Speake
 
   speakers(): SnapcastSpeaker[] {
     return this.servers.flatMap((s) => s.list());
+  }
+
+  /**
+   * Cross-family start (see HubStream.holdUntilStartInstant): what a start instant must leave
+   * room for, ffmpeg's start and the regroup, then snapserver's buffer.
+   */
+  startLeadMs(): number {
+    return START_PREPARE_MS + this.maxBufferMs;
   }
 
   /**

@@ -1,13 +1,20 @@
 import type { Socket } from 'node:net';
 import type { Clock, TimerHandle } from '../../core/clock';
 import type { Logger } from '../../logger';
-import type { MediaRequest, SpeakerPlayState, StopReason } from '../driver';
+import { syncClockMs, type MediaRequest, type SpeakerPlayState, type StopReason } from '../driver';
 import type { ResolvedServerConfig } from './config';
 import { Feed, parseSampleFormat, safeUrl } from './feeder';
 import { Grouping, type ControlChannel } from './grouping';
 import type { ModelChange, ServerModel } from './model';
 import { describeSource, openSink } from './sink';
 import { streamSource } from './stream-source';
+
+/**
+ * A cross-family start hands the first PCM over this much later than bufferMs before the agreed
+ * instant: snapserver stamps its first chunk one chunk (20 ms) before it has read it, and
+ * bench/cross-family-skew.js measured the snapclient 8–9 ms ahead of squeezelite without this.
+ */
+const START_TRIM_MS = 10;
 
 /** The speaker as the hub stream sees it: a snapclient whose play state it drives. */
 export interface StreamMember {
@@ -542,8 +549,31 @@ export class HubStream {
       sink.destroy();
       throw e;
     }
+    await this.holdUntilStartInstant(media, feed);
     feed.attach(sink);
     this.log.debug({ source: describeSource(source), format }, 'feeding the snapserver source');
+  }
+
+  /**
+   * Cross-family start (MediaRequest.startInstant, agreed by the engine with the other drivers
+   * of a play): snapserver stamps the first PCM it gets with about its arrival and the clients
+   * play it bufferMs later, so the first PCM is handed over bufferMs before the instant (plus
+   * START_TRIM_MS). Until then ffmpeg's output is held (at most the driver's startLeadMs of
+   * audio). Without an instant, or one too close to make, the feed starts at once as before.
+   */
+  private async holdUntilStartInstant(media: MediaRequest, feed: Feed): Promise<void> {
+    if (media.startInstant === undefined) return;
+    const handOver = media.startInstant - this.opts.server.bufferMs + START_TRIM_MS;
+    if (handOver <= syncClockMs()) {
+      const late = syncClockMs() - handOver;
+      if (late > 20) this.log.warn({ lateMs: Math.round(late) }, 'snapcast: the feed started after the start instant agreed with the other speakers');
+      return;
+    }
+    // In short steps, so a feed stopped meanwhile (a stop_play) ends the wait; attach() then hands nothing over.
+    for (let left = handOver - syncClockMs(); left > 0 && feed.running; left = handOver - syncClockMs()) {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(left, 50)));
+    }
+    this.log.debug({ lateMs: Math.round((syncClockMs() - handOver) * 10) / 10 }, 'snapcast: feed handed over for the agreed start instant');
   }
 
   private watchFeed(feed: Feed): void {

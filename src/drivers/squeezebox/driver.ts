@@ -18,6 +18,8 @@ const REFUSAL_LOG_MS = 10_000;
 const MAX_DISCOVERY_REPLIES_PER_S = 20;
 /** Most players (MACs) the driver keeps: a client inventing MACs cannot grow the speaker list without end. */
 const MAX_PLAYERS = 256;
+/** Least notice a player gets of its start moment (strm u on the way, the player's clock mapped). */
+const MIN_START_NOTICE_MS = 50;
 
 /**
  * The hub as a SlimProto server: every player that connects and says HELO is a speaker (known
@@ -214,6 +216,34 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
   }
 
   /**
+   * How far ahead a start instant agreed with other families must be: the time a player needs
+   * to fetch and buffer its stream (joinLeadMs, the same need as a player joining a play).
+   */
+  startLeadMs(): number {
+    return this.opts.config.joinLeadMs;
+  }
+
+  /**
+   * The moment a new group starts: the agreed instant of a cross-family play (MediaRequest.startInstant)
+   * when the players can still make it, else syncLeadMs after the last one reported its buffer ready.
+   */
+  private startMoment(media: MediaRequest): number {
+    const now = hubMs();
+    const own = now + this.opts.config.syncLeadMs;
+    if (media.startInstant === undefined) return own;
+    // strm u needs a few ms to reach the players; later than that and the instant is missed.
+    if (media.startInstant >= now + MIN_START_NOTICE_MS) {
+      this.log.debug({ slackMs: Math.round(media.startInstant - now) }, 'squeezebox: players start at the instant agreed with the other speakers');
+      return media.startInstant;
+    }
+    this.log.warn(
+      { missedByMs: Math.round(now + MIN_START_NOTICE_MS - media.startInstant) },
+      'squeezebox: players were not ready by the start instant agreed with the other speakers; starting them late (raise squeezebox.joinLeadMs)',
+    );
+    return now + MIN_START_NOTICE_MS;
+  }
+
+  /**
    * Starts `media` on the speakers together: each loads its stream with autostart off and
    * reports its buffer ready (STMl); then every player gets the same moment, syncLeadMs after
    * the last one was ready, each on its own clock. A play that continues a running group (an
@@ -229,7 +259,7 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
       group.end();
       return loaded;
     }
-    const at = hubMs() + this.opts.config.syncLeadMs;
+    const at = this.startMoment(media);
     group.begin(at);
     const started = await Promise.allSettled(ready.map((s) => s.startAt(at)));
     return speakers.map((s, i) => {
