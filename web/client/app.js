@@ -15,6 +15,10 @@
   let pollTimer = null;
   let mqttLink = null; // the MQTT transport when signed in with the pub/sub keys
   let announceTimer = null;
+  /** Step log for whoever hunts a slow step (the browser test sets SPEAKERHUB_DEBUG): off by default. */
+  const debug = (...what) => {
+    if (window.SPEAKERHUB_DEBUG) console.debug('[page]', ...what);
+  };
 
   /**
    * Shows a result next to the control that caused it (a banner at the top of the page is out
@@ -156,14 +160,42 @@
     }
   }
 
+  let mqttOpening = null; // one open at a time: the poll must not start a second link beside the sign-in's
+  let keysAccepted = false; // the hub took these keys once since sign-in
+
   /** Signed in with the pub/sub keys: (re)opens the MQTT transport. */
   async function mqttTransport() {
-    if (!mqttLink) {
-      const keys = JSON.parse(store.getItem('sh.mqtt') || 'null');
-      if (!keys) throw new ApiError('Unauthorized', 'Not signed in.');
-      mqttLink = await window.SpeakerHubMqtt.open(keys);
+    if (mqttLink) return mqttLink;
+    const keys = JSON.parse(store.getItem('sh.mqtt') || 'null');
+    if (!keys) throw new ApiError('Unauthorized', 'Not signed in.');
+    if (!mqttOpening) {
+      const opening = window.SpeakerHubMqtt.open(keys).then(
+        (link) => {
+          if (mqttOpening !== opening) {
+            link.close(); // signed out meanwhile
+            throw new ApiError('Unauthorized', 'Not signed in.');
+          }
+          mqttOpening = null;
+          keysAccepted = true;
+          return (mqttLink = link);
+        },
+        (e) => {
+          if (mqttOpening === opening) mqttOpening = null;
+          // Until the hub has taken these keys once, any failure is a failed sign-in (wrong keys, no
+          // MQTT at this address), said at the sign-in form. After that (or once the hub took the
+          // keys and then went away mid-sign-in) the hub is only out of reach, and the poll keeps trying.
+          if (e.code === 'KeysRefused' && keysAccepted) {
+            signedOut('The hub refused these keys. Sign in again with the keys it printed.');
+            throw new ApiError('Unauthorized', e.message);
+          }
+          if (!keysAccepted && !e.accepted) throw new ApiError('SignInFailed', e.message);
+          keysAccepted = true;
+          throw new ApiError('HubUnreachable', PLAIN.HubUnreachable);
+        },
+      );
+      mqttOpening = opening;
     }
-    return mqttLink;
+    return mqttOpening;
   }
 
   /** The sign-in was refused: what to tell the person, per way of signing in. */
@@ -173,6 +205,7 @@
   }
 
   async function api(op, params = {}, retried = false) {
+    debug('api', op);
     const p = { ...params };
     if (op !== 'init_session') {
       if (!session) session = (await api('init_session')).SessionToken;
@@ -229,12 +262,19 @@
   // ---- views --------------------------------------------------------------------------
 
   function signedOut(text) {
+    debug('signed out', text || '');
     clearInterval(pollTimer);
     clearTimeout(announceTimer);
     session = null;
     loaded = false;
     if (mqttLink) mqttLink.close();
     mqttLink = null;
+    mqttOpening = null; // an open still under way closes its link when it ends
+    keysAccepted = false;
+    // Nothing of this sign-in stays on the page: a later sign-in shows only what its hub says.
+    $('speakers').textContent = '';
+    for (const id of ['state', 'time', 'now-title', 'now-where']) $(id).textContent = '';
+    reachable(true);
     store.removeItem('sh.mqtt');
     if (config.mode !== 'cloud') store.removeItem('sh.apiToken');
     $('app').hidden = true;
@@ -247,6 +287,7 @@
 
   let loaded = false;
   async function signedIn() {
+    debug('signing in');
     $('where').textContent =
       `${config.mode === 'cloud' ? 'SpeakerHub Cloud' : 'Local hub'} · ${location.host}${store.getItem('sh.mqtt') ? ' · over MQTT' : ''}`;
     $('signin').hidden = true;
@@ -380,7 +421,7 @@
 
   let polling = false;
   async function poll() {
-    if (polling) return; // a slow hub: one poll at a time
+    if (polling) return debug('poll skipped: one still runs'); // a slow hub: one poll at a time
     polling = true;
     try {
       if (!loaded) await load();
@@ -388,6 +429,7 @@
       showSession(await api('session_status'));
       reachable(true);
     } catch (e) {
+      debug('poll failed', e.code, e.message);
       if (e.code === 'HubUnreachable' || e.code === 'HubOffline' || e.code === 'HubTimeout') reachable(false, plain(e));
       /* other faults are shown by the control that meets them; polling goes on */
     } finally {
