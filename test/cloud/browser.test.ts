@@ -296,6 +296,47 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     }
   }, 60_000);
 
+  test("local hub: the page shows the hub's read model, fed by its events: another client's announcement and volume show on the speaker without the page asking", async () => {
+    const names = ['Kitchen', 'Office'];
+    const own = await startHub({ speakers: { virtual: { count: 2, names } } });
+    const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+    const asked: string[] = [];
+    page.on('request', (r) => asked.push(new URL(r.url()).pathname));
+    try {
+      await page.goto(`${own.base}/`);
+      await page.fill('#api-token', TEST_TOKEN);
+      await page.click('#signin-local button[type=submit]');
+      await page.waitForSelector('#speakers li');
+      // The page loads the hub's own read model (the compiled src/hub-client/read-model-state.ts).
+      expect(await page.evaluate(() => typeof (globalThis as any).SpeakerHubReadModel.ReadModelState)).toBe('function');
+      const { DeviceList } = await own.op('device_list');
+      const office: string = DeviceList.find((d: { DeviceName: string }) => d.DeviceName === 'Office').DeviceID;
+      const badge = page.locator(`#spk-${office}`).locator('xpath=ancestor::li').locator('.badge');
+      await badge.filter({ hasText: 'ready' }).waitFor();
+
+      // Another client announces on Office: the badge says so while it speaks, then goes back, and
+      // the page never asked about that announcement (its state came as the hub's events).
+      const { AnnouncementID } = await own.op('announce', {
+        DeviceIDList: office,
+        Text: 'This announcement comes from another client and is long enough to be seen while it is spoken.',
+      });
+      await badge.filter({ hasText: 'announcing' }).waitFor();
+      await badge.filter({ hasText: 'ready' }).waitFor();
+      expect((await own.op('announcement_status', { AnnouncementID })).State).toBe('done');
+      expect(asked.filter((p) => p.endsWith('/announcement_status'))).toEqual([]);
+      expect(asked).toContain('/api/v1/events');
+
+      // Another client's volume: the slider and its number follow.
+      const target = DeviceList.find((d: { DeviceID: string }) => d.DeviceID === office).Volume === 23 ? 24 : 23;
+      await own.op('set_volume_device', { DeviceID: office, Volume: String(target) });
+      await page.locator(`output[for="spk-${office}-vol"]`, { hasText: String(target) }).waitFor();
+      expect(await page.inputValue(`#spk-${office}-vol`)).toBe(String(target));
+    } finally {
+      await page.close();
+      await own.close();
+    }
+  }, 60_000);
+
   test('MQTT: the client signs in with the pub/sub keys over WebSocket at /mqtt, lists the speakers, moves a volume slider and announces to all', async () => {
     mqttHub = await startMqttHub();
     const page = await browser.newPage({ viewport: { width: 420, height: 1100 } });

@@ -157,7 +157,8 @@
     if (!ok) {
       $('state').textContent = 'Hub unreachable';
       $('time').textContent = '';
-    }
+      model.markUnreachable(); // every speaker reads as unavailable until the next full list
+    } else showPlayback(model.playback);
   }
 
   let mqttOpening = null; // one open at a time: the poll must not start a second link beside the sign-in's
@@ -177,6 +178,7 @@
           }
           mqttOpening = null;
           keysAccepted = true;
+          link.onEvent(mqttEvent);
           return (mqttLink = link);
         },
         (e) => {
@@ -271,7 +273,9 @@
     mqttLink = null;
     mqttOpening = null; // an open still under way closes its link when it ends
     keysAccepted = false;
+    stopEvents();
     // Nothing of this sign-in stays on the page: a later sign-in shows only what its hub says.
+    model = newModel();
     $('speakers').textContent = '';
     for (const id of ['state', 'time', 'now-title', 'now-where']) $(id).textContent = '';
     reachable(true);
@@ -294,6 +298,7 @@
     $('app').hidden = false;
     clearInterval(pollTimer);
     pollTimer = setInterval(poll, 1000);
+    startEvents();
     try {
       await load();
     } catch (e) {
@@ -312,18 +317,78 @@
     loaded = true;
   }
 
-  const names = new Map(); // DeviceID → DeviceName, for "Playing … on Kitchen, Office"
-  const busy = new Set(); // speakers whose tick is being sent: the poll leaves those boxes alone
+  // ---- the read model ------------------------------------------------------------------
+  //
+  // What the page shows of the hub is the hub's own read model (src/hub-client/read-model-state.ts,
+  // served compiled at /client/read-model.js), the one MQTT and HomeKit show: fed by the hub's
+  // wire events (its event stream on a local hub, the channel's events over MQTT) and by the
+  // full reads of the poll (device_list, session_status), which also resync it after a reconnect.
+  // The view follows the model's changes; only the ticks (this page's own session) are not in it.
 
-  async function loadSpeakers() {
-    const { DeviceList } = await api('device_list');
+  const { ReadModelState, APPLIED_EVENT_TYPES } = window.SpeakerHubReadModel;
+  const newModel = () => new ReadModelState(changed);
+  let model = newModel();
+  const busy = new Set(); // speakers whose tick is being sent: the poll leaves those boxes alone
+  const setting = new Set(); // speakers whose volume is being sent: their slider is the person's until then
+  let edits = 0; // volume changes sent from this page: a list read across one is not current
+
+  function changed(c) {
+    if (c.kind === 'device') showDevice(c.device);
+    else if (c.kind === 'missing') document.getElementById(`spk-${c.deviceId}`)?.closest('li').remove();
+    else if (c.kind === 'synced') {
+      // A speaker the list does not show yet (added to the hub): the list is built again.
+      if (c.devices.some((d) => !document.getElementById(`spk-${d.DeviceID}`))) buildList(c.devices);
+      showMaster();
+    } else if (c.kind === 'playback') showPlayback(c.playback);
+    else if (c.kind === 'time') showTime(c.timeElapsed);
+  }
+
+  /** One speaker's badge, availability and volume, as the model has it. */
+  function showDevice(d) {
+    const box = document.getElementById(`spk-${d.DeviceID}`);
+    if (!box) return;
+    const li = box.closest('li');
+    const badge = li.querySelector('.badge');
+    badge.textContent = !d.Active ? 'unavailable' : model.announcing(d.DeviceID) ? 'announcing' : d.IsPlaying ? 'playing' : 'ready';
+    badge.className = `badge ${d.Active ? 'on' : 'off'}`;
+    box.disabled = !d.Active;
+    if (!setting.has(d.DeviceID)) li.querySelector('input[type=range]').value = li.querySelector('output').textContent = d.Volume;
+  }
+
+  /** The master slider: the available speakers' mean volume. */
+  function showMaster() {
+    const on = model.all().filter((d) => d.Active);
+    const master = $('master-volume');
+    master.value = $('master-volume-value').textContent = on.length ? Math.round(on.reduce((sum, d) => sum + d.Volume, 0) / on.length) : 0;
+  }
+
+  const fmt = (s) => `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+  const STATES = { PlayerStatePlaying: 'Playing', PlayerStatePaused: 'Paused', PlayerStateStopped: 'Stopped' };
+  const ids = (list) => (list ? list.split(',').filter(Boolean) : []);
+
+  function showTime(t) {
+    if (!unreachable) $('time').textContent = t >= 0 ? fmt(t) : '';
+  }
+
+  /** "Now playing": what plays and where, as the model has it (the hub's state words while it is out of reach). */
+  function showPlayback(pb) {
+    if (unreachable) return;
+    $('state').textContent = STATES[pb.state] || pb.state;
+    showTime(pb.timeElapsed);
+    // As session_status says it: a title only while something plays or is paused.
+    const title = pb.state === 'PlayerStateStopped' ? undefined : pb.title;
+    const what = title === undefined ? '' : pb.kind === 'tts' ? `Speech: “${title}”` : pb.kind === 'web' ? title : `“${title}”`;
+    $('now-title').textContent = what;
+    const where = pb.deviceIds.map((id) => (model.device(id) || {}).DeviceName || id);
+    $('now-where').textContent = what && where.length ? `on ${where.join(', ')}` : '';
+    if (pb.persistentId) lastMedia = pb.persistentId;
+  }
+
+  /** The list's items (no values: showDevice() fills them from the model). */
+  function buildList(devices) {
     const list = $('speakers');
     list.textContent = '';
-    names.clear();
-    let sum = 0;
-    let n = 0;
-    for (const d of DeviceList) {
-      names.set(d.DeviceID, d.DeviceName);
+    for (const d of devices) {
       const li = document.createElement('li');
       const id = `spk-${d.DeviceID}`;
       li.innerHTML = `<div class="head"><label class="inline"><input type="checkbox" id="${id}"> <span></span></label>
@@ -332,12 +397,8 @@
         <input type="range" id="${id}-vol" min="0" max="50" step="1">
         <p id="${id}-result" class="result" role="status" aria-live="polite" hidden></p>`;
       li.querySelector('span').textContent = d.DeviceName;
-      const badge = li.querySelector('.badge');
-      badge.textContent = !d.Active ? 'unavailable' : d.IsPlaying ? 'playing' : 'ready';
-      badge.className = `badge ${d.Active ? 'on' : 'off'}`;
       const out = li.querySelector('.result');
       const box = li.querySelector('input[type=checkbox]');
-      box.disabled = !d.Active;
       // The tick is the hub's playback session, as session_status reports it (poll()).
       box.addEventListener('change', () => {
         const add = box.checked;
@@ -355,20 +416,29 @@
       });
       const slider = li.querySelector('input[type=range]');
       const shown = li.querySelector('output');
-      slider.value = shown.textContent = d.Volume;
       slider.setAttribute('aria-label', `Volume of ${d.DeviceName}`);
       slider.addEventListener('input', () => (shown.textContent = slider.value));
-      slider.addEventListener('change', () =>
-        act(out, `${d.DeviceName}: volume ${slider.value}.`, () => api('set_volume_device', { DeviceID: d.DeviceID, Volume: slider.value })),
-      );
+      slider.addEventListener('change', () => {
+        edits++;
+        setting.add(d.DeviceID);
+        act(out, `${d.DeviceName}: volume ${slider.value}.`, async () => {
+          try {
+            await api('set_volume_device', { DeviceID: d.DeviceID, Volume: slider.value });
+          } finally {
+            setting.delete(d.DeviceID);
+          }
+        });
+      });
       list.appendChild(li);
-      if (d.Active) {
-        sum += d.Volume;
-        n++;
-      }
     }
-    const master = $('master-volume');
-    master.value = $('master-volume-value').textContent = n ? Math.round(sum / n) : 0;
+  }
+
+  /** The speaker list, built again from the hub's (sign-in, Refresh, every speaker's volume set). */
+  async function loadSpeakers() {
+    const { DeviceList } = await api('device_list');
+    buildList(DeviceList);
+    model.replaceDevices(DeviceList);
+    for (const d of model.all()) showDevice(d);
   }
 
   async function loadMedia() {
@@ -383,40 +453,32 @@
     }
   }
 
-  const fmt = (s) => `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
-  const STATES = { PlayerStatePlaying: 'Playing', PlayerStatePaused: 'Paused', PlayerStateStopped: 'Stopped' };
-  const ids = (list) => (list ? list.split(',').filter(Boolean) : []);
-
   let ticks = 0;
-  /** Speaker badges follow playback (every other second; the list itself is not rebuilt). */
-  async function refreshBadges() {
+  /** The full speaker list into the model (every other second, and at once after the hub was out of reach). */
+  async function resyncSpeakers() {
+    const before = edits;
     const { DeviceList } = await api('device_list');
-    for (const d of DeviceList) {
-      names.set(d.DeviceID, d.DeviceName);
-      const box = document.getElementById(`spk-${d.DeviceID}`);
-      const badge = box && box.closest('li').querySelector('.badge');
-      if (!badge) continue;
-      badge.textContent = !d.Active ? 'unavailable' : d.IsPlaying ? 'playing' : 'ready';
-      badge.className = `badge ${d.Active ? 'on' : 'off'}`;
-      box.disabled = !d.Active;
-    }
+    if (edits === before) model.replaceDevices(DeviceList); // else a volume sent meanwhile may be missing from it: the next read
   }
 
-  /** The session's speakers and what plays, from the hub: the ticks and "Now playing" show its state. */
+  /** session_status as a playback snapshot of the model (the poll's full read of what plays). */
+  const snapshotOf = (s) => ({
+    state: s.PlaybackState,
+    timeElapsed: Number(s.TimeElapsed),
+    deviceIds: ids(s.PlayingDeviceIDList),
+    ...(s.Title !== undefined ? { title: s.Title } : {}),
+    ...(s.MediaKind ? { kind: s.MediaKind } : {}),
+    ...(s.PersistentID ? { persistentId: s.PersistentID } : {}),
+  });
+
+  /** The session's speakers are the ticks; what plays goes to the model, which "Now playing" follows. */
   function showSession(s) {
     const selected = new Set(ids(s.SelectedDeviceIDList));
     for (const box of document.querySelectorAll('#speakers input[type=checkbox]')) {
       const id = box.id.replace(/^spk-/, '');
       if (!busy.has(id)) box.checked = selected.has(id);
     }
-    $('state').textContent = STATES[s.PlaybackState] || s.PlaybackState;
-    const t = Number(s.TimeElapsed);
-    $('time').textContent = t >= 0 ? fmt(t) : '';
-    const what = s.Title === undefined ? '' : s.MediaKind === 'tts' ? `Speech: “${s.Title}”` : s.MediaKind === 'web' ? s.Title : `“${s.Title}”`;
-    $('now-title').textContent = what;
-    const where = ids(s.PlayingDeviceIDList).map((id) => names.get(id) || id);
-    $('now-where').textContent = what && where.length ? `on ${where.join(', ')}` : '';
-    if (s.PersistentID) lastMedia = s.PersistentID;
+    model.setPlayback(snapshotOf(s));
   }
 
   let polling = false;
@@ -425,9 +487,11 @@
     polling = true;
     try {
       if (!loaded) await load();
-      else if (ticks++ % 2 === 0) await refreshBadges();
+      else if (unreachable || ticks++ % 2 === 0) await resyncSpeakers();
+      // The ticks, then "Now playing" (held while the hub was away, the events' state included), in one go.
       showSession(await api('session_status'));
       reachable(true);
+      if (events && events.readyState === 2) startEvents(); // the stream gave up while the hub was away
     } catch (e) {
       debug('poll failed', e.code, e.message);
       if (e.code === 'HubUnreachable' || e.code === 'HubOffline' || e.code === 'HubTimeout') reachable(false, plain(e));
@@ -435,6 +499,58 @@
     } finally {
       polling = false;
     }
+  }
+
+  // ---- the hub's events -----------------------------------------------------------------
+
+  let events = null; // the local hub's event stream (REST sign-in)
+
+  /**
+   * On a local hub signed in with the API token: the hub's wire events (/api/v1/events; an
+   * EventSource sends no header, so the token goes in the query, as that route allows). The
+   * stream opens with the current playback; after a reconnect the speaker list is read again.
+   * Over MQTT the channel's events come through the transport (mqttEvent); the cloud relays
+   * no event stream, so there the poll alone feeds the model.
+   */
+  function startEvents() {
+    stopEvents();
+    if (config.mode === 'cloud' || store.getItem('sh.mqtt') || !window.EventSource) return;
+    const es = new EventSource(`/api/v1/events?${new URLSearchParams({ access_token: bearer() || '' })}`);
+    events = es;
+    es.addEventListener('open', () => {
+      debug('events open');
+      // Events may have been missed (a reconnect): the list is read again. Whether the hub is
+      // back is the poll's to say, with the session's ticks read in the same go.
+      if (loaded) resyncSpeakers().catch(() => undefined);
+    });
+    for (const type of APPLIED_EVENT_TYPES) {
+      es.addEventListener(type, (ev) => {
+        let data;
+        try {
+          data = JSON.parse(ev.data);
+        } catch {
+          return; // not ours to show
+        }
+        model.apply({ type, data });
+      });
+    }
+  }
+
+  function stopEvents() {
+    if (events) events.close();
+    events = null;
+  }
+
+  /**
+   * The channel's events over MQTT. They carry less than the wire events (no speaker record, no
+   * title), so the model is not fed half a state: the time ticks go in as they are, a playback or
+   * speaker change has the page read the hub now, and a hub (back) online has it read everything.
+   */
+  function mqttEvent(m) {
+    if (m.Event === 'PlaybackTimeChanged')
+      model.apply({ type: 'playbackTime', data: { timeElapsed: Number(m.PlaybackTime), deviceIds: ids(m.DeviceIDList) } });
+    else if (m.Event === 'PlaybackStateChanged' || m.Event === 'HubOnline') poll();
+    else if (m.Event === 'DeviceStateUpdated' && loaded) resyncSpeakers().catch(() => undefined);
   }
 
   const target = () => document.querySelector('input[name=target]:checked').value;
@@ -525,8 +641,9 @@
     master.addEventListener('input', () => ($('master-volume-value').textContent = master.value));
     master.addEventListener('change', () =>
       act(status, `Every speaker at volume ${master.value}.`, async () => {
+        edits++;
         await api('set_volume', { Volume: master.value });
-        await loadSpeakers();
+        await resyncSpeakers();
       }),
     );
     $('play-media').addEventListener('submit', (ev) => {

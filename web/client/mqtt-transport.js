@@ -53,6 +53,7 @@
       reconnectPeriod: 2000,
     });
     const pending = new Map();
+    const eventListeners = new Set();
     let hubUuid = null;
     let seq = 0;
     for (const ev of ['connect', 'reconnect', 'close', 'offline', 'end']) client.on(ev, () => debug(ev, `pending=${pending.size}`));
@@ -110,7 +111,13 @@
       } catch {
         return; // not for us
       }
-      if (!m || typeof m !== 'object' || !('ResponseOf' in m)) return; // commands and events
+      if (!m || typeof m !== 'object') return;
+      if ('Event' in m) {
+        // The hub's events (another hub on a shared channel is not ours): the page follows them.
+        if (!hubUuid || m.HKWHubUUID === hubUuid) for (const fn of eventListeners) fn(m);
+        return;
+      }
+      if (!('ResponseOf' in m)) return; // commands
       const p = pending.get(m.transaction);
       if (!p) return; // another client's answer, or one that came after its timeout
       pending.delete(m.transaction);
@@ -128,6 +135,10 @@
       kind: 'mqtt',
       get hubUuid() {
         return hubUuid;
+      },
+      /** Calls fn with each event the hub says on the channel (PlaybackStateChanged, DeviceStateUpdated, …). */
+      onEvent(fn) {
+        eventListeners.add(fn);
       },
       /** Runs one operation; resolves with the response JSON (errors too, as over REST). */
       call(op, params) {
@@ -159,6 +170,7 @@
           p.reject(new Error('disconnected'));
         }
         pending.clear();
+        eventListeners.clear();
         client.end(true);
       },
     };
