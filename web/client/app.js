@@ -274,11 +274,13 @@
     mqttOpening = null; // an open still under way closes its link when it ends
     keysAccepted = false;
     stopEvents();
-    // Nothing of this sign-in stays on the page: a later sign-in shows only what its hub says.
+    reachable(true);
+    // Nothing of this sign-in stays on the page: a later sign-in shows only what its hub says
+    // (answers still on their way to this one are dropped: see current()).
+    signins++;
     model = newModel();
     $('speakers').textContent = '';
     for (const id of ['state', 'time', 'now-title', 'now-where']) $(id).textContent = '';
-    reachable(true);
     store.removeItem('sh.mqtt');
     if (config.mode !== 'cloud') store.removeItem('sh.apiToken');
     $('app').hidden = true;
@@ -287,6 +289,13 @@
     $('signin-local').hidden = config.mode === 'cloud';
     $('signin-mqtt').hidden = config.mode === 'cloud';
     if (text) show(text);
+  }
+
+  let signins = 0;
+  /** A guard for an answer: false once the person signed out after asking (its hub may not be the next one's). */
+  function current() {
+    const at = signins;
+    return () => at === signins;
   }
 
   let loaded = false;
@@ -312,9 +321,10 @@
 
   /** The speaker list and the library; again after the hub was unreachable at sign-in. */
   async function load() {
+    const still = current();
     await loadSpeakers();
     await loadMedia();
-    loaded = true;
+    if (still()) loaded = true;
   }
 
   // ---- the read model ------------------------------------------------------------------
@@ -435,7 +445,9 @@
 
   /** The speaker list, built again from the hub's (sign-in, Refresh, every speaker's volume set). */
   async function loadSpeakers() {
+    const still = current();
     const { DeviceList } = await api('device_list');
+    if (!still()) return;
     buildList(DeviceList);
     model.replaceDevices(DeviceList);
     for (const d of model.all()) showDevice(d);
@@ -457,8 +469,9 @@
   /** The full speaker list into the model (every other second, and at once after the hub was out of reach). */
   async function resyncSpeakers() {
     const before = edits;
+    const still = current();
     const { DeviceList } = await api('device_list');
-    if (edits === before) model.replaceDevices(DeviceList); // else a volume sent meanwhile may be missing from it: the next read
+    if (still() && edits === before) model.replaceDevices(DeviceList); // else a volume sent meanwhile may be missing from it: the next read
   }
 
   /** session_status as a playback snapshot of the model (the poll's full read of what plays). */
@@ -485,15 +498,19 @@
   async function poll() {
     if (polling) return debug('poll skipped: one still runs'); // a slow hub: one poll at a time
     polling = true;
+    const still = current();
     try {
       if (!loaded) await load();
       else if (unreachable || ticks++ % 2 === 0) await resyncSpeakers();
+      const s = await api('session_status');
+      if (!still()) return;
       // The ticks, then "Now playing" (held while the hub was away, the events' state included), in one go.
-      showSession(await api('session_status'));
+      showSession(s);
       reachable(true);
       if (events && events.readyState === 2) startEvents(); // the stream gave up while the hub was away
     } catch (e) {
       debug('poll failed', e.code, e.message);
+      if (!still()) return; // signed out meanwhile: not this page's news any more
       if (e.code === 'HubUnreachable' || e.code === 'HubOffline' || e.code === 'HubTimeout') reachable(false, plain(e));
       /* other faults are shown by the control that meets them; polling goes on */
     } finally {
