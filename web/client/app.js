@@ -347,7 +347,10 @@
     else if (c.kind === 'missing') document.getElementById(`spk-${c.deviceId}`)?.closest('li').remove();
     else if (c.kind === 'synced') {
       // A speaker the list does not show yet (added to the hub): the list is built again.
-      if (c.devices.some((d) => !document.getElementById(`spk-${d.DeviceID}`))) buildList(c.devices);
+      if (c.devices.some((d) => !document.getElementById(`spk-${d.DeviceID}`))) {
+        buildList(c.devices);
+        for (const d of model.all()) showDevice(d); // the ticks follow with the next session_status
+      }
       showMaster();
     } else if (c.kind === 'playback') showPlayback(c.playback);
     else if (c.kind === 'time') showTime(c.timeElapsed);
