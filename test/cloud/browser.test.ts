@@ -39,6 +39,42 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     await t?.close();
   });
 
+  /**
+   * The steps of a walk with their times, the page's debug lines (SPEAKERHUB_DEBUG) and the hub's
+   * warnings: printed only when the walk fails (or always with STEP_LOG=1), so an intermittent
+   * failure says which step waited.
+   */
+  function stepLog(page: Page, hubLogs: () => string[] = () => []) {
+    const start = Date.now();
+    const lines: string[] = [];
+    const at = () => `+${String(Date.now() - start).padStart(6)} ms`;
+    void page.addInitScript(() => ((globalThis as any).SPEAKERHUB_DEBUG = true));
+    page.on('console', (m) => lines.push(`${at()}   ${m.type()}: ${m.text()}`));
+    page.on('pageerror', (e) => lines.push(`${at()}   page error: ${e.message}`));
+    return {
+      step: (what: string) => lines.push(`${at()} ${what}`),
+      /** Runs the walk; on failure (or the test's timeout, `ms` before it) prints the log. */
+      async run(walk: () => Promise<void>, timeoutMs: number): Promise<void> {
+        const dump = (why: string) =>
+          console.log(
+            `${why}\n${lines.join('\n')}\nhub warnings:\n${hubLogs()
+              .filter((l) => /"level":(40|50|60)|MQTT link/.test(l))
+              .join('\n')}`,
+          );
+        const guard = setTimeout(() => dump('the walk is about to time out'), timeoutMs - 1000);
+        try {
+          await walk();
+          if (process.env.STEP_LOG === '1') dump('the walk passed (STEP_LOG=1)');
+        } catch (e) {
+          dump(`the walk failed: ${(e as Error).message}`);
+          throw e;
+        } finally {
+          clearTimeout(guard);
+        }
+      },
+    };
+  }
+
   /** Waits until check() holds, polling the hub (a positive signal; the test timeout bounds it). */
   async function until(check: () => boolean | Promise<boolean>): Promise<void> {
     while (!(await check())) await new Promise((r) => setTimeout(r, 25));
@@ -260,72 +296,134 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     }
   }, 60_000);
 
+  test("local hub: the page shows the hub's read model, fed by its events: another client's announcement and volume show on the speaker without the page asking", async () => {
+    const names = ['Kitchen', 'Office'];
+    const own = await startHub({ speakers: { virtual: { count: 2, names } } });
+    const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+    const asked: string[] = [];
+    page.on('request', (r) => asked.push(new URL(r.url()).pathname));
+    try {
+      await page.goto(`${own.base}/`);
+      await page.fill('#api-token', TEST_TOKEN);
+      await page.click('#signin-local button[type=submit]');
+      await page.waitForSelector('#speakers li');
+      // The page loads the hub's own read model (the compiled src/hub-client/read-model-state.ts).
+      expect(await page.evaluate(() => typeof (globalThis as any).SpeakerHubReadModel.ReadModelState)).toBe('function');
+      const { DeviceList } = await own.op('device_list');
+      const office: string = DeviceList.find((d: { DeviceName: string }) => d.DeviceName === 'Office').DeviceID;
+      const badge = page.locator(`#spk-${office}`).locator('xpath=ancestor::li').locator('.badge');
+      await badge.filter({ hasText: 'ready' }).waitFor();
+
+      // Another client announces on Office: the badge says so while it speaks, then goes back, and
+      // the page never asked about that announcement (its state came as the hub's events).
+      const { AnnouncementID } = await own.op('announce', {
+        DeviceIDList: office,
+        Text: 'This announcement comes from another client and is long enough to be seen while it is spoken.',
+      });
+      await badge.filter({ hasText: 'announcing' }).waitFor();
+      await badge.filter({ hasText: 'ready' }).waitFor();
+      expect((await own.op('announcement_status', { AnnouncementID })).State).toBe('done');
+      expect(asked.filter((p) => p.endsWith('/announcement_status'))).toEqual([]);
+      expect(asked).toContain('/api/v1/events');
+
+      // Another client's volume: the slider and its number follow.
+      const target = DeviceList.find((d: { DeviceID: string }) => d.DeviceID === office).Volume === 23 ? 24 : 23;
+      await own.op('set_volume_device', { DeviceID: office, Volume: String(target) });
+      await page.locator(`output[for="spk-${office}-vol"]`, { hasText: String(target) }).waitFor();
+      expect(await page.inputValue(`#spk-${office}-vol`)).toBe(String(target));
+    } finally {
+      await page.close();
+      await own.close();
+    }
+  }, 60_000);
+
   test('MQTT: the client signs in with the pub/sub keys over WebSocket at /mqtt, lists the speakers, moves a volume slider and announces to all', async () => {
     mqttHub = await startMqttHub();
     const page = await browser.newPage({ viewport: { width: 420, height: 1100 } });
-    const external: string[] = [];
-    page.on('request', (r) => {
-      if (!r.url().startsWith(mqttHub!.base)) external.push(r.url());
-    });
-    await page.goto(`${mqttHub.base}/`);
-    await page.waitForSelector('#signin-mqtt:not([hidden])');
-    await page.fill('#sub-key', mqttHub.keys.subscribeKey);
-    await page.fill('#pub-key', mqttHub.keys.publishKey);
-    await page.click('#signin-mqtt button[type=submit]');
-    await page.waitForSelector('#speakers li');
-    expect(await page.textContent('#where')).toMatch(/over MQTT/);
-    const { DeviceList } = await mqttHub.rest('device_list');
-    expect(await page.locator('#speakers li').count()).toBe(DeviceList.length);
+    const hubLogs = mqttHub.logs; // kept after the hub stops
+    const log = stepLog(page, () => hubLogs);
+    const { step } = log;
+    await log.run(async () => {
+      const external: string[] = [];
+      page.on('request', (r) => {
+        if (!r.url().startsWith(mqttHub!.base)) external.push(r.url());
+      });
+      step('open the page');
+      await page.goto(`${mqttHub!.base}/`);
+      await page.waitForSelector('#signin-mqtt:not([hidden])');
+      await page.fill('#sub-key', mqttHub!.keys.subscribeKey);
+      await page.fill('#pub-key', mqttHub!.keys.publishKey);
+      step('sign in with the keys');
+      await page.click('#signin-mqtt button[type=submit]');
+      await page.waitForSelector('#speakers li');
+      expect(await page.textContent('#where')).toMatch(/over MQTT/);
+      const { DeviceList } = await mqttHub!.rest('device_list');
+      expect(await page.locator('#speakers li').count()).toBe(DeviceList.length);
 
-    // A read-only listener on the channel sees the page's command and the hub's answer.
-    const probe = await Probe.connect(mqttHub.url!, { username: mqttHub.keys.subscribeKey });
-    await probe.client.subscribeAsync('speakerhub/channel');
-    const id: string = DeviceList[0].DeviceID;
-    const target = DeviceList[0].Volume === 37 ? '36' : '37';
-    await page.locator(`#spk-${id}-vol`).fill(target);
-    await page.locator(`#spk-${id}-result[data-kind=ok]`, { hasText: `volume ${Number(target)}.` }).waitFor();
-    await until(async () => String((await mqttHub!.rest('get_volume_device', { DeviceID: id })).Volume) === target);
-    const command = (await probe.wait((m) => m.json?.Command === 'set_volume_device')).json;
-    expect(command).toMatchObject({ HKWHubUUID: mqttHub.uuid, DeviceID: id, Volume: target, SessionToken: expect.any(String) });
-    const response = (await probe.wait((m) => m.json?.ResponseOf === 'set_volume_device' && m.json.transaction === command.transaction)).json;
-    expect(response).toMatchObject({ HKWHubUUID: mqttHub.uuid, Result: 'true' });
+      // A read-only listener on the channel sees the page's command and the hub's answer.
+      step('probe connects');
+      const probe = await Probe.connect(mqttHub!.url!, { username: mqttHub!.keys.subscribeKey });
+      await probe.client.subscribeAsync('speakerhub/channel');
+      const id: string = DeviceList[0].DeviceID;
+      const target = DeviceList[0].Volume === 37 ? '36' : '37';
+      step(`move the slider to ${target}`);
+      await page.locator(`#spk-${id}-vol`).fill(target);
+      await page.locator(`#spk-${id}-result[data-kind=ok]`, { hasText: `volume ${Number(target)}.` }).waitFor();
+      step('the hub has the volume?');
+      await until(async () => String((await mqttHub!.rest('get_volume_device', { DeviceID: id })).Volume) === target);
+      const command = (await probe.wait((m) => m.json?.Command === 'set_volume_device')).json;
+      expect(command).toMatchObject({ HKWHubUUID: mqttHub!.uuid, DeviceID: id, Volume: target, SessionToken: expect.any(String) });
+      const response = (await probe.wait((m) => m.json?.ResponseOf === 'set_volume_device' && m.json.transaction === command.transaction)).json;
+      expect(response).toMatchObject({ HKWHubUUID: mqttHub!.uuid, Result: 'true' });
 
-    // Nothing came over REST: the page never sent an API token, and loaded nothing from elsewhere.
-    expect(await page.evaluate(() => (globalThis as any).sessionStorage.getItem('sh.apiToken'))).toBeNull();
-    expect(external.filter((u) => !u.startsWith('ws://'))).toEqual([]);
+      // Nothing came over REST: the page never sent an API token, and loaded nothing from elsewhere.
+      expect(await page.evaluate(() => (globalThis as any).sessionStorage.getItem('sh.apiToken'))).toBeNull();
+      expect(external.filter((u) => !u.startsWith('ws://'))).toEqual([]);
 
-    // An announcement to every speaker over MQTT, followed to done; the hub agrees over REST.
-    await page.check('input[name=announce-target][value=all]');
-    await page.fill('#announce-text', 'Hello over MQTT');
-    await page.click('#announce-send');
-    const sent = (await probe.wait((m) => m.json?.ResponseOf === 'announce' && m.json.HKWHubUUID === mqttHub!.uuid)).json;
-    await page.waitForSelector('#announce-status[data-state=done]');
-    const announced = await mqttHub.rest('announcement_status', { AnnouncementID: sent.AnnouncementID });
-    expect(announced.State).toBe('done');
-    expect(announced.DeviceIDList.split(',').sort()).toEqual(DeviceList.map((d: { DeviceID: string }) => d.DeviceID).sort());
-    await probe.end();
+      // An announcement to every speaker over MQTT, followed to done; the hub agrees over REST.
+      step('announce');
+      await page.check('input[name=announce-target][value=all]');
+      await page.fill('#announce-text', 'Hello over MQTT');
+      await page.click('#announce-send');
+      const sent = (await probe.wait((m) => m.json?.ResponseOf === 'announce' && m.json.HKWHubUUID === mqttHub!.uuid)).json;
+      step('announcement followed to done?');
+      await page.waitForSelector('#announce-status[data-state=done]');
+      const announced = await mqttHub!.rest('announcement_status', { AnnouncementID: sent.AnnouncementID });
+      expect(announced.State).toBe('done');
+      expect(announced.DeviceIDList.split(',').sort()).toEqual(DeviceList.map((d: { DeviceID: string }) => d.DeviceID).sort());
+      await probe.end();
 
-    // The bundle is the installed mqtt package's browser build, served without a token.
-    const res = await fetch(`${mqttHub.base}/client/mqtt.min.js`);
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toMatch(/^text\/javascript/);
-    expect(await res.text()).toBe(await readFile(join(dirname(require.resolve('mqtt/package.json')), 'dist', 'mqtt.min.js'), 'utf8'));
+      // The bundle is the installed mqtt package's browser build, served without a token.
+      const res = await fetch(`${mqttHub!.base}/client/mqtt.min.js`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/javascript/);
+      expect(await res.text()).toBe(await readFile(join(dirname(require.resolve('mqtt/package.json')), 'dist', 'mqtt.min.js'), 'utf8'));
 
-    // Wrong keys are refused with a clear message.
-    await page.click('#signout');
-    await page.fill('#sub-key', mqttHub.keys.subscribeKey);
-    await page.fill('#pub-key', 'not-the-publish-key');
-    await page.click('#signin-mqtt button[type=submit]');
-    await page.locator('#signin-result', { hasText: 'refused these keys' }).waitFor();
+      // Wrong keys are refused with a clear message.
+      step('sign out, wrong keys');
+      await page.click('#signout');
+      await page.fill('#sub-key', mqttHub!.keys.subscribeKey);
+      await page.fill('#pub-key', 'not-the-publish-key');
+      await page.click('#signin-mqtt button[type=submit]');
+      await page.locator('#signin-result', { hasText: 'refused these keys' }).waitFor();
 
-    // Signed in over MQTT, the hub stops: the page says it cannot be reached instead of the last state.
-    await page.fill('#pub-key', mqttHub.keys.publishKey);
-    await page.click('#signin-mqtt button[type=submit]');
-    await page.locator('#state', { hasText: 'Stopped' }).waitFor();
-    await mqttHub.close();
-    mqttHub = undefined;
-    await page.locator('#hub-link', { hasText: 'The hub cannot be reached' }).waitFor();
-    expect(await page.textContent('#state')).toBe('Hub unreachable');
+      // Signed in over MQTT, the hub stops: the page says it cannot be reached instead of the last state.
+      step('sign in again');
+      await page.fill('#pub-key', mqttHub!.keys.publishKey);
+      await page.click('#signin-mqtt button[type=submit]');
+      // Signed in for real before the hub stops: the list and the state come from this sign-in (signing
+      // out empties them; a "Stopped" left from before once let the hub stop mid-sign-in, and the page
+      // then went back to the sign-in form instead of saying the hub cannot be reached).
+      await page.waitForSelector('#speakers li');
+      await page.locator('#state', { hasText: 'Stopped' }).waitFor();
+      step('stop the hub');
+      await mqttHub!.close();
+      mqttHub = undefined;
+      step('the page says unreachable?');
+      await page.locator('#hub-link', { hasText: 'The hub cannot be reached' }).waitFor();
+      expect(await page.textContent('#state')).toBe('Hub unreachable');
+      step('done');
+    }, 60_000);
     await page.close();
   }, 60_000);
 });

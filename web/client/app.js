@@ -15,6 +15,10 @@
   let pollTimer = null;
   let mqttLink = null; // the MQTT transport when signed in with the pub/sub keys
   let announceTimer = null;
+  /** Step log for whoever hunts a slow step (the browser test sets SPEAKERHUB_DEBUG): off by default. */
+  const debug = (...what) => {
+    if (window.SPEAKERHUB_DEBUG) console.debug('[page]', ...what);
+  };
 
   /**
    * Shows a result next to the control that caused it (a banner at the top of the page is out
@@ -153,17 +157,47 @@
     if (!ok) {
       $('state').textContent = 'Hub unreachable';
       $('time').textContent = '';
-    }
+      model.markUnreachable(); // every speaker reads as unavailable until the next full list
+    } else showPlayback(model.playback);
   }
+
+  let mqttOpening = null; // one open at a time: the poll must not start a second link beside the sign-in's
+  let keysAccepted = false; // the hub took these keys once since sign-in
 
   /** Signed in with the pub/sub keys: (re)opens the MQTT transport. */
   async function mqttTransport() {
-    if (!mqttLink) {
-      const keys = JSON.parse(store.getItem('sh.mqtt') || 'null');
-      if (!keys) throw new ApiError('Unauthorized', 'Not signed in.');
-      mqttLink = await window.SpeakerHubMqtt.open(keys);
+    if (mqttLink) return mqttLink;
+    const keys = JSON.parse(store.getItem('sh.mqtt') || 'null');
+    if (!keys) throw new ApiError('Unauthorized', 'Not signed in.');
+    if (!mqttOpening) {
+      const opening = window.SpeakerHubMqtt.open(keys).then(
+        (link) => {
+          if (mqttOpening !== opening) {
+            link.close(); // signed out meanwhile
+            throw new ApiError('Unauthorized', 'Not signed in.');
+          }
+          mqttOpening = null;
+          keysAccepted = true;
+          link.onEvent(mqttEvent);
+          return (mqttLink = link);
+        },
+        (e) => {
+          if (mqttOpening === opening) mqttOpening = null;
+          // Until the hub has taken these keys once, any failure is a failed sign-in (wrong keys, no
+          // MQTT at this address), said at the sign-in form. After that (or once the hub took the
+          // keys and then went away mid-sign-in) the hub is only out of reach, and the poll keeps trying.
+          if (e.code === 'KeysRefused' && keysAccepted) {
+            signedOut('The hub refused these keys. Sign in again with the keys it printed.');
+            throw new ApiError('Unauthorized', e.message);
+          }
+          if (!keysAccepted && !e.accepted) throw new ApiError('SignInFailed', e.message);
+          keysAccepted = true;
+          throw new ApiError('HubUnreachable', PLAIN.HubUnreachable);
+        },
+      );
+      mqttOpening = opening;
     }
-    return mqttLink;
+    return mqttOpening;
   }
 
   /** The sign-in was refused: what to tell the person, per way of signing in. */
@@ -173,6 +207,7 @@
   }
 
   async function api(op, params = {}, retried = false) {
+    debug('api', op);
     const p = { ...params };
     if (op !== 'init_session') {
       if (!session) session = (await api('init_session')).SessionToken;
@@ -229,12 +264,23 @@
   // ---- views --------------------------------------------------------------------------
 
   function signedOut(text) {
+    debug('signed out', text || '');
     clearInterval(pollTimer);
     clearTimeout(announceTimer);
     session = null;
     loaded = false;
     if (mqttLink) mqttLink.close();
     mqttLink = null;
+    mqttOpening = null; // an open still under way closes its link when it ends
+    keysAccepted = false;
+    stopEvents();
+    reachable(true);
+    // Nothing of this sign-in stays on the page: a later sign-in shows only what its hub says
+    // (answers still on their way to this one are dropped: see current()).
+    signins++;
+    model = newModel();
+    $('speakers').textContent = '';
+    for (const id of ['state', 'time', 'now-title', 'now-where']) $(id).textContent = '';
     store.removeItem('sh.mqtt');
     if (config.mode !== 'cloud') store.removeItem('sh.apiToken');
     $('app').hidden = true;
@@ -245,14 +291,23 @@
     if (text) show(text);
   }
 
+  let signins = 0;
+  /** A guard for an answer: false once the person signed out after asking (its hub may not be the next one's). */
+  function current() {
+    const at = signins;
+    return () => at === signins;
+  }
+
   let loaded = false;
   async function signedIn() {
+    debug('signing in');
     $('where').textContent =
       `${config.mode === 'cloud' ? 'SpeakerHub Cloud' : 'Local hub'} · ${location.host}${store.getItem('sh.mqtt') ? ' · over MQTT' : ''}`;
     $('signin').hidden = true;
     $('app').hidden = false;
     clearInterval(pollTimer);
     pollTimer = setInterval(poll, 1000);
+    startEvents();
     try {
       await load();
     } catch (e) {
@@ -266,23 +321,87 @@
 
   /** The speaker list and the library; again after the hub was unreachable at sign-in. */
   async function load() {
+    const still = current();
     await loadSpeakers();
     await loadMedia();
-    loaded = true;
+    if (still()) loaded = true;
   }
 
-  const names = new Map(); // DeviceID → DeviceName, for "Playing … on Kitchen, Office"
-  const busy = new Set(); // speakers whose tick is being sent: the poll leaves those boxes alone
+  // ---- the read model ------------------------------------------------------------------
+  //
+  // What the page shows of the hub is the hub's own read model (src/hub-client/read-model-state.ts,
+  // served compiled at /client/read-model.js), the one MQTT and HomeKit show: fed by the hub's
+  // wire events (its event stream on a local hub, the channel's events over MQTT) and by the
+  // full reads of the poll (device_list, session_status), which also resync it after a reconnect.
+  // The view follows the model's changes; only the ticks (this page's own session) are not in it.
 
-  async function loadSpeakers() {
-    const { DeviceList } = await api('device_list');
+  const { ReadModelState, APPLIED_EVENT_TYPES } = window.SpeakerHubReadModel;
+  const newModel = () => new ReadModelState(changed);
+  let model = newModel();
+  const busy = new Set(); // speakers whose tick is being sent: the poll leaves those boxes alone
+  const setting = new Set(); // speakers whose volume is being sent: their slider is the person's until then
+  let edits = 0; // volume changes sent from this page: a list read across one is not current
+
+  function changed(c) {
+    if (c.kind === 'device') showDevice(c.device);
+    else if (c.kind === 'missing') document.getElementById(`spk-${c.deviceId}`)?.closest('li').remove();
+    else if (c.kind === 'synced') {
+      // A speaker the list does not show yet (added to the hub): the list is built again.
+      if (c.devices.some((d) => !document.getElementById(`spk-${d.DeviceID}`))) {
+        buildList(c.devices);
+        for (const d of model.all()) showDevice(d); // the ticks follow with the next session_status
+      }
+      showMaster();
+    } else if (c.kind === 'playback') showPlayback(c.playback);
+    else if (c.kind === 'time') showTime(c.timeElapsed);
+  }
+
+  /** One speaker's badge, availability and volume, as the model has it. */
+  function showDevice(d) {
+    const box = document.getElementById(`spk-${d.DeviceID}`);
+    if (!box) return;
+    const li = box.closest('li');
+    const badge = li.querySelector('.badge');
+    badge.textContent = !d.Active ? 'unavailable' : model.announcing(d.DeviceID) ? 'announcing' : d.IsPlaying ? 'playing' : 'ready';
+    badge.className = `badge ${d.Active ? 'on' : 'off'}`;
+    box.disabled = !d.Active;
+    if (!setting.has(d.DeviceID)) li.querySelector('input[type=range]').value = li.querySelector('output').textContent = d.Volume;
+  }
+
+  /** The master slider: the available speakers' mean volume. */
+  function showMaster() {
+    const on = model.all().filter((d) => d.Active);
+    const master = $('master-volume');
+    master.value = $('master-volume-value').textContent = on.length ? Math.round(on.reduce((sum, d) => sum + d.Volume, 0) / on.length) : 0;
+  }
+
+  const fmt = (s) => `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+  const STATES = { PlayerStatePlaying: 'Playing', PlayerStatePaused: 'Paused', PlayerStateStopped: 'Stopped' };
+  const ids = (list) => (list ? list.split(',').filter(Boolean) : []);
+
+  function showTime(t) {
+    if (!unreachable) $('time').textContent = t >= 0 ? fmt(t) : '';
+  }
+
+  /** "Now playing": what plays and where, as the model has it (the hub's state words while it is out of reach). */
+  function showPlayback(pb) {
+    if (unreachable) return;
+    $('state').textContent = STATES[pb.state] || pb.state;
+    showTime(pb.timeElapsed);
+    // As session_status says it: a title only while something plays or is paused.
+    const title = pb.state === 'PlayerStateStopped' ? undefined : pb.title;
+    const what = title === undefined ? '' : pb.kind === 'tts' ? `Speech: “${title}”` : pb.kind === 'web' ? title : `“${title}”`;
+    $('now-title').textContent = what;
+    const where = pb.deviceIds.map((id) => (model.device(id) || {}).DeviceName || id);
+    $('now-where').textContent = what && where.length ? `on ${where.join(', ')}` : '';
+    if (pb.persistentId) lastMedia = pb.persistentId;
+  }
+
+  /** The list's items (no values: showDevice() fills them from the model). */
+  function buildList(devices) {
     const list = $('speakers');
     list.textContent = '';
-    names.clear();
-    let sum = 0;
-    let n = 0;
-    for (const d of DeviceList) {
-      names.set(d.DeviceID, d.DeviceName);
+    for (const d of devices) {
       const li = document.createElement('li');
       const id = `spk-${d.DeviceID}`;
       li.innerHTML = `<div class="head"><label class="inline"><input type="checkbox" id="${id}"> <span></span></label>
@@ -291,12 +410,8 @@
         <input type="range" id="${id}-vol" min="0" max="50" step="1">
         <p id="${id}-result" class="result" role="status" aria-live="polite" hidden></p>`;
       li.querySelector('span').textContent = d.DeviceName;
-      const badge = li.querySelector('.badge');
-      badge.textContent = !d.Active ? 'unavailable' : d.IsPlaying ? 'playing' : 'ready';
-      badge.className = `badge ${d.Active ? 'on' : 'off'}`;
       const out = li.querySelector('.result');
       const box = li.querySelector('input[type=checkbox]');
-      box.disabled = !d.Active;
       // The tick is the hub's playback session, as session_status reports it (poll()).
       box.addEventListener('change', () => {
         const add = box.checked;
@@ -314,20 +429,31 @@
       });
       const slider = li.querySelector('input[type=range]');
       const shown = li.querySelector('output');
-      slider.value = shown.textContent = d.Volume;
       slider.setAttribute('aria-label', `Volume of ${d.DeviceName}`);
       slider.addEventListener('input', () => (shown.textContent = slider.value));
-      slider.addEventListener('change', () =>
-        act(out, `${d.DeviceName}: volume ${slider.value}.`, () => api('set_volume_device', { DeviceID: d.DeviceID, Volume: slider.value })),
-      );
+      slider.addEventListener('change', () => {
+        edits++;
+        setting.add(d.DeviceID);
+        act(out, `${d.DeviceName}: volume ${slider.value}.`, async () => {
+          try {
+            await api('set_volume_device', { DeviceID: d.DeviceID, Volume: slider.value });
+          } finally {
+            setting.delete(d.DeviceID);
+          }
+        });
+      });
       list.appendChild(li);
-      if (d.Active) {
-        sum += d.Volume;
-        n++;
-      }
     }
-    const master = $('master-volume');
-    master.value = $('master-volume-value').textContent = n ? Math.round(sum / n) : 0;
+  }
+
+  /** The speaker list, built again from the hub's (sign-in, Refresh, every speaker's volume set). */
+  async function loadSpeakers() {
+    const still = current();
+    const { DeviceList } = await api('device_list');
+    if (!still()) return;
+    buildList(DeviceList);
+    model.replaceDevices(DeviceList);
+    for (const d of model.all()) showDevice(d);
   }
 
   async function loadMedia() {
@@ -342,57 +468,109 @@
     }
   }
 
-  const fmt = (s) => `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
-  const STATES = { PlayerStatePlaying: 'Playing', PlayerStatePaused: 'Paused', PlayerStateStopped: 'Stopped' };
-  const ids = (list) => (list ? list.split(',').filter(Boolean) : []);
-
   let ticks = 0;
-  /** Speaker badges follow playback (every other second; the list itself is not rebuilt). */
-  async function refreshBadges() {
+  /** The full speaker list into the model (every other second, and at once after the hub was out of reach). */
+  async function resyncSpeakers() {
+    const before = edits;
+    const still = current();
     const { DeviceList } = await api('device_list');
-    for (const d of DeviceList) {
-      names.set(d.DeviceID, d.DeviceName);
-      const box = document.getElementById(`spk-${d.DeviceID}`);
-      const badge = box && box.closest('li').querySelector('.badge');
-      if (!badge) continue;
-      badge.textContent = !d.Active ? 'unavailable' : d.IsPlaying ? 'playing' : 'ready';
-      badge.className = `badge ${d.Active ? 'on' : 'off'}`;
-      box.disabled = !d.Active;
-    }
+    if (still() && edits === before) model.replaceDevices(DeviceList); // else a volume sent meanwhile may be missing from it: the next read
   }
 
-  /** The session's speakers and what plays, from the hub: the ticks and "Now playing" show its state. */
+  /** session_status as a playback snapshot of the model (the poll's full read of what plays). */
+  const snapshotOf = (s) => ({
+    state: s.PlaybackState,
+    timeElapsed: Number(s.TimeElapsed),
+    deviceIds: ids(s.PlayingDeviceIDList),
+    ...(s.Title !== undefined ? { title: s.Title } : {}),
+    ...(s.MediaKind ? { kind: s.MediaKind } : {}),
+    ...(s.PersistentID ? { persistentId: s.PersistentID } : {}),
+  });
+
+  /** The session's speakers are the ticks; what plays goes to the model, which "Now playing" follows. */
   function showSession(s) {
     const selected = new Set(ids(s.SelectedDeviceIDList));
     for (const box of document.querySelectorAll('#speakers input[type=checkbox]')) {
       const id = box.id.replace(/^spk-/, '');
       if (!busy.has(id)) box.checked = selected.has(id);
     }
-    $('state').textContent = STATES[s.PlaybackState] || s.PlaybackState;
-    const t = Number(s.TimeElapsed);
-    $('time').textContent = t >= 0 ? fmt(t) : '';
-    const what = s.Title === undefined ? '' : s.MediaKind === 'tts' ? `Speech: “${s.Title}”` : s.MediaKind === 'web' ? s.Title : `“${s.Title}”`;
-    $('now-title').textContent = what;
-    const where = ids(s.PlayingDeviceIDList).map((id) => names.get(id) || id);
-    $('now-where').textContent = what && where.length ? `on ${where.join(', ')}` : '';
-    if (s.PersistentID) lastMedia = s.PersistentID;
+    model.setPlayback(snapshotOf(s));
   }
 
   let polling = false;
   async function poll() {
-    if (polling) return; // a slow hub: one poll at a time
+    if (polling) return debug('poll skipped: one still runs'); // a slow hub: one poll at a time
     polling = true;
+    const still = current();
     try {
       if (!loaded) await load();
-      else if (ticks++ % 2 === 0) await refreshBadges();
-      showSession(await api('session_status'));
+      else if (unreachable || ticks++ % 2 === 0) await resyncSpeakers();
+      const s = await api('session_status');
+      if (!still()) return;
+      // The ticks, then "Now playing" (held while the hub was away, the events' state included), in one go.
+      showSession(s);
       reachable(true);
+      if (events && events.readyState === 2) startEvents(); // the stream gave up while the hub was away
     } catch (e) {
+      debug('poll failed', e.code, e.message);
+      if (!still()) return; // signed out meanwhile: not this page's news any more
       if (e.code === 'HubUnreachable' || e.code === 'HubOffline' || e.code === 'HubTimeout') reachable(false, plain(e));
       /* other faults are shown by the control that meets them; polling goes on */
     } finally {
       polling = false;
     }
+  }
+
+  // ---- the hub's events -----------------------------------------------------------------
+
+  let events = null; // the local hub's event stream (REST sign-in)
+
+  /**
+   * On a local hub signed in with the API token: the hub's wire events (/api/v1/events; an
+   * EventSource sends no header, so the token goes in the query, as that route allows). The
+   * stream opens with the current playback; after a reconnect the speaker list is read again.
+   * Over MQTT the channel's events come through the transport (mqttEvent); the cloud relays
+   * no event stream, so there the poll alone feeds the model.
+   */
+  function startEvents() {
+    stopEvents();
+    if (config.mode === 'cloud' || store.getItem('sh.mqtt') || !window.EventSource) return;
+    const es = new EventSource(`/api/v1/events?${new URLSearchParams({ access_token: bearer() || '' })}`);
+    events = es;
+    es.addEventListener('open', () => {
+      debug('events open');
+      // Events may have been missed (a reconnect): the list is read again. Whether the hub is
+      // back is the poll's to say, with the session's ticks read in the same go.
+      if (loaded) resyncSpeakers().catch(() => undefined);
+    });
+    for (const type of APPLIED_EVENT_TYPES) {
+      es.addEventListener(type, (ev) => {
+        let data;
+        try {
+          data = JSON.parse(ev.data);
+        } catch {
+          return; // not ours to show
+        }
+        model.apply({ type, data });
+      });
+    }
+  }
+
+  function stopEvents() {
+    if (events) events.close();
+    events = null;
+  }
+
+  /**
+   * The channel's events over MQTT. They carry less than the wire events (no speaker record, no
+   * title), so the model is not fed half a state: the time ticks go in as they are, a playback or
+   * speaker change has the page read the hub now, and a hub (back) online has it read everything.
+   */
+  function mqttEvent(m) {
+    if (m.Event === 'PlaybackTimeChanged')
+      model.apply({ type: 'playbackTime', data: { timeElapsed: Number(m.PlaybackTime), deviceIds: ids(m.DeviceIDList) } });
+    else if (m.Event === 'PlaybackStateChanged' || m.Event === 'HubOnline') poll();
+    else if (m.Event === 'DeviceStateUpdated' && loaded) resyncSpeakers().catch(() => undefined);
   }
 
   const target = () => document.querySelector('input[name=target]:checked').value;
@@ -483,8 +661,9 @@
     master.addEventListener('input', () => ($('master-volume-value').textContent = master.value));
     master.addEventListener('change', () =>
       act(status, `Every speaker at volume ${master.value}.`, async () => {
+        edits++;
         await api('set_volume', { Volume: master.value });
-        await loadSpeakers();
+        await resyncSpeakers();
       }),
     );
     $('play-media').addEventListener('submit', (ev) => {

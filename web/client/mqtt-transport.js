@@ -11,6 +11,11 @@
   const TIMEOUT_MS = 15000;
   let bundle = null;
 
+  /** Step log for whoever hunts a slow or lost answer (the browser test sets SPEAKERHUB_DEBUG): off by default. */
+  const debug = (...what) => {
+    if (window.SPEAKERHUB_DEBUG) console.debug('[mqtt]', ...what);
+  };
+
   /** An error with the code app.js turns into plain words. */
   const coded = (code, message) => Object.assign(new Error(message), { code });
 
@@ -30,6 +35,11 @@
     return bundle;
   }
 
+  /**
+   * Connects and subscribes the channel. Rejects with code KeysRefused (wrong keys) or
+   * HubUnreachable (no MQTT at /mqtt, or the link dropped); `accepted` is set when the hub
+   * had taken the keys before the link dropped.
+   */
   async function open({ subscribeKey, publishKey, channel }) {
     await loadBundle();
     const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/mqtt`;
@@ -43,8 +53,11 @@
       reconnectPeriod: 2000,
     });
     const pending = new Map();
+    const eventListeners = new Set();
     let hubUuid = null;
     let seq = 0;
+    for (const ev of ['connect', 'reconnect', 'close', 'offline', 'end']) client.on(ev, () => debug(ev, `pending=${pending.size}`));
+    client.on('error', (e) => debug('error', e && e.message));
 
     await new Promise((resolve, reject) => {
       let settled = false;
@@ -53,7 +66,11 @@
         settled = true;
         client.end(true);
         const refused = e && (e.code === 5 || e.code === 4 || /authori/i.test(e.message || ''));
-        reject(new Error(refused ? 'the hub refused these keys' : `cannot reach the hub over MQTT (${(e && e.message) || 'connection closed'})`));
+        reject(
+          refused
+            ? coded('KeysRefused', 'the hub refused these keys')
+            : coded('HubUnreachable', `cannot reach the hub over MQTT (${(e && e.message) || 'connection closed'})`),
+        );
       };
       client.once('connect', () => {
         settled = true;
@@ -66,7 +83,15 @@
       const closed = () => fail(null);
       client.once('close', closed);
     });
-    await client.subscribeAsync(channel, { qos: 1 });
+    try {
+      await client.subscribeAsync(channel, { qos: 1 });
+    } catch (e) {
+      // The hub took the keys, then the link dropped (the hub stopped) before the channel was
+      // subscribed: the hub is out of reach, the keys are fine. The client is ended, not left
+      // reconnecting in the background with nobody holding it.
+      client.end(true);
+      throw Object.assign(coded('HubUnreachable', `the hub cannot be reached over MQTT (${e.message})`), { accepted: true });
+    }
 
     // The link went down (the hub stopped, the network went): answers to what was sent will not
     // come (a clean session), so the calls fail now as unreachable instead of timing out later.
@@ -86,11 +111,18 @@
       } catch {
         return; // not for us
       }
-      if (!m || typeof m !== 'object' || !('ResponseOf' in m)) return; // commands and events
+      if (!m || typeof m !== 'object') return;
+      if ('Event' in m) {
+        // The hub's events (another hub on a shared channel is not ours): the page follows them.
+        if (!hubUuid || m.HKWHubUUID === hubUuid) for (const fn of eventListeners) fn(m);
+        return;
+      }
+      if (!('ResponseOf' in m)) return; // commands
       const p = pending.get(m.transaction);
       if (!p) return; // another client's answer, or one that came after its timeout
       pending.delete(m.transaction);
       clearTimeout(p.timer);
+      debug('answer', m.ResponseOf, m.transaction, `${Date.now() - p.sent} ms`);
       // The first answer to an init_session without a UUID names the hub from now on.
       if (!hubUuid && m.HKWHubUUID) hubUuid = m.HKWHubUUID;
       const body = { ...m };
@@ -104,6 +136,10 @@
       get hubUuid() {
         return hubUuid;
       },
+      /** Calls fn with each event the hub says on the channel (PlaybackStateChanged, DeviceStateUpdated, …). */
+      onEvent(fn) {
+        eventListeners.add(fn);
+      },
       /** Runs one operation; resolves with the response JSON (errors too, as over REST). */
       call(op, params) {
         // The broker is the hub: while the link is down (hub stopped, network gone) nothing is sent; mqtt.js reconnects by itself.
@@ -113,11 +149,14 @@
         const msg = { Command: op, ...(hubUuid ? { HKWHubUUID: hubUuid } : {}), ...params, transaction };
         return new Promise((resolve, reject) => {
           const timer = setTimeout(() => {
+            debug('timeout', op, transaction);
             pending.delete(transaction);
             reject(coded('HubTimeout', 'no answer from the hub over MQTT'));
           }, TIMEOUT_MS);
-          pending.set(transaction, { resolve, reject, timer });
+          pending.set(transaction, { resolve, reject, timer, sent: Date.now() });
+          debug('send', op, transaction);
           client.publish(channel, JSON.stringify(msg), { qos: 1 }, (err) => {
+            debug('puback', op, transaction, err ? err.message : 'ok');
             if (!err) return;
             clearTimeout(timer);
             pending.delete(transaction);
@@ -131,6 +170,7 @@
           p.reject(new Error('disconnected'));
         }
         pending.clear();
+        eventListeners.clear();
         client.end(true);
       },
     };
