@@ -17,6 +17,8 @@ const UNIT = [
   'test/cloud/{oauth,relay,link-protocol}.test.ts',
   'test/tts/voicerss.test.ts',
   'test/drivers/registry.test.ts',
+  'test/web-client.test.ts',
+  'test/lab-networks.test.ts',
 ];
 
 // In-process suites: one worker per core (jest's default leaves one core idle).
