@@ -1,5 +1,6 @@
 import type { Clock } from '../../core/clock';
 import type { Logger } from '../../logger';
+import { voiceGainDb } from '../../media/duck-mix';
 import type { MediaRequest, SpeakerSnapshot } from '../driver';
 import { describeClient, hubVolume, snapcastDeviceId, snapVolume, SnapcastSpeaker, type SpeakerControl } from './client-speaker';
 import type { ResolvedServerConfig, SnapcastConfig } from './config';
@@ -114,6 +115,65 @@ export class SnapServer {
    * play on the hub stream, which holds the music of the others until they are over.
    */
   async playGroup(list: SnapcastSpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+    if (media.duck) return this.playDucked(list, media);
+    return this.playPlain(list, media);
+  }
+
+  /**
+   * A ducked announcement (issue 21). Targets that hear the hub's music get it mixed into the
+   * music's own feed (HubStream.duck), which needs every listener of the stream among them:
+   * the stream is one mix for all its clients, and moving some to a stream of their own
+   * would cost them a buffer's length of silence (a snapclient changing streams starts its
+   * buffer afresh). Targets with no music play it as an overlay, as interrupt does. When the
+   * music is shared with clients not announced (the core asks duckUnavailable first, so only
+   * when that changed in between), it is an interrupt, and the log says why.
+   */
+  private async playDucked(list: SnapcastSpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+    const plain: MediaRequest = { ...media, duck: undefined };
+    const listeners = new Set(this.hubStream.listeners());
+    const mixed = list.filter((s) => listeners.has(s.clientId));
+    const targets = new Set(list.map((s) => s.clientId));
+    const others = [...listeners].filter((id) => !targets.has(id));
+    if (!mixed.length) return this.playPlain(list, plain);
+    if (others.length) {
+      this.log.warn(
+        { clients: mixed.map((s) => s.clientId), others },
+        'the music is shared with clients not announced: the announcement interrupts it',
+      );
+      return this.playPlain(list, plain);
+    }
+    const rest = list.filter((s) => !listeners.has(s.clientId));
+    // One mix for every target: the voice's level against their average volume.
+    const volume = mixed.reduce((sum, s) => sum + s.volume, 0) / mixed.length;
+    const [ducked, played] = await Promise.all([
+      this.hubStream.duck(mixed, media, voiceGainDb(media.duck!.voiceVolume, volume)),
+      rest.length ? this.playPlain(rest, plain) : Promise.resolve([]),
+    ]);
+    return list.map((s) => (mixed.includes(s) ? ducked[mixed.indexOf(s)] : played[rest.indexOf(s)]));
+  }
+
+  /**
+   * Why an announcement cannot be mixed into what `s` plays now, announced together with
+   * `targets` (DeviceIDs); undefined when it can (or when it plays nothing: the announcement
+   * alone is all there is to hear).
+   */
+  duckUnavailable(s: SnapcastSpeaker, targets: readonly string[]): string | undefined {
+    const listeners = this.hubStream.listeners();
+    if (listeners.includes(s.clientId)) {
+      const wanted = new Set(targets);
+      const others = [...this.speakers.values()].filter((x) => listeners.includes(x.clientId) && !wanted.has(x.id));
+      if (!others.length) return undefined;
+      return `its music is the same stream as that of ${others.map((x) => x.info().name).join(', ')}, which the announcement does not target; the hub mixes a stream for all its clients at once (a snapclient moved to a stream of its own would drop a buffer's length of audio)`;
+    }
+    const g = this.model.groupOf(s.clientId);
+    const own = [this.opts.server.stream, this.opts.server.announceStream];
+    if (g && !own.includes(g.streamId) && this.model.streams.get(g.streamId)?.status === 'playing') {
+      return `it plays snapserver stream '${g.streamId}', which the hub does not feed, so it cannot mix into it`;
+    }
+    return undefined;
+  }
+
+  private async playPlain(list: SnapcastSpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
     const overlay = this.fallback === undefined ? this.overlayStream : undefined;
     const to = media.overlay && overlay ? overlay : this.hubStream;
     const from = to === this.hubStream ? this.overlayStream : this.hubStream;
@@ -179,6 +239,7 @@ export class SnapServer {
       this.apply(this.model.setVolume(s.clientId, volume));
     },
     restore: (s, snap, volumeOnly) => this.restore(s, snap, volumeOnly),
+    duckUnavailable: (s, targets) => this.duckUnavailable(s, targets),
     restoreLimit: () =>
       this.fallback === undefined
         ? undefined

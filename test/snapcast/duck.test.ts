@@ -1,0 +1,195 @@
+/**
+ * Ducked announcements (issue 21) on real snapserver/snapclients, audio captured from the
+ * clients. The music is a steady 440 Hz tone; the chime is 660 Hz and the "speech" 1000 Hz,
+ * so a narrow band filter (Goertzel, per 50 ms window) measures each apart in the mix: the
+ * music goes on in every window through the announcement, DuckLevel lower (±2 dB) under the
+ * speech, back at full level after; chime then speech are heard on the targets, nothing of
+ * them on the others; the music was never restarted (one decode, its position moving on).
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { openSync, readSync, readFileSync, closeSync } from 'node:fs';
+import { snapcastDeviceId } from '../../src/drivers/snapcast';
+import { fileSize, freePort, groupOf, HUB_STREAM, OTHER_STREAM, SAMPLE_FORMAT, SnapcastEnv, snapcastInstalled, waitFor } from './harness';
+import { startSnapcastHub, toneWav, type SnapcastHub } from './hub';
+import { labSuite } from '../helpers/labs';
+
+const ANNOUNCE_STREAM = 'Announce';
+const MUSIC_HZ = 440;
+const CHIME_HZ = 660;
+const SPEECH_HZ = 1000;
+const WINDOW = SAMPLE_FORMAT.rate / 20;
+const suite = labSuite('the Snapcast lab', snapcastInstalled() ? undefined : 'snapserver, snapclient or ffmpeg is not installed');
+
+jest.setTimeout(90_000);
+
+/** Per 50 ms window of a client's output from byte `from`: the amplitude of each tone (left channel, Goertzel). */
+function bands(file: string, from: number): { music: number; chime: number; speech: number }[] {
+  const size = fileSize(file);
+  const start = from - (from % SAMPLE_FORMAT.bytesPerFrame);
+  if (size <= start) return [];
+  const pcm = Buffer.alloc(size - start);
+  const fd = openSync(file, 'r');
+  try {
+    readSync(fd, pcm, 0, pcm.length, start);
+  } finally {
+    closeSync(fd);
+  }
+  const amp = (o: number, hz: number) => {
+    const w = (2 * Math.PI * hz) / SAMPLE_FORMAT.rate;
+    const coeff = 2 * Math.cos(w);
+    let s1 = 0;
+    let s2 = 0;
+    for (let i = 0; i < WINDOW; i++) {
+      const s = pcm.readInt16LE(o + i * SAMPLE_FORMAT.bytesPerFrame) + coeff * s1 - s2;
+      s2 = s1;
+      s1 = s;
+    }
+    return (2 * Math.sqrt(Math.max(0, s1 * s1 + s2 * s2 - coeff * s1 * s2))) / WINDOW;
+  };
+  const out: { music: number; chime: number; speech: number }[] = [];
+  for (let o = 0; o + WINDOW * SAMPLE_FORMAT.bytesPerFrame <= pcm.length; o += WINDOW * SAMPLE_FORMAT.bytesPerFrame) {
+    out.push({ music: amp(o, MUSIC_HZ), chime: amp(o, CHIME_HZ), speech: amp(o, SPEECH_HZ) });
+  }
+  return out;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? 0;
+};
+const db = (x: number) => 20 * Math.log10(x);
+
+suite('ducked announcements on Snapcast clients', () => {
+  let env: SnapcastEnv;
+  let t: SnapcastHub;
+  const clientIds = [1, 2, 3].map((n) => `speakerhub-test-client-${n}`);
+  const ids: string[] = [];
+  const pids: Record<string, string> = {};
+  const file = (n: number) => env.clients[n - 1].file;
+  const status = (id: string) => t.op('announcement_status', { AnnouncementID: id });
+  /** Times snapclient N re-synced hard (dropped or inserted audio to catch up), from its log. */
+  const hardSyncs = (n: number) => (readFileSync(env.clients[n - 1].log, 'utf8').match(/pMiniBuffer->full\(\)|hard sync/gi) ?? []).length;
+  const done = (id: string) => waitFor(async () => ['done', 'failed'].includes((await status(id)).State), 40_000, 'the announcement over');
+
+  beforeAll(async () => {
+    env = await SnapcastEnv.create('speakerhub-duck-snapcast-');
+    const conf = join(env.dir, 'snapserver.conf');
+    const port = await freePort();
+    const text = await readFile(conf, 'utf8');
+    await writeFile(conf, text.replace('[http]', `source = tcp://127.0.0.1:${port}?name=${ANNOUNCE_STREAM}&mode=server\n[http]`));
+    await env.startServer();
+    for (const n of [1, 2, 3]) await env.startClient(n);
+    await env.clientsConnected(clientIds);
+    t = await startSnapcastHub(
+      env.address,
+      {
+        'long.wav': toneWav(90, MUSIC_HZ, 'Long Tone'),
+        'chime.wav': toneWav(0.6, CHIME_HZ, 'Chime Tone'),
+        'speech.wav': toneWav(3, SPEECH_HZ, 'Speech Tone'),
+      },
+      { announceStream: ANNOUNCE_STREAM },
+    );
+    for (const id of clientIds) ids.push(snapcastDeviceId(env.address, id));
+    for (const m of (await t.op('media_list')).MediaList) pids[m.Title] = m.PersistentID;
+    await waitFor(async () => (await t.op('device_list')).DeviceList.filter((d: any) => d.Active).length === 3, 10_000, 'three clients');
+  }, 60_000);
+  afterEach(async () => {
+    await t?.op('stop_play');
+  });
+  afterAll(async () => {
+    if (process.env.SNAPCAST_TEST_LOGS) {
+      const fs = require('node:fs');
+      fs.writeFileSync(`${process.env.SNAPCAST_TEST_LOGS}.duck`, t?.logs.join('') ?? '');
+      for (const f of ['snapserver.log', 'client-1.log', 'client-2.log']) fs.copyFileSync(join(env.dir, f), `${process.env.SNAPCAST_TEST_LOGS}.${f}`);
+    }
+    await t?.close();
+    await env?.close();
+  }, 30_000);
+
+  /** Music on clients 1 and 2 (one group, the hub stream); client 3 stays on another stream. */
+  async function musicOn12(): Promise<void> {
+    const g3 = groupOf(await env.status(), clientIds[2]);
+    if (g3.stream_id !== OTHER_STREAM) await env.rpc('Group.SetStream', { id: g3.id, stream_id: OTHER_STREAM });
+    expect(await t.op('set_volume', { Volume: '20' })).toEqual({ Result: 'true' });
+    const start = [1, 2].map((n) => fileSize(file(n)));
+    expect(await t.op('play_hub_media_selected_speakers', { PersistentID: pids['Long Tone'], DeviceIDList: `${ids[0]},${ids[1]}` })).toMatchObject({
+      Result: 'true',
+    });
+    await waitFor(() => [1, 2].every((n) => bands(file(n), start[n - 1]).some((w) => w.music > 1000)), 10_000, 'the music on clients 1 and 2');
+  }
+
+  for (const level of [-15, -25])
+    test(`DuckLevel ${level}: the music goes on under chime and speech, ${-level} dB lower, and comes back; the others hear nothing of it`, async () => {
+      await musicOn12();
+      const playing = (await t.op('playback_status')) as { TimeElapsed: string };
+      const t0 = Date.now();
+      const logsBefore = t.logs.length;
+      const syncsBefore = [1, 2].map(hardSyncs);
+      const from = [1, 2, 3].map((n) => fileSize(file(n)));
+      const a = await t.op('announce', {
+        PersistentID: pids['Speech Tone'],
+        Chime: pids['Chime Tone'],
+        DeviceIDList: `${ids[0]},${ids[1]}`,
+        Mode: 'duck',
+        DuckLevel: String(level),
+        FadeMs: '300',
+      });
+      expect(a).toMatchObject({ Result: 'true' });
+      await done(a.AnnouncementID);
+      const st = await status(a.AnnouncementID);
+      expect(st).toMatchObject({ State: 'done', Mode: 'duck' });
+      expect(st.ModeReason).toBeUndefined();
+      // Two more seconds of music after it, heard.
+      const after = [1, 2].map((n) => fileSize(file(n)));
+      await waitFor(
+        () => [1, 2].every((n) => fileSize(file(n)) - after[n - 1] > 2.5 * SAMPLE_FORMAT.rate * SAMPLE_FORMAT.bytesPerFrame),
+        10_000,
+        'music after',
+      );
+      for (const n of [1, 2]) {
+        const w = bands(file(n), from[n - 1]);
+        const speech = w.map((x, i) => (x.speech > 500 ? i : -1)).filter((i) => i >= 0);
+        const chime = w.map((x, i) => (x.chime > 500 ? i : -1)).filter((i) => i >= 0);
+        // Chime, then the speech from its first window (the clip's gap between them), both whole.
+        expect({ client: n, chime: chime.length >= 8, speech: speech.length >= 50 }).toEqual({ client: n, chime: true, speech: true });
+        expect(chime[0]).toBeLessThan(speech[0]);
+        const before = median(w.slice(0, Math.max(4, chime[0] - 10)).map((x) => x.music));
+        const under = median(w.slice(speech[5], speech[speech.length - 5]).map((x) => x.music));
+        const back = median(w.slice(-20).map((x) => x.music));
+        expect({ client: n, before: before > 1000 }).toEqual({ client: n, before: true });
+        // The music's level under the speech: DuckLevel ± 2 dB; afterwards within 1 dB of before.
+        expect({ client: n, duck: Math.abs(db(under / before) - level) <= 2 }).toEqual({ client: n, duck: true });
+        expect({ client: n, back: Math.abs(db(back / before)) <= 1 }).toEqual({ client: n, back: true });
+        // No gap: the music is in every window from the first to the last (down to the duck level, less 6 dB for the fades' edges).
+        const floor = before * 10 ** ((level - 6) / 20);
+        const first = w.findIndex((x) => x.music > before / 2);
+        // The last windows may be a block the client is still writing.
+        const gaps = w.slice(first, -2).filter((x) => x.music < floor).length;
+        // A snapclient that had to re-sync to snapserver (its log says so: a starved machine,
+        // snapserver reading its source late) drops a few windows that are no doing of the mix.
+        const resyncs = hardSyncs(n) - syncsBefore[n - 1];
+        if (gaps) console.log(JSON.stringify({ client: n, gaps, resyncs, low: w.flatMap((x, i) => (x.music < floor ? [i] : [])) }));
+        expect({ client: n, gaps: gaps <= resyncs * 6 }).toEqual({ client: n, gaps: true });
+      }
+      // Client 3 (another stream) heard nothing of it.
+      const w3 = bands(file(3), from[2]);
+      expect(w3.filter((x) => x.speech > 200 || x.chime > 200)).toHaveLength(0);
+      // The music was never restarted: one decode, and its position moved on with the clock.
+      expect(t.logs.slice(logsBefore).filter((l) => l.includes('"msg":"playing on snapcast"'))).toEqual([]);
+      expect(t.logs.slice(logsBefore).filter((l) => l.includes('announcement mixed into the music (ducked)'))).toHaveLength(1);
+      const now = (await t.op('playback_status')) as { PlaybackState: string; TimeElapsed: string };
+      expect(now.PlaybackState).toBe('PlayerStatePlaying');
+      const moved = Number(now.TimeElapsed) - Number(playing.TimeElapsed);
+      expect(Math.abs(moved - (Date.now() - t0) / 1000)).toBeLessThan(2);
+      // Both clients still in one group on the hub stream.
+      const s = await env.status();
+      expect(groupOf(s, clientIds[0]).id).toBe(groupOf(s, clientIds[1]).id);
+      expect(groupOf(s, clientIds[0]).stream_id).toBe(HUB_STREAM);
+      expect(
+        (await t.op('device_list')).DeviceList.filter((d: any) => d.IsPlaying)
+          .map((d: any) => d.DeviceID)
+          .sort(),
+      ).toEqual([ids[0], ids[1]].sort());
+    });
+});
