@@ -6,6 +6,7 @@
  * speech, back at full level after; chime then speech are heard on the targets, nothing of
  * them on the others; the music was never restarted (one decode, its position moving on).
  */
+import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openSync, readSync, readFileSync, closeSync } from 'node:fs';
@@ -191,5 +192,116 @@ suite('ducked announcements on Snapcast clients', () => {
           .map((d: any) => d.DeviceID)
           .sort(),
       ).toEqual([ids[0], ids[1]].sort());
+    });
+
+  test('music shared with a client not announced: duck interrupts instead, and announcement_status says why', async () => {
+    await musicOn12();
+    const a = await t.op('announce', { PersistentID: pids['Speech Tone'], DeviceIDList: ids[0], Mode: 'duck' });
+    await done(a.AnnouncementID);
+    const st = await status(a.AnnouncementID);
+    expect(st).toMatchObject({ State: 'done', Mode: 'interrupt' });
+    expect(st.ModeReason).toMatch(/speakerhub-test-client-1 \(snapcast\): its music is the same stream as that of speakerhub-test-client-2/);
+    // Interrupted and given back: client 1 plays the music again with client 2.
+    await waitFor(
+      async () => groupOf(await env.status(), clientIds[0])?.id === groupOf(await env.status(), clientIds[1])?.id,
+      15_000,
+      'client 1 back',
+    );
+  });
+
+  test("a client playing another source's stream: duck interrupts, ModeReason names the stream, and the client goes back to it", async () => {
+    const g3 = groupOf(await env.status(), clientIds[2]);
+    if (g3.stream_id !== OTHER_STREAM) await env.rpc('Group.SetStream', { id: g3.id, stream_id: OTHER_STREAM });
+    const source = spawn(
+      'ffmpeg',
+      [
+        '-v',
+        'error',
+        '-re',
+        '-f',
+        'lavfi',
+        '-i',
+        `sine=frequency=${MUSIC_HZ}:sample_rate=48000`,
+        '-ac',
+        '2',
+        '-f',
+        's16le',
+        '-y',
+        join(env.dir, 'other-fifo'),
+      ],
+      {
+        stdio: 'ignore',
+      },
+    );
+    try {
+      await waitFor(
+        async () => (await env.status()).streams.find((x: any) => x.id === OTHER_STREAM)?.status === 'playing',
+        10_000,
+        'the other stream playing',
+      );
+      // The hub hears of it by a notification: wait for what it tells the core.
+      const speaker = t.driver.speakers().find((x) => x.id === ids[2])!;
+      await waitFor(async () => !!speaker.duckUnavailable?.([ids[2]]), 10_000, 'the hub to see the other stream playing');
+      const a = await t.op('announce', { PersistentID: pids['Speech Tone'], DeviceIDList: ids[2], Mode: 'duck' });
+      await done(a.AnnouncementID);
+      const st = await status(a.AnnouncementID);
+      expect(st).toMatchObject({ State: 'done', Mode: 'interrupt' });
+      expect(st.ModeReason).toContain("it plays snapserver stream 'Other', which the hub does not feed");
+      expect(groupOf(await env.status(), clientIds[2]).stream_id).toBe(OTHER_STREAM);
+    } finally {
+      source.kill('SIGKILL');
+    }
+  });
+
+  for (const mode of ['interrupt', 'duck'])
+    describe(`queueing, priorities and faults in Mode ${mode}`, () => {
+      test('two announcements queued on the same clients play one after the other, then the music comes back', async () => {
+        await musicOn12();
+        const from = fileSize(file(1));
+        const first = await t.op('announce', { PersistentID: pids['Speech Tone'], DeviceIDList: `${ids[0]},${ids[1]}`, Mode: mode, Priority: '150' });
+        const second = await t.op('announce', { PersistentID: pids['Chime Tone'], DeviceIDList: `${ids[0]},${ids[1]}`, Mode: mode, Priority: '120' });
+        await done(first.AnnouncementID);
+        await done(second.AnnouncementID);
+        for (const a of [first, second]) expect(await status(a.AnnouncementID)).toMatchObject({ State: 'done', Mode: mode });
+        await waitFor(
+          () =>
+            bands(file(1), from)
+              .slice(-10)
+              .every((x) => x.music > 1000),
+          15_000,
+          'the music back at full level',
+        );
+        const w = bands(file(1), from);
+        const speech = w.findIndex((x) => x.speech > 500);
+        const chime = w.findIndex((x) => x.chime > 500);
+        expect(speech).toBeGreaterThanOrEqual(0);
+        expect(chime).toBeGreaterThan(speech);
+        expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
+      });
+
+      test('an announcement whose media cannot be fetched fails with a reason; the music plays on', async () => {
+        await musicOn12();
+        const a = await t.op('announce', { MediaUrl: 'http://127.0.0.1:9/nothing.mp3', DeviceIDList: `${ids[0]},${ids[1]}`, Mode: mode });
+        await done(a.AnnouncementID);
+        expect(await status(a.AnnouncementID)).toMatchObject({ State: 'failed' });
+        const from = fileSize(file(1));
+        await waitFor(() => bands(file(1), from).filter((x) => x.music > 1000).length >= 20, 15_000, 'the music on client 1');
+        expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
+      });
+
+      test('stop_play during the announcement stops the music and the announcement on every client', async () => {
+        await musicOn12();
+        const from = fileSize(file(1));
+        const a = await t.op('announce', { PersistentID: pids['Speech Tone'], DeviceIDList: `${ids[0]},${ids[1]}`, Mode: mode });
+        await waitFor(() => bands(file(1), from).some((x) => x.speech > 500), 15_000, 'the announcement on client 1');
+        expect(await t.op('stop_play')).toEqual({ Result: 'true' });
+        await done(a.AnnouncementID);
+        expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStateStopped');
+        await waitFor(async () => (await t.op('device_list')).DeviceList.every((d: any) => !d.IsPlaying), 10_000, 'nothing playing');
+        // Nothing of the music or the announcement is fed any more: the clients go silent.
+        const after = fileSize(file(1)) + 2 * SAMPLE_FORMAT.rate * SAMPLE_FORMAT.bytesPerFrame;
+        await waitFor(() => fileSize(file(1)) > after + SAMPLE_FORMAT.rate * SAMPLE_FORMAT.bytesPerFrame, 10_000, 'client 1 output');
+        expect(bands(file(1), after).filter((x) => x.music > 200 || x.speech > 200)).toHaveLength(0);
+      });
     });
 });
