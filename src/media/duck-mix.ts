@@ -90,7 +90,7 @@ export interface DuckMixerOptions {
   maxVoiceBytes?: number;
 }
 
-/** down: the music fades to the duck level; voice: the voice plays over it; up: the music fades back; done: full level again. */
+/** down: the voice starts and the music fades to the duck level under it; voice: the voice plays over the lowered music; up: the music fades back; done: full level again. */
 export type DuckPhase = 'down' | 'voice' | 'up' | 'done';
 
 /** A duck's gain in dB, bounded as DuckLevel is. */
@@ -111,9 +111,12 @@ export function voiceGainDb(voiceVolume: number | undefined, speakerVolume: numb
 }
 
 /**
- * Mixes a voice into music PCM as it flows by, with the duck envelope: the music fades from
- * startGain to the duck level over fadeMs, the voice starts once it is down (or later, when
- * its first PCM comes later), and when the voice has ended the music fades back up. Chunks
+ * Mixes a voice into music PCM as it flows by, with the duck envelope: the voice starts at
+ * once and the music fades from startGain to the duck level under it over fadeMs, as a
+ * broadcast ducker keyed by the voice does (waiting for the fade first would make every
+ * ducked announcement fadeMs later than an interrupting one; the announcement clip's chime,
+ * when it has one, is what plays over the fade); when the voice has ended the music fades
+ * back up. Chunks
  * must hold whole frames (the caller aligns them). Bounded: the voice waits in at most
  * maxVoiceBytes (voiceFull tells the decoder to pause).
  */
@@ -131,6 +134,7 @@ export class DuckMixer {
   private readonly maxVoiceBytes: number;
   private _gain: number;
   private readonly from: number;
+  private voiceStarted = false;
   /** Music frames mixed so far, and where the voice started and ended (frames), for who measures. */
   private mixed = 0;
   voiceStartFrame?: number;
@@ -198,8 +202,13 @@ export class DuckMixer {
     let took = false;
     for (let f = 0; f < total; f++) {
       const gain = this.step();
-      const mixing = this._phase === 'voice';
+      const mixing = this._phase === 'voice' || this._phase === 'down';
       if (mixing && voice === undefined && this.voice.length) voice = this.voice[0];
+      if (mixing && voice && !this.voiceStarted) {
+        this.voiceStarted = true;
+        this.voiceStartFrame = this.mixed;
+        this.onVoiceStart?.();
+      }
       const base = f * frameBytes;
       for (let c = 0; c < channels; c++) {
         const o = base + c * this.bytes;
@@ -221,7 +230,7 @@ export class DuckMixer {
           voice = this.voice[0];
         }
       }
-      if (mixing && !voice && this.voiceDone) {
+      if (mixing && !voice && this.voiceDone && this.voiceStarted) {
         this.voiceEndFrame = this.mixed;
         this.enter('up');
       }
@@ -243,9 +252,9 @@ export class DuckMixer {
       case 'down':
         if (this.frames >= this.fadeFrames) {
           this._gain = this.duck;
-          // Down: the voice goes on as soon as it has PCM (a slow start keeps the music down, waiting).
-          if (this.voice.length) this.enter('voice');
-          else if (this.voiceDone) this.enter('up');
+          // Down: the voice goes on (a voice whose PCM is late keeps the music down, waiting for it).
+          if (this.voiceDone && !this.voice.length) this.enter('up');
+          else this.enter('voice');
           return this._gain;
         }
         this._gain = this.from + ((this.duck - this.from) * this.frames) / Math.max(1, this.fadeFrames);
@@ -270,10 +279,6 @@ export class DuckMixer {
     const from = this._gain;
     this._phase = phase;
     this.frames = 0;
-    if (phase === 'voice') {
-      this.voiceStartFrame = this.mixed;
-      this.onVoiceStart?.();
-    }
     if (phase === 'up' && from < 1) {
       // Coming up from wherever the music is (a voice cut short mid-fade): start the ramp there.
       this.frames = Math.round(((from - this.duck) / Math.max(1e-9, 1 - this.duck)) * this.fadeFrames);

@@ -67,7 +67,7 @@ type Ffmpeg = ChildProcessByStdio<null, Readable, Readable>;
  * socket, a stall shorter than it is not heard. It is also how much later a change to the
  * PCM (a ducked announcement's mix) is heard, so it stays small.
  */
-export const FEED_LEAD_MS = 250;
+export const FEED_LEAD_MS = 50;
 /** Decoded PCM waiting in the hub, at most (seconds): ffmpeg is paused above it. */
 const QUEUE_HIGH_S = 2;
 const PACE_MS = 10;
