@@ -231,7 +231,7 @@ export class DuckMixer {
         }
       }
       if (mixing && !voice && this.voiceDone && this.voiceStarted) {
-        this.voiceEndFrame = this.mixed;
+        this.voiceEndFrame = this.mixed + 1;
         this.enter('up');
       }
       this.mixed++;
