@@ -48,6 +48,8 @@ export interface FeedOptions {
   logger: Logger;
   /** ms of PCM kept ahead of snapserver's reading (see FEED_LEAD_MS). */
   leadMs?: number;
+  /** ms of silence after the media (a ducked announcement's music fades back up over it). */
+  padMs?: number;
 }
 
 export interface FeedEvents {
@@ -103,6 +105,10 @@ export class Feed extends EventEmitter<FeedEvents> {
   /** The tail of a chunk that ended mid-frame, waiting for the rest of the frame. */
   private partial?: Buffer;
   private mix?: (pcm: Buffer) => Buffer;
+  /** Called when the feed is over (ended, failed or stopped): what setMix() set up is taken down. */
+  private mixDone?: () => void;
+  /** Who wants a copy of the PCM as it is handed over (before any mix): a ducked announcement on another stream. */
+  private readonly taps = new Set<(pcm: Buffer) => void>();
   private readonly log: Logger;
 
   constructor(private readonly opts: FeedOptions) {
@@ -159,6 +165,7 @@ export class Feed extends EventEmitter<FeedEvents> {
       '-vn',
       '-sn',
       '-dn',
+      ...(this.opts.padMs ? ['-af', `apad=pad_dur=${(this.opts.padMs / 1000).toFixed(3)}`] : []),
       '-f',
       codec,
       '-acodec',
@@ -247,8 +254,24 @@ export class Feed extends EventEmitter<FeedEvents> {
    * src/media/duck-mix.ts), from the next chunk on; undefined takes it out again. The decode
    * itself goes on untouched, so the music keeps its place.
    */
-  setMix(mix: ((pcm: Buffer) => Buffer) | undefined): void {
+  setMix(mix: ((pcm: Buffer) => Buffer) | undefined, done?: () => void): void {
+    this.mixDone?.();
     this.mix = mix;
+    this.mixDone = done;
+    if (this.stopped) this.takeDown();
+  }
+
+  /** A copy of every piece of PCM as it is handed to snapserver (the music, unmixed); the returned function stops it. */
+  tap(fn: (pcm: Buffer) => void): () => void {
+    this.taps.add(fn);
+    return () => this.taps.delete(fn);
+  }
+
+  private takeDown(): void {
+    const done = this.mixDone;
+    this.mixDone = undefined;
+    this.taps.clear();
+    done?.();
   }
 
   /** Stops decoding and drops the source connection; no events follow. */
@@ -258,6 +281,7 @@ export class Feed extends EventEmitter<FeedEvents> {
     this.queue = [];
     this.queued = 0;
     clearInterval(this.pacer);
+    this.takeDown();
     this.proc?.stdout.destroy();
     if (!this.exited) this.proc?.kill('SIGKILL');
     this.sink?.destroy();
@@ -301,6 +325,7 @@ export class Feed extends EventEmitter<FeedEvents> {
       this.queued -= chunk.length;
       room -= chunk.length;
       this.fed += chunk.length;
+      for (const tap of this.taps) tap(chunk);
       if (this.mix) chunk = this.mix(chunk);
       if (!sink.write(chunk)) {
         // snapserver is not reading: wait for it rather than pile up.
@@ -330,6 +355,7 @@ export class Feed extends EventEmitter<FeedEvents> {
         if (this.stopped) return;
         this.completed = true;
         this.stopped = true;
+        this.takeDown();
         sink.destroy();
         this.log.debug({ seconds: this.position }, 'media fed completely');
         this.emit('end');

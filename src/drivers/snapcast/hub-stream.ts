@@ -33,6 +33,14 @@ export interface HubStreamOptions {
   logger: Logger;
 }
 
+/** How a play's feed is set up beyond the media itself: a ducked announcement on the announcement stream mixes the music in. */
+export interface FeedSetup {
+  /** ms of silence after the media. */
+  padMs?: number;
+  /** Called with the new feed before its first PCM goes out. */
+  install(feed: Feed): void;
+}
+
 /** A speaker joining a playback within this many seconds of the feed's position joins it instead of restarting it. */
 const JOIN_TOLERANCE_S = 3;
 
@@ -116,7 +124,7 @@ export class HubStream {
 
   // ---- commands from speakers ------------------------------------------------------
 
-  playGroup(list: StreamMember[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+  playGroup(list: StreamMember[], media: MediaRequest, setup?: FeedSetup): Promise<PromiseSettledResult<void>[]> {
     return this.exclusive(async () => {
       const results: PromiseSettledResult<void>[] = list.map(() => ({ status: 'fulfilled', value: undefined }));
       const ready: StreamMember[] = [];
@@ -128,8 +136,8 @@ export class HubStream {
       const startAt = Math.max(0, media.startAt ?? 0);
       try {
         if (this.canReclaim(ready, media, startAt)) this.reclaim(ready);
-        else if (this.canJoin(ready, media, startAt)) await this.join(ready);
-        else await this.start(ready, media, startAt);
+        else if (!setup && this.canJoin(ready, media, startAt)) await this.join(ready);
+        else await this.start(ready, media, startAt, setup);
       } catch (e) {
         list.forEach((m, i) => {
           if (ready.includes(m)) results[i] = { status: 'rejected', reason: e };
@@ -317,6 +325,16 @@ export class HubStream {
 
   // ---- ducked announcements (issue 21) ----------------------------------------------
 
+  /** A copy of the music's PCM as it goes to snapserver, while this feed runs; undefined when nothing is fed. */
+  tapMusic(fn: (pcm: Buffer) => void): (() => void) | undefined {
+    return this.feed?.running ? this.feed.tap(fn) : undefined;
+  }
+
+  /** The running feed's sample format. */
+  get feedFormat(): Feed['format'] | undefined {
+    return this.feed?.running ? this.feed.format : undefined;
+  }
+
   /** Client ids that hear this stream's music now: playing members, and those lent to a ducked announcement that is over. */
   listeners(): string[] {
     if (!this.feed?.running) return [];
@@ -499,7 +517,7 @@ export class HubStream {
    * (announcement) holds the music of the members it does not take back (HeldMusic); music
    * played while an overlay has the stream is held until it is over.
    */
-  private async start(ready: StreamMember[], media: MediaRequest, startAt: number): Promise<void> {
+  private async start(ready: StreamMember[], media: MediaRequest, startAt: number, setup?: FeedSetup): Promise<void> {
     const wanted = new Set(ready.map((m) => m.clientId));
     if (!media.overlay && this.media?.overlay && this.members.size && ready.every((m) => !this.members.has(m.clientId))) {
       this.holdPlay(ready, media, startAt);
@@ -522,7 +540,7 @@ export class HubStream {
     this.pausedAt = undefined;
     this.media = media;
     try {
-      await this.startFeed(media, startAt, ready);
+      await this.startFeed(media, startAt, ready, setup);
     } catch (e) {
       this.media = undefined;
       for (const m of ready) {
@@ -671,7 +689,7 @@ export class HubStream {
    * Starts a decode and puts `listeners` on the stream: the first PCM is held while the
    * group is arranged, so the clients are listening before any audio reaches the stream.
    */
-  private async startFeed(media: MediaRequest, startAt: number, listeners: StreamMember[]): Promise<void> {
+  private async startFeed(media: MediaRequest, startAt: number, listeners: StreamMember[], setup?: FeedSetup): Promise<void> {
     const { source, format } = streamSource(this.opts.server, this.opts.model);
     const feed = new Feed({
       url: media.url,
@@ -680,6 +698,7 @@ export class HubStream {
       ffmpegPath: this.opts.ffmpegPath,
       startTimeoutMs: this.opts.startTimeoutMs,
       logger: this.log,
+      ...(setup?.padMs ? { padMs: setup.padMs } : {}),
     });
     this.pending = { feed, ids: new Set(listeners.map((m) => m.clientId)) };
     // The source opens while ffmpeg starts; a rejection is handled below, never left dangling.
@@ -728,6 +747,7 @@ export class HubStream {
       sink.destroy();
       throw e;
     }
+    setup?.install(feed);
     feed.attach(sink);
     this.log.debug({ source: describeSource(source), format }, 'feeding the snapserver source');
   }
