@@ -241,6 +241,27 @@ suite('ducked announcements on Snapcast clients', () => {
     expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
   });
 
+  test("Volume sets the voice's level when ducking: 40 on speakers at 20 is 6 dB above the voice without it; the speakers' own volume stays", async () => {
+    await musicOn12();
+    const speechLevel = async (params: Record<string, string>): Promise<number> => {
+      const from = fileSize(file(1));
+      const a = await t.op('announce', { PersistentID: pids['Speech Tone'], DeviceIDList: `${ids[0]},${ids[1]}`, Mode: 'duck', ...params });
+      await waitFor(() => bands(file(1), from).filter((x) => x.speech > 200).length > 20, 15_000, 'the speech');
+      // The music's level (the speaker's volume) is left alone while it speaks.
+      expect((await t.op('get_volume_device', { DeviceID: ids[0] })).Volume).toBe('20');
+      await done(a.AnnouncementID);
+      expect(await status(a.AnnouncementID)).toMatchObject({ State: 'done', Mode: 'duck' });
+      return median(
+        bands(file(1), from)
+          .map((x) => x.speech)
+          .filter((x) => x > 200),
+      );
+    };
+    const plain = await speechLevel({});
+    const louder = await speechLevel({ Volume: '40' });
+    expect(Math.abs(db(louder / plain) - 6.02)).toBeLessThan(1.5);
+  });
+
   test("a client playing another source's stream: duck interrupts, ModeReason names the stream, and the client goes back to it", async () => {
     const g3 = groupOf(await env.status(), clientIds[2]);
     if (g3.stream_id !== OTHER_STREAM) await env.rpc('Group.SetStream', { id: g3.id, stream_id: OTHER_STREAM });
