@@ -738,7 +738,19 @@ function order(x: Announcement, y: Announcement): number {
 export function modeFor(asked: AnnouncementMode, speakers: Speaker[]): { mode: AnnouncementMode; reason?: string } {
   if (asked !== 'duck') return { mode: asked };
   const cannot = speakers.filter((s) => !s.capabilities?.duck);
-  if (!cannot.length) return { mode: 'duck' };
+  if (!cannot.length) {
+    // A driver that mixes may still not be able to now (Speaker.duckUnavailable says why).
+    const ids = speakers.map((s) => s.id);
+    const now = speakers.flatMap((s) => {
+      const why = s.duckUnavailable?.(ids);
+      return why ? [`${s.info().name} (${s.driver}): ${why}`] : [];
+    });
+    if (!now.length) return { mode: 'duck' };
+    return {
+      mode: 'interrupt',
+      reason: `duck cannot mix the announcement into the music here: ${now.join('; ')}; so the music stops and comes back after`,
+    };
+  }
   const byDriver = new Map<string, string[]>();
   for (const s of cannot) byDriver.set(s.driver, [...(byDriver.get(s.driver) ?? []), s.info().name]);
   const list = [...byDriver].map(([driver, names]) => `${names.join(', ')} (${driver})`).join('; ');

@@ -14,6 +14,17 @@ export const DlnaConfigSchema = z
     /** One renderer "<name> (announcements)" per speaker: every play on it is an announce with restore. */
     announcementRenderers: z.boolean().default(true),
     /**
+     * How the announcement renderers' plays treat the music (announce Mode): interrupt (it
+     * stops and comes back after) or duck (it goes on, DuckLevel dB lower, under the voice,
+     * where the speaker's driver mixes; elsewhere it interrupts and announcement_status says
+     * why). A UPnP control point has no way to ask for either, so it is chosen here.
+     */
+    announcementMode: z.enum(['interrupt', 'duck']).default('interrupt'),
+    /** duck: dB the music goes down (-40..0; the hub's default when unset). */
+    duckLevel: z.number().int().min(-40).max(0).optional(),
+    /** duck: fade down and up, ms (0..10000; the hub's default when unset). */
+    fadeMs: z.number().int().min(0).max(10_000).optional(),
+    /**
      * Publish speakers that are themselves UPnP renderers (the upnp driver's) too. Off: a
      * control point already sees the real renderer, and a second entry of the same speaker
      * would only confuse it (and a hub's own UPnP driver could find its own renderers).

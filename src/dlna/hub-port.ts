@@ -4,6 +4,13 @@ import type { HubWireEvent } from '../hub-client/connection';
 import { LocalConnection } from '../hub-client/local';
 import type { Logger } from '../logger';
 
+/** The announce Mode the announcement renderers ask for (config dlna.announcementMode, duckLevel, fadeMs). */
+export interface AnnounceMode {
+  mode: 'interrupt' | 'duck';
+  duckLevel?: number;
+  fadeMs?: number;
+}
+
 /**
  * Everything the DLNA front end needs of the hub, in one small adapter: the speakers, the
  * playback, volumes and announcements (a read model fed by wire events, resynchronized when
@@ -56,8 +63,8 @@ export interface HubPort {
   /** Mute when the hub has it; undefined when it cannot tell. */
   muted(id: string): boolean | undefined;
   setMute(id: string, mute: boolean): Promise<void>;
-  /** Starts an announcement of url on one speaker (volume 0–50 while it plays); its AnnouncementID. */
-  announce(id: string, url: string, volume?: number): Promise<string>;
+  /** Starts an announcement of url on one speaker (volume 0–50 while it plays, and how it treats the music); its AnnouncementID. */
+  announce(id: string, url: string, volume?: number, mode?: AnnounceMode): Promise<string>;
 }
 
 const STOPPED: PlaybackSnapshot = { state: 'PlayerStateStopped', timeElapsed: -1, deviceIds: [] };
@@ -150,8 +157,15 @@ export class ClientHubPort implements HubPort {
     await this.run('set_mute_device', { DeviceID: id, Mute: String(mute) });
   }
 
-  async announce(id: string, url: string, volume?: number): Promise<string> {
-    const body = await this.run('announce', { MediaUrl: url, DeviceIDList: id, ...(volume !== undefined ? { Volume: String(volume) } : {}) });
+  async announce(id: string, url: string, volume?: number, mode?: AnnounceMode): Promise<string> {
+    const body = await this.run('announce', {
+      MediaUrl: url,
+      DeviceIDList: id,
+      ...(volume !== undefined ? { Volume: String(volume) } : {}),
+      ...(mode ? { Mode: mode.mode } : {}),
+      ...(mode?.duckLevel !== undefined ? { DuckLevel: String(mode.duckLevel) } : {}),
+      ...(mode?.fadeMs !== undefined ? { FadeMs: String(mode.fadeMs) } : {}),
+    });
     return String(body.AnnouncementID);
   }
 

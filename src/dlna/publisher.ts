@@ -93,7 +93,12 @@ export class Publisher implements DlnaRoutes {
         }
         continue;
       }
-      const r = new Renderer(id, this.hub, this.log, (service, lc) => this.gena.publish(`${slug}/${service}`, propertySetOf({ LastChange: lc })));
+      const { announcementMode: mode, duckLevel, fadeMs } = this.config;
+      const r = new Renderer(id, this.hub, this.log, (service, lc) => this.gena.publish(`${slug}/${service}`, propertySetOf({ LastChange: lc })), {
+        mode,
+        ...(duckLevel !== undefined ? { duckLevel } : {}),
+        ...(fadeMs !== undefined ? { fadeMs } : {}),
+      });
       this.renderers.set(slug, r);
       this.announcedAs.set(slug, r.friendlyName);
       this.ssdp.add({ udn: id.udn, location: this.location(r), services: SERVICE_NAMES.map((n) => SERVICES[n].type) });

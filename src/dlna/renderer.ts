@@ -1,7 +1,7 @@
 import type { PlaybackSnapshot } from '../core/events';
 import type { Logger } from '../logger';
 import { formatTime, parseTime, readDidl, writeDidl } from './didl';
-import { HubCommandError, type HubChange, type HubPort } from './hub-port';
+import { HubCommandError, type AnnounceMode, type HubChange, type HubPort } from './hub-port';
 import { findAction, type ServiceName, type TransportState } from './scpd';
 import { UpnpError } from './soap';
 import { escapeXml } from './xml';
@@ -97,6 +97,8 @@ export class Renderer {
     private readonly log: Logger,
     /** Called with a service's LastChange document whenever an evented variable changed. */
     private readonly notify: (service: 'AVTransport' | 'RenderingControl', lastChange: string) => void,
+    /** Announcement renderer: how its announcements treat the music (config dlna.announcementMode). */
+    private readonly announceMode?: AnnounceMode,
   ) {}
 
   get friendlyName(): string {
@@ -390,7 +392,7 @@ export class Renderer {
         if (this.id.kind === 'all') await this.hub.playParty(url);
         else if (this.id.kind === 'speaker') await this.hub.playOn([this.id.deviceId!], url);
         else {
-          this.announcementId = await this.hub.announce(this.id.deviceId!, url, this.announceVolume);
+          this.announcementId = await this.hub.announce(this.id.deviceId!, url, this.announceVolume, this.announceMode);
         }
       } catch (e) {
         this.status = 'ERROR_OCCURRED';

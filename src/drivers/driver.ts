@@ -128,6 +128,14 @@ export interface Speaker extends EventEmitter<SpeakerEvents> {
    * transport (URI and metadata, position, playing/paused/stopped).
    */
   restore?(snapshot: SpeakerSnapshot, options?: { volumeOnly?: boolean }): Promise<void>;
+  /**
+   * With capabilities.duck: why an announcement to `targets` (DeviceIDs, this speaker among
+   * them) cannot be mixed into what this speaker plays right now, in words for people, or
+   * undefined when it can. A driver mixes only audio it produces (Snapcast: not another
+   * source's stream), and only for all who hear that audio. The announcement then interrupts,
+   * and announcement_status gives this as ModeReason.
+   */
+  duckUnavailable?(targets: readonly string[]): string | undefined;
 }
 
 export interface SpeakerCapabilities {

@@ -5,9 +5,11 @@
  * once the music is down, then the music fades back up. The music never stops, so it never
  * loses its place.
  *
- * Not wired into a driver yet: the Snapcast driver still has to feed this mix to the
- * targets' own stream (see README "Announcements", Mode). Kept apart so that the mix itself
- * is tested on real ffmpeg output (test/media/duck-mix.test.ts).
+ * Two forms: duckMixArgs, an ffmpeg graph over a music file or URL (tested on real ffmpeg
+ * output, test/media/duck-mix.test.ts), and DuckMixer, the same envelope applied to PCM that
+ * is already flowing. Snapcast uses DuckMixer: the music is the hub's own running decode, so
+ * mixing into its PCM on the way to snapserver keeps every sample in place (nothing is
+ * decoded twice, nothing restarts) and costs a multiply-add per sample.
  */
 
 export interface DuckMixOptions {
@@ -65,4 +67,226 @@ export function duckMixArgs(o: DuckMixOptions): string[] {
     '-t',
     end.toFixed(3),
   ];
+}
+
+/** Raw PCM as a stream carries it: signed little-endian integers, interleaved channels. */
+export interface PcmFormat {
+  rate: number;
+  bits: 16 | 32;
+  channels: number;
+}
+
+export interface DuckMixerOptions {
+  format: PcmFormat;
+  /** dB the music goes down (-40..0). */
+  levelDb: number;
+  /** Fade down before, and up after, the voice, ms. */
+  fadeMs: number;
+  /** Gain on the voice, dB. Default 0. */
+  voiceGainDb?: number;
+  /** Music gain when the mix starts (a duck taking over from another one already down). Default 1. */
+  startGain?: number;
+  /** Most voice PCM held ahead of the music, bytes; the decoder is paused above it (see voiceFull). */
+  maxVoiceBytes?: number;
+}
+
+/** down: the voice starts and the music fades to the duck level under it; voice: the voice plays over the lowered music; up: the music fades back; done: full level again. */
+export type DuckPhase = 'down' | 'voice' | 'up' | 'done';
+
+/** A duck's gain in dB, bounded as DuckLevel is. */
+export function duckGain(levelDb: number): number {
+  return 10 ** (Math.max(-40, Math.min(0, levelDb)) / 20);
+}
+
+/**
+ * The voice's gain when an announcement asks for a Volume (0–50) on a speaker whose own volume
+ * (0–50) stays where it is for the music: the ratio of the two, in dB, bounded so that a
+ * speaker at 1 does not push the voice into clipping. Without a Volume the voice plays as
+ * rendered (the clip is already at the target loudness).
+ */
+export function voiceGainDb(voiceVolume: number | undefined, speakerVolume: number): number {
+  if (voiceVolume === undefined) return 0;
+  const ratio = Math.max(1, voiceVolume) / Math.max(1, speakerVolume);
+  return Math.max(-30, Math.min(12, 20 * Math.log10(ratio)));
+}
+
+/**
+ * Mixes a voice into music PCM as it flows by, with the duck envelope: the voice starts at
+ * once and the music fades from startGain to the duck level under it over fadeMs, as a
+ * broadcast ducker keyed by the voice does (waiting for the fade first would make every
+ * ducked announcement fadeMs later than an interrupting one; the announcement clip's chime,
+ * when it has one, is what plays over the fade); when the voice has ended the music fades
+ * back up. Chunks
+ * must hold whole frames (the caller aligns them). Bounded: the voice waits in at most
+ * maxVoiceBytes (voiceFull tells the decoder to pause).
+ */
+export class DuckMixer {
+  private readonly voice: Buffer[] = [];
+  private voiceBytes = 0;
+  private voiceDone = false;
+  private _phase: DuckPhase = 'down';
+  /** Frames into the current phase. */
+  private frames = 0;
+  private readonly fadeFrames: number;
+  private readonly duck: number;
+  private readonly voiceGain: number;
+  private readonly bytes: 2 | 4;
+  private readonly maxVoiceBytes: number;
+  private _gain: number;
+  private readonly from: number;
+  private voiceStarted = false;
+  /** Music frames mixed so far, and where the voice started and ended (frames), for who measures. */
+  private mixed = 0;
+  voiceStartFrame?: number;
+  voiceEndFrame?: number;
+  /** Called (once) when the voice starts, and when the music is back at full level. */
+  onVoiceStart?: () => void;
+  onDone?: () => void;
+  /** Called when voice PCM was taken and there is room again (a paused decoder may go on). */
+  onVoiceRoom?: () => void;
+
+  constructor(private readonly opts: DuckMixerOptions) {
+    this.fadeFrames = Math.round((Math.max(0, opts.fadeMs) / 1000) * opts.format.rate);
+    this.duck = duckGain(opts.levelDb);
+    this.voiceGain = 10 ** ((opts.voiceGainDb ?? 0) / 20);
+    this.bytes = opts.format.bits === 16 ? 2 : 4;
+    this.from = Math.max(0, Math.min(1, opts.startGain ?? 1));
+    this._gain = this.from;
+    this.maxVoiceBytes = opts.maxVoiceBytes ?? opts.format.rate * opts.format.channels * this.bytes * 4;
+  }
+
+  get phase(): DuckPhase {
+    return this._phase;
+  }
+
+  /** The music's gain now (linear). */
+  get gain(): number {
+    return this._gain;
+  }
+
+  /** More voice is not wanted now: the decoder should pause until onVoiceRoom. */
+  get voiceFull(): boolean {
+    return this.voiceBytes >= this.maxVoiceBytes;
+  }
+
+  /** Voice PCM in the music's format. */
+  pushVoice(chunk: Buffer): void {
+    if (this.voiceDone || !chunk.length) return;
+    this.voice.push(chunk);
+    this.voiceBytes += chunk.length;
+  }
+
+  /** The voice has no more PCM: once what is held has played, the music comes back up. */
+  endVoice(): void {
+    this.voiceDone = true;
+  }
+
+  /** Cuts the voice short: the music fades back up from where it is. */
+  release(): void {
+    this.voice.length = 0;
+    this.voiceBytes = 0;
+    this.voiceDone = true;
+    if (this._phase === 'down' || this._phase === 'voice') this.enter('up');
+  }
+
+  /** The music chunk with the envelope applied and the voice added (a new buffer; the input is left alone). */
+  process(music: Buffer): Buffer {
+    const { channels } = this.opts.format;
+    const frameBytes = channels * this.bytes;
+    const out = Buffer.from(music);
+    const total = Math.floor(out.length / frameBytes);
+    const max = this.bytes === 2 ? 32767 : 2147483647;
+    const min = -max - 1;
+    let voice = this.voice[0];
+    let voiceAt = 0;
+    let took = false;
+    for (let f = 0; f < total; f++) {
+      const gain = this.step();
+      const mixing = this._phase === 'voice' || this._phase === 'down';
+      if (mixing && voice === undefined && this.voice.length) voice = this.voice[0];
+      if (mixing && voice && !this.voiceStarted) {
+        this.voiceStarted = true;
+        this.voiceStartFrame = this.mixed;
+        this.onVoiceStart?.();
+      }
+      const base = f * frameBytes;
+      for (let c = 0; c < channels; c++) {
+        const o = base + c * this.bytes;
+        let v = (this.bytes === 2 ? out.readInt16LE(o) : out.readInt32LE(o)) * gain;
+        if (mixing && voice) {
+          v += (this.bytes === 2 ? voice.readInt16LE(voiceAt + c * 2) : voice.readInt32LE(voiceAt + c * 4)) * this.voiceGain;
+        }
+        const s = v > max ? max : v < min ? min : Math.round(v);
+        if (this.bytes === 2) out.writeInt16LE(s, o);
+        else out.writeInt32LE(s, o);
+      }
+      if (mixing && voice) {
+        voiceAt += frameBytes;
+        if (voiceAt + frameBytes > voice.length) {
+          this.voiceBytes -= voice.length;
+          this.voice.shift();
+          took = true;
+          voiceAt = 0;
+          voice = this.voice[0];
+        }
+      }
+      if (mixing && !voice && this.voiceDone && this.voiceStarted) {
+        this.voiceEndFrame = this.mixed + 1;
+        this.enter('up');
+      }
+      this.mixed++;
+    }
+    // What is left of the first voice buffer stays for the next chunk.
+    if (voiceAt > 0 && this.voice.length) {
+      this.voiceBytes -= voiceAt;
+      this.voice[0] = this.voice[0].subarray(voiceAt);
+      took = true;
+    }
+    if (took && !this.voiceFull) this.onVoiceRoom?.();
+    return out;
+  }
+
+  /** Advances the envelope by one frame; the music gain for it. */
+  private step(): number {
+    switch (this._phase) {
+      case 'down':
+        if (this.frames >= this.fadeFrames) {
+          this._gain = this.duck;
+          // Down: the voice goes on (a voice whose PCM is late keeps the music down, waiting for it).
+          if (this.voiceDone && !this.voice.length) this.enter('up');
+          else this.enter('voice');
+          return this._gain;
+        }
+        this._gain = this.from + ((this.duck - this.from) * this.frames) / Math.max(1, this.fadeFrames);
+        this.frames++;
+        return this._gain;
+      case 'voice':
+        return this._gain;
+      case 'up':
+        if (this.frames >= this.fadeFrames) {
+          this.enter('done');
+          return 1;
+        }
+        this._gain = this.duck + ((1 - this.duck) * this.frames) / Math.max(1, this.fadeFrames);
+        this.frames++;
+        return this._gain;
+      default:
+        return 1;
+    }
+  }
+
+  private enter(phase: DuckPhase): void {
+    const from = this._gain;
+    this._phase = phase;
+    this.frames = 0;
+    if (phase === 'up' && from < 1) {
+      // Coming up from wherever the music is (a voice cut short mid-fade): start the ramp there.
+      this.frames = Math.round(((from - this.duck) / Math.max(1e-9, 1 - this.duck)) * this.fadeFrames);
+      if (this.frames < 0) this.frames = 0;
+    }
+    if (phase === 'done') {
+      this._gain = 1;
+      this.onDone?.();
+    }
+  }
 }

@@ -47,14 +47,15 @@ export const SPEAKER_CONFIGS = [
   'button/%/resume',
   'button/%/stop',
   'notify/%/announce',
+  'notify/%/announce_duck',
   'switch/%/mute',
   'switch/%/power',
   'select/%/play',
 ] as const;
 
 /** notify's send_message has a title since HA 2024.5: spoken before the message when given. */
-const ANNOUNCE_TEMPLATE = (field: string) =>
-  `{"${field}": {% if title is defined and title %}{{ (title ~ '. ' ~ value) | tojson }}{% else %}{{ value | tojson }}{% endif %}}`;
+const ANNOUNCE_TEMPLATE = (field: string, extra = '') =>
+  `{"${field}": {% if title is defined and title %}{{ (title ~ '. ' ~ value) | tojson }}{% else %}{{ value | tojson }}{% endif %}${extra}}`;
 
 /**
  * Home Assistant MQTT discovery. HA has no MQTT media_player, so each speaker becomes a
@@ -96,6 +97,22 @@ export function discoveryMessages(
         // An announcement on every available speaker: what they played comes back afterwards.
         command_topic: topics.request('announce'),
         command_template: ANNOUNCE_TEMPLATE('Text'),
+        availability: [bridgeAvailability],
+        device: hubDevice,
+      },
+    },
+    {
+      // The same in announce Mode duck (a notify has only a message and a title, so the mode is
+      // the entity's): the music goes on, lowered, under the voice where the speaker's driver
+      // mixes it; elsewhere it is interrupted, and the last announcement says why.
+      topic: `${topics.haPrefix}/notify/${hubId}/announce_duck/config`,
+      config: {
+        name: 'Announce on all speakers (music ducked)',
+        unique_id: `${hubId}_announce_duck`,
+        default_entity_id: `notify.${hubId}_announce_duck`,
+        origin,
+        command_topic: topics.request('announce'),
+        command_template: ANNOUNCE_TEMPLATE('Text', ', "Mode": "duck"'),
         availability: [bridgeAvailability],
         device: hubDevice,
       },
@@ -261,6 +278,16 @@ export function discoveryMessages(
         unique_id: `${uid}_announce`,
         command_topic: set,
         command_template: ANNOUNCE_TEMPLATE('announce'),
+      },
+    });
+    out.push({
+      topic: `${topics.haPrefix}/notify/${uid}/announce_duck/config`,
+      config: {
+        ...common,
+        name: 'Announce (music ducked)',
+        unique_id: `${uid}_announce_duck`,
+        command_topic: set,
+        command_template: ANNOUNCE_TEMPLATE('announce', ', "mode": "duck"'),
       },
     });
   }

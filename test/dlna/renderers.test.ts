@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DlnaLab, eventually, field, http, MrcClient, REPO, soap, labUnavailableReason, SUBNET, type LabHub } from './lab';
 import { JsonLines } from '../upnp/processes';
@@ -251,6 +252,33 @@ d('DLNA renderers', () => {
     } finally {
       await cp.close();
       await hub.op('stop_play');
+    }
+  });
+
+  test('dlna.announcementMode duck: the announcement renderer asks for Mode duck (virtual speakers cannot mix: it interrupts, and says why)', async () => {
+    // A second hub A with the announcement renderers set to duck, on its own host and port.
+    const ducking = await lab.startHubA(['Porch'], {
+      host: 'hubb',
+      port: 8094,
+      dlna: { announcementMode: 'duck', duckLevel: -20, fadeMs: 200 },
+      config: { dataDir: `${lab.tmp}/data-duck` },
+    });
+    try {
+      const loc = ducking.renderer('Porch (announcements)').location;
+      await soap(loc, 'AVTransport', 'SetAVTransportURI', { InstanceID: 0, CurrentURI: `${lab.webUrl}/short.wav`, CurrentURIMetaData: '' });
+      expect((await soap(loc, 'AVTransport', 'Play', { InstanceID: 0, Speed: 1 })).status).toBe(200);
+      // The hub logs each announcement with the mode it asked and the one it plays in.
+      const queued = async () =>
+        (await readFile(join(lab.tmp, 'hub-hubb.log'), 'utf8'))
+          .split('\n')
+          .filter((l) => l.includes('"msg":"announcement queued"'))
+          .map((l) => JSON.parse(l) as { mode: string; modeReason?: string });
+      await eventually(async () => (await queued()).length > 0, 10000, 'the announcement queued');
+      const [a] = await queued();
+      expect(a.mode).toBe('interrupt');
+      expect(a.modeReason).toMatch(/duck needs every target to mix.*Porch \(virtual\)/);
+    } finally {
+      await ducking.stop();
     }
   });
 

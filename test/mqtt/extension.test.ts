@@ -200,7 +200,7 @@ describe('the MQTT front end in a hub', () => {
       min: 0,
       max: 50,
     });
-    for (const kind of ['sensor/%/state', 'button/%/pause', 'button/%/resume', 'button/%/stop', 'notify/%/announce']) {
+    for (const kind of ['sensor/%/state', 'button/%/pause', 'button/%/resume', 'button/%/stop', 'notify/%/announce', 'notify/%/announce_duck']) {
       await ha.wait((m) => m.topic === `homeassistant/${kind.replace('%', uid)}/config`);
     }
     const all = await ha.wait((m) => m.topic === `homeassistant/notify/speakerhub_${hubKey}/announce/config`);
@@ -296,8 +296,8 @@ describe('the MQTT front end in a hub', () => {
     const media = (await t.rest('media_list')).MediaList;
     const media0Title = () => media[0].Title as string;
     const isConfig = (m: { topic: string; json?: unknown }) => m.topic.startsWith('homeassistant/') && m.topic.endsWith('/config') && !!m.json;
-    // Three speakers × 9 entities, and the hub's announce, last announcement and play.
-    await eventually(() => new Set(ha.messages.filter(isConfig).map((m) => m.topic)).size === 3 * 9 + 3, 10_000, 'every discovery config');
+    // Three speakers × 10 entities, and the hub's announce (plain and ducked), last announcement and play.
+    await eventually(() => new Set(ha.messages.filter(isConfig).map((m) => m.topic)).size === 3 * 10 + 4, 10_000, 'every discovery config');
     const configs = ha.messages.filter(isConfig);
     expect(new Set(configs.map((m) => m.topic.split('/')[1]))).toEqual(new Set(Object.keys(PLATFORM)));
     for (const m of configs) {
@@ -378,6 +378,16 @@ describe('the MQTT front end in a hub', () => {
       'announcement done',
     );
     expect(last.json.speakers).toEqual(['virtual_speaker_1']);
+    // The ducked announce entities ask for Mode duck: a virtual speaker cannot mix, so it interrupts and says why.
+    const duck = configs.find((m) => m.topic === `homeassistant/notify/${uid}/announce_duck/config`)!;
+    expect(duck.json.command_template).toContain('"mode": "duck"');
+    const hubDuck = configs.find((m) => m.topic === `homeassistant/notify/speakerhub_${hubKey}/announce_duck/config`)!;
+    expect(hubDuck.json.command_template).toContain('"Mode": "duck"');
+    await ha.client.publishAsync(duck.json.command_topic, JSON.stringify({ announce: 'Hello', mode: 'duck', transaction: 'duck1' }), { qos: 1 });
+    const answer = await ha.wait((m) => m.topic === 'speakerhub/virtual_speaker_1/response' && m.json?.transaction === 'duck1');
+    const ducked = await t.rest('announcement_status', { AnnouncementID: answer.json.data.AnnouncementID });
+    expect(ducked).toMatchObject({ Mode: 'interrupt' });
+    expect(ducked.ModeReason).toMatch(/duck needs every target to mix/);
     await t.rest('stop_play');
     await ha.end();
   });

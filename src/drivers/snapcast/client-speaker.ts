@@ -41,6 +41,8 @@ export interface SpeakerControl {
   restore(s: SnapcastSpeaker, snap: SpeakerSnapshot, volumeOnly: boolean): Promise<void>;
   /** What an announcement on this server cannot keep as it was (announcement_status RestoreLimits), if anything. */
   restoreLimit(): string | undefined;
+  /** Why a ducked announcement to `targets` (DeviceIDs) cannot be mixed into what the client plays now. */
+  duckUnavailable(s: SnapcastSpeaker, targets: readonly string[]): string | undefined;
 }
 
 /** Stable across restarts: derived from the server address and snapserver's client id. */
@@ -80,12 +82,18 @@ export class SnapcastSpeaker extends BaseSpeaker implements StreamMember {
 
   /**
    * Plays of several clients start sample-synchronously; snapshot = group, stream and volume;
-   * the client's own mute. restoreLimit while its server has no announcement stream (the
+   * the client's own mute; ducked announcements mixed into the hub's own music (duckUnavailable
+   * says when not). restoreLimit while its server has no announcement stream (the
    * music of the server's other clients is held while an announcement plays).
    */
   get capabilities(): SpeakerCapabilities {
     const limit = this.control.restoreLimit();
-    return { mute: true, snapshot: true, seek: true, syncGroup: true, ...(limit ? { restoreLimit: limit } : {}) };
+    return { mute: true, snapshot: true, seek: true, syncGroup: true, duck: true, ...(limit ? { restoreLimit: limit } : {}) };
+  }
+
+  /** The hub feeds the music it mixes into: another source's stream, or music shared with clients not announced, cannot be ducked. */
+  duckUnavailable(targets: readonly string[]): string | undefined {
+    return this.control.duckUnavailable(this, targets);
   }
 
   async play(media: MediaRequest): Promise<void> {

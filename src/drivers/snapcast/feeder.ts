@@ -46,6 +46,10 @@ export interface FeedOptions {
   ffmpegPath: string;
   startTimeoutMs: number;
   logger: Logger;
+  /** ms of PCM kept ahead of snapserver's reading (see FEED_LEAD_MS). */
+  leadMs?: number;
+  /** ms of silence after the media (a ducked announcement's music fades back up over it). */
+  padMs?: number;
 }
 
 export interface FeedEvents {
@@ -58,28 +62,60 @@ export interface FeedEvents {
 type Ffmpeg = ChildProcessByStdio<null, Readable, Readable>;
 
 /**
- * One decode of one media into one snapserver source. ffmpeg paces itself (-re) so what
- * was handed over is what snapserver is about to send, which makes "bytes fed" the
- * position. The first PCM is held until attach(): the caller first points the clients at
- * the stream, so nobody misses the start, and a URL that cannot be decoded fails before
- * any group is touched.
+ * PCM handed to snapserver ahead of its reading, ms. snapserver stamps what its source reads
+ * with the time it reads it; PCM that comes late makes it resync, and every client then
+ * drops or inserts audio to catch up (a gap one can hear). ffmpeg pacing itself (-re) gave
+ * no slack: a busy machine or a slow event loop was enough. With this much waiting in the
+ * socket, a stall shorter than it is not heard. It is also how much later a change to the
+ * PCM (a ducked announcement's mix) is heard, so it stays small.
+ */
+export const FEED_LEAD_MS = 50;
+/** Decoded PCM waiting in the hub, at most (seconds): ffmpeg is paused above it. */
+const QUEUE_HIGH_S = 2;
+const PACE_MS = 10;
+
+/**
+ * One decode of one media into one snapserver source. ffmpeg decodes as fast as it is let;
+ * the hub paces what it hands to snapserver by the clock, FEED_LEAD_MS ahead, and counts
+ * the position from what snapserver has had time to read. The first PCM is held until
+ * attach(): the caller first points the clients at the stream, so nobody misses the start,
+ * and a URL that cannot be decoded fails before any group is touched.
  */
 export class Feed extends EventEmitter<FeedEvents> {
   private proc?: Ffmpeg;
-  private held: Buffer[] = [];
+  /** Decoded PCM not yet handed to snapserver (whole frames). */
+  private queue: Buffer[] = [];
+  private queued = 0;
   private sink?: Socket;
+  /** Bytes handed to snapserver. */
   private fed = 0;
+  /** When the first PCM was handed over (ms, performance clock). */
+  private t0?: number;
+  private pacer?: NodeJS.Timeout;
+  private draining = false;
   private stderr = '';
   private stopped = false;
   private completed = false;
+  private finishing = false;
   private _failure?: Error;
   private exited = false;
   private readonly bps: number;
+  private readonly frameBytes: number;
+  private readonly leadBytes: number;
+  /** The tail of a chunk that ended mid-frame, waiting for the rest of the frame. */
+  private partial?: Buffer;
+  private mix?: (pcm: Buffer) => Buffer;
+  /** Called when the feed is over (ended, failed or stopped): what setMix() set up is taken down. */
+  private mixDone?: () => void;
+  /** Who wants a copy of the PCM as it is handed over (before any mix): a ducked announcement on another stream. */
+  private readonly taps = new Set<(pcm: Buffer) => void>();
   private readonly log: Logger;
 
   constructor(private readonly opts: FeedOptions) {
     super();
     this.bps = bytesPerSecond(opts.format);
+    this.frameBytes = (opts.format.bits / 8) * opts.format.channels;
+    this.leadBytes = this.frames(((opts.leadMs ?? FEED_LEAD_MS) / 1000) * this.bps);
     this.log = opts.logger;
   }
 
@@ -87,9 +123,13 @@ export class Feed extends EventEmitter<FeedEvents> {
     return this.opts.url;
   }
 
-  /** Seconds into the media of the last PCM handed to snapserver. */
+  get format(): SampleFormat {
+    return this.opts.format;
+  }
+
+  /** Seconds into the media that snapserver has read by now (what it sends its clients). */
   get position(): number {
-    return this.opts.startAt + this.fed / this.bps;
+    return this.opts.startAt + Math.min(this.fed, this.due()) / this.bps;
   }
 
   /** Why the feed failed after it had started, if it did. */
@@ -102,8 +142,9 @@ export class Feed extends EventEmitter<FeedEvents> {
     return this.stopped && !this.completed;
   }
 
+  /** Still feeding: decoding, or handing over what was decoded. */
   get running(): boolean {
-    return !this.stopped && !this.exited;
+    return !this.stopped && !this.completed;
   }
 
   /** Spawns ffmpeg; resolves at the first PCM, rejects if ffmpeg fails, times out or is stopped first. */
@@ -118,13 +159,13 @@ export class Feed extends EventEmitter<FeedEvents> {
       'error',
       // Network stalls end the play instead of hanging it (microseconds).
       ...(/^https?:/i.test(input) ? ['-rw_timeout', '15000000'] : []),
-      '-re',
       ...(startAt > 0 ? ['-ss', startAt.toFixed(3)] : []),
       '-i',
       input,
       '-vn',
       '-sn',
       '-dn',
+      ...(this.opts.padMs ? ['-af', `apad=pad_dur=${(this.opts.padMs / 1000).toFixed(3)}`] : []),
       '-f',
       codec,
       '-acodec',
@@ -163,9 +204,10 @@ export class Feed extends EventEmitter<FeedEvents> {
       proc.on('error', (e) => settle(new Error(`cannot run ffmpeg (${ffmpegPath}): ${e.message}`)));
       proc.stdout.on('data', (chunk: Buffer) => {
         if (this.stopped) return;
-        if (this.sink) this.write(chunk);
-        else this.held.push(chunk);
-        settle();
+        this.enqueue(chunk);
+        if (this.queued >= QUEUE_HIGH_S * this.bps) proc.stdout.pause();
+        if (this.queued > 0) settle();
+        this.pump();
       });
       proc.on('close', (code, signal) => {
         this.exited = true;
@@ -180,7 +222,7 @@ export class Feed extends EventEmitter<FeedEvents> {
           settle(new Error('ffmpeg could not play the media: the media URL could not be fetched or does not serve audio'));
           return;
         }
-        if (code === 0) this.finish();
+        if (code === 0) this.pump();
         else this.fail(new Error(`decoding stopped: ${this.reason(code, signal)}`));
       });
     });
@@ -200,48 +242,125 @@ export class Feed extends EventEmitter<FeedEvents> {
     sink.on('error', (e) => this.fail(new Error(`snapserver source connection failed: ${e.message}`)));
     // snapserver never closes its side of a source connection; an unexpected close means it went away.
     sink.on('close', () => {
-      if (!this.stopped && !this.exited) this.fail(new Error('snapserver closed the source connection'));
+      if (!this.stopped && !this.completed) this.fail(new Error('snapserver closed the source connection'));
     });
-    const held = this.held;
-    this.held = [];
-    for (const chunk of held) this.write(chunk);
-    if (this.exited) this.finish();
+    this.t0 = performance.now();
+    this.pacer = setInterval(() => this.pump(), PACE_MS);
+    this.pump();
+  }
+
+  /**
+   * Runs every chunk of PCM through `mix` on its way to snapserver (a ducked announcement,
+   * src/media/duck-mix.ts), from the next chunk on; undefined takes it out again. The decode
+   * itself goes on untouched, so the music keeps its place.
+   */
+  setMix(mix: ((pcm: Buffer) => Buffer) | undefined, done?: () => void): void {
+    this.mixDone?.();
+    this.mix = mix;
+    this.mixDone = done;
+    if (this.stopped) this.takeDown();
+  }
+
+  /** A copy of every piece of PCM as it is handed to snapserver (the music, unmixed); the returned function stops it. */
+  tap(fn: (pcm: Buffer) => void): () => void {
+    this.taps.add(fn);
+    return () => this.taps.delete(fn);
+  }
+
+  private takeDown(): void {
+    const done = this.mixDone;
+    this.mixDone = undefined;
+    this.taps.clear();
+    done?.();
   }
 
   /** Stops decoding and drops the source connection; no events follow. */
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
-    this.held = [];
+    this.queue = [];
+    this.queued = 0;
+    clearInterval(this.pacer);
+    this.takeDown();
     this.proc?.stdout.destroy();
     if (!this.exited) this.proc?.kill('SIGKILL');
     this.sink?.destroy();
   }
 
-  private write(chunk: Buffer): void {
-    const sink = this.sink!;
-    const ok = sink.write(chunk, (err) => {
-      if (!err) this.fed += chunk.length;
-    });
-    if (!ok && this.proc) {
-      const out = this.proc.stdout;
-      out.pause();
-      sink.once('drain', () => out.resume());
-    }
+  /** Bytes snapserver has had time to read since the first was handed over. */
+  private due(): number {
+    if (this.t0 === undefined) return 0;
+    return ((performance.now() - this.t0) / 1000) * this.bps;
   }
 
+  private frames(bytes: number): number {
+    return Math.floor(bytes / this.frameBytes) * this.frameBytes;
+  }
+
+  /** Whole frames into the queue; a partial frame waits for its rest. */
+  private enqueue(input: Buffer): void {
+    let chunk = this.partial ? Buffer.concat([this.partial, input]) : input;
+    this.partial = undefined;
+    const rest = chunk.length % this.frameBytes;
+    if (rest) {
+      this.partial = Buffer.from(chunk.subarray(chunk.length - rest));
+      chunk = chunk.subarray(0, chunk.length - rest);
+    }
+    if (!chunk.length) return;
+    this.queue.push(chunk);
+    this.queued += chunk.length;
+  }
+
+  /** Hands snapserver what is due by the clock (plus the lead), resumes a paused decode, ends at the end. */
+  private pump(): void {
+    const sink = this.sink;
+    if (!sink || this.stopped || this.draining) return;
+    let room = this.frames(this.due() + this.leadBytes - this.fed);
+    while (room > 0 && this.queue.length) {
+      let chunk = this.queue[0];
+      if (chunk.length > room) {
+        this.queue[0] = chunk.subarray(room);
+        chunk = chunk.subarray(0, room);
+      } else this.queue.shift();
+      this.queued -= chunk.length;
+      room -= chunk.length;
+      this.fed += chunk.length;
+      for (const tap of this.taps) tap(chunk);
+      if (this.mix) chunk = this.mix(chunk);
+      if (!sink.write(chunk)) {
+        // snapserver is not reading: wait for it rather than pile up.
+        this.draining = true;
+        sink.once('drain', () => {
+          this.draining = false;
+          this.pump();
+        });
+        break;
+      }
+    }
+    const out = this.proc?.stdout;
+    if (out && !this.exited && out.isPaused() && this.queued < (QUEUE_HIGH_S / 2) * this.bps) out.resume();
+    if (this.exited && !this.queue.length && !this.draining) this.finish();
+  }
+
+  /** Everything was handed over: once snapserver has read it (the lead), the feed ends. */
   private finish(): void {
     const sink = this.sink;
-    // Not attached yet: attach() will finish once it has written the held PCM.
-    if (!sink || this.stopped) return;
-    sink.end(() => {
+    if (!sink || this.stopped || this.finishing) return;
+    this.finishing = true;
+    clearInterval(this.pacer);
+    const wait = Math.max(0, ((this.fed - this.due()) / this.bps) * 1000);
+    setTimeout(() => {
       if (this.stopped) return;
-      this.completed = true;
-      this.stopped = true;
-      sink.destroy();
-      this.log.debug({ seconds: this.position }, 'media fed completely');
-      this.emit('end');
-    });
+      sink.end(() => {
+        if (this.stopped) return;
+        this.completed = true;
+        this.stopped = true;
+        this.takeDown();
+        sink.destroy();
+        this.log.debug({ seconds: this.position }, 'media fed completely');
+        this.emit('end');
+      });
+    }, wait);
   }
 
   private fail(error: Error): void {

@@ -3,6 +3,8 @@ import type { Clock, TimerHandle } from '../../core/clock';
 import type { Logger } from '../../logger';
 import { syncClockMs, type MediaRequest, type SpeakerPlayState, type StopReason } from '../driver';
 import type { ResolvedServerConfig } from './config';
+import { DuckMixer } from '../../media/duck-mix';
+import { DuckVoice } from './duck-voice';
 import { Feed, parseSampleFormat, safeUrl } from './feeder';
 import { Grouping, type ControlChannel } from './grouping';
 import type { ModelChange, ServerModel } from './model';
@@ -38,8 +40,33 @@ export interface HubStreamOptions {
   logger: Logger;
 }
 
+/** How a play's feed is set up beyond the media itself: a ducked announcement on the announcement stream mixes the music in. */
+export interface FeedSetup {
+  /** ms of silence after the media. */
+  padMs?: number;
+  /** Called with the new feed before its first PCM goes out. */
+  install(feed: Feed): void;
+}
+
 /** A speaker joining a playback within this many seconds of the feed's position joins it instead of restarting it. */
 const JOIN_TOLERANCE_S = 3;
+
+/**
+ * How long a member whose ducked announcement is over keeps listening to the music while it
+ * waits to be given back to it (the hub restores its volume first, or plays the next
+ * announcement); one nobody claims by then leaves the stream.
+ */
+const RECLAIM_MS = 15_000;
+
+/** A ducked announcement mixed into the running feed (issue 21). */
+interface Ducking {
+  mixer: DuckMixer;
+  voice: DuckVoice;
+  /** The announced members (client ids): the overlay is theirs, the music goes on under it. */
+  ids: Set<string>;
+  /** After the mix is over: what was fed still plays out of snapserver's buffer before the members hear of the end. */
+  ending?: TimerHandle;
+}
 
 /**
  * The music, held back while an announcement has the stream (a server without an
@@ -82,6 +109,14 @@ export class HubStream {
   private resumeBatch?: { ids: Set<string>; done: Promise<void> };
   /** The music while an announcement plays in its place (see HeldMusic). */
   private held?: HeldMusic;
+  /** The ducked announcement being mixed into the feed, if any. */
+  private ducking?: Ducking;
+  /**
+   * Members whose ducked announcement is over (stopped, 'ended', for the hub) and who go on
+   * listening to the music in place until the hub gives them back to it (a play of the same
+   * media), so that coming back is no restart and no regroup: no gap.
+   */
+  private readonly lent = new Map<string, TimerHandle>();
   private readonly grouping: Grouping;
   private readonly log: Logger;
 
@@ -96,7 +131,7 @@ export class HubStream {
 
   // ---- commands from speakers ------------------------------------------------------
 
-  playGroup(list: StreamMember[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+  playGroup(list: StreamMember[], media: MediaRequest, setup?: FeedSetup): Promise<PromiseSettledResult<void>[]> {
     return this.exclusive(async () => {
       const results: PromiseSettledResult<void>[] = list.map(() => ({ status: 'fulfilled', value: undefined }));
       const ready: StreamMember[] = [];
@@ -107,8 +142,9 @@ export class HubStream {
       if (!ready.length) return results;
       const startAt = Math.max(0, media.startAt ?? 0);
       try {
-        if (this.canJoin(ready, media, startAt)) await this.join(ready);
-        else await this.start(ready, media, startAt);
+        if (this.canReclaim(ready, media, startAt)) this.reclaim(ready);
+        else if (!setup && this.canJoin(ready, media, startAt)) await this.join(ready);
+        else await this.start(ready, media, startAt, setup);
       } catch (e) {
         list.forEach((m, i) => {
           if (ready.includes(m)) results[i] = { status: 'rejected', reason: e };
@@ -179,6 +215,8 @@ export class HubStream {
         await this.reconcile().catch((e) => this.log.warn({ err: String(e) }, 'could not release the group after stop'));
         return;
       }
+      this.unlend(m.clientId);
+      this.unduck(m.clientId);
       if (!this.members.delete(m.clientId)) {
         if (m.state !== 'stopped') m.changeState('stopped', 'stopped');
         return;
@@ -221,6 +259,8 @@ export class HubStream {
     }
     const m = this.members.get(clientId);
     if (!m) return;
+    this.unlend(clientId);
+    this.unduck(clientId);
     this.members.delete(clientId);
     this.pausedPositions.delete(clientId);
     m.changeState('stopped', 'error', detail);
@@ -245,6 +285,8 @@ export class HubStream {
       if (held && this.dropHeld(id)) held.changeState('stopped', 'stopped', detail);
       const m = this.members.get(id);
       if (!m) continue;
+      this.unlend(id);
+      this.unduck(id);
       this.members.delete(id);
       this.pausedPositions.delete(id);
       m.changeState('stopped', 'stopped', detail);
@@ -288,6 +330,168 @@ export class HubStream {
     });
   }
 
+  // ---- ducked announcements (issue 21) ----------------------------------------------
+
+  /** A copy of the music's PCM as it goes to snapserver, while this feed runs; undefined when nothing is fed. */
+  tapMusic(fn: (pcm: Buffer) => void): (() => void) | undefined {
+    return this.feed?.running ? this.feed.tap(fn) : undefined;
+  }
+
+  /** The running feed's sample format. */
+  get feedFormat(): Feed['format'] | undefined {
+    return this.feed?.running ? this.feed.format : undefined;
+  }
+
+  /** Client ids that hear this stream's music now: playing members, and those lent to a ducked announcement that is over. */
+  listeners(): string[] {
+    if (!this.feed?.running) return [];
+    return [...this.members.values()].filter((m) => m.state === 'playing' || this.lent.has(m.clientId)).map((m) => m.clientId);
+  }
+
+  /**
+   * Mixes an announcement into the running music for `list`, who are all its listeners (the
+   * caller checks): the music fades down by the duck level, the voice plays over it, the
+   * music fades back up, in the PCM on its way to snapserver. The decode goes on untouched
+   * and nobody changes group, so the music neither stops nor loses its place. Resolves once
+   * the voice is decoding; the members stop ('ended') when the mix is over and has played
+   * out of snapserver's buffer, and go on hearing the music until they are given back to it.
+   */
+  duck(list: StreamMember[], media: MediaRequest, voiceGainDb: number): Promise<PromiseSettledResult<void>[]> {
+    return this.exclusive(async () => {
+      try {
+        await this.startDuck(list, media, voiceGainDb);
+        return list.map((): PromiseSettledResult<void> => ({ status: 'fulfilled', value: undefined }));
+      } catch (e) {
+        return list.map((): PromiseSettledResult<void> => ({ status: 'rejected', reason: e }));
+      }
+    });
+  }
+
+  private async startDuck(list: StreamMember[], media: MediaRequest, voiceGainDb: number): Promise<void> {
+    const feed = this.feed;
+    const duck = media.duck;
+    if (!duck) throw new Error('not a ducked announcement');
+    if (!feed?.running) throw new Error('the music stopped before the announcement could be mixed into it');
+    const prev = this.ducking;
+    const mixer = new DuckMixer({
+      format: feed.format,
+      levelDb: duck.levelDb,
+      fadeMs: duck.fadeMs,
+      voiceGainDb,
+      // Taking over from a duck still under way: the music goes on from where its fade is.
+      startGain: prev?.mixer.gain ?? 1,
+    });
+    const voice = new DuckVoice({
+      url: media.url,
+      format: feed.format,
+      ffmpegPath: this.opts.ffmpegPath,
+      startTimeoutMs: this.opts.startTimeoutMs,
+      logger: this.log,
+    });
+    await voice.start(mixer);
+    if (this.feed !== feed || !feed.running) {
+      voice.stop();
+      throw new Error('the music stopped before the announcement could be mixed into it');
+    }
+    if (prev) {
+      prev.voice.stop();
+      prev.ending?.cancel();
+    }
+    const d: Ducking = { mixer, voice, ids: new Set(list.map((m) => m.clientId)) };
+    for (const m of list) {
+      this.unlend(m.clientId);
+      m.changeState('playing');
+    }
+    this.ducking = d;
+    mixer.onDone = () => {
+      if (this.ducking !== d) return;
+      feed.setMix(undefined);
+      d.ending = this.opts.clock.setTimer(() => {
+        d.ending = undefined;
+        this.exclusive(async () => this.duckOver(d)).catch((e) => this.log.warn({ err: String(e) }, 'could not end the ducked announcement'));
+      }, this.opts.server.bufferMs);
+    };
+    feed.setMix((pcm) => mixer.process(pcm));
+    this.log.info(
+      { url: safeUrl(media.url), clients: [...d.ids], levelDb: duck.levelDb, fadeMs: duck.fadeMs, voiceGainDb: Number(voiceGainDb.toFixed(1)) },
+      'announcement mixed into the music (ducked)',
+    );
+  }
+
+  /** The ducked announcement has played out: its members stop for the hub ('ended') and keep hearing the music, lent, until reclaimed. */
+  private duckOver(d: Ducking): void {
+    if (this.ducking !== d) return;
+    this.ducking = undefined;
+    d.voice.stop();
+    for (const id of d.ids) {
+      const m = this.members.get(id);
+      if (!m || m.state !== 'playing') continue;
+      this.lent.set(
+        id,
+        this.opts.clock.setTimer(() => {
+          this.exclusive(() => this.unclaimed(id)).catch((e) =>
+            this.log.warn({ err: String(e) }, 'could not release a client after its announcement'),
+          );
+        }, RECLAIM_MS),
+      );
+      m.changeState('stopped', 'ended');
+    }
+    this.log.info({ clients: [...d.ids] }, 'ducked announcement over; the music is back at full level');
+  }
+
+  /** Nobody gave the member back to the music in time: it leaves the stream. */
+  private async unclaimed(clientId: string): Promise<void> {
+    if (!this.lent.has(clientId)) return;
+    this.lent.delete(clientId);
+    this.members.delete(clientId);
+    this.log.info({ clientId }, 'a client was not given back to the music after its ducked announcement; it leaves the stream');
+    if (!this.members.size) this.stopFeed();
+    await this.reconcile();
+  }
+
+  /** The members being given back are lent ones, and the play is the music they still hear: nothing to do but say so. */
+  private canReclaim(ready: StreamMember[], media: MediaRequest, startAt: number): boolean {
+    if (media.overlay || !this.feed?.running || this.media?.url !== media.url) return false;
+    if (!ready.every((m) => this.lent.has(m.clientId) && this.members.has(m.clientId))) return false;
+    return Math.abs(this.feed.position - startAt) <= JOIN_TOLERANCE_S;
+  }
+
+  private reclaim(ready: StreamMember[]): void {
+    for (const m of ready) {
+      this.unlend(m.clientId);
+      m.changeState('playing');
+    }
+    this.log.info({ clients: ready.map((m) => m.clientId) }, 'back to the music after a ducked announcement (it never stopped)');
+  }
+
+  private unlend(clientId: string): void {
+    this.lent.get(clientId)?.cancel();
+    this.lent.delete(clientId);
+  }
+
+  /** A member leaves the ducked announcement (stopped, gone); with the last one, the music fades back up. */
+  private unduck(clientId: string): void {
+    const d = this.ducking;
+    if (!d?.ids.delete(clientId) || d.ids.size) return;
+    d.voice.stop();
+    d.mixer.release();
+  }
+
+  /** The feed is gone: no mix, no lent members (they leave with it). */
+  private endDuck(): void {
+    const d = this.ducking;
+    this.ducking = undefined;
+    if (d) {
+      d.voice.stop();
+      d.ending?.cancel();
+    }
+    for (const [id, timer] of this.lent) {
+      timer.cancel();
+      this.members.delete(id);
+    }
+    this.lent.clear();
+  }
+
   // ---- internals ---------------------------------------------------------------------
 
   private canJoin(ready: StreamMember[], media: MediaRequest, startAt: number): boolean {
@@ -320,7 +524,7 @@ export class HubStream {
    * (announcement) holds the music of the members it does not take back (HeldMusic); music
    * played while an overlay has the stream is held until it is over.
    */
-  private async start(ready: StreamMember[], media: MediaRequest, startAt: number): Promise<void> {
+  private async start(ready: StreamMember[], media: MediaRequest, startAt: number, setup?: FeedSetup): Promise<void> {
     const wanted = new Set(ready.map((m) => m.clientId));
     if (!media.overlay && this.media?.overlay && this.members.size && ready.every((m) => !this.members.has(m.clientId))) {
       this.holdPlay(ready, media, startAt);
@@ -343,7 +547,7 @@ export class HubStream {
     this.pausedAt = undefined;
     this.media = media;
     try {
-      await this.startFeed(media, startAt, ready);
+      await this.startFeed(media, startAt, ready, setup);
     } catch (e) {
       this.media = undefined;
       for (const m of ready) {
@@ -492,7 +696,7 @@ export class HubStream {
    * Starts a decode and puts `listeners` on the stream: the first PCM is held while the
    * group is arranged, so the clients are listening before any audio reaches the stream.
    */
-  private async startFeed(media: MediaRequest, startAt: number, listeners: StreamMember[]): Promise<void> {
+  private async startFeed(media: MediaRequest, startAt: number, listeners: StreamMember[], setup?: FeedSetup): Promise<void> {
     const { source, format } = streamSource(this.opts.server, this.opts.model);
     const feed = new Feed({
       url: media.url,
@@ -501,6 +705,7 @@ export class HubStream {
       ffmpegPath: this.opts.ffmpegPath,
       startTimeoutMs: this.opts.startTimeoutMs,
       logger: this.log,
+      ...(setup?.padMs ? { padMs: setup.padMs } : {}),
     });
     this.pending = { feed, ids: new Set(listeners.map((m) => m.clientId)) };
     // The source opens while ffmpeg starts; a rejection is handled below, never left dangling.
@@ -549,6 +754,7 @@ export class HubStream {
       sink.destroy();
       throw e;
     }
+    setup?.install(feed);
     await this.holdUntilStartInstant(media, feed);
     feed.attach(sink);
     this.log.debug({ source: describeSource(source), format }, 'feeding the snapserver source');
@@ -587,6 +793,7 @@ export class HubStream {
           if (this.feed !== feed) return;
           this.feed = undefined;
           this.media = undefined;
+          this.endDuck();
           // Groups are released before the members hear of the end: one that goes on at
           // once elsewhere (back to the music after an announcement) is not caught by this.
           const gone = [...this.members.values()];
@@ -610,6 +817,7 @@ export class HubStream {
         if (this.feed !== feed) return;
         this.feed = undefined;
         this.media = undefined;
+        this.endDuck();
         this.dropMembers('error', error.message);
         if (this.held) await this.resumeHeld();
         else await this.reconcile();
@@ -654,6 +862,7 @@ export class HubStream {
   private stopFeed(): void {
     this.ending?.cancel();
     this.ending = undefined;
+    this.endDuck();
     this.feed?.stop();
     this.feed = undefined;
     // A start in progress has no members yet, but its media is the current one.
@@ -671,9 +880,11 @@ export class HubStream {
   /** Makes snapserver's grouping match the members: only the listening ones on the hub stream. */
   private async reconcile(): Promise<void> {
     const members = [...this.members.values()].filter((m) => m.available && this.opts.model.clients.has(m.clientId));
-    const anyPlaying = members.some((m) => m.state === 'playing');
+    // A member lent to a ducked announcement that is over still hears the music (see lent).
+    const hears = (m: StreamMember) => m.state === 'playing' || this.lent.has(m.clientId);
+    const anyPlaying = members.some(hears);
     // While everyone is paused the group stays together (silent); a member paused alone leaves it.
-    const listening = members.filter((m) => m.state === 'playing' || !anyPlaying).map((m) => m.clientId);
+    const listening = members.filter((m) => hears(m) || !anyPlaying).map((m) => m.clientId);
     await this.grouping.apply(listening, new Set(this.held?.members.keys()));
   }
 

@@ -1,9 +1,12 @@
 import type { Clock } from '../../core/clock';
 import type { Logger } from '../../logger';
+import { voiceGainDb } from '../../media/duck-mix';
 import type { MediaRequest, SpeakerSnapshot } from '../driver';
 import { describeClient, hubVolume, snapcastDeviceId, snapVolume, SnapcastSpeaker, type SpeakerControl } from './client-speaker';
 import type { ResolvedServerConfig, SnapcastConfig } from './config';
-import { HubStream } from './hub-stream';
+import { duckOverlaySetup } from './duck-overlay';
+import { parseSampleFormat } from './feeder';
+import { HubStream, type FeedSetup } from './hub-stream';
 import { parseNotification, readServerAnswer, readVolumeAnswer, ServerModel, type ModelChange, type Notification, type RawServer } from './model';
 import { ServerConnection } from './server-connection';
 import { DEFAULT_TCP_SOURCE_PORT } from './sink';
@@ -114,6 +117,105 @@ export class SnapServer {
    * play on the hub stream, which holds the music of the others until they are over.
    */
   async playGroup(list: SnapcastSpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+    if (media.duck) return this.playDucked(list, media);
+    return this.playPlain(list, media);
+  }
+
+  /**
+   * A ducked announcement (issue 21). When the targets are every client that hears the hub's
+   * music, it is mixed into the music's own feed (HubStream.duck): nobody changes stream, so
+   * the music does not miss a sample. When others hear the same music, the targets move to the
+   * announcement stream, fed with the announcement mixed over a copy of the music (see
+   * duck-overlay.ts), and the others keep the music unchanged; a snapclient changing streams
+   * starts its buffer afresh, so the targets miss about a buffer's length of music at each
+   * move. Targets with no music play it as an overlay, as interrupt does. Without an
+   * announcement stream of the music's format it is an interrupt (the core asked
+   * duckUnavailable first, so only when that changed in between), and the log says why.
+   */
+  private async playDucked(list: SnapcastSpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+    const plain: MediaRequest = { ...media, duck: undefined };
+    const listeners = new Set(this.hubStream.listeners());
+    const mixed = list.filter((s) => listeners.has(s.clientId));
+    const targets = new Set(list.map((s) => s.clientId));
+    const others = [...listeners].filter((id) => !targets.has(id));
+    if (!mixed.length) return this.playPlain(list, plain);
+    // One mix for every target: the voice's level against their average volume.
+    const volume = mixed.reduce((sum, s) => sum + s.volume, 0) / mixed.length;
+    const gain = voiceGainDb(media.duck!.voiceVolume, volume);
+    if (others.length) {
+      const why = this.overlayDuckUnavailable();
+      if (why) {
+        this.log.warn(
+          { clients: mixed.map((s) => s.clientId), others, reason: why },
+          'the music is shared with clients not announced: the announcement interrupts it',
+        );
+        return this.playPlain(list, plain);
+      }
+      const format = this.hubStream.feedFormat!;
+      const setup = duckOverlaySetup({
+        tapMusic: (fn) => this.hubStream.tapMusic(fn),
+        format,
+        duck: media.duck!,
+        voiceGainDb: gain,
+        ...(media.duration !== undefined ? { voiceSeconds: media.duration } : {}),
+      });
+      this.log.info(
+        { clients: mixed.map((s) => s.clientId), others },
+        'announcement mixed over a copy of the music on the announcement stream (ducked)',
+      );
+      // Targets without music hear the same mix: the music of the room next door, lowered, is no harm.
+      return this.playPlain(list, { ...media, overlay: true }, setup);
+    }
+    const rest = list.filter((s) => !listeners.has(s.clientId));
+    const [ducked, played] = await Promise.all([
+      this.hubStream.duck(mixed, media, gain),
+      rest.length ? this.playPlain(rest, plain) : Promise.resolve([]),
+    ]);
+    return list.map((s) => (mixed.includes(s) ? ducked[mixed.indexOf(s)] : played[rest.indexOf(s)]));
+  }
+
+  /**
+   * Why an announcement cannot be mixed into what `s` plays now, announced together with
+   * `targets` (DeviceIDs); undefined when it can (or when it plays nothing: the announcement
+   * alone is all there is to hear).
+   */
+  duckUnavailable(s: SnapcastSpeaker, targets: readonly string[]): string | undefined {
+    const listeners = this.hubStream.listeners();
+    if (listeners.includes(s.clientId)) {
+      const wanted = new Set(targets);
+      const others = [...this.speakers.values()].filter((x) => listeners.includes(x.clientId) && !wanted.has(x.id));
+      if (!others.length) return undefined;
+      const why = this.overlayDuckUnavailable();
+      if (!why) return undefined;
+      return `its music is the same stream as that of ${others.map((x) => x.info().name).join(', ')}, which the announcement does not target, and ${why}`;
+    }
+    const g = this.model.groupOf(s.clientId);
+    const own = [this.opts.server.stream, this.opts.server.announceStream];
+    if (g && !own.includes(g.streamId) && this.model.streams.get(g.streamId)?.status === 'playing') {
+      return `it plays snapserver stream '${g.streamId}', which the hub does not feed, so it cannot mix into it`;
+    }
+    return undefined;
+  }
+
+  /** Why a ducked announcement cannot have a mix of its own on the announcement stream, or undefined. */
+  private overlayDuckUnavailable(): string | undefined {
+    if (!this.overlayStream || this.fallback !== undefined)
+      return `snapserver has no announcement stream to give the announced clients a mix of their own (${this.fallback ?? 'none'})`;
+    const music = this.hubStream.feedFormat;
+    if (!music) return 'the music is not fed right now';
+    let format: string;
+    try {
+      format = streamSource({ ...this.opts.server, stream: this.opts.server.announceStream, source: undefined }, this.model).format;
+    } catch (e) {
+      return `the announcement stream cannot be fed: ${(e as Error).message}`;
+    }
+    const f = parseSampleFormat(format);
+    if (f.rate !== music.rate || f.bits !== music.bits || f.channels !== music.channels)
+      return `the announcement stream's sample format (${format}) is not the music's (${music.rate}:${music.bits}:${music.channels}), so the music cannot be mixed into it`;
+    return undefined;
+  }
+
+  private async playPlain(list: SnapcastSpeaker[], media: MediaRequest, setup?: FeedSetup): Promise<PromiseSettledResult<void>[]> {
     const overlay = this.fallback === undefined ? this.overlayStream : undefined;
     const to = media.overlay && overlay ? overlay : this.hubStream;
     const from = to === this.hubStream ? this.overlayStream : this.hubStream;
@@ -122,7 +224,7 @@ export class SnapServer {
     for (const s of list)
       if (from?.has(s.clientId))
         await from.stop(s).catch((e) => this.log.warn({ clientId: s.clientId, err: String(e) }, 'could not take the client off the other stream'));
-    return to.playGroup(list, media);
+    return to.playGroup(list, media, setup);
   }
 
   /**
@@ -179,6 +281,7 @@ export class SnapServer {
       this.apply(this.model.setVolume(s.clientId, volume));
     },
     restore: (s, snap, volumeOnly) => this.restore(s, snap, volumeOnly),
+    duckUnavailable: (s, targets) => this.duckUnavailable(s, targets),
     restoreLimit: () =>
       this.fallback === undefined
         ? undefined
