@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -90,7 +89,6 @@ interface PartKey {
 
 /** Where a render spent its time (ms), for the log: the latency of announcements is made of these. */
 interface RenderTimings {
-  probe: number;
   decode: number;
   convert: number;
   loudness: number;
@@ -138,14 +136,6 @@ export class AnnouncementClips {
   /** Whether render() would change a lone part (false: loudness off, so one part plays as it is). */
   get normalises(): boolean {
     return !!this.loudness;
-  }
-
-  /**
-   * The tag a file at this clip maker's target carries (src/media/loudness-file.ts): a TTS
-   * cache normalising with the same target writes files that render() plays as they are.
-   */
-  get loudnessTag(): string | undefined {
-    return this.loudness ? this.audio.tag : undefined;
   }
 
   /**
@@ -206,7 +196,7 @@ export class AnnouncementClips {
     if (this.running >= this.maxConcurrent) throw new ClipError(`${this.running} clips are rendering already`);
     this.running++;
     let held = 0;
-    const ms: RenderTimings = { probe: 0, decode: 0, convert: 0, loudness: 0, join: 0, write: 0 };
+    const ms: RenderTimings = { decode: 0, convert: 0, loudness: 0, join: 0, write: 0 };
     const started = performance.now();
     let mark = started;
     const lap = (stage: keyof RenderTimings) => {
@@ -216,29 +206,39 @@ export class AnnouncementClips {
     };
     const temp = join(this.opts.cacheDir, `.${randomBytes(8).toString('hex')}.wav`);
     try {
-      // A web part must have an end: a live stream would be read until the timeout, and the
-      // announcement would wait for nothing (it then plays as it is, the speaker fetching it).
-      for (const k of keys) if ('url' in k.source) await this.assertFinite(k.source.url);
-      lap('probe');
-      const loaded = await Promise.all(keys.map((k) => this.load(k)));
-      held = loaded.reduce((n, l) => n + samplesOf(l.pcm), 0);
-      this.samplesInFlight += held;
-      if (this.samplesInFlight > this.maxSamples) throw new ClipError(`the clips rendering hold too much audio (${this.samplesInFlight} samples)`);
+      // One part after the other, each counted as it comes: a render stops as soon as the
+      // renders together would hold more audio than allowed.
+      const loaded: Array<{ pcm: Pcm; normalised: boolean }> = [];
+      for (const k of keys) {
+        const part = await this.load(k);
+        loaded.push(part);
+        held += samplesOf(part.pcm);
+        this.samplesInFlight += samplesOf(part.pcm);
+        if (this.samplesInFlight > this.maxSamples) throw new ClipError(`the clips rendering hold too much audio (${this.samplesInFlight} samples)`);
+      }
       lap('decode');
       // One format for all: the highest rate and the most channels among the parts. The
       // built-in chime and espeak agree (22.05 kHz mono), so announcements never resample.
       const rate = Math.max(...loaded.map((l) => l.pcm.rate));
       const nch = Math.max(...loaded.map((l) => l.pcm.channels.length));
-      const converted = await Promise.all(
-        loaded.map(async (l) => {
-          let pcm = l.pcm;
-          if (pcm.rate !== rate) pcm = await resampleWithFfmpeg(pcm, rate, this.audio.ffmpeg);
-          return { ...l, pcm: upmix(pcm, nch) };
-        }),
-      );
-      lap('convert');
-      const ready = converted.map((l, i) => (this.loudness && !l.normalised ? this.normalised(l.pcm, keys[i].id) : l.pcm.channels));
-      lap('loudness');
+      const ready: Float32Array[][] = [];
+      for (const [i, l] of loaded.entries()) {
+        // A part normalised at this format before (the chime) needs neither resampling nor loudness work.
+        const memoKey = this.loudness && !l.normalised && keys[i].id ? `${keys[i].id}\0${rate}\0${nch}` : undefined;
+        const known = memoKey && this.recall(memoKey);
+        if (known) {
+          ready.push(known);
+          continue;
+        }
+        let pcm = l.pcm;
+        if (pcm.rate !== rate) pcm = await resampleWithFfmpeg(pcm, rate, this.audio.ffmpeg);
+        pcm = upmix(pcm, nch);
+        lap('convert');
+        const channels = this.loudness && !l.normalised ? this.audio.normalise(pcm).pcm.channels : pcm.channels;
+        if (memoKey) this.remember(memoKey, channels);
+        ready.push(channels);
+        lap('loudness');
+      }
       const clip = this.joined(ready, rate, nch);
       lap('join');
       await mkdir(this.opts.cacheDir, { recursive: true });
@@ -257,34 +257,39 @@ export class AnnouncementClips {
     return { file, contentType: 'audio/wav', duration: await wavDuration(file).catch(() => undefined) };
   }
 
-  /** A part's samples: files by the normaliser's loader, web parts by ffmpeg (http/https only, cut after maxWebSeconds). */
+  /**
+   * A part's samples: files by the normaliser's loader, web parts by ffmpeg (http/https only,
+   * cut after maxWebSeconds). A web part must have an end: a live stream would be read until
+   * the timeout, and the announcement would wait for nothing (it then plays as it is, the
+   * speaker fetching it); its header is read with a small probe, in the same ffmpeg run.
+   */
   private async load(k: PartKey): Promise<{ pcm: Pcm; normalised: boolean }> {
     if ('file' in k.source) return this.audio.load(k.source.file);
-    const input = ['-protocol_whitelist', 'http,https,tcp,tls,crypto', '-i', k.source.url];
-    return { pcm: await decodeWithFfmpeg(input, this.audio.ffmpeg), normalised: false };
+    const input = ['-probesize', '65536', '-analyzeduration', '500000', '-protocol_whitelist', 'http,https,tcp,tls,crypto', '-i', k.source.url];
+    return { pcm: await decodeWithFfmpeg(input, this.audio.ffmpeg, { maxSeconds: this.maxWebSeconds, withinMs: 5000 }), normalised: false };
   }
 
-  /** A part at the target loudness; small file parts (the chime) are kept in memory for the next clip. */
-  private normalised(pcm: Pcm, id: string | undefined): Float32Array[] {
-    const memoKey = id && `${id}\0${pcm.rate}\0${pcm.channels.length}`;
-    const known = memoKey ? this.memo.get(memoKey) : undefined;
-    if (memoKey && known) {
-      this.memo.delete(memoKey);
-      this.memo.set(memoKey, known);
-      return known;
+  /** A normalised part kept from an earlier clip, now the most recently used. */
+  private recall(key: string): Float32Array[] | undefined {
+    const known = this.memo.get(key);
+    if (known) {
+      this.memo.delete(key);
+      this.memo.set(key, known);
     }
-    const out = this.audio.normalise(pcm).pcm.channels;
-    const size = samplesOf({ channels: out });
-    if (memoKey && size <= MEMO_PART_SAMPLES) {
-      this.memo.set(memoKey, out);
-      this.memoSamples += size;
-      for (const [k, v] of this.memo) {
-        if (this.memo.size <= MEMO_ENTRIES && this.memoSamples <= MEMO_SAMPLES) break;
-        this.memo.delete(k);
-        this.memoSamples -= samplesOf({ channels: v });
-      }
+    return known;
+  }
+
+  /** Keeps a small normalised part (the chime, in practice) for the next clip; the least recently used go first. */
+  private remember(key: string, channels: Float32Array[]): void {
+    const size = samplesOf({ channels });
+    if (size > MEMO_PART_SAMPLES || this.memo.has(key)) return;
+    this.memo.set(key, channels);
+    this.memoSamples += size;
+    for (const [k, v] of this.memo) {
+      if (this.memo.size <= MEMO_ENTRIES && this.memoSamples <= MEMO_SAMPLES) break;
+      this.memo.delete(k);
+      this.memoSamples -= samplesOf({ channels: v });
     }
-    return out;
   }
 
   /** The parts one after the other, with gapMs of silence between each two. */
@@ -298,45 +303,6 @@ export class AnnouncementClips {
       at += p[0].length + (i < parts.length - 1 ? gap : 0);
     });
     return { rate, channels };
-  }
-
-  /** Rejects unless ffmpeg reads a finite duration of at most maxWebSeconds from the URL's header. */
-  private async assertFinite(url: string): Promise<void> {
-    // ffmpeg with an input and no output prints the input's header and exits 1.
-    // Small probe: the header is enough, and a live stream must not keep the announcement waiting.
-    const err = await this.probe(
-      ['-probesize', '65536', '-analyzeduration', '500000', '-protocol_whitelist', 'http,https,tcp,tls,crypto', '-i', url],
-      5000,
-    );
-    const m = /Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/.exec(err);
-    const seconds = m ? Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]) : NaN;
-    if (!(seconds > 0 && seconds <= this.maxWebSeconds))
-      throw new ClipError(`the web media has no known length of at most ${this.maxWebSeconds} s (a live stream?)`);
-  }
-
-  /** Runs ffmpeg for its stderr (bounded), whatever its exit code; rejects if it cannot run or on timeout. */
-  private probe(args: string[], timeoutMs: number): Promise<string> {
-    return new Promise((resolve, reject) => {
-      let err = '';
-      let done = false;
-      const proc = spawn(this.audio.ffmpeg.ffmpegPath, ['-hide_banner', '-nostats', '-nostdin', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-      const timer = setTimeout(() => {
-        proc.kill('SIGKILL');
-        finish(new ClipError(`ffmpeg took longer than ${timeoutMs} ms`));
-      }, timeoutMs);
-      const finish = (e?: Error) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        if (e) reject(e);
-        else resolve(err);
-      };
-      proc.stderr.on('data', (d: Buffer) => {
-        err = (err + d.toString()).slice(-16_384);
-      });
-      proc.on('error', (e) => finish(new ClipError(`cannot run ffmpeg (${this.audio.ffmpeg.ffmpegPath}): ${e.message}`)));
-      proc.on('close', () => finish());
-    });
   }
 
   /** Runs one eviction at a time; renders finishing meanwhile fold into one more pass. */

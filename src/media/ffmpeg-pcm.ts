@@ -22,12 +22,51 @@ export interface FfmpegOptions {
   maxBytes: number;
 }
 
-/** Mono or stereo (wider sources are downmixed by ffmpeg) float samples of an input ffmpeg reads. */
-export async function decodeWithFfmpeg(inputArgs: string[], o: FfmpegOptions): Promise<Pcm> {
-  const { stdout } = await runFfmpeg(
-    [...inputArgs, '-t', String(o.maxSeconds), '-vn', '-af', 'aformat=channel_layouts=mono|stereo', '-c:a', 'pcm_f32le', '-f', 'wav', 'pipe:1'],
-    o,
-  );
+/** What decodeWithFfmpeg is told about the input's length. */
+export interface LengthCheck {
+  /** The input's header must give a length of at most this many seconds (a live stream has none). */
+  maxSeconds: number;
+  /** ...within this long of ffmpeg starting. */
+  withinMs: number;
+}
+
+/**
+ * Mono or stereo (wider sources are downmixed by ffmpeg) float samples of an input ffmpeg
+ * reads. With `length`, the input's header is read as the decode starts, and the decode is
+ * stopped at once if it gives no length of at most `length.maxSeconds` (one ffmpeg run where a
+ * probe and then a decode took two).
+ */
+export async function decodeWithFfmpeg(inputArgs: string[], o: FfmpegOptions, length?: LengthCheck): Promise<Pcm> {
+  const args = [
+    ...inputArgs,
+    '-t',
+    String(o.maxSeconds),
+    '-vn',
+    '-af',
+    'aformat=channel_layouts=mono|stereo',
+    '-c:a',
+    'pcm_f32le',
+    '-f',
+    'wav',
+    'pipe:1',
+  ];
+  if (!length) return pcmOf((await runFfmpeg(args, o)).stdout);
+  let known = false;
+  const { stdout } = await runFfmpeg(args, o, undefined, {
+    // 'info' for the input's header (Duration:); nothing else is printed before the summary.
+    verbosity: 'info',
+    checkAfterMs: length.withinMs,
+    check: (stderr, late) => {
+      if (known) return undefined;
+      const m = /Duration: (N\/A|(\d+):(\d\d):(\d\d(?:\.\d+)?))/.exec(stderr);
+      if (!m) return late ? `the media gave no length within ${length.withinMs} ms` : undefined;
+      const seconds = m[2] ? Number(m[2]) * 3600 + Number(m[3]) * 60 + Number(m[4]) : NaN;
+      if (!(seconds > 0 && seconds <= length.maxSeconds))
+        return `the web media has no known length of at most ${length.maxSeconds} s (a live stream?)`;
+      known = true;
+      return undefined;
+    },
+  });
   return pcmOf(stdout);
 }
 
@@ -35,8 +74,10 @@ export async function decodeWithFfmpeg(inputArgs: string[], o: FfmpegOptions): P
 export async function resampleWithFfmpeg(pcm: Pcm, rate: number, o: FfmpegOptions): Promise<Pcm> {
   const nch = pcm.channels.length;
   const frames = pcm.channels[0]?.length ?? 0;
-  const raw = Buffer.alloc(frames * nch * 4);
-  for (let c = 0; c < nch; c++) for (let i = 0; i < frames; i++) raw.writeFloatLE(pcm.channels[c][i], (i * nch + c) * 4);
+  const interleaved = new Float32Array(frames * nch);
+  for (let c = 0; c < nch; c++) for (let i = 0; i < frames; i++) interleaved[i * nch + c] = pcm.channels[c][i];
+  // f32le: the platform's float layout, little-endian on every machine Node runs the hub on.
+  const raw = Buffer.from(interleaved.buffer, interleaved.byteOffset, interleaved.byteLength);
   const { stdout } = await runFfmpeg(
     ['-f', 'f32le', '-ar', String(pcm.rate), '-ac', String(nch), '-i', 'pipe:0', '-ar', String(rate), '-c:a', 'pcm_f32le', '-f', 'wav', 'pipe:1'],
     o,
@@ -53,25 +94,39 @@ function pcmOf(wav: Buffer): Pcm {
   }
 }
 
+/** Watches ffmpeg's stderr while it runs: a string returned stops it and is the error. */
+export interface StderrCheck {
+  verbosity: 'info' | 'error';
+  check(stderr: string, late: boolean): string | undefined;
+  /** check() is called once more, with late=true, after this long. */
+  checkAfterMs: number;
+}
+
 /** Runs ffmpeg with `stdin` piped in; resolves with its stdout (at most maxBytes) and stderr's tail. */
-export function runFfmpeg(args: string[], o: FfmpegOptions, stdin?: Buffer): Promise<{ stdout: Buffer; stderr: string }> {
+export function runFfmpeg(args: string[], o: FfmpegOptions, stdin?: Buffer, watch?: StderrCheck): Promise<{ stdout: Buffer; stderr: string }> {
   return new Promise((resolve, reject) => {
     const out: Buffer[] = [];
     let outBytes = 0;
     let err = '';
     let done = false;
-    const proc = spawn(o.ffmpegPath, ['-hide_banner', '-nostats', '-v', 'error', ...(stdin ? [] : ['-nostdin']), '-y', ...args], {
+    const proc = spawn(o.ffmpegPath, ['-hide_banner', '-nostats', '-v', watch?.verbosity ?? 'error', ...(stdin ? [] : ['-nostdin']), '-y', ...args], {
       stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     });
     const timer = setTimeout(() => finish(new FfmpegError(`ffmpeg took longer than ${o.timeoutMs} ms`)), o.timeoutMs);
+    const late = watch && setTimeout(() => inspect(true), watch.checkAfterMs);
     const finish = (e?: Error) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      if (late) clearTimeout(late);
       if (e) {
         proc.kill('SIGKILL');
         reject(e);
       } else resolve({ stdout: Buffer.concat(out), stderr: err });
+    };
+    const inspect = (isLate: boolean) => {
+      const problem = watch?.check(err, isLate);
+      if (problem) finish(new FfmpegError(problem));
     };
     proc.stdout!.on('data', (d: Buffer) => {
       outBytes += d.length;
@@ -79,7 +134,8 @@ export function runFfmpeg(args: string[], o: FfmpegOptions, stdin?: Buffer): Pro
       out.push(d);
     });
     proc.stderr!.on('data', (d: Buffer) => {
-      err = (err + d.toString()).slice(-4096);
+      err = (err + d.toString()).slice(-16_384);
+      if (watch) inspect(false);
     });
     if (stdin) {
       // ffmpeg may exit before reading everything (a failure): that is reported by its exit code.
@@ -88,8 +144,10 @@ export function runFfmpeg(args: string[], o: FfmpegOptions, stdin?: Buffer): Pro
     }
     proc.on('error', (e) => finish(new FfmpegError(`cannot run ffmpeg (${o.ffmpegPath}): ${e.message}`)));
     proc.on('close', (code) => {
-      if (code === 0) finish();
-      else finish(new FfmpegError(`ffmpeg failed (exit ${code}): ${err.trim().split('\n').slice(-2).join(' ')}`));
+      if (code === 0) {
+        if (watch) inspect(true);
+        finish();
+      } else finish(new FfmpegError(`ffmpeg failed (exit ${code}): ${err.trim().split('\n').slice(-2).join(' ')}`));
     });
   });
 }

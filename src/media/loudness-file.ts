@@ -1,4 +1,4 @@
-import { open, readFile, writeFile } from 'node:fs/promises';
+import { open, writeFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { decodeWithFfmpeg, type FfmpegOptions } from './ffmpeg-pcm';
 import { normaliseLoudness, type LoudnessTarget, type NormaliseResult, warmUpLoudness } from './loudness';
@@ -67,13 +67,17 @@ export class LoudnessNormaliser {
    * A file's samples, mono or stereo: WAV in process, anything else (and WAV wider than
    * stereo) through ffmpeg. `normalised` when its header carries this target's tag.
    */
-  async load(file: string): Promise<{ pcm: Pcm; normalised: boolean; bytes: Buffer }> {
-    const bytes = await readFile(file);
-    const info = readWavInfo(bytes);
-    if (info && info.channels <= 2) {
-      return { pcm: decodeWav(bytes, Math.ceil(this.ffmpeg.maxSeconds * info.rate)), normalised: info.comment === this.tag, bytes };
+  async load(file: string): Promise<{ pcm: Pcm; normalised: boolean }> {
+    const bytes = await readHead(file, (head, size) => {
+      // Of a WAV, only the header and the samples used (maxSeconds of them): a long file is not read whole.
+      const info = readWavInfo(head, size);
+      return info ? info.dataOffset + Math.min(info.dataBytes, Math.ceil(this.ffmpeg.maxSeconds * info.rate) * info.channels * (info.bits / 8)) : 0;
+    });
+    const info = bytes && readWavInfo(bytes);
+    if (bytes && info && info.channels <= 2) {
+      return { pcm: decodeWav(bytes, Math.ceil(this.ffmpeg.maxSeconds * info.rate)), normalised: info.comment === this.tag };
     }
-    return { pcm: await decodeWithFfmpeg(['-i', file], this.ffmpeg), normalised: false, bytes };
+    return { pcm: await decodeWithFfmpeg(['-i', file], this.ffmpeg), normalised: false };
   }
 
   /** The samples at the target loudness (see normaliseLoudness). */
@@ -98,6 +102,25 @@ export class LoudnessNormaliser {
     await writeFile(output, this.encode(pcm));
     const t3 = performance.now();
     return { result, ms: { decode: round(t1 - t0), loudness: round(t2 - t1), write: round(t3 - t2) } };
+  }
+}
+
+/** Up to 64 KiB of the file's head, then the first `wanted(head, size)` bytes in all (none: undefined). */
+async function readHead(file: string, wanted: (head: Buffer, size: number) => number): Promise<Buffer | undefined> {
+  const fh = await open(file, 'r');
+  try {
+    const { size } = await fh.stat();
+    const head = Buffer.alloc(Math.min(size, 65_536));
+    await fh.read(head, 0, head.length, 0);
+    const total = Math.min(size, wanted(head, size));
+    if (total <= 0) return undefined;
+    if (total <= head.length) return head.subarray(0, total);
+    const all = Buffer.alloc(total);
+    head.copy(all);
+    await fh.read(all, head.length, total - head.length, head.length);
+    return all;
+  } finally {
+    await fh.close();
   }
 }
 

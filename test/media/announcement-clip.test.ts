@@ -6,6 +6,8 @@
  * and loudness are read back with real ffmpeg (ebur128) as the reference.
  */
 import { execFile } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -17,6 +19,13 @@ import { encodeWav } from '../../src/media/wav';
 import { captureLogger, tempDir } from './helpers';
 
 const run = promisify(execFile);
+
+/** MPEG-1 Layer III frames of silence (128 kbit/s, 44.1 kHz stereo, all-zero side information). */
+function silentMp3Frames(frames: number): Buffer {
+  const frame = Buffer.alloc(Math.floor((144 * 128_000) / 44_100));
+  frame.set([0xff, 0xfb, 0x90, 0x00]);
+  return Buffer.concat(Array.from({ length: frames }, () => frame));
+}
 const NO_FFMPEG = '/nonexistent/ffmpeg';
 
 async function ffmpegLufs(file: string): Promise<number> {
@@ -152,6 +161,55 @@ describe('AnnouncementClips', () => {
       await byBytes.maker.idle();
     }
     expect((await readdir(join(tmp.dir, 'bounded-bytes'))).filter((n) => n.endsWith('.wav'))).toHaveLength(1);
+  });
+
+  /** A real ffmpeg behind a script that counts its runs. */
+  async function countingFfmpeg(name: string): Promise<{ path: string; runs: () => Promise<number> }> {
+    const path = join(tmp.dir, `${name}.sh`);
+    const count = join(tmp.dir, `${name}.count`);
+    await writeFile(count, '');
+    await writeFile(path, `#!/bin/sh\necho run >> '${count}'\nexec ffmpeg "$@"\n`, { mode: 0o755 });
+    return { path, runs: async () => (await readFile(count, 'utf8')).split('\n').filter(Boolean).length };
+  }
+
+  test('the chime resampled and normalised for one format is kept: the next clip in that format runs no ffmpeg', async () => {
+    const ffmpeg = await countingFfmpeg('memo');
+    const { maker } = clips('memo', { ffmpegPath: ffmpeg.path });
+    for (const [i, freq] of [500, 700].entries()) {
+      const speech44 = join(tmp.dir, `speech44-${i}.wav`);
+      await run('ffmpeg', ['-v', 'error', '-y', '-f', 'lavfi', '-i', `sine=frequency=${freq}:duration=2`, '-ar', '44100', speech44]);
+      const clip = await maker.render([{ file: chime }, { file: speech44 }]);
+      expect(readWavInfo(await readFile(clip.file))).toMatchObject({ rate: 44100, channels: 1 });
+      // The chime (22.05 kHz) is resampled for the first clip only.
+      expect(await ffmpeg.runs()).toBe(1);
+    }
+  });
+
+  test('a web file takes one ffmpeg run (its length is checked as the decode starts); a live stream is refused', async () => {
+    const ffmpeg = await countingFfmpeg('web');
+    const { maker } = clips('web', { ffmpegPath: ffmpeg.path });
+    const body = tone(2, 440, 0.5);
+    const server = createServer((req, res) => {
+      if (req.url === '/live.wav') {
+        res.writeHead(200, { 'Content-Type': 'audio/mpeg' });
+        // An endless MP3 stream: frames of silence every 100 ms, no length anywhere.
+        const tick = setInterval(() => res.write(silentMp3Frames(4)), 100);
+        res.on('close', () => clearInterval(tick));
+        return;
+      }
+      res.writeHead(200, { 'Content-Type': 'audio/wav', 'Content-Length': body.length }).end(body);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const clip = await maker.render([{ file: chime }, { url: `${base}/file.wav` }]);
+      expect(await ffmpeg.runs()).toBe(1);
+      expect(decodeWav(await readFile(clip.file)).channels[0].length / 22050).toBeCloseTo(0.9 + 0.3 + 2, 2);
+      await expect(maker.render([{ url: `${base}/live.wav` }])).rejects.toThrow(/no known length|no length/);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 
   test("loudness 'off': the parts joined as they are, samples unchanged", async () => {
