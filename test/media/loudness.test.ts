@@ -85,14 +85,14 @@ describe('EBU R128 in process, against ffmpeg ebur128', () => {
     ],
   ];
 
-  test.each(signals)('%s: integrated within 0.3 LU, true peak within 0.5 dB', async (_name, make) => {
+  test.each(signals)('%s: integrated within 0.2 LU, true peak within 0.3 dB', async (_name, make) => {
     const file = await make();
     const pcm = decodeWav(await readFile(file));
     const ours = measureLoudness(pcm);
     const ref = await ffmpegLoudness(file);
     expect(Number.isFinite(ref.integrated)).toBe(true);
-    expect(Math.abs(ours.integrated - ref.integrated)).toBeLessThan(0.3);
-    expect(Math.abs(ours.truePeak - ref.truePeak)).toBeLessThan(0.5);
+    expect(Math.abs(ours.integrated - ref.integrated)).toBeLessThan(0.2);
+    expect(Math.abs(ours.truePeak - ref.truePeak)).toBeLessThan(0.3);
   });
 
   test('the 1 kHz sine at -20 dBFS peak (mono) reads -23.0 LUFS', async () => {
