@@ -234,7 +234,7 @@ export class AnnouncementClips {
         if (pcm.rate !== rate) pcm = await resampleWithFfmpeg(pcm, rate, this.audio.ffmpeg);
         pcm = upmix(pcm, nch);
         lap('convert');
-        const channels = this.loudness && !l.normalised ? this.audio.normalise(pcm).pcm.channels : pcm.channels;
+        const channels = this.loudness && !l.normalised ? (await this.audio.normalise(pcm)).pcm.channels : pcm.channels;
         if (memoKey) this.remember(memoKey, channels);
         ready.push(channels);
         lap('loudness');

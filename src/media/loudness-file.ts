@@ -1,7 +1,7 @@
 import { open, writeFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { decodeWithFfmpeg, type FfmpegOptions } from './ffmpeg-pcm';
-import { normaliseLoudness, type LoudnessTarget, type NormaliseResult, warmUpLoudness } from './loudness';
+import { normaliseLoudnessAsync, type LoudnessTarget, type NormaliseResult, warmUpLoudness } from './loudness';
 import { decodeWav, encodeWav16, type Pcm, readWavInfo } from './pcm-wav';
 
 export type { LoudnessTarget } from './loudness';
@@ -80,9 +80,9 @@ export class LoudnessNormaliser {
     return { pcm: await decodeWithFfmpeg(['-i', file], this.ffmpeg), normalised: false };
   }
 
-  /** The samples at the target loudness (see normaliseLoudness). */
-  normalise(pcm: Pcm): { pcm: Pcm; result: NormaliseResult } {
-    return normaliseLoudness(pcm, this.target);
+  /** The samples at the target loudness (see normaliseLoudness; long audio lets the event loop run between passes). */
+  normalise(pcm: Pcm): Promise<{ pcm: Pcm; result: NormaliseResult }> {
+    return normaliseLoudnessAsync(pcm, this.target);
   }
 
   /** The samples as a 16-bit WAV file tagged as normalised (they must be). */
@@ -97,7 +97,7 @@ export class LoudnessNormaliser {
     const t1 = performance.now();
     let pcm = loaded.pcm;
     let result: NormaliseResult | undefined;
-    if (!loaded.normalised) ({ pcm, result } = this.normalise(pcm));
+    if (!loaded.normalised) ({ pcm, result } = await this.normalise(pcm));
     const t2 = performance.now();
     await writeFile(output, this.encode(pcm));
     const t3 = performance.now();

@@ -224,8 +224,40 @@ const LIMIT_MARGIN_DB = 0.3;
  * gain and limiting again, a few rounds, so the result lands on the target. Silence (every
  * block gated) gets no gain.
  */
-export function normaliseLoudness(pcm: Pcm, target: LoudnessTarget): { pcm: Pcm; result: NormaliseResult } {
-  const measured = measureLoudness(pcm);
+export function normaliseLoudness(pcm: Pcm, target: LoudnessTarget): Normalised {
+  const steps = normaliseSteps(pcm, target);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/**
+ * normaliseLoudness, letting the event loop run between its passes over long audio: each pass
+ * over a minute of speech takes some milliseconds, over ten minutes of stereo media a few
+ * hundred, and the hub must go on serving streams and answering meanwhile.
+ */
+export async function normaliseLoudnessAsync(pcm: Pcm, target: LoudnessTarget): Promise<Normalised> {
+  const long = (pcm.channels[0]?.length ?? 0) * pcm.channels.length > YIELD_ABOVE_SAMPLES;
+  const steps = normaliseSteps(pcm, target);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+    if (long) await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+type Normalised = { pcm: Pcm; result: NormaliseResult };
+
+/** Audio longer than this (samples, all channels: 10 s of 44.1 kHz mono) yields between passes. */
+const YIELD_ABOVE_SAMPLES = 441_000;
+
+/** The work of normaliseLoudness, one pass over the samples per step. */
+function* normaliseSteps(pcm: Pcm, target: LoudnessTarget): Generator<void, Normalised> {
+  const integrated0 = integratedLoudness(pcm);
+  yield;
+  const measured = { integrated: integrated0, truePeak: truePeak(pcm) };
+  yield;
   if (!Number.isFinite(measured.integrated)) {
     return { pcm: copy(pcm), result: { measured, gainDb: 0, limited: false, integrated: measured.integrated } };
   }
@@ -238,6 +270,7 @@ export function normaliseLoudness(pcm: Pcm, target: LoudnessTarget): { pcm: Pcm;
   const ceiling = 10 ** ((target.truePeak - LIMIT_MARGIN_DB) / 20);
   // Where the samples may come near the ceiling, with a margin for the rounds that raise the gain.
   const env = peakEnvelope(pcm, ceiling * 10 ** (-Math.min(MAX_GAIN_DB, gainDb + 6) / 20));
+  yield;
   const buffers = pcm.channels.map((x) => new Float32Array(x.length));
   let out = pcm;
   let integrated = -Infinity;
@@ -246,7 +279,9 @@ export function normaliseLoudness(pcm: Pcm, target: LoudnessTarget): { pcm: Pcm;
   let last: { gain: number; lufs: number } | undefined;
   for (let round = 0; round < 6; round++) {
     out = limited(pcm, env, 10 ** (gainDb / 20), ceiling, buffers);
+    yield;
     integrated = integratedLoudness(out);
+    yield;
     const miss = target.integrated - integrated;
     if (!Number.isFinite(miss) || Math.abs(miss) < 0.1 || gainDb >= MAX_GAIN_DB) break;
     const slope = last && gainDb !== last.gain ? (integrated - last.lufs) / (gainDb - last.gain) : 1;
@@ -256,6 +291,7 @@ export function normaliseLoudness(pcm: Pcm, target: LoudnessTarget): { pcm: Pcm;
   }
   // The limiter's envelope is smooth, so what gets past it between samples is tiny; scale off any that did.
   const tp = truePeak(out);
+  yield;
   if (tp > target.truePeak) {
     const fix = 10 ** ((target.truePeak - tp) / 20);
     for (const x of out.channels) for (let i = 0; i < x.length; i++) x[i] *= fix;

@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { integratedLoudness, measureLoudness, normaliseLoudness, truePeak } from '../../src/media/loudness';
+import { integratedLoudness, measureLoudness, normaliseLoudness, normaliseLoudnessAsync, truePeak } from '../../src/media/loudness';
 import { LoudnessNormaliser } from '../../src/media/loudness-file';
 import { decodeWav, encodeWav16, readWavInfo } from '../../src/media/pcm-wav';
 
@@ -131,6 +131,30 @@ describe('EBU R128 in process, against ffmpeg ebur128', () => {
     expect({ name, lufs: Math.abs(ref.integrated - target.integrated) < 0.3 }).toEqual({ name, lufs: true });
     expect(ref.truePeak).toBeLessThanOrEqual(target.truePeak + 0.2);
     expect(Math.abs(result.integrated - ref.integrated)).toBeLessThan(0.3);
+  });
+
+  test('long audio is normalised without holding the event loop for the whole of it, to the same samples', async () => {
+    const input = decodeWav(await readFile(await lavfi('long', 'anoisesrc=color=pink:amplitude=0.03:duration=6:seed=9', 44100, 2)));
+    // 6 s of stereo: over the 10 s of mono above which the passes yield. Clicks: the gain up to
+    // -16 LUFS needs the limiter, so every pass runs.
+    for (let i = 5000; i < input.channels[0].length; i += 30_000) input.channels[0][i] = 0.9;
+    let ran = 0;
+    let ticking = true;
+    const tick = () => {
+      ran++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const before = ran;
+    const out = await normaliseLoudnessAsync(input, target);
+    ticking = false;
+    // Other callbacks ran between the passes (a synchronous run lets none in).
+    expect(ran - before).toBeGreaterThan(3);
+    expect(out.result.limited).toBe(true);
+    const sync = normaliseLoudness(input, target);
+    // Compared here, not by toEqual: jest walks a typed array of a million samples slowly.
+    const same = out.pcm.channels.every((x, c) => x.length === sync.pcm.channels[c].length && x.every((v, i) => v === sync.pcm.channels[c][i]));
+    expect(same).toBe(true);
   });
 
   test('a normalised file is tagged and recognised from its header; anything else is not', async () => {
