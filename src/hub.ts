@@ -14,6 +14,7 @@ import { MediaServer } from './media/media-server';
 import { MetadataReader } from './media/metadata-reader';
 import { ensureChime } from './media/chime';
 import { AnnouncementClips } from './media/announcement-clip';
+import { LoudnessNormaliser } from './media/loudness-file';
 import { sampleMediaDir } from './media/sample-location';
 import { SessionFile } from './persistence/session-file';
 import { loadOrCreateToken } from './server/auth';
@@ -92,6 +93,11 @@ export class SpeakerHub {
       maxQueue: config.limits.ttsQueue,
       logger: this.logger.child({ component: 'tts' }),
       reader: this.metadata,
+      // Speech enters the cache at the announcement loudness: a cached text plays with no loudness work.
+      normaliser:
+        config.announcements.loudness === 'off'
+          ? undefined
+          : new LoudnessNormaliser({ target: { integrated: config.announcements.loudness, truePeak: config.announcements.truePeak } }),
     });
     this.extraDrivers = [...(options.drivers ?? [])];
     this.extensions = [...(options.extensions ?? [])];

@@ -1,37 +1,35 @@
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readFile, readdir, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logger';
+import { decodeWithFfmpeg, resampleWithFfmpeg } from './ffmpeg-pcm';
+import { DEFAULT_LOUDNESS, LoudnessNormaliser, type LoudnessTarget } from './loudness-file';
+import { encodeWav16, type Pcm } from './pcm-wav';
 import { wavDuration } from './wav-duration';
+
+export { DEFAULT_LOUDNESS, type LoudnessTarget } from './loudness-file';
 
 /**
  * An announcement's audio as ONE clip: the chime, a short gap, then the speech (or media),
- * each part brought to a target loudness (EBU R128), rendered by ffmpeg into a WAV file.
+ * each part brought to a target loudness (EBU R128), written as a WAV file.
  *
  * Why one clip: with the chime and the speech as two plays, each speaker fetches and starts
  * the speech on its own, so a speaker that starts late cuts off the first word. Why the
  * loudness: espeak, VoiceRSS, a chime and a user's file all come at different levels, and a
  * voice must neither drown in nor shout over the music it interrupts or ducks.
  *
- * Loudness is measured with ffmpeg's ebur128 filter (integrated loudness and true peak) and
- * applied as a linear gain, then a limiter keeps the true peak under the ceiling, then the
- * level the limiter took is given back as far as the ceiling allows. Measure-and-gain instead
- * of ffmpeg's loudnorm: loudnorm needs 3 s of audio and misses by tens of LU on short
- * TTS clips (a 2.4 s espeak sentence came out at -54 LUFS for a -16 target).
+ * Everything is done in process (src/media/loudness.ts: BS.1770 measurement, gain, a
+ * true-peak limiter; joining PCM): announcements wait for this, and the two ffmpeg runs it
+ * took before cost ~200 ms a clip. ffmpeg is still used where only it can help: decoding
+ * what is not PCM WAV (MP3, a web URL) and resampling a part whose rate differs from the
+ * others'. A lone part already at the target (a TTS cache entry, normalised when it was
+ * synthesized) is the clip itself: no work at all.
  *
- * Results are cached by their inputs (files: path, size, mtime) in a bounded LRU directory
- * like the TTS cache; renders of web media are not reused (the URL's content may change).
+ * Results are cached by their inputs (content, or path, size and mtime for big files) in a
+ * bounded LRU directory like the TTS cache; renders of web media are not reused (the URL's
+ * content may change). Identical renders at once share one (single-flight).
  */
-
-export interface LoudnessTarget {
-  /** Integrated loudness, LUFS. */
-  integrated: number;
-  /** True-peak ceiling, dBTP. */
-  truePeak: number;
-}
-
-export const DEFAULT_LOUDNESS: LoudnessTarget = { integrated: -16, truePeak: -1.5 };
 
 /** A part of the clip: a file on the hub, or a web URL ffmpeg fetches (http/https only). */
 export type ClipSource = { file: string } | { url: string };
@@ -47,7 +45,7 @@ export interface AnnouncementClipsOptions {
   cacheDir: string;
   logger: Logger;
   ffmpegPath?: string;
-  /** undefined/'off': no loudness normalisation (the chime is still joined to the speech). */
+  /** undefined: DEFAULT_LOUDNESS; 'off': no loudness normalisation (the chime is still joined to the speech). */
   loudness?: LoudnessTarget | 'off';
   /** Silence between the chime and what follows. Default 300 ms. */
   gapMs?: number;
@@ -55,19 +53,25 @@ export interface AnnouncementClipsOptions {
   maxCacheBytes?: number;
   /** One ffmpeg run may take this long (a web URL that never ends fails here). Default 20 s. */
   timeoutMs?: number;
-  /** A web part is cut after this many seconds (a live stream has no end). Default 600. */
+  /** A part (web or file) is cut after this many seconds (a live stream has no end). Default 600. */
   maxWebSeconds?: number;
   /** Clips rendering at once; one more fails at once (the caller falls back to the parts). Default 8. */
   maxConcurrent?: number;
+  /** Decoded samples (all channels) held by renders at once; a render that would exceed it fails (the parts play as they are). Default 64 Mi (256 MiB). */
+  maxSamplesInFlight?: number;
 }
 
-const RATE = 44100;
 // Finished entries only; temp files start with '.'.
 const CACHE_FILE = /^[0-9a-f]{64}\.wav$/;
 // Bump when the rendering changes, so old cache entries are not reused.
-const VERSION = 'clip-v1';
+const VERSION = 'clip-v2';
 /** Parts up to this size are keyed by their content (8 MiB: a minute and a half of CD audio). */
 const MAX_HASHED_BYTES = 8 * 1024 * 1024;
+/** Normalised parts kept in memory for the next clip (the chime, in practice): count, and samples in all. */
+const MEMO_ENTRIES = 8;
+const MEMO_SAMPLES = 4 * 1024 * 1024;
+/** Only parts up to this many samples are memoised (30 s of stereo at 48 kHz). */
+const MEMO_PART_SAMPLES = 30 * 48_000 * 2;
 
 export class ClipError extends Error {
   constructor(message: string) {
@@ -76,36 +80,56 @@ export class ClipError extends Error {
   }
 }
 
-interface Measurement {
-  /** LUFS; -70 (ebur128's floor) for silence. */
-  integrated: number;
-  /** dBTP. */
-  truePeak: number;
+/** What produce() learned about a part while computing the key. */
+interface PartKey {
+  source: ClipSource;
+  /** Stable identity of a file part's content; undefined for web parts (never reused). */
+  id?: string;
+}
+
+/** Where a render spent its time (ms), for the log: the latency of announcements is made of these. */
+interface RenderTimings {
+  decode: number;
+  convert: number;
+  loudness: number;
+  join: number;
+  write: number;
 }
 
 export class AnnouncementClips {
-  private readonly ffmpeg: string;
   private readonly loudness?: LoudnessTarget;
+  /** Loads parts (WAV in process, the rest through ffmpeg) and normalises them; also for loudness 'off' (then only loading). */
+  private readonly audio: LoudnessNormaliser;
   private readonly gapMs: number;
   private readonly maxEntries: number;
   private readonly maxBytes: number;
-  private readonly timeoutMs: number;
   private readonly maxWebSeconds: number;
   private readonly maxConcurrent: number;
+  private readonly maxSamples: number;
   private readonly log: Logger;
   private running = 0;
+  private samplesInFlight = 0;
   private readonly inFlight = new Map<string, Promise<ClipAudio>>();
+  /** Normalised parts by content id and format, least recently used first. */
+  private readonly memo = new Map<string, Float32Array[]>();
+  private memoSamples = 0;
   private evicting?: Promise<void>;
+  private evictAgain = false;
 
   constructor(private readonly opts: AnnouncementClipsOptions) {
-    this.ffmpeg = opts.ffmpegPath ?? 'ffmpeg';
     this.loudness = opts.loudness === 'off' ? undefined : (opts.loudness ?? DEFAULT_LOUDNESS);
+    this.maxWebSeconds = opts.maxWebSeconds ?? 600;
+    this.audio = new LoudnessNormaliser({
+      target: this.loudness ?? DEFAULT_LOUDNESS,
+      ffmpegPath: opts.ffmpegPath,
+      timeoutMs: opts.timeoutMs,
+      maxSeconds: this.maxWebSeconds,
+    });
     this.gapMs = Math.max(0, opts.gapMs ?? 300);
     this.maxEntries = Math.max(1, opts.maxCacheEntries ?? 200);
     this.maxBytes = Math.max(1, opts.maxCacheBytes ?? 200 * 1024 * 1024);
-    this.timeoutMs = opts.timeoutMs ?? 20_000;
-    this.maxWebSeconds = opts.maxWebSeconds ?? 600;
     this.maxConcurrent = Math.max(1, opts.maxConcurrent ?? 8);
+    this.maxSamples = Math.max(1, opts.maxSamplesInFlight ?? 64 * 1024 * 1024);
     this.log = opts.logger;
   }
 
@@ -116,38 +140,53 @@ export class AnnouncementClips {
 
   /**
    * The parts in order (chime first), joined with the gap after each but the last, each at
-   * the target loudness. Rejects with ClipError (ffmpeg missing or failing, too busy, timeout).
+   * the target loudness. Rejects with ClipError (ffmpeg missing or failing where it is
+   * needed, too busy, timeout).
    */
   async render(parts: ClipSource[]): Promise<ClipAudio> {
     if (!parts.length) throw new ClipError('nothing to render');
-    const key = await this.keyOf(parts);
-    const file = join(this.opts.cacheDir, `${key}.wav`);
+    const lone = parts.length === 1 && 'file' in parts[0] ? parts[0].file : undefined;
+    if (lone && this.loudness && (await this.audio.isNormalised(lone).catch(() => false))) {
+      // Already at the target (a TTS cache entry): it is the clip, nothing to do or to cache.
+      return { file: lone, contentType: 'audio/wav', duration: await wavDuration(lone).catch(() => undefined) };
+    }
+    const keys = await this.keysOf(parts);
+    const key = this.clipKey(keys);
     const pending = this.inFlight.get(key);
     if (pending) return pending;
-    const job = this.produce(parts, file).finally(() => this.inFlight.delete(key));
+    const job = this.produce(keys, join(this.opts.cacheDir, `${key}.wav`)).finally(() => this.inFlight.delete(key));
     this.inFlight.set(key, job);
     return job;
   }
 
-  private async keyOf(parts: ClipSource[]): Promise<string> {
-    const h = createHash('sha256').update(`${VERSION}\0${JSON.stringify(this.loudness ?? 'off')}\0${this.gapMs}`);
-    for (const p of parts) {
-      if ('file' in p) {
+  private async keysOf(parts: ClipSource[]): Promise<PartKey[]> {
+    return Promise.all(
+      parts.map(async (p): Promise<PartKey> => {
+        if (!('file' in p)) return { source: p };
         const st = await stat(p.file).catch(() => undefined);
         if (!st?.isFile()) throw new ClipError(`no such file: ${p.file}`);
         // By content where that is cheap: the TTS cache touches its files' mtime on every hit
         // (its LRU), which must not make every cached text a new clip.
-        if (st.size <= MAX_HASHED_BYTES) h.update('\0content\0').update(await readFile(p.file));
-        else h.update(`\0file\0${p.file}\0${st.size}\0${st.mtimeMs}`);
-      } else {
-        // Never reused: the same URL may serve something else next time.
-        h.update(`\0url\0${p.url}\0${randomBytes(16).toString('hex')}`);
-      }
-    }
+        if (st.size <= MAX_HASHED_BYTES)
+          return {
+            source: p,
+            id: `content:${createHash('sha256')
+              .update(await readFile(p.file))
+              .digest('hex')}`,
+          };
+        return { source: p, id: `file:${p.file}\0${st.size}\0${st.mtimeMs}` };
+      }),
+    );
+  }
+
+  private clipKey(keys: PartKey[]): string {
+    const h = createHash('sha256').update(`${VERSION}\0${JSON.stringify(this.loudness ?? 'off')}\0${this.gapMs}`);
+    // A web part is never reused: the same URL may serve something else next time.
+    for (const k of keys) h.update(`\0${k.id ?? `url:${randomBytes(16).toString('hex')}`}`);
     return h.digest('hex');
   }
 
-  private async produce(parts: ClipSource[], file: string): Promise<ClipAudio> {
+  private async produce(keys: PartKey[], file: string): Promise<ClipAudio> {
     const hit = await stat(file).catch(() => undefined);
     if (hit?.isFile() && hit.size > 0) {
       const now = new Date();
@@ -156,118 +195,131 @@ export class AnnouncementClips {
     }
     if (this.running >= this.maxConcurrent) throw new ClipError(`${this.running} clips are rendering already`);
     this.running++;
-    const started = Date.now();
+    let held = 0;
+    const ms: RenderTimings = { decode: 0, convert: 0, loudness: 0, join: 0, write: 0 };
+    const started = performance.now();
+    let mark = started;
+    const lap = (stage: keyof RenderTimings) => {
+      const now = performance.now();
+      ms[stage] += Math.round((now - mark) * 10) / 10;
+      mark = now;
+    };
     const temp = join(this.opts.cacheDir, `.${randomBytes(8).toString('hex')}.wav`);
     try {
-      // A web part must have an end: a live stream would be read until the timeout, and the
-      // announcement would wait for nothing (it then plays as it is, the speaker fetching it).
-      for (const p of parts) if ('url' in p) await this.assertFinite(p.url);
-      await mkdir(this.opts.cacheDir, { recursive: true });
-      const target = this.loudness;
-      // Per part: its own gain, so a loud chime does not push a quiet voice down (or up).
-      const gains = target ? await Promise.all(parts.map(async (p) => gainFor(await this.measure(p), target))) : parts.map(() => 0);
-      const inputs = parts.flatMap((p) => this.input(p));
-      if (!target) {
-        await this.run([...inputs, '-filter_complex', this.graph(parts.length, gains), '-map', '[out]', ...wavOut(temp)]);
-      } else {
-        // One run renders and measures what it rendered (a second output through ebur128).
-        const graph = `${this.graph(parts.length, gains, '[mixed]')};[mixed]asplit=2[out][tap];[tap]ebur128=peak=true[measured]`;
-        const err = await this.run([...inputs, '-filter_complex', graph, '-map', '[out]', ...wavOut(temp), '-map', '[measured]', '-f', 'null', '-']);
-        const m = parseSummary(err);
-        // The limiter took some level off the loud passages: give it back while the peak allows,
-        // as a gain on the samples written (no third ffmpeg run: each costs ~90 ms here).
-        const back = Math.min(target.integrated - m.integrated, target.truePeak - m.truePeak);
-        if (m.integrated > -70 && Math.abs(back) > 0.2) await scaleWav(temp, 10 ** (back / 20));
+      // One part after the other, each counted as it comes: a render stops as soon as the
+      // renders together would hold more audio than allowed.
+      const loaded: Array<{ pcm: Pcm; normalised: boolean }> = [];
+      for (const k of keys) {
+        const part = await this.load(k);
+        loaded.push(part);
+        held += samplesOf(part.pcm);
+        this.samplesInFlight += samplesOf(part.pcm);
+        if (this.samplesInFlight > this.maxSamples) throw new ClipError(`the clips rendering hold too much audio (${this.samplesInFlight} samples)`);
       }
+      lap('decode');
+      // One format for all: the highest rate and the most channels among the parts. The
+      // built-in chime and espeak agree (22.05 kHz mono), so announcements never resample.
+      const rate = Math.max(...loaded.map((l) => l.pcm.rate));
+      const nch = Math.max(...loaded.map((l) => l.pcm.channels.length));
+      const ready: Float32Array[][] = [];
+      for (const [i, l] of loaded.entries()) {
+        // A part normalised at this format before (the chime) needs neither resampling nor loudness work.
+        const memoKey = this.loudness && !l.normalised && keys[i].id ? `${keys[i].id}\0${rate}\0${nch}` : undefined;
+        const known = memoKey && this.recall(memoKey);
+        if (known) {
+          ready.push(known);
+          continue;
+        }
+        let pcm = l.pcm;
+        if (pcm.rate !== rate) pcm = await resampleWithFfmpeg(pcm, rate, this.audio.ffmpeg);
+        pcm = upmix(pcm, nch);
+        lap('convert');
+        const channels = this.loudness && !l.normalised ? (await this.audio.normalise(pcm)).pcm.channels : pcm.channels;
+        if (memoKey) this.remember(memoKey, channels);
+        ready.push(channels);
+        lap('loudness');
+      }
+      const clip = this.joined(ready, rate, nch);
+      lap('join');
+      await mkdir(this.opts.cacheDir, { recursive: true });
+      await writeFile(temp, this.loudness ? this.audio.encode(clip) : encodeWav16(clip));
       await rename(temp, file);
+      lap('write');
     } catch (e) {
       await unlink(temp).catch(() => undefined);
       throw e instanceof ClipError ? e : new ClipError(String((e as Error)?.message ?? e));
     } finally {
       this.running--;
+      this.samplesInFlight -= held;
     }
-    this.log.debug({ parts: parts.length, ms: Date.now() - started }, 'announcement clip rendered');
+    this.log.debug({ parts: keys.length, ms: Math.round(performance.now() - started), stages: ms }, 'announcement clip rendered');
     this.scheduleEviction();
     return { file, contentType: 'audio/wav', duration: await wavDuration(file).catch(() => undefined) };
   }
 
-  /** ffmpeg input arguments for a part (web parts: http(s) only, cut after maxWebSeconds). */
-  private input(p: ClipSource): string[] {
-    if ('file' in p) return ['-i', p.file];
-    return ['-protocol_whitelist', 'http,https,tcp,tls,crypto', '-t', String(this.maxWebSeconds), '-i', p.url];
+  /**
+   * A part's samples: files by the normaliser's loader, web parts by ffmpeg (http/https only,
+   * cut after maxWebSeconds). A web part must have an end: a live stream would be read until
+   * the timeout, and the announcement would wait for nothing (it then plays as it is, the
+   * speaker fetching it); its header is read with a small probe, in the same ffmpeg run.
+   */
+  private async load(k: PartKey): Promise<{ pcm: Pcm; normalised: boolean }> {
+    if ('file' in k.source) return this.audio.load(k.source.file);
+    const input = ['-probesize', '65536', '-analyzeduration', '500000', '-protocol_whitelist', 'http,https,tcp,tls,crypto', '-i', k.source.url];
+    return { pcm: await decodeWithFfmpeg(input, this.audio.ffmpeg, { maxSeconds: this.maxWebSeconds, withinMs: 5000 }), normalised: false };
   }
 
-  /** Each part resampled to one format, gained, then all concatenated with the gap after each but the last; limited at the ceiling. */
-  private graph(n: number, gains: number[], out = '[out]'): string {
-    const chains: string[] = [];
-    const labels: string[] = [];
-    for (let i = 0; i < n; i++) {
-      chains.push(`[${i}:a:0]aresample=${RATE},aformat=sample_fmts=fltp:channel_layouts=stereo,volume=${gains[i].toFixed(2)}dB[p${i}]`);
-      labels.push(`[p${i}]`);
-      if (i < n - 1 && this.gapMs > 0) {
-        chains.push(`anullsrc=r=${RATE}:cl=stereo,atrim=duration=${(this.gapMs / 1000).toFixed(3)}[g${i}]`);
-        labels.push(`[g${i}]`);
-      }
+  /** A normalised part kept from an earlier clip, now the most recently used. */
+  private recall(key: string): Float32Array[] | undefined {
+    const known = this.memo.get(key);
+    if (known) {
+      this.memo.delete(key);
+      this.memo.set(key, known);
     }
-    const limit = this.loudness ? `,alimiter=limit=${dbToLinear(this.loudness.truePeak - 0.5).toFixed(4)}:level=false:attack=5:release=50` : '';
-    chains.push(`${labels.join('')}concat=n=${labels.length}:v=0:a=1${limit}${out}`);
-    return chains.join(';');
+    return known;
   }
 
-  /** Integrated loudness and true peak of a part (ffmpeg's ebur128 summary). */
-  private async measure(p: ClipSource): Promise<Measurement> {
-    return parseSummary(await this.run([...this.input(p), '-af', 'ebur128=peak=true', '-f', 'null', '-']));
+  /** Keeps a small normalised part (the chime, in practice) for the next clip; the least recently used go first. */
+  private remember(key: string, channels: Float32Array[]): void {
+    const size = samplesOf({ channels });
+    if (size > MEMO_PART_SAMPLES || this.memo.has(key)) return;
+    this.memo.set(key, channels);
+    this.memoSamples += size;
+    for (const [k, v] of this.memo) {
+      if (this.memo.size <= MEMO_ENTRIES && this.memoSamples <= MEMO_SAMPLES) break;
+      this.memo.delete(k);
+      this.memoSamples -= samplesOf({ channels: v });
+    }
   }
 
-  /** Rejects unless ffmpeg reads a finite duration of at most maxWebSeconds from the URL's header. */
-  private async assertFinite(url: string): Promise<void> {
-    // ffmpeg with an input and no output prints the input's header and exits 1.
-    // Small probe: the header is enough, and a live stream must not keep the announcement waiting.
-    const err = await this.run(['-probesize', '65536', '-analyzeduration', '500000', '-protocol_whitelist', 'http,https,tcp,tls,crypto', '-i', url], {
-      timeoutMs: 5000,
-      anyExit: true,
+  /** The parts one after the other, with gapMs of silence between each two. */
+  private joined(parts: Float32Array[][], rate: number, nch: number): Pcm {
+    const gap = Math.round((this.gapMs / 1000) * rate);
+    const frames = parts.reduce((n, p) => n + p[0].length, 0) + gap * (parts.length - 1);
+    const channels = Array.from({ length: nch }, () => new Float32Array(frames));
+    let at = 0;
+    parts.forEach((p, i) => {
+      for (let c = 0; c < nch; c++) channels[c].set(p[c], at);
+      at += p[0].length + (i < parts.length - 1 ? gap : 0);
     });
-    const m = /Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/.exec(err);
-    const seconds = m ? Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]) : NaN;
-    if (!(seconds > 0 && seconds <= this.maxWebSeconds))
-      throw new ClipError(`the web media has no known length of at most ${this.maxWebSeconds} s (a live stream?)`);
+    return { rate, channels };
   }
 
-  /** Runs ffmpeg; resolves with its stderr (bounded), rejects on failure (unless anyExit) or timeout. */
-  private run(args: string[], how: { timeoutMs?: number; anyExit?: boolean } = {}): Promise<string> {
-    const timeoutMs = how.timeoutMs ?? this.timeoutMs;
-    return new Promise((resolve, reject) => {
-      let err = '';
-      let done = false;
-      const proc = spawn(this.ffmpeg, ['-hide_banner', '-nostats', '-nostdin', '-y', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-      const timer = setTimeout(() => {
-        proc.kill('SIGKILL');
-        finish(new ClipError(`ffmpeg took longer than ${timeoutMs} ms`));
-      }, timeoutMs);
-      const finish = (e?: Error) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        if (e) reject(e);
-        else resolve(err);
-      };
-      proc.stderr.on('data', (d: Buffer) => {
-        // The summary is at the end: keep the last 16 KiB only.
-        err = (err + d.toString()).slice(-16_384);
-      });
-      proc.on('error', (e) => finish(new ClipError(`cannot run ffmpeg (${this.ffmpeg}): ${e.message}`)));
-      proc.on('close', (code) => {
-        if (code === 0 || how.anyExit) finish();
-        else finish(new ClipError(`ffmpeg failed (exit ${code}): ${err.trim().split('\n').slice(-2).join(' ')}`));
-      });
-    });
-  }
-
+  /** Runs one eviction at a time; renders finishing meanwhile fold into one more pass. */
   private scheduleEviction(): void {
-    if (this.evicting) return;
+    if (this.evicting) {
+      this.evictAgain = true;
+      return;
+    }
     this.evicting = this.evict()
       .catch((e: unknown) => this.log.warn({ err: String(e) }, 'announcement clip cache eviction failed'))
-      .finally(() => (this.evicting = undefined));
+      .finally(() => {
+        this.evicting = undefined;
+        if (this.evictAgain) {
+          this.evictAgain = false;
+          this.scheduleEviction();
+        }
+      });
   }
 
   /** Resolves when no eviction runs (tests). */
@@ -300,46 +352,18 @@ export class AnnouncementClips {
   }
 }
 
-/** The last ebur128 summary in ffmpeg's stderr: integrated loudness and true peak. */
-function parseSummary(err: string): Measurement {
-  const at = err.lastIndexOf('Summary:');
-  if (at < 0) throw new ClipError('ffmpeg measured no loudness');
-  const summary = err.slice(at);
-  const integrated = Number(/I:\s+(-?[\d.]+|-inf) LUFS/.exec(summary)?.[1]);
-  const truePeak = Number(/Peak:\s+(-?[\d.]+|-inf) dBFS/.exec(summary)?.[1]);
-  return { integrated: Number.isFinite(integrated) ? integrated : -70, truePeak: Number.isFinite(truePeak) ? truePeak : -100 };
+function samplesOf(pcm: { channels: Float32Array[] }): number {
+  return pcm.channels.reduce((n, x) => n + x.length, 0);
 }
 
-/** Multiplies the 16-bit PCM samples of a WAV file ffmpeg wrote (its data chunk) by `factor`, clamped. */
-async function scaleWav(file: string, factor: number): Promise<void> {
-  const buf = await readFile(file);
-  let off = 12;
-  while (off + 8 <= buf.length) {
-    const id = buf.toString('ascii', off, off + 4);
-    const size = buf.readUInt32LE(off + 4);
-    if (id === 'data') {
-      // ffmpeg writing to a file fills the size in; bounded by the file either way.
-      const end = Math.min(buf.length, off + 8 + (size || buf.length));
-      for (let i = off + 8; i + 1 < end; i += 2) buf.writeInt16LE(Math.max(-32768, Math.min(32767, Math.round(buf.readInt16LE(i) * factor))), i);
-      await writeFile(file, buf);
-      return;
-    }
-    off += 8 + size + (size & 1);
-  }
-  throw new ClipError('the rendered clip has no data chunk');
-}
-
-function wavOut(file: string): string[] {
-  return ['-ar', String(RATE), '-ac', '2', '-c:a', 'pcm_s16le', '-f', 'wav', file];
-}
-
-/** The gain that brings a measurement to the target; none for silence (nothing to bring up). */
-function gainFor(m: Measurement, target: LoudnessTarget): number {
-  if (m.integrated <= -70) return 0;
-  // Bounded: a near-silent file must not become +60 dB of noise.
-  return Math.max(-40, Math.min(40, target.integrated - m.integrated));
-}
-
-function dbToLinear(db: number): number {
-  return Math.min(1, Math.max(0.0625, 10 ** (db / 20)));
+/**
+ * Mono made stereo at the same loudness: both channels at -3 dB (BS.1770 adds the channels'
+ * power, so a plain copy would be 3 LU louder than the mono part was measured).
+ */
+function upmix(pcm: Pcm, nch: number): Pcm {
+  if (pcm.channels.length >= nch) return pcm;
+  const x = pcm.channels[0];
+  const y = new Float32Array(x.length);
+  for (let i = 0; i < x.length; i++) y[i] = x[i] * Math.SQRT1_2;
+  return { rate: pcm.rate, channels: Array.from({ length: nch }, () => y) };
 }

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, stat, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { audioDuration } from '../media/duration';
 import type { MetadataReader } from '../media/metadata-reader';
 import { HubError } from '../core/errors';
@@ -23,7 +24,24 @@ export interface TtsServiceOptions {
   logger: Logger;
   /** The hub's own metadata reader, for durations of non-WAV audio (default: the process-wide one). */
   reader?: MetadataReader;
+  /**
+   * Brings each synthesized text to the announcement loudness before it enters the cache, so
+   * a cache hit is ready to play with no loudness work (src/media/loudness-file.ts). Entries
+   * are then WAV whatever the provider writes.
+   */
+  normaliser?: TtsNormaliser;
 }
+
+/** What the cache needs of src/media/loudness-file.ts's LoudnessNormaliser. */
+export interface TtsNormaliser {
+  /** Names the target; part of the cache key. */
+  readonly tag: string;
+  /** Writes `input` at the target loudness to `output` as WAV; `ms` says where the time went. */
+  normaliseFile(input: string, output: string): Promise<{ ms: Record<string, number> }>;
+}
+
+/** What a normalised cache entry is, whatever the provider writes. */
+const NORMALISED = { ext: 'wav', contentType: 'audio/wav' };
 
 // Finished cache entries only; temp files start with '.' and never match.
 const CACHE_FILE = /^[0-9a-f]{64}\.[A-Za-z0-9]+$/;
@@ -41,6 +59,7 @@ export class TtsService {
   private synthesizing = 0;
   private readonly log: Logger;
   private readonly reader?: MetadataReader;
+  private readonly normaliser?: TtsNormaliser;
   private readonly inFlight = new Map<string, Promise<TtsAudio>>();
   private evicting?: Promise<void>;
   private evictAgain = false;
@@ -55,6 +74,7 @@ export class TtsService {
     this.maxQueue = Math.max(1, options.maxQueue ?? 16);
     this.log = options.logger;
     this.reader = options.reader;
+    this.normaliser = options.normaliser;
   }
 
   /** Throws for text that can never be spoken: empty, or over maxTextLength. */
@@ -70,7 +90,9 @@ export class TtsService {
   async speak(text: string, voice?: string): Promise<TtsAudio> {
     const spoken = this.validate(text);
     const useVoice = voice?.trim() || this.voice;
-    const hash = createHash('sha256').update(`${this.provider.name}\0${useVoice}\0${spoken}`).digest('hex');
+    const hash = createHash('sha256')
+      .update(`${this.provider.name}\0${useVoice}\0${spoken}${this.normaliser ? `\0${this.normaliser.tag}` : ''}`)
+      .digest('hex');
 
     const pending = this.inFlight.get(hash);
     if (pending) return pending;
@@ -80,13 +102,16 @@ export class TtsService {
   }
 
   private async produce(hash: string, text: string, voice: string): Promise<TtsAudio> {
-    const { ext, contentType } = this.provider.format;
-    const file = join(this.cacheDir, `${hash}.${ext}`);
-    if (await isNonEmptyFile(file)) {
-      // Touching a hit makes eviction drop the least recently used entries, not the oldest made.
-      const now = new Date();
-      await utimes(file, now, now).catch(() => undefined);
-      return { file, contentType, duration: await this.duration(file) };
+    // Normalised entries are WAV; one the normaliser failed on stays in the provider's format.
+    const names = [...(this.normaliser ? [NORMALISED] : []), this.provider.format];
+    for (const { ext, contentType } of names) {
+      const file = join(this.cacheDir, `${hash}.${ext}`);
+      if (await isNonEmptyFile(file)) {
+        // Touching a hit makes eviction drop the least recently used entries, not the oldest made.
+        const now = new Date();
+        await utimes(file, now, now).catch(() => undefined);
+        return { file, contentType, duration: await this.duration(file) };
+      }
     }
 
     if (this.synthesizing >= this.maxQueue) {
@@ -98,30 +123,51 @@ export class TtsService {
     }
     this.synthesizing++;
     try {
-      return await this.synthesize(hash, file, text, voice);
+      return await this.synthesize(hash, text, voice);
     } finally {
       this.synthesizing--;
     }
   }
 
-  private async synthesize(hash: string, file: string, text: string, voice: string): Promise<TtsAudio> {
-    const { contentType } = this.provider.format;
+  private async synthesize(hash: string, text: string, voice: string): Promise<TtsAudio> {
+    let { ext, contentType } = this.provider.format;
     await mkdir(this.cacheDir, { recursive: true });
     const temp = join(this.cacheDir, `.${hash}.${randomBytes(4).toString('hex')}.tmp`);
-    const started = Date.now();
+    const started = performance.now();
+    let synthMs = 0;
+    let loudnessMs: Record<string, number> | undefined;
     try {
       await this.provider.synthesize(text, voice, temp);
+      synthMs = Math.round(performance.now() - started);
       if (!(await isNonEmptyFile(temp))) throw new Error('no audio was written');
+      let ready = temp;
+      if (this.normaliser) {
+        const normalised = `${temp}.wav`;
+        try {
+          loudnessMs = (await this.normaliser.normaliseFile(temp, normalised)).ms;
+          await unlink(temp).catch(() => undefined);
+          ready = normalised;
+          ({ ext, contentType } = NORMALISED);
+        } catch (e) {
+          // The speech still plays, at the provider's level (an MP3 with no ffmpeg to decode it).
+          await unlink(normalised).catch(() => undefined);
+          this.log.warn({ provider: this.provider.name, err: messageOf(e) }, 'synthesized speech not normalised; cached as it is');
+        }
+      }
       // Readers never see a half-written file: it appears under its cache name complete.
-      await rename(temp, file);
+      await rename(ready, join(this.cacheDir, `${hash}.${ext}`));
     } catch (e) {
       await unlink(temp).catch(() => undefined);
       const reason = messageOf(e);
       this.log.warn({ provider: this.provider.name, voice, reason }, 'text-to-speech failed');
       throw new HubError('TtsFailed', `Text-to-speech (${this.provider.name}) failed: ${reason}`, { cause: e });
     }
+    const file = join(this.cacheDir, `${hash}.${ext}`);
     const duration = await this.duration(file);
-    this.log.debug({ provider: this.provider.name, voice, chars: text.length, ms: Date.now() - started, duration }, 'text synthesized');
+    this.log.debug(
+      { provider: this.provider.name, voice, chars: text.length, ms: Math.round(performance.now() - started), synthMs, loudnessMs, duration },
+      'text synthesized',
+    );
     this.scheduleEviction();
     return { file, contentType, duration };
   }
