@@ -87,7 +87,7 @@ async function main() {
     console.log('|---|---|---|---|');
     console.log(`| espeak-ng synthesis of the text [baseline] | ${pct(speak, 50).toFixed(0)} | ${pct(speak, 95).toFixed(0)} | 1.0 |`);
     console.log(
-      `| clip render (2 ffmpeg runs) | ${pct(render, 50).toFixed(0)} | ${pct(render, 95).toFixed(0)} | ${(pct(render, 95) / pct(speak, 95)).toFixed(1)} |`,
+      `| clip render (in process: loudness, join) | ${pct(render, 50).toFixed(0)} | ${pct(render, 95).toFixed(0)} | ${(pct(render, 95) / pct(speak, 95)).toFixed(1)} |`,
     );
     writeFileSync(join(dir, 'done'), '');
   } catch (e) {
