@@ -42,3 +42,17 @@ describe('lazy zod locales', () => {
     expect(r.after).toEqual(['de.cjs', 'en.cjs', 'index.cjs']);
   });
 });
+
+describe('fastHeaders (the REST fast path reads two headers from the raw list)', () => {
+  // Imported here: the module loads the REST server (node:http only).
+  const { fastHeaders } = require('../../src/server/rest-server') as typeof import('../../src/server/rest-server');
+
+  it('finds Host and Authorization whatever their case, the first of repeats, as req.headers does', () => {
+    expect(fastHeaders(['HOST', 'a', 'authorization', 'Bearer x', 'Host', 'b', 'Authorization', 'Bearer y'])).toEqual({
+      host: 'a',
+      authorization: 'Bearer x',
+    });
+    expect(fastHeaders(['Hosts', 'a', 'Authorisation', 'x', 'X-Host', 'c'])).toEqual({ host: undefined, authorization: undefined });
+    expect(fastHeaders(['host', ''])).toEqual({ host: '', authorization: undefined });
+  });
+});
