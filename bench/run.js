@@ -25,6 +25,8 @@
  * BENCH_CONNECTIONS, BENCH_RATE_DURATION (s per server), BENCH_SLICES (pairs per measurement),
  * BENCH_PIN=1 (taskset: load generator on CPU 0, servers on CPU 1),
  * BENCH_CPU_PROF=<dir> (hub children run with --cpu-prof, profiles written there).
+ * Every hub child runs with the V8 flags the CLI sets for itself (src/cli/heap.ts HEAP_FLAGS);
+ * SPEAKERHUB_V8_DEFAULTS=1 runs them (and the CLI hub) with V8's defaults instead.
  */
 const { fork, execFileSync } = require('node:child_process');
 const { mkdtempSync, rmSync, mkdirSync, readFileSync } = require('node:fs');
@@ -57,6 +59,7 @@ const BARE_SCRIPT = join(__dirname, 'bare-server.js');
 const CPU_PROF = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : null;
 const HUB_HEADERS_TO_COPY = ['content-type', 'access-control-allow-origin', 'vary', 'cache-control'];
 const PIN = process.env.BENCH_PIN === '1';
+const HUB_V8_FLAGS = process.env.SPEAKERHUB_V8_DEFAULTS === '1' ? [] : require('../dist/cli/heap').HEAP_FLAGS;
 
 // ---- CPU accounting (Linux /proc; silently absent elsewhere) -------------------------------
 
@@ -205,7 +208,8 @@ class Child {
 async function startHub(name, speakers, { session = true, execArgv = [] } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'speakerhub-bench-'));
   dataDirs.add(dataDir);
-  const argv = [...execArgv];
+  // With the V8 flags `speakerhub hub` sets for itself (src/cli/heap.ts): the figures are those users get.
+  const argv = [...HUB_V8_FLAGS, ...execArgv];
   if (CPU_PROF) {
     mkdirSync(CPU_PROF, { recursive: true });
     argv.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`);

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // First: sizes V8's young generation for a long-running server before anything is allocated.
 import './cli/heap';
+// Second: zod's message locales load on first use, not all ~60 of them with zod.
+import './util/zod-locales';
 import { hubCommand, type HubOptionRegistrar } from './cli/hub-command';
 import { remoteCommands } from './cli/commands';
 import { driverHubOptions } from './cli/driver-options';

@@ -1,4 +1,6 @@
 /** SpeakerHub as a library: embed a hub (createHub) or reuse its parts. */
+// First, before anything imports zod: its message locales load on first use, not all with zod.
+import './util/zod-locales';
 export { createHub, SpeakerHub, type HubOptions } from './hub';
 export { parseConfig, ConfigSchema, ConfigError, type HubConfig, type HubConfigInput } from './hub-config';
 export { loadConfig } from './config/load';

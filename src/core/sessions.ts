@@ -25,6 +25,8 @@ export class SessionStore {
   private readonly byHash = new Map<string, { lastUsed: number }>();
   /** Sessions of trusted front ends (MQTT bridge, Node-RED, HomeKit): no expiry, no eviction. */
   private readonly trusted = new Set<string>();
+  /** The key inserted last into byHash (its last entry), while it is there. */
+  private newest?: string;
   /** Told about changes (the hub saves the table so that sessions survive restarts). */
   onChange?: (change: SessionChange) => void;
   /**
@@ -50,7 +52,9 @@ export class SessionStore {
       const oldest = this.byHash.keys().next().value as string;
       this.byHash.delete(oldest);
     }
-    this.byHash.set(hash(token), { lastUsed: this.clock.now() });
+    const key = hash(token);
+    this.byHash.set(key, { lastUsed: this.clock.now() });
+    this.newest = key;
     this.onChange?.('table');
     return token;
   }
@@ -82,6 +86,7 @@ export class SessionStore {
       this.byHash.set(key, { lastUsed });
     }
     while (this.byHash.size > this.options.maxSessions) this.byHash.delete(this.byHash.keys().next().value as string);
+    this.newest = undefined;
     return this.byHash.size;
   }
 
@@ -105,9 +110,13 @@ export class SessionStore {
       if (entry) this.byHash.delete(key);
       throw new HubError('SessionNotFound', 'Unknown, closed or expired session; call init_session for a new SessionToken.');
     }
-    this.byHash.delete(key);
     entry.lastUsed = now;
-    this.byHash.set(key, entry);
+    // Re-inserted to keep idle order, unless it is the newest already (a client polling alone).
+    if (key !== this.newest) {
+      this.byHash.delete(key);
+      this.byHash.set(key, entry);
+      this.newest = key;
+    }
     this.onChange?.('touch');
   }
 

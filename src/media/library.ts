@@ -7,6 +7,7 @@ import { metadataReader, type MetadataReader } from './metadata-reader';
 import { persistentIdFor, samplePersistentId } from './persistent-id';
 import type { MediaCatalog, MediaItem } from './types';
 import { walkFiles } from './walk';
+import { compareTitles } from './title-order';
 
 export interface MediaLibraryOptions {
   /** Folders scanned recursively; a missing one is logged and skipped. */
@@ -35,13 +36,11 @@ const PROGRESS_EVERY_MS = 250;
 /** Why a file was left out of the library, for the scan summary. */
 type Outcome = MediaItem | 'not-audio' | 'refused' | 'skipped';
 
-const collator = new Intl.Collator('en', { sensitivity: 'base', numeric: true });
-
 function compareItems(a: MediaItem, b: MediaItem): number {
   return (
-    collator.compare(a.artist, b.artist) ||
-    collator.compare(a.album, b.album) ||
-    collator.compare(a.title, b.title) ||
+    compareTitles(a.artist, b.artist) ||
+    compareTitles(a.album, b.album) ||
+    compareTitles(a.title, b.title) ||
     (a.file < b.file ? -1 : a.file > b.file ? 1 : 0)
   );
 }

@@ -1,7 +1,7 @@
 import { createServer, type Server as TcpServer, type Socket } from 'node:net';
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, createWebSocketStream } from 'ws';
+import type { WebSocketServer } from 'ws';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from '../logger';
 import type { KeyAuth, Rights } from './auth';
@@ -171,12 +171,24 @@ export class EmbeddedBroker {
   }
 
   private attachWebSocket(http: HttpServer, path: string): void {
-    // noServer: other paths' upgrades are left to whoever else listens on this server.
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: this.options.maxPacketBytes + 16, perMessageDeflate: false });
+    // ws (a quarter of a MB of code) loads with the first MQTT-over-WebSocket client, not at start.
+    let ws: ReturnType<typeof loadWs> | undefined;
     this.upgradeListener = (req, socket, head) => {
       if ((req.url ?? '').split('?')[0] !== path) return;
       (socket as Socket).setNoDelay?.(true);
-      this.wss!.handleUpgrade(req, socket, head, (ws) => this.handle(createWebSocketStream(ws), req));
+      ws ??= loadWs();
+      void ws.then(
+        ({ WebSocketServer, createWebSocketStream }) => {
+          if (!this.aedes) return void socket.destroy();
+          // noServer: other paths' upgrades are left to whoever else listens on this server.
+          this.wss ??= new WebSocketServer({ noServer: true, maxPayload: this.options.maxPacketBytes + 16, perMessageDeflate: false });
+          this.wss.handleUpgrade(req, socket, head, (client) => this.handle(createWebSocketStream(client), req));
+        },
+        (e: unknown) => {
+          this.options.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'MQTT over WebSocket unavailable');
+          socket.destroy();
+        },
+      );
     };
     http.on('upgrade', this.upgradeListener);
   }
@@ -212,4 +224,8 @@ function exemptFromDrainTimeout(client: Client): void {
   const c = client as unknown as { waitForDrain?: (cb: (err?: Error, client?: Client) => void) => void; conn: NodeJS.EventEmitter };
   if (typeof c.waitForDrain !== 'function') return;
   c.waitForDrain = (cb) => void c.conn.once('drain', () => cb(undefined, client));
+}
+
+function loadWs() {
+  return import('ws');
 }

@@ -10,6 +10,8 @@ import { join } from 'node:path';
 export class BearerAuth {
   private digest!: Buffer;
   private canonical!: Buffer;
+  /** Where a header of the canonical length is copied for the compare (no allocation per request). */
+  private scratch!: Buffer;
 
   constructor(token: string) {
     this.replace(token);
@@ -19,13 +21,15 @@ export class BearerAuth {
   replace(token: string): void {
     this.digest = sha256(token);
     this.canonical = Buffer.from(`Bearer ${token}`, 'utf8');
+    this.scratch = Buffer.alloc(this.canonical.length);
   }
 
   /** True when the Authorization header (or, for EventSource clients, a query token) matches. */
   check(authorization: string | undefined, queryToken?: string): boolean {
     if (authorization && authorization.length === this.canonical.length && authorization.startsWith('Bearer ')) {
-      const given = Buffer.from(authorization, 'utf8');
-      if (given.length === this.canonical.length && timingSafeEqual(given, this.canonical)) return true;
+      // Header text is the request's bytes one per character (latin1): written back as latin1 it
+      // fills the scratch exactly; utf8 would grow a byte >= 0x80 into two.
+      if (this.scratch.write(authorization, 0, 'latin1') === this.canonical.length && timingSafeEqual(this.scratch, this.canonical)) return true;
     }
     const m = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
     const given = m?.[1] ?? queryToken;

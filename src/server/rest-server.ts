@@ -90,12 +90,15 @@ export class RestServer {
         connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
       },
       (req, res) => {
-        if (!req.headers.host && req.httpVersionMinor >= 1) {
+        // From the raw header list: reading req.headers would build the whole header object,
+        // a measurable share of an operation GET that needs only these two.
+        const { host, authorization } = fastHeaders(req.rawHeaders);
+        if (!host && req.httpVersionMinor >= 1) {
           res.setHeader('Connection', 'close');
           return this.send(res, 400, errorBody(new HubError('InvalidParameter', 'HTTP/1.1 requests need a Host header.')));
         }
         if (this.accessLog) this.logAccess(req, res);
-        if (!this.fastPath(req, res)) this.toFastify(req, res);
+        if (!this.fastPath(req, res, authorization)) this.toFastify(req, res);
       },
     ));
     installRequestLineRepair(server, { timeoutMs: limits.headersTimeoutMs, maxBytes: headerBytes });
@@ -291,11 +294,11 @@ export class RestServer {
    * Same auth, parser, dispatch and response headers as the routes; anything else (CORS
    * preflights, failed auth, unknown paths, events, OpenAPI) goes on to fastify.
    */
-  private fastPath(req: IncomingMessage, res: ServerResponse): boolean {
+  private fastPath(req: IncomingMessage, res: ServerResponse, authorization: string | undefined): boolean {
     if (req.method !== 'GET') return false;
     const url = req.url ?? '';
     const found = resolveOperationPath(this.operationRoutes, url);
-    if (!found || !this.authorized(req)) return false;
+    if (!found || (this.auth && !this.auth.check(authorization))) return false;
     const answer = this.run(found.route, found.legacy, url);
     if (answer instanceof Promise) answer.then((a) => this.send(res, a.status, a.body));
     else this.send(res, answer.status, answer.body);
@@ -342,4 +345,20 @@ export class RestServer {
   private fail(reply: FastifyReply, e: HubError): FastifyReply {
     return reply.code(e.status).send(errorBody(e));
   }
+}
+
+/**
+ * The Host and Authorization headers from the raw list, as req.headers has them: a repeated
+ * one counts once, the first (Node drops the repeats of both).
+ */
+export function fastHeaders(raw: readonly string[]): { host?: string; authorization?: string } {
+  let host: string | undefined;
+  let authorization: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i];
+    // Length first: only a name that can match is lower-cased (an allocation).
+    if (name.length === 4 && host === undefined && name.toLowerCase() === 'host') host = raw[i + 1];
+    else if (name.length === 13 && authorization === undefined && name.toLowerCase() === 'authorization') authorization = raw[i + 1];
+  }
+  return { host, authorization };
 }
