@@ -19,6 +19,8 @@ const SAMPLES: Record<string, string> = {
   'tts.voicerss.key': 'k',
   'tts.voicerss.baseUrl': 'http://127.0.0.1:9/',
   'speakers.virtual.names': '["A","B"]',
+  'dlna.duckLevel': '-20',
+  'dlna.fadeMs': '300',
 };
 
 function at(obj: unknown, path: string): unknown {
