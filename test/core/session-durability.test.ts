@@ -48,4 +48,6 @@ test('sessions opened and closed just before a SIGKILL are as answered after the
   }
   hub.cli.child.kill('SIGTERM');
   await within(hub.cli.exit, 10_000, 'the hub to stop');
-});
+  // Four CLI starts (each builds its library and servers): under a full suite's load that is more
+  // than the default 30 s, as the other suites that restart the CLI allow.
+}, 120_000);
