@@ -1,0 +1,159 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { labSuite } from '../helpers/labs';
+import { startHub, type TestHub } from '../helpers/hub';
+import { ReceiverLab, analyse, canRunReceivers, until, type Receiver } from './harness';
+
+const describeIf = labSuite(
+  'the AirPlay lab',
+  canRunReceivers() ? undefined : 'shairport-sync, avahi-daemon, dbus-daemon, ffmpeg or root (for namespaces) is missing',
+);
+
+jest.setTimeout(180_000);
+
+const MUSIC_HZ = 1000;
+const VOICE_HZ = 660;
+/** 50 ms windows: 50 cycles of the music, 33 of the voice. */
+const WINDOW = 2205;
+const db = (ratio: number) => 20 * Math.log10(ratio);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+
+/** The music's and the voice's amplitude in each 50 ms window of a capture (s16le stereo, left channel). */
+function windows(pcm: Buffer): { music: number; voice: number }[] {
+  const out: { music: number; voice: number }[] = [];
+  for (let o = 0; o + WINDOW * 4 <= pcm.length; o += WINDOW * 4) {
+    const a = analyse(pcm.subarray(o, o + WINDOW * 4), [MUSIC_HZ, VOICE_HZ]);
+    out.push({ music: a.power[MUSIC_HZ], voice: a.power[VOICE_HZ] });
+  }
+  return out;
+}
+
+/**
+ * Ducking on AirPlay (issue 21): the hub is the RAOP sender, so a ducked announcement is mixed
+ * into the PCM it encodes. Real shairport-sync receivers capture what they play: the music (a
+ * 1 kHz tone) goes on without a gap, DuckLevel lower under the voice (a 660 Hz tone), and
+ * comes back; its position is unaffected. A receiver sharing its stream with one not
+ * announced cannot have its own mix: the announcement interrupts and says why.
+ */
+describeIf('AirPlay ducking (two shairport-sync receivers)', () => {
+  let lab: ReceiverLab;
+  let t: TestHub;
+  let rx: Receiver[];
+  const ids: string[] = [];
+  let toneId = '';
+  let voiceId = '';
+
+  beforeAll(async () => {
+    lab = new ReceiverLab();
+    rx = [await lab.add({ name: 'Kitchen' }), await lab.add({ name: 'Den' })];
+    const music = join(lab.dir, 'music');
+    mkdirSync(music);
+    const tone = (hz: number, seconds: number, title: string, file: string) =>
+      execFileSync('ffmpeg', [
+        '-loglevel',
+        'error',
+        '-f',
+        'lavfi',
+        '-i',
+        `sine=frequency=${hz}:duration=${seconds}`,
+        '-af',
+        'volume=4',
+        '-ac',
+        '2',
+        '-ar',
+        '44100',
+        '-metadata',
+        `title=${title}`,
+        join(music, file),
+      ]);
+    tone(MUSIC_HZ, 90, 'Long Tone', 'long-tone.wav');
+    tone(VOICE_HZ, 3, 'Voice Tone', 'voice-tone.wav');
+    t = await startHub({
+      media: { samples: false, folders: [music] },
+      airplay: { receivers: rx.map((r) => ({ host: r.host, port: r.port, name: r.name })) },
+    } as never);
+    await until('two available AirPlay speakers', async () => {
+      const list = (await t.op('device_list')).DeviceList ?? [];
+      return list.filter((d: any) => d.Active === true).length === 2;
+    });
+    const list = (await t.op('device_list')).DeviceList;
+    for (const r of rx) ids.push(list.find((d: any) => d.DeviceName === r.name).DeviceID);
+    const media = (await t.op('media_list')).MediaList;
+    toneId = media.find((m: any) => m.Title === 'Long Tone').PersistentID;
+    voiceId = media.find((m: any) => m.Title === 'Voice Tone').PersistentID;
+    for (const id of ids) await t.op('set_volume_device', { DeviceID: id, Volume: '50' });
+  });
+
+  afterAll(async () => {
+    await t?.close();
+    lab?.close();
+  });
+
+  const status = (id: string) => t.op('announcement_status', { AnnouncementID: id });
+
+  test('DuckLevel -15: the music goes on under the voice, 15 dB lower, then comes back; Mode duck; position unaffected', async () => {
+    await t.op('set_party_mode');
+    await t.op('remove_device_from_session', { DeviceID: ids[1] });
+    expect((await t.op('play_hub_media', { PersistentID: toneId })).Result).toBe('true');
+    const start = lab.capturedBytes(rx[0]);
+    await until('two seconds of music on Kitchen', () => lab.capturedBytes(rx[0]) > start + 2 * 176400, 20_000);
+    const elapsedBefore = Number((await t.op('playback_status')).TimeElapsed);
+    const wallBefore = Date.now();
+    const mark = lab.capturedBytes(rx[0]);
+
+    const a = await t.op('announce', { PersistentID: voiceId, DeviceIDList: ids[0], Mode: 'duck', DuckLevel: '-15', FadeMs: '300' });
+    expect(a.Result).toBe('true');
+    await until('the announcement done', async () => (await status(a.AnnouncementID)).State === 'done', 30_000);
+    const st = await status(a.AnnouncementID);
+    expect(st).toMatchObject({ State: 'done', Mode: 'duck' });
+    expect(st.ModeReason).toBeUndefined();
+    // Three more seconds of what Kitchen plays after the announcement: the music back up.
+    const done = lab.capturedBytes(rx[0]);
+    await until('three seconds after the announcement', () => lab.capturedBytes(rx[0]) > done + 3 * 176400, 20_000);
+
+    const w = windows(lab.captured(rx[0]).subarray(mark));
+    const peakVoice = Math.max(...w.map((x) => x.voice));
+    const voiced = w.flatMap((x, i) => (x.voice > peakVoice * 0.3 ? [i] : []));
+    expect(voiced.length).toBeGreaterThan(40); // ~3 s of voice: at least 2 s heard
+    const [vFirst, vLast] = [voiced[0], voiced[voiced.length - 1]];
+    const before = median(w.slice(0, vFirst).map((x) => x.music));
+    // Under the voice, once the 300 ms fade is down (and before it ends): DuckLevel ± 2 dB.
+    const under = median(w.slice(vFirst + 8, vLast - 1).map((x) => x.music));
+    // After the voice and the fade back up.
+    const after = median(w.slice(vLast + 10).map((x) => x.music));
+    const levels = { before, under: Number(db(under / before).toFixed(1)), after: Number(db(after / before).toFixed(1)), voiced: voiced.length };
+    console.log(JSON.stringify(levels));
+    expect(before).toBeGreaterThan(0.05);
+    expect(Math.abs(db(under / before) + 15)).toBeLessThanOrEqual(2);
+    expect(Math.abs(db(after / before))).toBeLessThanOrEqual(1);
+    // The voice is there, well above the music's own 660 Hz (none) before it.
+    expect(peakVoice).toBeGreaterThan(10 * median(w.slice(0, vFirst).map((x) => x.voice)) + 0.01);
+    // No gap: the music is in every window from the mark to the end (the duck level, less 6 dB for the fades' edges).
+    const floor = before * 10 ** (-21 / 20);
+    const gaps = w.slice(0, -1).flatMap((x, i) => (x.music < floor ? [i] : []));
+    expect(gaps).toEqual([]);
+    // The music kept its place: TimeElapsed moved on with the clock, and it still plays.
+    const ps = await t.op('playback_status');
+    expect(ps.PlaybackState).toBe('PlayerStatePlaying');
+    const moved = Number(ps.TimeElapsed) - elapsedBefore;
+    const wall = (Date.now() - wallBefore) / 1000;
+    expect(Math.abs(moved - wall)).toBeLessThan(2);
+    await t.op('stop_play');
+    await until('stopped', async () => (await t.op('playback_status')).PlaybackState === 'PlayerStateStopped');
+  });
+
+  test('two receivers in one stream, the announcement for one: duck interrupts, and ModeReason says why', async () => {
+    await t.op('set_party_mode');
+    expect((await t.op('play_hub_media', { PersistentID: toneId })).Result).toBe('true');
+    const from = rx.map((r) => lab.capturedBytes(r));
+    await until('music on both', () => rx.every((r, i) => lab.capturedBytes(r) > from[i] + 88200), 20_000);
+    const a = await t.op('announce', { PersistentID: voiceId, DeviceIDList: ids[0], Mode: 'duck' });
+    expect(a.Result).toBe('true');
+    await until('the announcement done', async () => (await status(a.AnnouncementID)).State === 'done', 30_000);
+    const st = await status(a.AnnouncementID);
+    expect(st).toMatchObject({ State: 'done', Mode: 'interrupt' });
+    expect(st.ModeReason).toContain('AirPlay: the announcement is for some of the receivers sharing one stream (Den would hear it too)');
+    await t.op('stop_play');
+  });
+});
