@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import type { AirPlayDriver } from '../../src/drivers/airplay/driver';
 import { labSuite } from '../helpers/labs';
 import { startHub, type TestHub } from '../helpers/hub';
 import { ReceiverLab, analyse, canRunReceivers, until, type Receiver } from './harness';
@@ -98,6 +99,9 @@ describeIf('AirPlay ducking (two shairport-sync receivers)', () => {
     expect((await t.op('play_hub_media', { PersistentID: toneId })).Result).toBe('true');
     const start = lab.capturedBytes(rx[0]);
     await until('two seconds of music on Kitchen', () => lab.capturedBytes(rx[0]) > start + 2 * 176400, 20_000);
+    const driver = t.hub.driver<AirPlayDriver>('airplay')!;
+    const stream = driver.speakers().find((s) => s.id === ids[0])!.stream;
+    expect(stream).toBeDefined();
     const elapsedBefore = Number((await t.op('playback_status')).TimeElapsed);
     const wallBefore = Date.now();
     const mark = lab.capturedBytes(rx[0]);
@@ -139,6 +143,37 @@ describeIf('AirPlay ducking (two shairport-sync receivers)', () => {
     const moved = Number(ps.TimeElapsed) - elapsedBefore;
     const wall = (Date.now() - wallBefore) / 1000;
     expect(Math.abs(moved - wall)).toBeLessThan(2);
+    // The same stream (one decode, one RTP timeline) played all along: the music was never restarted.
+    expect(driver.speakers().find((s) => s.id === ids[0])!.stream).toBe(stream);
+    expect(driver.speakers().find((s) => s.id === ids[0])!.state).toBe('playing');
+    await t.op('stop_play');
+    await until('stopped', async () => (await t.op('playback_status')).PlaybackState === 'PlayerStateStopped');
+  });
+
+  test('two ducked announcements queued on the receiver: both duck, one after the other, and the music never stops', async () => {
+    await t.op('set_party_mode');
+    await t.op('remove_device_from_session', { DeviceID: ids[1] });
+    expect((await t.op('play_hub_media', { PersistentID: toneId })).Result).toBe('true');
+    const start = lab.capturedBytes(rx[0]);
+    await until('two seconds of music on Kitchen', () => lab.capturedBytes(rx[0]) > start + 2 * 176400, 20_000);
+    const mark = lab.capturedBytes(rx[0]);
+    const first = await t.op('announce', { PersistentID: voiceId, DeviceIDList: ids[0], Mode: 'duck', DuckLevel: '-20', FadeMs: '200' });
+    const second = await t.op('announce', { PersistentID: voiceId, DeviceIDList: ids[0], Mode: 'duck', DuckLevel: '-20', FadeMs: '200' });
+    for (const a of [first, second]) {
+      await until('the announcements done', async () => (await status(a.AnnouncementID)).State === 'done', 40_000);
+      expect(await status(a.AnnouncementID)).toMatchObject({ State: 'done', Mode: 'duck' });
+    }
+    const done = lab.capturedBytes(rx[0]);
+    await until('two seconds after the announcements', () => lab.capturedBytes(rx[0]) > done + 2 * 176400, 20_000);
+    const w = windows(lab.captured(rx[0]).subarray(mark));
+    const peakVoice = Math.max(...w.map((x) => x.voice));
+    // Two voices: two runs of voiced windows.
+    const runs = w.reduce((n, x, i) => n + (x.voice > peakVoice * 0.3 && !(w[i - 1] && w[i - 1].voice > peakVoice * 0.3) ? 1 : 0), 0);
+    expect(runs).toBe(2);
+    const before = median(w.slice(0, 10).map((x) => x.music));
+    const gaps = w.slice(0, -1).flatMap((x, i) => (x.music < before * 10 ** (-26 / 20) ? [i] : []));
+    expect(gaps).toEqual([]);
+    expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
     await t.op('stop_play');
     await until('stopped', async () => (await t.op('playback_status')).PlaybackState === 'PlayerStateStopped');
   });

@@ -121,7 +121,10 @@ export class AirPlaySpeaker extends BaseSpeaker {
    */
   duckUnavailable(targets: readonly string[]): string | undefined {
     const s = this.stream;
-    if (!s || !this.member || s.state !== 'playing') return 'AirPlay: the receiver plays no music from the hub to mix the announcement into';
+    if (!s || !this.member || (s.state !== 'playing' && s.state !== 'paused')) {
+      return 'AirPlay: the receiver plays no music from the hub to mix the announcement into';
+    }
+    if (s.state === 'paused') return 'AirPlay: the music on the receiver is paused, so there is nothing to mix the announcement into';
     const others = this.host.membersOf(s).filter((m) => !targets.includes(m.id));
     if (others.length) {
       return `AirPlay: the announcement is for some of the receivers sharing one stream (${others.map((m) => m.info().name).join(', ')} would hear it too)`;
