@@ -178,6 +178,36 @@ describeIf('AirPlay ducking (two shairport-sync receivers)', () => {
     await until('stopped', async () => (await t.op('playback_status')).PlaybackState === 'PlayerStateStopped');
   });
 
+  test("Volume sets the voice's level against the receiver's own volume (50 on a receiver at 25: +6 dB); the music's level stays", async () => {
+    await t.op('set_party_mode');
+    await t.op('remove_device_from_session', { DeviceID: ids[1] });
+    await t.op('set_volume_device', { DeviceID: ids[0], Volume: '25' });
+    expect((await t.op('play_hub_media', { PersistentID: toneId })).Result).toBe('true');
+    const start = lab.capturedBytes(rx[0]);
+    await until('two seconds of music on Kitchen', () => lab.capturedBytes(rx[0]) > start + 2 * 176400, 20_000);
+    /** The voice's and the music's level (medians over the voiced windows) of one ducked announcement. */
+    const duckOnce = async (params: Record<string, string>) => {
+      const mark = lab.capturedBytes(rx[0]);
+      const a = await t.op('announce', { PersistentID: voiceId, DeviceIDList: ids[0], Mode: 'duck', DuckLevel: '-20', FadeMs: '200', ...params });
+      await until('the announcement done', async () => (await status(a.AnnouncementID)).State === 'done', 30_000);
+      expect(await status(a.AnnouncementID)).toMatchObject({ State: 'done', Mode: 'duck' });
+      const w = windows(lab.captured(rx[0]).subarray(mark));
+      const peak = Math.max(...w.map((x) => x.voice));
+      const voiced = w.filter((x) => x.voice > peak * 0.5);
+      return { voice: median(voiced.map((x) => x.voice)), before: median(w.slice(0, 10).map((x) => x.music)) };
+    };
+    const plain = await duckOnce({});
+    const louder = await duckOnce({ Volume: '50' });
+    console.log(JSON.stringify({ gainDb: Number(db(louder.voice / plain.voice).toFixed(1)) }));
+    expect(Math.abs(db(louder.voice / plain.voice) - 20 * Math.log10(50 / 25))).toBeLessThanOrEqual(1.5);
+    // The receiver's own volume (the music's level) was left alone.
+    expect(Number((await t.op('device_info', { DeviceID: ids[0] })).Volume)).toBe(25);
+    expect(Math.abs(db(louder.before / plain.before))).toBeLessThanOrEqual(1);
+    await t.op('set_volume_device', { DeviceID: ids[0], Volume: '50' });
+    await t.op('stop_play');
+    await until('stopped', async () => (await t.op('playback_status')).PlaybackState === 'PlayerStateStopped');
+  });
+
   test('two receivers in one stream, the announcement for one: duck interrupts, and ModeReason says why', async () => {
     await t.op('set_party_mode');
     expect((await t.op('play_hub_media', { PersistentID: toneId })).Result).toBe('true');
