@@ -208,6 +208,45 @@ describeIf('AirPlay ducking (two shairport-sync receivers)', () => {
     await until('stopped', async () => (await t.op('playback_status')).PlaybackState === 'PlayerStateStopped');
   });
 
+  test('both receivers of a stream announced: one mix for both; one killed mid-announcement, the other ducks on to the end', async () => {
+    await t.op('set_party_mode');
+    expect((await t.op('play_hub_media', { PersistentID: toneId })).Result).toBe('true');
+    const start = rx.map((r) => lab.capturedBytes(r));
+    await until('music on both', () => rx.every((r, i) => lab.capturedBytes(r) > start[i] + 2 * 176400), 20_000);
+    const mark = lab.capturedBytes(rx[0]);
+    const mixes = () => t.logs.filter((l) => l.includes('announcement mixed into the AirPlay music') && l.includes(ids[1])).length;
+    const mixedBefore = mixes();
+    const a = await t.op('announce', { PersistentID: voiceId, DeviceIDList: `${ids[0]},${ids[1]}`, Mode: 'duck', DuckLevel: '-15', FadeMs: '300' });
+    await until('the announcement playing', async () => (await status(a.AnnouncementID)).State === 'playing', 20_000);
+    expect((await status(a.AnnouncementID)).Mode).toBe('duck');
+    // Killed while the voice is being mixed in (not while it starts).
+    await until('the mix under way', () => mixes() > mixedBefore, 20_000);
+    lab.kill(rx[1]);
+    await until('the announcement done', async () => (await status(a.AnnouncementID)).State === 'done', 30_000).catch(async (e) => {
+      throw new Error(
+        `${(e as Error).message}: ${JSON.stringify(await status(a.AnnouncementID))} ${t.logs
+          .filter((l) => !/"request"/.test(l) && /announce|airplay|duck|lost|restore/i.test(l))
+          .slice(-25)
+          .join('')}`,
+      );
+    });
+    const done = lab.capturedBytes(rx[0]);
+    await until('two seconds after the announcement', () => lab.capturedBytes(rx[0]) > done + 2 * 176400, 20_000);
+    const w = windows(lab.captured(rx[0]).subarray(mark));
+    const peakVoice = Math.max(...w.map((x) => x.voice));
+    const voiced = w.flatMap((x, i) => (x.voice > peakVoice * 0.3 ? [i] : []));
+    expect(voiced.length).toBeGreaterThan(40);
+    const before = median(w.slice(0, voiced[0]).map((x) => x.music));
+    const under = median(w.slice(voiced[0] + 8, voiced[voiced.length - 1] - 1).map((x) => x.music));
+    expect(Math.abs(db(under / before) + 15)).toBeLessThanOrEqual(2);
+    expect(w.slice(0, -1).filter((x) => x.music < before * 10 ** (-21 / 20))).toEqual([]);
+    expect((await t.op('device_info', { DeviceID: ids[0] })).Active).toBe(true);
+    expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
+    await t.op('stop_play');
+    await lab.startReceiver(rx[1]);
+    await until('the restarted receiver active', async () => (await t.op('device_info', { DeviceID: ids[1] })).Active === true, 20_000);
+  });
+
   test('two receivers in one stream, the announcement for one: duck interrupts, and ModeReason says why', async () => {
     await t.op('set_party_mode');
     expect((await t.op('play_hub_media', { PersistentID: toneId })).Result).toBe('true');

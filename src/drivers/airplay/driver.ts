@@ -202,22 +202,28 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
     } catch (e) {
       return fail((e as Error).message);
     }
-    if (stream.state !== 'playing') {
+    // A receiver lost while the voice was starting has already reported its fault: it is not in the mix.
+    const still = speakers.filter((s) => s.stream === stream && s.member && stream.members.has(s.member));
+    if (stream.state !== 'playing' || !still.length) {
       d.stop();
       return fail('AirPlay: the music stopped before the announcement could be mixed into it');
     }
-    for (const s of speakers) d.targets.add(s.id);
+    for (const s of still) d.targets.add(s.id);
     d.onOver = () => {
-      for (const s of speakers) if (d.targets.has(s.id) && s.stream === stream && s.state === 'playing') s.markLent();
-      this.opts.logger.info({ speakers: ids }, 'ducked announcement over; the music is back at full level');
+      for (const s of still) if (d.targets.has(s.id) && s.stream === stream && s.state === 'playing') s.markLent();
+      this.opts.logger.info({ speakers: [...d.targets] }, 'ducked announcement over; the music is back at full level');
     };
     stream.beginDuck(d);
-    for (const s of speakers) s.markPlaying();
+    for (const s of still) s.markPlaying();
     this.opts.logger.info(
-      { speakers: ids, levelDb: media.duck!.levelDb, fadeMs: media.duck!.fadeMs },
+      { speakers: [...d.targets], levelDb: media.duck!.levelDb, fadeMs: media.duck!.fadeMs },
       'announcement mixed into the AirPlay music (ducked)',
     );
-    return speakers.map((): PromiseSettledResult<void> => ({ status: 'fulfilled', value: undefined }));
+    return speakers.map((s): PromiseSettledResult<void> =>
+      d.targets.has(s.id)
+        ? { status: 'fulfilled', value: undefined }
+        : { status: 'rejected', reason: new Error('the receiver was lost before the announcement could be mixed in') },
+    );
   }
 
   async rejoin(s: AirPlaySpeaker, stream: AirPlayStream): Promise<void> {
