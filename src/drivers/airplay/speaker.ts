@@ -7,8 +7,13 @@ import type { AirPlayStream, StreamMember } from './stream';
 export interface SpeakerHost {
   playOn(speakers: AirPlaySpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]>;
   rejoin(speaker: AirPlaySpeaker, stream: AirPlayStream): Promise<void>;
+  /** The speakers that hear `stream` now (members, announced ones whose music is not yet given back included). */
+  membersOf(stream: AirPlayStream): AirPlaySpeaker[];
   lost(speaker: AirPlaySpeaker, err: Error): void;
 }
+
+/** How long a receiver whose ducked announcement is over keeps the music without being given back to it (ms). */
+const LENT_MS = 15_000;
 
 /** What snapshot() keeps: the stream the speaker was part of, to rejoin it in sync. */
 interface AirPlaySnapshotData {
@@ -25,12 +30,16 @@ export class AirPlaySpeaker extends BaseSpeaker {
     snapshot: true,
     seek: true,
     syncGroup: true,
+    // The hub encodes what the receivers play: a ducked announcement is mixed into it (duckUnavailable says when not).
+    duck: true,
     // AirPlay 1 shows no other sender's session to take a snapshot of, and cannot start one for it.
     restoreLimit:
       'an AirPlay receiver is not handed back to another sender (a phone) whose stream the announcement took over: that sender has to start again',
   };
   stream?: AirPlayStream;
   member?: StreamMember;
+  /** After a ducked announcement: the speaker still hears the music, until the hub gives it back (or this fires). */
+  private lentTimer?: NodeJS.Timeout;
 
   constructor(
     id: string,
@@ -50,12 +59,37 @@ export class AirPlaySpeaker extends BaseSpeaker {
   }
 
   markPlaying(): void {
+    this.unlend();
     this.setPlayState('playing');
   }
   markPaused(): void {
+    this.unlend();
     this.setPlayState('paused');
   }
+  /**
+   * A ducked announcement has played out: the speaker is done with it for the hub ('ended'),
+   * but the music it never stopped hearing goes on (it stays in the stream) until the
+   * announcement gives it back to the music (rejoin of the same stream), within LENT_MS.
+   */
+  markLent(): void {
+    const { stream, member } = this;
+    this.unlend();
+    this.lentTimer = setTimeout(() => {
+      this.lentTimer = undefined;
+      if (this.state !== 'stopped' || this.stream !== stream || !stream || !member) return;
+      this.log.info('not given back to the music after a ducked announcement; the receiver leaves the stream');
+      this.stream = undefined;
+      this.member = undefined;
+      void stream.remove(member);
+    }, LENT_MS);
+    this.setPlayState('stopped', 'ended');
+  }
+  private unlend(): void {
+    clearTimeout(this.lentTimer);
+    this.lentTimer = undefined;
+  }
   markStopped(reason: 'ended' | 'error' | 'stopped', detail?: string): void {
+    this.unlend();
     this.stream = undefined;
     this.member = undefined;
     this.setPlayState('stopped', reason, detail);
@@ -81,8 +115,28 @@ export class AirPlaySpeaker extends BaseSpeaker {
     this.markPlaying();
   }
 
+  /**
+   * Duck only mixes what the hub sends, and only for all who hear it: the receiver must play
+   * the hub's music, and every receiver of its stream must be a target (one stream, one mix).
+   */
+  duckUnavailable(targets: readonly string[]): string | undefined {
+    const s = this.stream;
+    if (!s || !this.member || (s.state !== 'playing' && s.state !== 'paused')) {
+      return 'AirPlay: the receiver plays no music from the hub to mix the announcement into';
+    }
+    if (s.state === 'paused') return 'AirPlay: the music on the receiver is paused, so there is nothing to mix the announcement into';
+    const others = this.host.membersOf(s).filter((m) => !targets.includes(m.id));
+    if (others.length) {
+      return `AirPlay: the announcement is for some of the receivers sharing one stream (${others.map((m) => m.info().name).join(', ')} would hear it too)`;
+    }
+    return undefined;
+  }
+
   async stop(): Promise<void> {
     const { stream, member } = this;
+    // Stopped during its ducked announcement: once no target is left, the music fades back up for the others.
+    const d = stream?.duck;
+    if (d?.targets.delete(this.id) && !d.targets.size) d.release();
     if (stream && member) await stream.remove(member);
     if (this.state !== 'stopped') this.markStopped('stopped');
   }

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../logger';
 import { FRAMES_PER_PACKET, alacEscapeFrame } from './alac';
 import { PayloadCipher } from './crypto';
+import type { AirPlayDuck } from './duck';
 import { RaopSession, type ReceiverAddress } from './session';
 import { nowMs, writeNtp, type UdpChannels } from './udp';
 
@@ -60,6 +61,9 @@ export class AirPlayStream {
   private endRtp?: number;
   private readonly latencyFrames: number;
   private leftover: Buffer = Buffer.alloc(0);
+  /** The ducked announcement mixed into the PCM from the next packet on, if any (issue 21). */
+  private _duck?: AirPlayDuck;
+  private mixing = false;
   onEnd?: (reason: 'ended' | 'error', detail?: string) => void;
 
   constructor(
@@ -211,6 +215,9 @@ export class AirPlayStream {
       pcm.copy(padded);
       pcm = padded;
     }
+    // The mix goes into the PCM before it is encoded: every member gets it on the same frame,
+    // and the music's frames (and so its position) are the same as without it.
+    if (this.mixing && this._duck) pcm = this._duck.mixer.process(pcm);
     const media = this.mediaFrame;
     this.mediaFrame += FRAMES_PER_PACKET;
     return { payload: this.cipher.encrypt(alacEscapeFrame(pcm)), media };
@@ -232,6 +239,33 @@ export class AirPlayStream {
     if (this.ring.length > RING) this.ring.shift();
     this.seq = (this.seq + 1) & 0xffff;
     this.rtp = (this.rtp + FRAMES_PER_PACKET) >>> 0;
+  }
+
+  /** The ducked announcement under way (its music not yet heard back at full level). */
+  get duck(): AirPlayDuck | undefined {
+    return this._duck;
+  }
+
+  /**
+   * Mixes `d` into the music from the next packet to be sent (a duck already under way is
+   * replaced; d's mixer starts from that one's gain). When the music is back at full level in
+   * the packets sent, the receivers hear it latencyMs later: then d.onOver.
+   */
+  beginDuck(d: AirPlayDuck): void {
+    const prev = this._duck;
+    prev?.stop();
+    this._duck = d;
+    this.mixing = true;
+    d.mixer.onDone = () => {
+      if (this._duck !== d) return;
+      this.mixing = false;
+      d.ending = setTimeout(() => {
+        if (this._duck !== d) return;
+        this._duck = undefined;
+        d.stop();
+        d.onOver?.();
+      }, this.latencyMs);
+    };
   }
 
   /** RetransmitSource for the UDP control channel. */
@@ -326,6 +360,9 @@ export class AirPlayStream {
 
   private teardownAll(): void {
     this.stopClock();
+    this._duck?.stop();
+    this._duck = undefined;
+    this.mixing = false;
     this.ffmpeg?.kill('SIGKILL');
     this.ffmpeg?.stdout?.destroy();
     this.replay = [];
