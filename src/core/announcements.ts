@@ -737,25 +737,29 @@ function order(x: Announcement, y: Announcement): number {
  */
 export function modeFor(asked: AnnouncementMode, speakers: Speaker[]): { mode: AnnouncementMode; reason?: string } {
   if (asked !== 'duck') return { mode: asked };
-  const cannot = speakers.filter((s) => !s.capabilities?.duck);
+  const ids = speakers.map((s) => s.id);
+  // A speaker says why it cannot mix now (Speaker.duckUnavailable) — whether its driver never
+  // mixes for a reason worth telling (Squeezebox) or mixes but not in this case (Snapcast).
+  const explained: string[] = [];
+  const cannot: Speaker[] = [];
+  for (const s of speakers) {
+    const why = s.duckUnavailable?.(ids);
+    if (why) explained.push(`${s.info().name} (${s.driver}): ${why}`);
+    else if (!s.capabilities?.duck) cannot.push(s);
+  }
+  if (!cannot.length && !explained.length) return { mode: 'duck' };
   if (!cannot.length) {
-    // A driver that mixes may still not be able to now (Speaker.duckUnavailable says why).
-    const ids = speakers.map((s) => s.id);
-    const now = speakers.flatMap((s) => {
-      const why = s.duckUnavailable?.(ids);
-      return why ? [`${s.info().name} (${s.driver}): ${why}`] : [];
-    });
-    if (!now.length) return { mode: 'duck' };
     return {
       mode: 'interrupt',
-      reason: `duck cannot mix the announcement into the music here: ${now.join('; ')}; so the music stops and comes back after`,
+      reason: `duck cannot mix the announcement into the music here: ${explained.join('; ')}; so the music stops and comes back after`,
     };
   }
   const byDriver = new Map<string, string[]>();
   for (const s of cannot) byDriver.set(s.driver, [...(byDriver.get(s.driver) ?? []), s.info().name]);
   const list = [...byDriver].map(([driver, names]) => `${names.join(', ')} (${driver})`).join('; ');
+  const also = explained.length ? `; and ${explained.join('; ')}` : '';
   return {
     mode: 'interrupt',
-    reason: `duck needs every target to mix the announcement into its music; the driver of ${list} cannot (it plays the media itself, as a whole), so the music stops and comes back after`,
+    reason: `duck needs every target to mix the announcement into its music; the driver of ${list} cannot (it plays the media itself, as a whole)${also}; so the music stops and comes back after`,
   };
 }

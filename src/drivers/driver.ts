@@ -129,11 +129,11 @@ export interface Speaker extends EventEmitter<SpeakerEvents> {
    */
   restore?(snapshot: SpeakerSnapshot, options?: { volumeOnly?: boolean }): Promise<void>;
   /**
-   * With capabilities.duck: why an announcement to `targets` (DeviceIDs, this speaker among
-   * them) cannot be mixed into what this speaker plays right now, in words for people, or
-   * undefined when it can. A driver mixes only audio it produces (Snapcast: not another
-   * source's stream), and only for all who hear that audio. The announcement then interrupts,
-   * and announcement_status gives this as ModeReason.
+   * Why an announcement to `targets` (DeviceIDs, this speaker among them) cannot be mixed into
+   * what this speaker plays right now, in words for people, or undefined when it can. A driver
+   * mixes only audio it produces (Snapcast: not another source's stream), and only for all who
+   * hear that audio; a driver without capabilities.duck may say why it never can (Squeezebox).
+   * The announcement then interrupts, and announcement_status gives this as ModeReason.
    */
   duckUnavailable?(targets: readonly string[]): string | undefined;
 }
@@ -156,7 +156,7 @@ export interface SpeakerCapabilities {
   /**
    * play() honours MediaRequest.duck: the driver produces the audio the speaker plays and can
    * mix an announcement into it (the music goes on, lowered). Absent: a speaker that fetches
-   * a URL itself (UPnP, MPD, virtual, AirPlay) cannot, and a duck announcement interrupts.
+   * a URL itself (UPnP, MPD, virtual) cannot, and a duck announcement interrupts.
    */
   duck?: boolean;
 }

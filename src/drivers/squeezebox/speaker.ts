@@ -68,8 +68,8 @@ interface SqueezeboxSnapshotData {
  * plays what the hub serves it; its state, position and start come from its STAT reports.
  */
 export class SqueezeboxSpeaker extends BaseSpeaker {
-  // duck: asked, so that duckUnavailable can say why it interrupts (the generic reason says "plays the media itself").
-  readonly capabilities: SpeakerCapabilities = { mute: false, snapshot: true, seek: true, syncGroup: true, duck: true };
+  // No duck: duckUnavailable says why (the generic reason, "plays the media itself", would be wrong here).
+  readonly capabilities: SpeakerCapabilities = { mute: false, snapshot: true, seek: true, syncGroup: true };
   duckUnavailable(): string {
     return 'Squeezebox: squeezelite buffers several seconds of the stream ahead, so a voice mixed in by the hub would be heard seconds late';
   }
