@@ -4,6 +4,7 @@ import type { Logger } from '../../logger';
 import { syncClockMs, type MediaRequest, type SpeakerPlayState, type StopReason } from '../driver';
 import type { ResolvedServerConfig } from './config';
 import { DuckMixer } from '../../media/duck-mix';
+import { MusicLoudness } from '../../media/music-loudness';
 import { DuckVoice } from './duck-voice';
 import { Feed, parseSampleFormat, safeUrl } from './feeder';
 import { Grouping, type ControlChannel } from './grouping';
@@ -111,6 +112,8 @@ export class HubStream {
   private held?: HeldMusic;
   /** The ducked announcement being mixed into the feed, if any. */
   private ducking?: Ducking;
+  /** The running music's short-term loudness (fed by a tap on the feed), where a ducked voice is placed from. */
+  private meter?: MusicLoudness;
   /**
    * Members whose ducked announcement is over (stopped, 'ended', for the hub) and who go on
    * listening to the music in place until the hub gives them back to it (a play of the same
@@ -337,6 +340,11 @@ export class HubStream {
     return this.feed?.running ? this.feed.tap(fn) : undefined;
   }
 
+  /** The running music's short-term loudness (LUFS; -Infinity for silence or under 400 ms of it); undefined when no music is fed. */
+  get musicLufs(): number | undefined {
+    return this.feed?.running ? this.meter?.lufs : undefined;
+  }
+
   /** The running feed's sample format. */
   get feedFormat(): Feed['format'] | undefined {
     return this.feed?.running ? this.feed.format : undefined;
@@ -378,6 +386,7 @@ export class HubStream {
       levelDb: duck.levelDb,
       fadeMs: duck.fadeMs,
       voiceGainDb,
+      ...(this.meter ? { musicLufs: this.meter.lufs } : {}),
       // Taking over from a duck still under way: the music goes on from where its fade is.
       startGain: prev?.mixer.gain ?? 1,
     });
@@ -402,20 +411,70 @@ export class HubStream {
       this.unlend(m.clientId);
       m.changeState('playing');
     }
+    this.mixInto(feed, d);
+    this.log.info(
+      {
+        url: safeUrl(media.url),
+        clients: [...d.ids],
+        levelDb: duck.levelDb,
+        fadeMs: duck.fadeMs,
+        voiceGainDb: Number(voiceGainDb.toFixed(1)),
+        musicLufs: this.meter ? Number(this.meter.lufs.toFixed(1)) : undefined,
+        placementDb: Number(mixer.placementDb.toFixed(1)),
+      },
+      'announcement mixed into the music (ducked)',
+    );
+  }
+
+  /** Runs `feed`'s PCM through the duck's mixer until the mix is over (then, once it has played out of snapserver's buffer, duckOver). */
+  private mixInto(feed: Feed, d: Ducking): void {
     this.ducking = d;
-    mixer.onDone = () => {
-      if (this.ducking !== d) return;
-      feed.setMix(undefined);
+    const over = () => {
       d.ending = this.opts.clock.setTimer(() => {
         d.ending = undefined;
         this.exclusive(async () => this.duckOver(d)).catch((e) => this.log.warn({ err: String(e) }, 'could not end the ducked announcement'));
       }, this.opts.server.bufferMs);
     };
-    feed.setMix((pcm) => mixer.process(pcm));
-    this.log.info(
-      { url: safeUrl(media.url), clients: [...d.ids], levelDb: duck.levelDb, fadeMs: duck.fadeMs, voiceGainDb: Number(voiceGainDb.toFixed(1)) },
-      'announcement mixed into the music (ducked)',
-    );
+    // Carried over after its mix was over (waiting for snapserver's buffer): only the end is left.
+    if (d.mixer.phase === 'done') return over();
+    d.mixer.onDone = () => {
+      if (this.ducking !== d) return;
+      feed.setMix(undefined);
+      over();
+    };
+    feed.setMix((pcm) => d.mixer.process(pcm));
+  }
+
+  /**
+   * New music played (on speakers of this server that the announcement did not take) while a
+   * ducked announcement is mixed into the music: the announcement goes on, mixed into the new
+   * music's feed, its members stay on the stream hearing it (ducked, under the voice), and are
+   * given back to it afterwards as to the old one. An interrupting announcement is heard out
+   * too (the hub defers the play on the announced speakers); cutting the voice would not be.
+   * Undefined when there is nothing to carry (or the formats differ).
+   */
+  private carryDuck(media: MediaRequest, setup: FeedSetup | undefined): { d: Ducking; setup: FeedSetup } | undefined {
+    const d = this.ducking;
+    const old = this.feed;
+    if (!d || media.overlay || setup || !old?.running) return undefined;
+    const format = old.format;
+    return {
+      d,
+      setup: {
+        install: (feed: Feed) => {
+          const f = feed.format;
+          if (f.rate !== format.rate || f.bits !== format.bits || f.channels !== format.channels) {
+            this.log.warn('the new music has another sample format: the ducked announcement ends with the old one');
+            d.voice.stop();
+            this.ducking = d;
+            this.duckOver(d);
+            return;
+          }
+          this.mixInto(feed, d);
+          this.log.info({ clients: [...d.ids] }, 'new music during a ducked announcement: the announcement goes on over it');
+        },
+      },
+    };
   }
 
   /** The ducked announcement has played out: its members stop for the hub ('ended') and keep hearing the music, lent, until reclaimed. */
@@ -537,9 +596,17 @@ export class HubStream {
     }
     if (media.overlay) this.holdMusic(wanted);
     else this.dropAllHeld('stopped', undefined, wanted);
+    const carry = this.carryDuck(media, setup);
+    if (carry) {
+      // Taken out before the old feed stops, so stopping it does not end the announcement.
+      this.ducking = undefined;
+      carry.d.ending?.cancel();
+      carry.d.ending = undefined;
+      setup = carry.setup;
+    }
     this.stopFeed();
     for (const [id, m] of this.members) {
-      if (wanted.has(id)) continue;
+      if (wanted.has(id) || carry?.d.ids.has(id)) continue;
       this.members.delete(id);
       m.changeState('stopped', 'stopped');
     }
@@ -552,6 +619,16 @@ export class HubStream {
       this.media = undefined;
       for (const m of ready) {
         if (this.members.delete(m.clientId) && m.state !== 'stopped') m.changeState('stopped', 'stopped');
+      }
+      if (carry) {
+        // No feed to carry the announcement: it ends, as a stopped feed ends it.
+        carry.d.voice.stop();
+        if (this.ducking === carry.d) this.ducking = undefined;
+        for (const id of carry.d.ids) {
+          const m = this.members.get(id);
+          this.members.delete(id);
+          if (m && m.state !== 'stopped') m.changeState('stopped', 'error', String(e));
+        }
       }
       // An announcement that cannot start gives the stream back to the music it held.
       if (!this.members.size && this.held) await this.resumeHeld();
@@ -742,6 +819,13 @@ export class HubStream {
       throw new Error('snapclient is not connected');
     }
     this.feed = feed;
+    this.meter = undefined;
+    if (!media.overlay) {
+      // The music's loudness, measured all along (a voice starts at once, on what was heard before it).
+      const meter = new MusicLoudness(feed.format);
+      this.meter = meter;
+      feed.tap((pcm) => meter.push(pcm));
+    }
     this.watchFeed(feed);
     try {
       // Listening clients are those playing; mark them so before the regroup counts them.
