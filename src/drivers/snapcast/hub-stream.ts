@@ -112,6 +112,8 @@ export class HubStream {
   private held?: HeldMusic;
   /** The ducked announcement being mixed into the feed, if any. */
   private ducking?: Ducking;
+  /** Music played while a ducked announcement is mixed into the feed: it starts when that is over (deferPlay). */
+  private deferred?: { ready: StreamMember[]; media: MediaRequest; startAt: number; since: number };
   /** The running music's short-term loudness (fed by a tap on the feed), where a ducked voice is placed from. */
   private meter?: MusicLoudness;
   /**
@@ -220,6 +222,7 @@ export class HubStream {
       }
       this.unlend(m.clientId);
       this.unduck(m.clientId);
+      this.undefer(m.clientId);
       if (!this.members.delete(m.clientId)) {
         if (m.state !== 'stopped') m.changeState('stopped', 'stopped');
         return;
@@ -259,6 +262,11 @@ export class HubStream {
       held.changeState('stopped', 'error', detail);
       this.log.warn({ clientId, detail }, 'snapclient dropped out of the playback');
       return;
+    }
+    const waiting = this.deferred?.ready.find((x) => x.clientId === clientId);
+    if (waiting) {
+      this.undefer(clientId);
+      waiting.changeState('stopped', 'error', detail);
     }
     const m = this.members.get(clientId);
     if (!m) return;
@@ -305,6 +313,7 @@ export class HubStream {
 
   /** The control connection dropped: nothing can be controlled, so every member stops with an error. */
   connectionLost(): void {
+    this.dropDeferred('error', 'lost the connection to snapserver');
     this.pending?.feed.stop();
     this.stopFeed();
     this.dropMembers('error', 'lost the connection to snapserver');
@@ -325,6 +334,7 @@ export class HubStream {
   async shutdown(): Promise<void> {
     this.pending?.feed.stop();
     await this.exclusive(async () => {
+      this.dropDeferred('stopped');
       this.stopFeed();
       for (const m of this.members.values()) m.changeState('stopped', 'stopped');
       this.members.clear();
@@ -429,52 +439,68 @@ export class HubStream {
   /** Runs `feed`'s PCM through the duck's mixer until the mix is over (then, once it has played out of snapserver's buffer, duckOver). */
   private mixInto(feed: Feed, d: Ducking): void {
     this.ducking = d;
-    const over = () => {
+    d.mixer.onDone = () => {
+      if (this.ducking !== d) return;
+      feed.setMix(undefined);
       d.ending = this.opts.clock.setTimer(() => {
         d.ending = undefined;
         this.exclusive(async () => this.duckOver(d)).catch((e) => this.log.warn({ err: String(e) }, 'could not end the ducked announcement'));
       }, this.opts.server.bufferMs);
     };
-    // Carried over after its mix was over (waiting for snapserver's buffer): only the end is left.
-    if (d.mixer.phase === 'done') return over();
-    d.mixer.onDone = () => {
-      if (this.ducking !== d) return;
-      feed.setMix(undefined);
-      over();
-    };
     feed.setMix((pcm) => d.mixer.process(pcm));
   }
 
   /**
-   * New music played (on speakers of this server that the announcement did not take) while a
-   * ducked announcement is mixed into the music: the announcement goes on, mixed into the new
-   * music's feed, its members stay on the stream hearing it (ducked, under the voice), and are
-   * given back to it afterwards as to the old one. An interrupting announcement is heard out
-   * too (the hub defers the play on the announced speakers); cutting the voice would not be.
-   * Undefined when there is nothing to carry (or the formats differ).
+   * New music played (on clients of this server the announcement did not take) while a ducked
+   * announcement is mixed into the music: one stream carries one feed, so starting it now
+   * would cut the voice short, and mixing the voice into it would play the announcement to
+   * clients it was not for. So the play waits until the announcement is over, as music played
+   * during an interrupting announcement does (holdPlay): its clients are playing for the hub,
+   * silently, and it starts where it would be by then.
    */
-  private carryDuck(media: MediaRequest, setup: FeedSetup | undefined): { d: Ducking; setup: FeedSetup } | undefined {
-    const d = this.ducking;
-    const old = this.feed;
-    if (!d || media.overlay || setup || !old?.running) return undefined;
-    const format = old.format;
-    return {
-      d,
-      setup: {
-        install: (feed: Feed) => {
-          const f = feed.format;
-          if (f.rate !== format.rate || f.bits !== format.bits || f.channels !== format.channels) {
-            this.log.warn('the new music has another sample format: the ducked announcement ends with the old one');
-            d.voice.stop();
-            this.ducking = d;
-            this.duckOver(d);
-            return;
-          }
-          this.mixInto(feed, d);
-          this.log.info({ clients: [...d.ids] }, 'new music during a ducked announcement: the announcement goes on over it');
-        },
-      },
-    };
+  private deferPlay(ready: StreamMember[], media: MediaRequest, startAt: number): void {
+    const prev = this.deferred;
+    const wanted = new Set(ready.map((m) => m.clientId));
+    if (prev) for (const m of prev.ready) if (!wanted.has(m.clientId) && m.state !== 'stopped') m.changeState('stopped', 'stopped');
+    this.deferred = { ready, media, startAt, since: this.opts.clock.now() };
+    for (const m of ready) m.changeState('playing');
+    this.log.info(
+      { url: safeUrl(media.url), clients: [...wanted] },
+      'a ducked announcement is mixed into the music: the new music starts when it is over',
+    );
+  }
+
+  /** Every client waiting for a deferred play stops (shutdown, lost connection). */
+  private dropDeferred(reason: StopReason, detail?: string): void {
+    const p = this.deferred;
+    this.deferred = undefined;
+    for (const m of p?.ready ?? []) if (m.state !== 'stopped') m.changeState('stopped', reason, detail);
+  }
+
+  /** A client waiting for a deferred play leaves it (stopped, gone). */
+  private undefer(clientId: string): void {
+    const p = this.deferred;
+    if (!p) return;
+    p.ready = p.ready.filter((m) => m.clientId !== clientId);
+    if (!p.ready.length) this.deferred = undefined;
+  }
+
+  /** The ducked announcement is over (or the music it was mixed into is gone): a play that waited for it starts now. */
+  private scheduleDeferred(): void {
+    const p = this.deferred;
+    if (!p) return;
+    this.deferred = undefined;
+    this.exclusive(async () => {
+      const ready = p.ready.filter((m) => m.available && m.state === 'playing');
+      if (!ready.length) return;
+      const at = p.startAt + (this.opts.clock.now() - p.since) / 1000;
+      try {
+        await this.start(ready, p.media, p.media.duration !== undefined ? Math.min(at, p.media.duration) : at);
+      } catch (e) {
+        for (const m of ready) if (m.state !== 'stopped') m.changeState('stopped', 'error', String(e));
+        throw e;
+      }
+    }).catch((e) => this.log.warn({ err: String(e) }, 'the music played during a ducked announcement could not start'));
   }
 
   /** The ducked announcement has played out: its members stop for the hub ('ended') and keep hearing the music, lent, until reclaimed. */
@@ -496,6 +522,7 @@ export class HubStream {
       m.changeState('stopped', 'ended');
     }
     this.log.info({ clients: [...d.ids] }, 'ducked announcement over; the music is back at full level');
+    this.scheduleDeferred();
   }
 
   /** Nobody gave the member back to the music in time: it leaves the stream. */
@@ -540,6 +567,7 @@ export class HubStream {
   private endDuck(): void {
     const d = this.ducking;
     this.ducking = undefined;
+    this.scheduleDeferred();
     if (d) {
       d.voice.stop();
       d.ending?.cancel();
@@ -594,19 +622,15 @@ export class HubStream {
       await this.resumeHeld(ready);
       return;
     }
+    if (!media.overlay && !setup && this.ducking && this.feed?.running && ready.every((m) => !this.ducking!.ids.has(m.clientId))) {
+      this.deferPlay(ready, media, startAt);
+      return;
+    }
     if (media.overlay) this.holdMusic(wanted);
     else this.dropAllHeld('stopped', undefined, wanted);
-    const carry = this.carryDuck(media, setup);
-    if (carry) {
-      // Taken out before the old feed stops, so stopping it does not end the announcement.
-      this.ducking = undefined;
-      carry.d.ending?.cancel();
-      carry.d.ending = undefined;
-      setup = carry.setup;
-    }
     this.stopFeed();
     for (const [id, m] of this.members) {
-      if (wanted.has(id) || carry?.d.ids.has(id)) continue;
+      if (wanted.has(id)) continue;
       this.members.delete(id);
       m.changeState('stopped', 'stopped');
     }
@@ -619,16 +643,6 @@ export class HubStream {
       this.media = undefined;
       for (const m of ready) {
         if (this.members.delete(m.clientId) && m.state !== 'stopped') m.changeState('stopped', 'stopped');
-      }
-      if (carry) {
-        // No feed to carry the announcement: it ends, as a stopped feed ends it.
-        carry.d.voice.stop();
-        if (this.ducking === carry.d) this.ducking = undefined;
-        for (const id of carry.d.ids) {
-          const m = this.members.get(id);
-          this.members.delete(id);
-          if (m && m.state !== 'stopped') m.changeState('stopped', 'error', String(e));
-        }
       }
       // An announcement that cannot start gives the stream back to the music it held.
       if (!this.members.size && this.held) await this.resumeHeld();
