@@ -68,6 +68,37 @@ async function main() {
     );
     console.log(`| 10 duck mixes at once, share of one core | ${(mixCpu * 10 * 100).toFixed(1)}% | | < 50% |`);
 
+    // 1b. What a Snapcast feed runs in process (no ffmpeg): the music's loudness meter, on
+    // all along, and the DuckMixer during an announcement; per second of 48 kHz stereo s16.
+    const { DuckMixer } = require('../dist/media/duck-mix.js');
+    const { MusicLoudness } = require('../dist/media/music-loudness.js');
+    const format = { rate: 48000, bits: 16, channels: 2 };
+    const chunk = Buffer.alloc((48000 / 50) * 4); // 20 ms, as the feed hands it over
+    for (let i = 0; i < chunk.length / 2; i++) chunk.writeInt16LE(Math.round(8000 * Math.sin(i / 7)), i * 2);
+    const audioS = 30;
+    const perSecond = (fn) => {
+      let best = Infinity;
+      for (let r = 0; r < 3; r++) {
+        const t0 = process.cpuUsage();
+        for (let i = 0; i < audioS * 50; i++) fn();
+        const u = process.cpuUsage(t0);
+        best = Math.min(best, (u.user + u.system) / 1e6 / audioS);
+      }
+      return best;
+    };
+    const meter = new MusicLoudness(format);
+    const meterCpu = perSecond(() => meter.push(chunk));
+    const mixer = new DuckMixer({ format, levelDb: -15, fadeMs: 500, musicLufs: meter.lufs, maxVoiceBytes: Number.MAX_SAFE_INTEGER });
+    for (let i = 0; i < audioS * 3 * 50; i++) mixer.pushVoice(chunk);
+    const mixerCpu = perSecond(() => mixer.process(chunk));
+    const both = meterCpu + mixerCpu;
+    console.log('\nIn-process mix on a Snapcast feed (48 kHz stereo s16, best of 3)');
+    console.log('| Measurement | CPU s per audio s | Goal |');
+    console.log('|---|---|---|');
+    console.log(`| music loudness meter (MusicLoudness, K-weighted, 3 s short-term) | ${meterCpu.toFixed(4)} | |`);
+    console.log(`| DuckMixer (envelope + voice placed on the music's loudness) | ${mixerCpu.toFixed(4)} | |`);
+    console.log(`| 10 ducked streams at once (meter + mixer), share of one core | ${(both * 10 * 100).toFixed(1)}% | < 50% |`);
+
     // 2. Clip render time, uncached.
     const clips = new AnnouncementClips({ cacheDir: join(dir, 'clips'), logger: createLogger({ level: 'silent' }) });
     const chime = await ensureChime(join(dir, 'chime.wav'));

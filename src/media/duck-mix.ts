@@ -88,6 +88,47 @@ export interface DuckMixerOptions {
   startGain?: number;
   /** Most voice PCM held ahead of the music, bytes; the decoder is paused above it (see voiceFull). */
   maxVoiceBytes?: number;
+  /**
+   * The music's short-term loudness (LUFS) when the voice starts (MusicLoudness): the voice is
+   * then placed relative to the ducked music (voicePlacementDb), voiceGainDb on top. Without
+   * it the voice plays at the clip's own level, as before.
+   */
+  musicLufs?: number;
+  /** The clip's normalised loudness (LUFS). Default ANNOUNCEMENT_LUFS. */
+  voiceLufs?: number;
+}
+
+/** The loudness announcement clips are normalised to (LUFS; src/media/loudness-file.ts DEFAULT_LOUDNESS). */
+export const ANNOUNCEMENT_LUFS = -16;
+/**
+ * Where a ducked voice sits (issue 21): at least this many LU above the ducked music, as
+ * broadcasters keep speech over a ducked bed (some +6…+10 LU: clearly on top, not shouting).
+ */
+export const VOICE_OVER_BED_LU = 8;
+/**
+ * …and never below the music's own loudness plus this (LU): the level it has over a bed at
+ * the default DuckLevel (-15 + 8). A deeper duck lowers the music under the voice, it does not
+ * lower the voice with it (a listener asking for -25 wants the speech clearer, not quieter).
+ */
+export const VOICE_UNDER_MUSIC_LU = -7;
+/** The voice is never raised more than this above the clip's normalised level (dB): headroom, its true peak is -1.5 dBTP. */
+export const VOICE_MAX_BOOST_DB = 3;
+/** Nor lowered more than this below it (dB): quiet or silent music still leaves the voice plainly audible. */
+export const VOICE_MAX_CUT_DB = -12;
+
+/**
+ * The voice's gain (dB, relative to the clip as rendered) for music of short-term loudness
+ * musicLufs ducked by levelDb: the voice at max(music + VOICE_UNDER_MUSIC_LU, ducked music +
+ * VOICE_OVER_BED_LU), within [VOICE_MAX_CUT_DB, VOICE_MAX_BOOST_DB] of the clip's level. So
+ * loud music gets a louder voice and quiet music a quieter one, dB for dB, inside the clamps.
+ * Music too quiet to measure (silence, under R128's -70 LUFS gate, or not measured yet)
+ * counts as quiet: the floor.
+ */
+export function voicePlacementDb(musicLufs: number, levelDb: number, voiceLufs = ANNOUNCEMENT_LUFS): number {
+  if (!Number.isFinite(musicLufs)) return VOICE_MAX_CUT_DB;
+  const level = Math.max(-40, Math.min(0, levelDb));
+  const want = musicLufs + Math.max(VOICE_UNDER_MUSIC_LU, level + VOICE_OVER_BED_LU) - voiceLufs;
+  return Math.max(VOICE_MAX_CUT_DB, Math.min(VOICE_MAX_BOOST_DB, want));
 }
 
 /** down: the voice starts and the music fades to the duck level under it; voice: the voice plays over the lowered music; up: the music fades back; done: full level again. */
@@ -130,6 +171,8 @@ export class DuckMixer {
   private readonly fadeFrames: number;
   private readonly duck: number;
   private readonly voiceGain: number;
+  /** dB the voice was placed at relative to the music's loudness (0 without musicLufs), before voiceGainDb. */
+  readonly placementDb: number;
   private readonly bytes: 2 | 4;
   private readonly maxVoiceBytes: number;
   private _gain: number;
@@ -148,7 +191,8 @@ export class DuckMixer {
   constructor(private readonly opts: DuckMixerOptions) {
     this.fadeFrames = Math.round((Math.max(0, opts.fadeMs) / 1000) * opts.format.rate);
     this.duck = duckGain(opts.levelDb);
-    this.voiceGain = 10 ** ((opts.voiceGainDb ?? 0) / 20);
+    this.placementDb = opts.musicLufs !== undefined ? voicePlacementDb(opts.musicLufs, opts.levelDb, opts.voiceLufs) : 0;
+    this.voiceGain = 10 ** ((this.placementDb + (opts.voiceGainDb ?? 0)) / 20);
     this.bytes = opts.format.bits === 16 ? 2 : 4;
     this.from = Math.max(0, Math.min(1, opts.startGain ?? 1));
     this._gain = this.from;

@@ -25,7 +25,7 @@ export interface Loudness {
 }
 
 /** The K-weighting pre-filter (high shelf) and RLB high-pass as biquad coefficients for a sample rate. */
-function kWeighting(rate: number): Array<{ b: [number, number, number]; a: [number, number] }> {
+export function kWeighting(rate: number): Array<{ b: [number, number, number]; a: [number, number] }> {
   // The BS.1770 filters are specified at 48 kHz; these are their analogue prototypes, mapped
   // to any rate by the bilinear transform (the same constants libebur128 uses).
   let f0 = 1681.974450955533;

@@ -3,7 +3,19 @@
  * ducked announcement: exact sample values for constant music and voice, fed in uneven
  * pieces as the feed hands them over. The same mix on real snapclients: duck.test.ts.
  */
-import { DuckMixer, duckGain, voiceGainDb } from '../../src/media/duck-mix';
+import {
+  ANNOUNCEMENT_LUFS,
+  DuckMixer,
+  duckGain,
+  voiceGainDb,
+  voicePlacementDb,
+  VOICE_MAX_BOOST_DB,
+  VOICE_MAX_CUT_DB,
+  VOICE_OVER_BED_LU,
+  VOICE_UNDER_MUSIC_LU,
+} from '../../src/media/duck-mix';
+import { integratedLoudness } from '../../src/media/loudness';
+import { MusicLoudness } from '../../src/media/music-loudness';
 
 const RATE = 1000;
 
@@ -92,4 +104,79 @@ describe('DuckMixer', () => {
     expect(voiceGainDb(50, 1)).toBe(12);
     expect(voiceGainDb(1, 50)).toBe(-30);
   });
+
+  test('the voice is placed relative to the music: VOICE_OVER_BED_LU above the ducked music at least, within its clamps', () => {
+    expect(VOICE_OVER_BED_LU).toBeGreaterThanOrEqual(6);
+    expect(VOICE_OVER_BED_LU).toBeLessThanOrEqual(10);
+    // Music at -10 LUFS ducked by 15: the bed at -25, the voice 8 LU above it at -17, 1 dB under the clip's -16.
+    expect(voicePlacementDb(-10, -15)).toBeCloseTo(-10 - 15 + VOICE_OVER_BED_LU - ANNOUNCEMENT_LUFS, 6);
+    expect(-15 + VOICE_OVER_BED_LU).toBe(VOICE_UNDER_MUSIC_LU);
+    // 10 LU louder music: the voice 10 dB louder (both inside the clamps).
+    expect(voicePlacementDb(-8, -15) - voicePlacementDb(-18, -15)).toBeCloseTo(10, 6);
+    // A deeper duck lowers the music under the voice, not the voice.
+    expect(voicePlacementDb(-10, -25)).toBeCloseTo(voicePlacementDb(-10, -15), 6);
+    // A shallow duck raises the voice to stay VOICE_OVER_BED_LU above the bed.
+    expect(voicePlacementDb(-20, -6) - voicePlacementDb(-20, -15)).toBeCloseTo(9, 6);
+    // Loud music lightly ducked: never above the clip + VOICE_MAX_BOOST_DB.
+    expect(voicePlacementDb(-3, -3)).toBe(VOICE_MAX_BOOST_DB);
+    // Quiet music, and silence or nothing measured yet: never below the clip + VOICE_MAX_CUT_DB.
+    expect(voicePlacementDb(-45, -15)).toBe(VOICE_MAX_CUT_DB);
+    expect(voicePlacementDb(-Infinity, -15)).toBe(VOICE_MAX_CUT_DB);
+    // Another clip loudness shifts the gain by the difference.
+    expect(voicePlacementDb(-10, -15, -20) - voicePlacementDb(-10, -15)).toBeCloseTo(4, 6);
+  });
+
+  test('DuckMixer plays the voice at the placement plus the Volume gain', () => {
+    const voiceOut = (musicLufs: number | undefined, gainDb = 0) => {
+      const mixer = new DuckMixer({
+        format: { rate: RATE, bits: 16, channels: 2 },
+        levelDb: -20,
+        fadeMs: 0,
+        voiceGainDb: gainDb,
+        ...(musicLufs !== undefined ? { musicLufs } : {}),
+      });
+      mixer.pushVoice(constant(100, 4000));
+      mixer.endVoice();
+      // Silent music: what comes out is the voice alone.
+      return run(mixer, 50, 0)[10];
+    };
+    expect(voiceOut(undefined)).toBe(4000);
+    const loud = voiceOut(-8);
+    const quiet = voiceOut(-16);
+    expect(db(loud / quiet)).toBeCloseTo(8, 1);
+    expect(db(voiceOut(-8, 6) / loud)).toBeCloseTo(6, 1);
+    expect(db(voiceOut(-60) / 4000)).toBeCloseTo(VOICE_MAX_CUT_DB, 1);
+  });
+
+  test('MusicLoudness: the short-term loudness of what flowed, over its last seconds, as R128 measures it', () => {
+    const rate = 48000;
+    const tone = (seconds: number, amp: number, hz = 997) => {
+      const frames = Math.round(seconds * rate);
+      const b = Buffer.alloc(frames * 4);
+      const ch = new Float32Array(frames);
+      for (let i = 0; i < frames; i++) {
+        const v = Math.round(amp * Math.sin((2 * Math.PI * hz * i) / rate));
+        b.writeInt16LE(v, i * 4);
+        b.writeInt16LE(v, i * 4 + 2);
+        ch[i] = v / 32768;
+      }
+      return { b, pcm: { rate, channels: [ch, ch] } };
+    };
+    const meter = new MusicLoudness({ rate, bits: 16, channels: 2 });
+    expect(meter.lufs).toBe(-Infinity);
+    const loud = tone(4, 16000);
+    // Odd pieces, split inside frames.
+    for (let at = 0; at < loud.b.length; at += 4001) meter.push(loud.b.subarray(at, Math.min(at + 4001, loud.b.length)));
+    const reference = integratedLoudness(loud.pcm);
+    expect(Math.abs(meter.lufs - reference)).toBeLessThan(0.2);
+    // 3 s of a tone 20 dB quieter: the window holds only it now.
+    const quiet = tone(3, 1600);
+    meter.push(quiet.b);
+    expect(Math.abs(meter.lufs - (reference - 20))).toBeLessThan(0.3);
+    // Silence: under the gate.
+    meter.push(Buffer.alloc(3 * rate * 4));
+    expect(meter.lufs).toBe(-Infinity);
+  });
 });
+
+const db = (x: number) => 20 * Math.log10(x);

@@ -14,18 +14,22 @@ import { snapcastDeviceId } from '../../src/drivers/snapcast';
 import { fileSize, freePort, groupOf, HUB_STREAM, OTHER_STREAM, SAMPLE_FORMAT, SnapcastEnv, snapcastInstalled, waitFor } from './harness';
 import { startSnapcastHub, toneWav, type SnapcastHub } from './hub';
 import { labSuite } from '../helpers/labs';
+import { encodeWav } from '../../src/media/wav';
+import { voicePlacementDb } from '../../src/media/duck-mix';
 
 const ANNOUNCE_STREAM = 'Announce';
 const MUSIC_HZ = 440;
 const CHIME_HZ = 660;
 const SPEECH_HZ = 1000;
+/** The music a play brings in during an announcement. */
+const NEXT_HZ = 550;
 const WINDOW = SAMPLE_FORMAT.rate / 20;
 const suite = labSuite('the Snapcast lab', snapcastInstalled() ? undefined : 'snapserver, snapclient or ffmpeg is not installed');
 
 jest.setTimeout(90_000);
 
 /** Per 50 ms window of a client's output from byte `from`: the amplitude of each tone (left channel, Goertzel). */
-function bands(file: string, from: number): { music: number; chime: number; speech: number }[] {
+function bands(file: string, from: number): { music: number; chime: number; speech: number; next: number }[] {
   const size = fileSize(file);
   const start = from - (from % SAMPLE_FORMAT.bytesPerFrame);
   if (size <= start) return [];
@@ -48,9 +52,9 @@ function bands(file: string, from: number): { music: number; chime: number; spee
     }
     return (2 * Math.sqrt(Math.max(0, s1 * s1 + s2 * s2 - coeff * s1 * s2))) / WINDOW;
   };
-  const out: { music: number; chime: number; speech: number }[] = [];
+  const out: { music: number; chime: number; speech: number; next: number }[] = [];
   for (let o = 0; o + WINDOW * SAMPLE_FORMAT.bytesPerFrame <= pcm.length; o += WINDOW * SAMPLE_FORMAT.bytesPerFrame) {
-    out.push({ music: amp(o, MUSIC_HZ), chime: amp(o, CHIME_HZ), speech: amp(o, SPEECH_HZ) });
+    out.push({ music: amp(o, MUSIC_HZ), chime: amp(o, CHIME_HZ), speech: amp(o, SPEECH_HZ), next: amp(o, NEXT_HZ) });
   }
   return out;
 }
@@ -60,6 +64,12 @@ const median = (xs: number[]) => {
   return s[Math.floor(s.length / 2)] ?? 0;
 };
 const db = (x: number) => 20 * Math.log10(x);
+/** The music tone QUIET_DB below toneWav's (its loudness as many LU lower). */
+const QUIET_DB = 20 * Math.log10(4000 / 12000);
+function quietTone(seconds: number, freq: number, title: string, rate = 22050): Buffer {
+  const samples = new Int16Array(Math.round(rate * seconds)).map((_, i) => Math.round(4000 * Math.sin((2 * Math.PI * freq * i) / rate)));
+  return encodeWav(samples, rate, { title, artist: 'Snapcast Test', album: 'Snapcast Test' });
+}
 
 suite('ducked announcements on Snapcast clients', () => {
   let env: SnapcastEnv;
@@ -92,6 +102,8 @@ suite('ducked announcements on Snapcast clients', () => {
         'long.wav': toneWav(90, MUSIC_HZ, 'Long Tone'),
         'chime.wav': toneWav(0.6, CHIME_HZ, 'Chime Tone'),
         'speech.wav': toneWav(3, SPEECH_HZ, 'Speech Tone'),
+        'quiet.wav': quietTone(90, MUSIC_HZ, 'Quiet Tone'),
+        'next.wav': toneWav(60, NEXT_HZ, 'Next Tone'),
       },
       { announceStream: ANNOUNCE_STREAM },
     );
@@ -113,15 +125,16 @@ suite('ducked announcements on Snapcast clients', () => {
   }, 30_000);
 
   /** Music on clients 1 and 2 (one group, the hub stream); client 3 stays on another stream. */
-  async function musicOn12(): Promise<void> {
+  async function musicOn12(title = 'Long Tone'): Promise<void> {
     const g3 = groupOf(await env.status(), clientIds[2]);
     if (g3.stream_id !== OTHER_STREAM) await env.rpc('Group.SetStream', { id: g3.id, stream_id: OTHER_STREAM });
     expect(await t.op('set_volume', { Volume: '20' })).toEqual({ Result: 'true' });
     const start = [1, 2].map((n) => fileSize(file(n)));
-    expect(await t.op('play_hub_media_selected_speakers', { PersistentID: pids['Long Tone'], DeviceIDList: `${ids[0]},${ids[1]}` })).toMatchObject({
+    expect(await t.op('play_hub_media_selected_speakers', { PersistentID: pids[title], DeviceIDList: `${ids[0]},${ids[1]}` })).toMatchObject({
       Result: 'true',
     });
-    await waitFor(() => [1, 2].every((n) => bands(file(n), start[n - 1]).some((w) => w.music > 1000)), 10_000, 'the music on clients 1 and 2');
+    const heard = title === 'Long Tone' ? 1000 : 300;
+    await waitFor(() => [1, 2].every((n) => bands(file(n), start[n - 1]).some((w) => w.music > heard)), 10_000, 'the music on clients 1 and 2');
   }
 
   for (const level of [-15, -25])
@@ -260,6 +273,77 @@ suite('ducked announcements on Snapcast clients', () => {
     const plain = await speechLevel({});
     const louder = await speechLevel({ Volume: '40' });
     expect(Math.abs(db(louder / plain) - 6.02)).toBeLessThan(1.5);
+  });
+
+  test("the voice is placed on the music's loudness: over music 9.5 LU quieter it is 9.5 dB quieter (±2 dB)", async () => {
+    // Both inside the clamps: the tone's music is about -9 LUFS, the quiet one about -19.
+    expect(voicePlacementDb(-9.4, -15) - voicePlacementDb(-9.4 + QUIET_DB, -15)).toBeCloseTo(-QUIET_DB, 3);
+    const speechLevel = async (): Promise<number> => {
+      const from = fileSize(file(1));
+      const a = await t.op('announce', { PersistentID: pids['Speech Tone'], DeviceIDList: `${ids[0]},${ids[1]}`, Mode: 'duck', DuckLevel: '-15' });
+      await done(a.AnnouncementID);
+      expect(await status(a.AnnouncementID)).toMatchObject({ State: 'done', Mode: 'duck' });
+      const w = bands(file(1), from);
+      // The speech windows: well above what the music leaks into the band, whatever the level.
+      const peak = Math.max(...w.map((x) => x.speech));
+      return median(w.map((x) => x.speech).filter((x) => x > peak / 4));
+    };
+    await musicOn12();
+    const overLoud = await speechLevel();
+    await t.op('stop_play');
+    await musicOn12('Quiet Tone');
+    const overQuiet = await speechLevel();
+    const placed = t.logs.filter((l) => l.includes('announcement mixed into the music (ducked)')).slice(-2);
+    if (Math.abs(db(overLoud / overQuiet) + QUIET_DB) > 2) console.log(JSON.stringify({ overLoud, overQuiet, placed }));
+    expect(Math.abs(db(overLoud / overQuiet) + QUIET_DB)).toBeLessThanOrEqual(2);
+  });
+
+  test('new music played during a ducked announcement (on a client it did not take): the voice is heard in full, then the new music, on all three', async () => {
+    await musicOn12();
+    const from = [1, 2, 3].map((n) => fileSize(file(n)));
+    const logsBefore = t.logs.length;
+    const a = await t.op('announce', {
+      PersistentID: pids['Speech Tone'],
+      DeviceIDList: `${ids[0]},${ids[1]}`,
+      Mode: 'duck',
+      DuckLevel: '-15',
+      FadeMs: '300',
+    });
+    expect(a).toMatchObject({ Result: 'true' });
+    // Half a second into the speech, new music on all three clients (client 3 not announced, on another stream).
+    await waitFor(() => bands(file(1), from[0]).filter((x) => x.speech > 500).length >= 10, 15_000, 'the speech under way');
+    expect(await t.op('play_hub_media_selected_speakers', { PersistentID: pids['Next Tone'], DeviceIDList: ids.join(',') })).toMatchObject({
+      Result: 'true',
+    });
+    await done(a.AnnouncementID);
+    // Not cut short by the play: it played out.
+    expect(await status(a.AnnouncementID)).toMatchObject({ State: 'done', Mode: 'duck' });
+    const after = [1, 2, 3].map((n) => fileSize(file(n)));
+    await waitFor(
+      () => [1, 2, 3].every((n) => bands(file(n), after[n - 1]).filter((x) => x.next > 1000).length >= 40),
+      20_000,
+      'the new music on every client',
+    );
+    await waitFor(
+      async () => (await t.op('device_list')).DeviceList.filter((d: any) => d.IsPlaying).length === 3,
+      15_000,
+      'all three clients playing the new music',
+    );
+    for (const n of [1, 2]) {
+      const w = bands(file(n), from[n - 1]);
+      const speech = w.flatMap((x, i) => (x.speech > 500 ? [i] : []));
+      // The 3 s speech tone, whole (60 windows; a few short at the edges), then the new music.
+      expect({ client: n, speech: speech.length >= 56 }).toEqual({ client: n, speech: true });
+      const firstNext = w.findIndex((x) => x.next > 1000);
+      expect({ client: n, nextAfterVoice: firstNext > speech[speech.length - 1] }).toEqual({ client: n, nextAfterVoice: true });
+      // The old music went on under the voice (ducked 15 dB from > 1000) until then, and is gone at the end.
+      expect(median(w.slice(speech[3], speech[speech.length - 3]).map((x) => x.music))).toBeGreaterThan(150);
+      expect(median(w.slice(-20).map((x) => x.music))).toBeLessThan(100);
+    }
+    // Client 3 heard the new music, never the announcement.
+    expect(bands(file(3), from[2]).filter((x) => x.speech > 200)).toHaveLength(0);
+    expect(t.logs.slice(logsBefore).filter((l) => l.includes('the new music starts when it is over'))).toHaveLength(1);
+    expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
   });
 
   test("a client playing another source's stream: duck interrupts, ModeReason names the stream, and the client goes back to it", async () => {

@@ -12,6 +12,8 @@ export interface DuckOverlayOptions {
   format: SampleFormat;
   duck: DuckRequest;
   voiceGainDb: number;
+  /** The music's short-term loudness (LUFS) as the announcement starts (HubStream.musicLufs): the voice is placed relative to it. */
+  musicLufs?: number;
   /** The announcement's length (seconds), when known: the music fades back up after it. */
   voiceSeconds?: number;
 }
@@ -59,6 +61,7 @@ export function duckOverlaySetup(o: DuckOverlayOptions): FeedSetup {
         levelDb: o.duck.levelDb,
         fadeMs: o.duck.fadeMs,
         voiceGainDb: o.voiceGainDb,
+        ...(o.musicLufs !== undefined ? { musicLufs: o.musicLufs } : {}),
         // The voice comes one piece at a time, right before the music it goes with.
         maxVoiceBytes: Number.MAX_SAFE_INTEGER,
       });

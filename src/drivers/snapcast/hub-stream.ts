@@ -4,6 +4,7 @@ import type { Logger } from '../../logger';
 import { syncClockMs, type MediaRequest, type SpeakerPlayState, type StopReason } from '../driver';
 import type { ResolvedServerConfig } from './config';
 import { DuckMixer } from '../../media/duck-mix';
+import { MusicLoudness } from '../../media/music-loudness';
 import { DuckVoice } from './duck-voice';
 import { Feed, parseSampleFormat, safeUrl } from './feeder';
 import { Grouping, type ControlChannel } from './grouping';
@@ -111,6 +112,10 @@ export class HubStream {
   private held?: HeldMusic;
   /** The ducked announcement being mixed into the feed, if any. */
   private ducking?: Ducking;
+  /** Music played while a ducked announcement is mixed into the feed: it starts when that is over (deferPlay). */
+  private deferred?: { ready: StreamMember[]; media: MediaRequest; startAt: number; since: number };
+  /** The running music's short-term loudness (fed by a tap on the feed), where a ducked voice is placed from. */
+  private meter?: MusicLoudness;
   /**
    * Members whose ducked announcement is over (stopped, 'ended', for the hub) and who go on
    * listening to the music in place until the hub gives them back to it (a play of the same
@@ -217,6 +222,7 @@ export class HubStream {
       }
       this.unlend(m.clientId);
       this.unduck(m.clientId);
+      this.undefer(m.clientId);
       if (!this.members.delete(m.clientId)) {
         if (m.state !== 'stopped') m.changeState('stopped', 'stopped');
         return;
@@ -256,6 +262,11 @@ export class HubStream {
       held.changeState('stopped', 'error', detail);
       this.log.warn({ clientId, detail }, 'snapclient dropped out of the playback');
       return;
+    }
+    const waiting = this.deferred?.ready.find((x) => x.clientId === clientId);
+    if (waiting) {
+      this.undefer(clientId);
+      waiting.changeState('stopped', 'error', detail);
     }
     const m = this.members.get(clientId);
     if (!m) return;
@@ -302,6 +313,7 @@ export class HubStream {
 
   /** The control connection dropped: nothing can be controlled, so every member stops with an error. */
   connectionLost(): void {
+    this.dropDeferred('error', 'lost the connection to snapserver');
     this.pending?.feed.stop();
     this.stopFeed();
     this.dropMembers('error', 'lost the connection to snapserver');
@@ -322,6 +334,7 @@ export class HubStream {
   async shutdown(): Promise<void> {
     this.pending?.feed.stop();
     await this.exclusive(async () => {
+      this.dropDeferred('stopped');
       this.stopFeed();
       for (const m of this.members.values()) m.changeState('stopped', 'stopped');
       this.members.clear();
@@ -335,6 +348,11 @@ export class HubStream {
   /** A copy of the music's PCM as it goes to snapserver, while this feed runs; undefined when nothing is fed. */
   tapMusic(fn: (pcm: Buffer) => void): (() => void) | undefined {
     return this.feed?.running ? this.feed.tap(fn) : undefined;
+  }
+
+  /** The running music's short-term loudness (LUFS; -Infinity for silence or under 400 ms of it); undefined when no music is fed. */
+  get musicLufs(): number | undefined {
+    return this.feed?.running ? this.meter?.lufs : undefined;
   }
 
   /** The running feed's sample format. */
@@ -378,6 +396,7 @@ export class HubStream {
       levelDb: duck.levelDb,
       fadeMs: duck.fadeMs,
       voiceGainDb,
+      ...(this.meter ? { musicLufs: this.meter.lufs } : {}),
       // Taking over from a duck still under way: the music goes on from where its fade is.
       startGain: prev?.mixer.gain ?? 1,
     });
@@ -402,8 +421,25 @@ export class HubStream {
       this.unlend(m.clientId);
       m.changeState('playing');
     }
+    this.mixInto(feed, d);
+    this.log.info(
+      {
+        url: safeUrl(media.url),
+        clients: [...d.ids],
+        levelDb: duck.levelDb,
+        fadeMs: duck.fadeMs,
+        voiceGainDb: Number(voiceGainDb.toFixed(1)),
+        musicLufs: this.meter ? Number(this.meter.lufs.toFixed(1)) : undefined,
+        placementDb: Number(mixer.placementDb.toFixed(1)),
+      },
+      'announcement mixed into the music (ducked)',
+    );
+  }
+
+  /** Runs `feed`'s PCM through the duck's mixer until the mix is over (then, once it has played out of snapserver's buffer, duckOver). */
+  private mixInto(feed: Feed, d: Ducking): void {
     this.ducking = d;
-    mixer.onDone = () => {
+    d.mixer.onDone = () => {
       if (this.ducking !== d) return;
       feed.setMix(undefined);
       d.ending = this.opts.clock.setTimer(() => {
@@ -411,11 +447,60 @@ export class HubStream {
         this.exclusive(async () => this.duckOver(d)).catch((e) => this.log.warn({ err: String(e) }, 'could not end the ducked announcement'));
       }, this.opts.server.bufferMs);
     };
-    feed.setMix((pcm) => mixer.process(pcm));
+    feed.setMix((pcm) => d.mixer.process(pcm));
+  }
+
+  /**
+   * New music played (on clients of this server the announcement did not take) while a ducked
+   * announcement is mixed into the music: one stream carries one feed, so starting it now
+   * would cut the voice short, and mixing the voice into it would play the announcement to
+   * clients it was not for. So the play waits until the announcement is over, as music played
+   * during an interrupting announcement does (holdPlay): its clients are playing for the hub,
+   * silently, and it starts where it would be by then.
+   */
+  private deferPlay(ready: StreamMember[], media: MediaRequest, startAt: number): void {
+    const prev = this.deferred;
+    const wanted = new Set(ready.map((m) => m.clientId));
+    if (prev) for (const m of prev.ready) if (!wanted.has(m.clientId) && m.state !== 'stopped') m.changeState('stopped', 'stopped');
+    this.deferred = { ready, media, startAt, since: this.opts.clock.now() };
+    for (const m of ready) m.changeState('playing');
     this.log.info(
-      { url: safeUrl(media.url), clients: [...d.ids], levelDb: duck.levelDb, fadeMs: duck.fadeMs, voiceGainDb: Number(voiceGainDb.toFixed(1)) },
-      'announcement mixed into the music (ducked)',
+      { url: safeUrl(media.url), clients: [...wanted] },
+      'a ducked announcement is mixed into the music: the new music starts when it is over',
     );
+  }
+
+  /** Every client waiting for a deferred play stops (shutdown, lost connection). */
+  private dropDeferred(reason: StopReason, detail?: string): void {
+    const p = this.deferred;
+    this.deferred = undefined;
+    for (const m of p?.ready ?? []) if (m.state !== 'stopped') m.changeState('stopped', reason, detail);
+  }
+
+  /** A client waiting for a deferred play leaves it (stopped, gone). */
+  private undefer(clientId: string): void {
+    const p = this.deferred;
+    if (!p) return;
+    p.ready = p.ready.filter((m) => m.clientId !== clientId);
+    if (!p.ready.length) this.deferred = undefined;
+  }
+
+  /** The ducked announcement is over (or the music it was mixed into is gone): a play that waited for it starts now. */
+  private scheduleDeferred(): void {
+    const p = this.deferred;
+    if (!p) return;
+    this.deferred = undefined;
+    this.exclusive(async () => {
+      const ready = p.ready.filter((m) => m.available && m.state === 'playing');
+      if (!ready.length) return;
+      const at = p.startAt + (this.opts.clock.now() - p.since) / 1000;
+      try {
+        await this.start(ready, p.media, p.media.duration !== undefined ? Math.min(at, p.media.duration) : at);
+      } catch (e) {
+        for (const m of ready) if (m.state !== 'stopped') m.changeState('stopped', 'error', String(e));
+        throw e;
+      }
+    }).catch((e) => this.log.warn({ err: String(e) }, 'the music played during a ducked announcement could not start'));
   }
 
   /** The ducked announcement has played out: its members stop for the hub ('ended') and keep hearing the music, lent, until reclaimed. */
@@ -437,6 +522,7 @@ export class HubStream {
       m.changeState('stopped', 'ended');
     }
     this.log.info({ clients: [...d.ids] }, 'ducked announcement over; the music is back at full level');
+    this.scheduleDeferred();
   }
 
   /** Nobody gave the member back to the music in time: it leaves the stream. */
@@ -481,6 +567,7 @@ export class HubStream {
   private endDuck(): void {
     const d = this.ducking;
     this.ducking = undefined;
+    this.scheduleDeferred();
     if (d) {
       d.voice.stop();
       d.ending?.cancel();
@@ -533,6 +620,10 @@ export class HubStream {
     if (!media.overlay && !this.members.size && this.held && this.continuesHeld(this.held, media, startAt)) {
       // Given back to the held music before it started again: it starts now, with them in it.
       await this.resumeHeld(ready);
+      return;
+    }
+    if (!media.overlay && !setup && this.ducking && this.feed?.running && ready.every((m) => !this.ducking!.ids.has(m.clientId))) {
+      this.deferPlay(ready, media, startAt);
       return;
     }
     if (media.overlay) this.holdMusic(wanted);
@@ -742,6 +833,13 @@ export class HubStream {
       throw new Error('snapclient is not connected');
     }
     this.feed = feed;
+    this.meter = undefined;
+    if (!media.overlay) {
+      // The music's loudness, measured all along (a voice starts at once, on what was heard before it).
+      const meter = new MusicLoudness(feed.format);
+      this.meter = meter;
+      feed.tap((pcm) => meter.push(pcm));
+    }
     this.watchFeed(feed);
     try {
       // Listening clients are those playing; mark them so before the regroup counts them.

@@ -157,6 +157,7 @@ export class SnapServer {
         format,
         duck: media.duck!,
         voiceGainDb: gain,
+        ...(this.hubStream.musicLufs !== undefined ? { musicLufs: this.hubStream.musicLufs } : {}),
         ...(media.duration !== undefined ? { voiceSeconds: media.duration } : {}),
       });
       this.log.info(
