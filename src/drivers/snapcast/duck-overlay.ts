@@ -5,10 +5,18 @@ import type { FeedSetup } from './hub-stream';
 
 /** Music waiting to be mixed, at most (seconds): a copy that is not taken in time is dropped, oldest first. */
 const MUSIC_QUEUE_S = 1;
+/**
+ * The copy of the music starts this far behind the music's own stream (the tap replays what was
+ * just handed over): the two feeds are paced apart, and the music's feed pauses while snapserver
+ * is slow to read its pipe (seen under load: a 100 ms hole in the announced client's music, with
+ * nothing in any log). Coming back to the music, the client skips these 200 ms, inside the ~1 s a
+ * snapclient is deaf while it changes streams.
+ */
+const MUSIC_BEHIND_MS = 200;
 
 export interface DuckOverlayOptions {
   /** Taps the music's PCM as the hub hands it to snapserver (HubStream.tapMusic). */
-  tapMusic: (fn: (pcm: Buffer) => void) => (() => void) | undefined;
+  tapMusic: (fn: (pcm: Buffer) => void, replayMs: number) => (() => void) | undefined;
   format: SampleFormat;
   duck: DuckRequest;
   voiceGainDb: number;
@@ -40,7 +48,7 @@ export function duckOverlaySetup(o: DuckOverlayOptions): FeedSetup {
         queue.push(pcm);
         queued += pcm.length;
         while (queued > max && queue.length) queued -= queue.shift()!.length;
-      });
+      }, MUSIC_BEHIND_MS);
       /** `n` bytes of music: what was copied, silence where the copy falls short (the music's feed stalled or ended). */
       const take = (n: number): Buffer => {
         const out = Buffer.alloc(n);

@@ -73,6 +73,8 @@ export const FEED_LEAD_MS = 50;
 /** Decoded PCM waiting in the hub, at most (seconds): ffmpeg is paused above it. */
 const QUEUE_HIGH_S = 2;
 const PACE_MS = 10;
+/** How much of the PCM handed over a feed keeps for a tap that starts behind (a ducked overlay's copy of the music). */
+const RECENT_MS = 250;
 
 /**
  * One decode of one media into one snapserver source. ffmpeg decodes as fast as it is let;
@@ -109,6 +111,9 @@ export class Feed extends EventEmitter<FeedEvents> {
   private mixDone?: () => void;
   /** Who wants a copy of the PCM as it is handed over (before any mix): a ducked announcement on another stream. */
   private readonly taps = new Set<(pcm: Buffer) => void>();
+  /** The last MUSIC_RECENT_MS of PCM handed over (unmixed), for a tap that starts a little behind (tap's replayMs). */
+  private recent: Buffer[] = [];
+  private recentBytes = 0;
   private readonly log: Logger;
 
   constructor(private readonly opts: FeedOptions) {
@@ -262,7 +267,13 @@ export class Feed extends EventEmitter<FeedEvents> {
   }
 
   /** A copy of every piece of PCM as it is handed to snapserver (the music, unmixed); the returned function stops it. */
-  tap(fn: (pcm: Buffer) => void): () => void {
+  tap(fn: (pcm: Buffer) => void, replayMs = 0): () => void {
+    // Starting with the last replayMs already handed over: the copy then runs that far behind.
+    const want = this.frames((Math.min(replayMs, RECENT_MS) / 1000) * this.bps);
+    if (want > 0 && this.recentBytes > 0) {
+      const all = Buffer.concat(this.recent);
+      fn(all.subarray(Math.max(0, all.length - want)));
+    }
     this.taps.add(fn);
     return () => this.taps.delete(fn);
   }
@@ -291,6 +302,14 @@ export class Feed extends EventEmitter<FeedEvents> {
   private due(): number {
     if (this.t0 === undefined) return 0;
     return ((performance.now() - this.t0) / 1000) * this.bps;
+  }
+
+  /** Keeps at least RECENT_MS of what was handed over, and little more (whole pieces are dropped). */
+  private remember(chunk: Buffer): void {
+    this.recent.push(chunk);
+    this.recentBytes += chunk.length;
+    const keep = (RECENT_MS / 1000) * this.bps;
+    while (this.recent.length > 1 && this.recentBytes - this.recent[0].length >= keep) this.recentBytes -= this.recent.shift()!.length;
   }
 
   private frames(bytes: number): number {
@@ -326,6 +345,7 @@ export class Feed extends EventEmitter<FeedEvents> {
       room -= chunk.length;
       this.fed += chunk.length;
       for (const tap of this.taps) tap(chunk);
+      this.remember(chunk);
       if (this.mix) chunk = this.mix(chunk);
       if (!sink.write(chunk)) {
         // snapserver is not reading: wait for it rather than pile up.

@@ -346,8 +346,8 @@ export class HubStream {
   // ---- ducked announcements (issue 21) ----------------------------------------------
 
   /** A copy of the music's PCM as it goes to snapserver, while this feed runs; undefined when nothing is fed. */
-  tapMusic(fn: (pcm: Buffer) => void): (() => void) | undefined {
-    return this.feed?.running ? this.feed.tap(fn) : undefined;
+  tapMusic(fn: (pcm: Buffer) => void, replayMs = 0): (() => void) | undefined {
+    return this.feed?.running ? this.feed.tap(fn, replayMs) : undefined;
   }
 
   /** The running music's short-term loudness (LUFS; -Infinity for silence or under 400 ms of it); undefined when no music is fed. */

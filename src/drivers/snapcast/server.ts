@@ -153,7 +153,7 @@ export class SnapServer {
       }
       const format = this.hubStream.feedFormat!;
       const setup = duckOverlaySetup({
-        tapMusic: (fn) => this.hubStream.tapMusic(fn),
+        tapMusic: (fn, replayMs) => this.hubStream.tapMusic(fn, replayMs),
         format,
         duck: media.duck!,
         voiceGainDb: gain,
