@@ -133,9 +133,14 @@ describeIf('AirPlay ducking (two shairport-sync receivers)', () => {
     expect(Math.abs(db(after / before))).toBeLessThanOrEqual(1);
     // The voice is there, well above the music's own 660 Hz (none) before it.
     expect(peakVoice).toBeGreaterThan(10 * median(w.slice(0, vFirst).map((x) => x.voice)) + 0.01);
-    // No gap: the music is in every window from the mark to the end (the duck level, less 6 dB for the fades' edges).
+    // No gap: the music is in every window from half a second before the voice (the fade down)
+    // to the end (the duck level, less 6 dB for the fades' edges). Windows earlier than that
+    // were sent before the announcement and are not the mix's doing: a CI run under load once
+    // had the capture's very first window low.
     const floor = before * 10 ** (-21 / 20);
-    const gaps = w.slice(0, -1).flatMap((x, i) => (x.music < floor ? [i] : []));
+    const from = Math.max(0, vFirst - 10);
+    const gaps = w.slice(from, -1).flatMap((x, i) => (x.music < floor ? [from + i] : []));
+    if (gaps.length) console.log(JSON.stringify({ gaps, vFirst, vLast }));
     expect(gaps).toEqual([]);
     // The music kept its place: TimeElapsed moved on with the clock, and it still plays.
     const ps = await t.op('playback_status');
