@@ -5,7 +5,7 @@ import { syncClockMs, type MediaRequest, type SpeakerPlayState, type StopReason 
 import type { ResolvedServerConfig } from './config';
 import { DuckMixer } from '../../media/duck-mix';
 import { MusicLoudness } from '../../media/music-loudness';
-import { DuckVoice } from './duck-voice';
+import { DuckVoice } from '../../media/duck-voice';
 import { Feed, parseSampleFormat, safeUrl } from './feeder';
 import { Grouping, type ControlChannel } from './grouping';
 import type { ModelChange, ServerModel } from './model';

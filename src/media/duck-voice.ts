@@ -1,21 +1,22 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
-import type { Logger } from '../../logger';
-import type { DuckMixer } from '../../media/duck-mix';
-import { safeUrl, type SampleFormat } from './feeder';
+import type { Logger } from '../logger';
+import { redactUrl } from '../redact';
+import type { DuckMixer, PcmFormat } from './duck-mix';
 
 type Ffmpeg = ChildProcessByStdio<null, Readable, Readable>;
 
 export interface VoiceOptions {
   url: string;
-  format: SampleFormat;
+  format: PcmFormat;
   ffmpegPath: string;
   startTimeoutMs: number;
   logger: Logger;
 }
 
 /**
- * The announcement's audio, decoded to the music's PCM format for a DuckMixer. Not paced
+ * The announcement's audio, decoded to the music's PCM format for a DuckMixer (the Snapcast
+ * feed's format, AirPlay's 44.1 kHz s16 stereo). Not paced
  * (-re): the mixer takes it as fast as the music flows, and the decoder pauses while the
  * mixer holds as much as it wants (bounded memory whatever the clip's length).
  */
@@ -92,14 +93,14 @@ export class DuckVoice {
         if (this.stopped) return;
         if (!settled) {
           this.opts.logger.debug(
-            { url: safeUrl(url), stderr: safeUrl(this.stderr.trim().split('\n').pop() ?? '') },
+            { url: redactUrl(url), stderr: redactUrl(this.stderr.trim().split('\n').pop() ?? '') },
             'the announcement could not be decoded',
           );
           settle(new Error('ffmpeg could not play the media: the media URL could not be fetched or does not serve audio'));
           return;
         }
         // A decode that broke off ends the voice where it broke: the music comes back up.
-        if (code !== 0) this.opts.logger.warn({ url: safeUrl(url), code }, 'the announcement decode stopped early');
+        if (code !== 0) this.opts.logger.warn({ url: redactUrl(url), code }, 'the announcement decode stopped early');
         mixer.endVoice();
       });
     });
