@@ -9,9 +9,11 @@ const { report } = require('./child-ipc');
 const write = process.stdout.write.bind(process.stdout);
 let ready = false;
 process.stdout.write = (chunk, ...rest) => {
-  if (!ready && String(chunk).includes(' is running.')) {
+  const text = String(chunk);
+  if (!ready && text.includes(' is running.')) {
     ready = true;
-    setImmediate(() => report({ type: 'ready', pid: process.pid }));
+    const url = /REST API:\s+(http:\/\/\S+?)\/api\/v1\//.exec(text)?.[1];
+    setImmediate(() => report({ type: 'ready', pid: process.pid, url }));
   }
   return write(chunk, ...rest);
 };

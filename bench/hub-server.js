@@ -24,6 +24,7 @@ const TOKEN = cfg.token || 'bench-token-0123456789abcdefghij';
 
 // Loaded only after the config checks, so a bad call fails fast.
 const { createHub } = require(join(__dirname, '..', 'dist', 'index.js'));
+const { START_FLAGS, startupDone } = require(join(__dirname, '..', 'dist', 'cli', 'heap.js'));
 
 let hub;
 let stopping = false;
@@ -73,6 +74,9 @@ async function main() {
   });
   await hub.start();
   const startMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  // Started with the CLI's start-only V8 flags (bench/run.js): end them as the CLI does, and
+  // be ready once they have ended (the load that follows at once would otherwise keep them on).
+  if (process.execArgv.some((f) => START_FLAGS.includes(f))) await startupDone(true);
   const url = hub.url;
   let session;
   if (cfg.session !== false) {

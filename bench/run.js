@@ -24,8 +24,9 @@
  * Environment knobs (defaults in SETTINGS): BENCH_DURATION (s per server, throughput),
  * BENCH_CONNECTIONS, BENCH_RATE_DURATION (s per server), BENCH_SLICES (pairs per measurement),
  * BENCH_PIN=1 (taskset: load generator on CPU 0, servers on CPU 1),
- * BENCH_CPU_PROF=<dir> (hub children run with --cpu-prof, profiles written there).
- * Every hub child runs with the V8 flags the CLI sets for itself (src/cli/heap.ts HEAP_FLAGS);
+ * BENCH_CPU_PROF=<dir> (hub and baseline children run with --cpu-prof, profiles written there).
+ * Every hub child runs with the V8 flags the CLI sets for itself (src/cli/heap.ts HEAP_FLAGS, and
+ * START_FLAGS until it has started);
  * SPEAKERHUB_V8_DEFAULTS=1 runs them (and the CLI hub) with V8's defaults instead.
  */
 const { fork, execFileSync } = require('node:child_process');
@@ -51,6 +52,7 @@ const SETTINGS = {
   listDurationS: 5,
   rssSpeakers: 100,
   rssSettleMs: 2000,
+  rssLoadRequests: 20_000,
 };
 const TOKEN = 'bench-token-0123456789abcdefghij';
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
@@ -59,7 +61,9 @@ const BARE_SCRIPT = join(__dirname, 'bare-server.js');
 const CPU_PROF = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : null;
 const HUB_HEADERS_TO_COPY = ['content-type', 'access-control-allow-origin', 'vary', 'cache-control'];
 const PIN = process.env.BENCH_PIN === '1';
-const HUB_V8_FLAGS = process.env.SPEAKERHUB_V8_DEFAULTS === '1' ? [] : require('../dist/cli/heap').HEAP_FLAGS;
+// The CLI's flags, its start-only ones included (bench/hub-server.js turns those off once started, as the CLI does).
+const HUB_V8_FLAGS =
+  process.env.SPEAKERHUB_V8_DEFAULTS === '1' ? [] : [...require('../dist/cli/heap').HEAP_FLAGS, ...require('../dist/cli/heap').START_FLAGS];
 
 // ---- CPU accounting (Linux /proc; silently absent elsewhere) -------------------------------
 
@@ -253,7 +257,10 @@ async function startCliHub(name, speakers) {
 }
 
 async function startBare(name, routes, execArgv = []) {
-  const child = new Child(name, BARE_SCRIPT, [], execArgv);
+  const argv = [...execArgv];
+  // Profiled like the hubs, so a hub profile can be read against the baseline's.
+  if (CPU_PROF) argv.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`);
+  const child = new Child(name, BARE_SCRIPT, [], argv);
   child.info = await child.waitFor('ready', 15_000);
   if (routes) await child.call({ cmd: 'routes', routes }, 'routes-set', 15_000);
   return child;
@@ -514,6 +521,21 @@ async function idleRss() {
   const h = await probe(() => startHub('hub-rss', SETTINGS.rssSpeakers, { session: false, execArgv: ['--expose-gc'] }));
   const mb = (x) => x / 1e6; // decimal MB, as in the target
   const c = await probe(() => startCliHub('cli-hub-rss', SETTINGS.rssSpeakers));
+  const loaded = await probe(async () => {
+    // The same hub once it has served requests: V8 has optimized the request path by then
+    // (src/cli/heap.ts keeps its optimizing compiler off only for the start-up burst).
+    const hub = await startCliHub('cli-hub-rss-loaded', SETTINGS.rssSpeakers);
+    const auth = { Authorization: `Bearer ${readFileSync(join(hub.dataDir, 'api-token'), 'utf8').trim()}` };
+    const session = JSON.parse((await getOnce(hub.info.url, '/api/v1/init_session', auth)).body.toString()).SessionToken;
+    const r = await autocannon({
+      url: `${hub.info.url}/api/v1/playback_status?SessionToken=${session}`,
+      headers: auth,
+      connections: SETTINGS.connections,
+      amount: SETTINGS.rssLoadRequests,
+    });
+    if (r.non2xx + r.errors) problems.push(`RSS after load: ${r.non2xx} non-2xx, ${r.errors} errors`);
+    return hub;
+  });
   add({
     id: '5',
     metric: `idle RSS, default hub (REST + MQTT), ${SETTINGS.rssSpeakers} speakers`,
@@ -523,6 +545,15 @@ async function idleRss() {
     target: 'ratio <= 1.5',
     check: (r) => r.ratio <= 1.5,
     detail: `as \`speakerhub hub\` runs it; heapUsed ${mb(c.heapUsed).toFixed(1)} / heapTotal ${mb(c.heapTotal).toFixed(1)}, external ${mb(c.external).toFixed(1)} MB`,
+  });
+  add({
+    id: '5b',
+    metric: `same, after ${SETTINGS.rssLoadRequests.toLocaleString('en-US')} playback_status requests`,
+    unit: 'MB',
+    hub: mb(loaded.rss),
+    baseline: mb(b.rss),
+    target: '(info)',
+    detail: `the request path optimized; heapUsed ${mb(loaded.heapUsed).toFixed(1)} / heapTotal ${mb(loaded.heapTotal).toFixed(1)} MB`,
   });
   add({
     id: '4',

@@ -11,6 +11,7 @@ import { scanProgressLine } from './scan-progress';
 import type { HubExtension } from '../extensions/extension';
 import { EXIT_USAGE, type CommandRegistrar } from './program';
 import { explainStartError } from './start-errors';
+import { startupDone } from './heap';
 
 /**
  * Flags of `speakerhub hub` that front ends add (MQTT, …): the registrar adds options to the
@@ -177,7 +178,10 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
       fail(explainStartError(e instanceof ConfigError ? labelProblems(e, labels) : e, config));
     },
   );
-  if (!(await run.started) || stopping) return;
+  const started = await run.started;
+  // Start-up is over either way: V8's optimizing compiler is back on (src/cli/heap.ts).
+  void startupDone();
+  if (!started || stopping) return;
   const tty = process.stdout.isTTY === true;
   // On a terminal with pretty logs the banner goes first and stands out; otherwise it is plain lines on stdout.
   const banner = [...bannerLines(hub, { tty }), ...extra.flatMap((x) => x.banner?.({ tty }) ?? [])];
