@@ -34,10 +34,10 @@ export interface Cli {
 
 const children: ChildProcess[] = [];
 
-/** Starts the CLI; `env` is added to a copy of this process's environment without SPEAKERHUB_* keys. */
-export function runCli(args: string[], env: Record<string, string> = {}): Cli {
+/** Starts the CLI; `env` is added to a copy of this process's environment without SPEAKERHUB_* keys; `nodeArgs` go to node. */
+export function runCli(args: string[], env: Record<string, string> = {}, nodeArgs: string[] = []): Cli {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SPEAKERHUB_') || k === 'SPEAKERHUB_SKIP_LABS'));
-  const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...base, ...env } });
+  const child = spawn(process.execPath, [...nodeArgs, CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...base, ...env } });
   children.push(child);
   let out = '';
   let err = '';
