@@ -25,6 +25,7 @@
  * BENCH_CONNECTIONS, BENCH_RATE_DURATION (s per server), BENCH_SLICES (pairs per measurement),
  * BENCH_PIN=1 (taskset: load generator on CPU 0, servers on CPU 1),
  * BENCH_CPU_PROF=<dir> (hub and baseline children run with --cpu-prof, profiles written there).
+ * BENCH_EXTRA_FLAGS='<v8 flags>' (added after the CLI's flags for the bench's own hub children, to try one).
  * Every hub child runs with the V8 flags the CLI sets for itself (src/cli/heap.ts HEAP_FLAGS, and
  * START_FLAGS until it has started);
  * SPEAKERHUB_V8_DEFAULTS=1 runs them (and the CLI hub) with V8's defaults instead.
@@ -213,7 +214,7 @@ async function startHub(name, speakers, { session = true, execArgv = [] } = {}) 
   const dataDir = mkdtempSync(join(tmpdir(), 'speakerhub-bench-'));
   dataDirs.add(dataDir);
   // With the V8 flags `speakerhub hub` sets for itself (src/cli/heap.ts): the figures are those users get.
-  const argv = [...HUB_V8_FLAGS, ...execArgv];
+  const argv = [...HUB_V8_FLAGS, ...(process.env.BENCH_EXTRA_FLAGS ? process.env.BENCH_EXTRA_FLAGS.split(' ') : []), ...execArgv];
   if (CPU_PROF) {
     mkdirSync(CPU_PROF, { recursive: true });
     argv.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`);

@@ -18,7 +18,13 @@ export function parseLenientQuery(rawUrl: string, known: ReadonlySet<string>): R
   // Most requests carry plain tokens and IDs: nothing to decode, so skip decoding entirely.
   const plain = query.indexOf('%') < 0 && query.indexOf('+') < 0;
   let current: string | undefined;
-  for (const piece of query.split('&')) {
+  // Pieces between '&'s, taken without split(): most queries are one parameter, the session token.
+  let start = 0;
+  while (start <= query.length) {
+    let end = query.indexOf('&', start);
+    if (end < 0) end = query.length;
+    const piece = query.slice(start, end);
+    start = end + 1;
     const eq = piece.indexOf('=');
     const name = eq < 0 ? undefined : plain ? piece.slice(0, eq) : decode(piece.slice(0, eq), true);
     if (name !== undefined && (known.has(name) || !(current && FREE_TEXT.has(current)))) {

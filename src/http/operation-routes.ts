@@ -30,17 +30,33 @@ export interface OperationRoute {
   op: Operation;
   /** Parameter names that end a free-text value in the lenient query parser. */
   known: ReadonlySet<string>;
+  /** What resolveOperationPath answers for it in each dialect (built once: nothing is allocated per request). */
+  readonly current: ResolvedPath;
+  readonly legacy: ResolvedPath;
+}
+
+export interface ResolvedPath {
+  readonly route: OperationRoute;
+  readonly legacy: boolean;
 }
 
 export function operationRoutes(): Map<string, OperationRoute> {
-  return new Map(OPERATIONS.map((op) => [op.name, { op, known: new Set([...parameterNames(op), ...ALWAYS_KNOWN]) }]));
+  return new Map(
+    OPERATIONS.map((op) => {
+      const route: { -readonly [K in keyof OperationRoute]?: OperationRoute[K] } = {
+        op: op as Operation,
+        known: new Set([...parameterNames(op), ...ALWAYS_KNOWN]),
+      };
+      const built = route as OperationRoute;
+      route.current = { route: built, legacy: false };
+      route.legacy = { route: built, legacy: true };
+      return [op.name, built];
+    }),
+  );
 }
 
 /** The operation a GET path names (tolerating doubled and trailing slashes), if any. */
-export function resolveOperationPath(
-  routes: ReadonlyMap<string, OperationRoute>,
-  url: string,
-): { route: OperationRoute; legacy: boolean } | undefined {
+export function resolveOperationPath(routes: ReadonlyMap<string, OperationRoute>, url: string): ResolvedPath | undefined {
   const q = url.indexOf('?');
   let path = q < 0 ? url : url.slice(0, q);
   if (path.includes('//')) path = path.replace(/\/{2,}/g, '/');
@@ -48,7 +64,7 @@ export function resolveOperationPath(
   const legacy = path.startsWith('/v1/');
   if (!legacy && !path.startsWith('/api/v1/')) return undefined;
   const route = routes.get(path.slice(legacy ? 4 : 8));
-  return route ? { route, legacy } : undefined;
+  return route && (legacy ? route.legacy : route.current);
 }
 
 /** The request's parameters, parsed leniently (see lenient-query.ts). */

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { HubError, errorBody } from '../core/errors';
+import type { DispatchResult } from '../operations/dispatch';
 import type { ExtensionContext } from '../extensions/extension';
 import type { Logger } from '../logger';
 import { clip } from '../redact';
@@ -57,6 +58,8 @@ export class RestServer {
   private readonly accessLog: boolean;
   private readonly operationRoutes = operationRoutes();
   private readonly headerBytes: number;
+  /** fastHeaders' answer, reused: read at once by the request handler, so one object serves every request. */
+  private readonly headers: FastHeaders = {};
   /**
    * fastify serves everything but authorized operation GETs (CORS preflights, refusals, the
    * event stream, OpenAPI, the browser page, unknown paths). It is built on the first such
@@ -92,7 +95,7 @@ export class RestServer {
       (req, res) => {
         // From the raw header list: reading req.headers would build the whole header object,
         // a measurable share of an operation GET that needs only these two.
-        const { host, authorization } = fastHeaders(req.rawHeaders);
+        const { host, authorization } = fastHeaders(req.rawHeaders, this.headers);
         if (!host && req.httpVersionMinor >= 1) {
           res.setHeader('Connection', 'close');
           return this.send(res, 400, errorBody(new HubError('InvalidParameter', 'HTTP/1.1 requests need a Host header.')));
@@ -299,9 +302,10 @@ export class RestServer {
     const url = req.url ?? '';
     const found = resolveOperationPath(this.operationRoutes, url);
     if (!found || (this.auth && !this.auth.check(authorization))) return false;
-    const answer = this.run(found.route, found.legacy, url);
-    if (answer instanceof Promise) answer.then((a) => this.send(res, a.status, a.body));
-    else this.send(res, answer.status, answer.body);
+    const { route, legacy } = found;
+    const result = this.ctx.run(route.op, operationParams(route, url));
+    if (result instanceof Promise) result.then((r) => this.answer(res, route, legacy, r));
+    else this.answer(res, route, legacy, result);
     return true;
   }
 
@@ -332,6 +336,13 @@ export class RestServer {
     };
   }
 
+  /** Sends a dispatch result; a success in the current dialect (nearly every answer) goes out as it is. */
+  private answer(res: ServerResponse, route: OperationRoute, legacy: boolean, result: DispatchResult): void {
+    if (result.ok && !legacy) return this.send(res, 200, result.body);
+    const a = operationAnswer(route, legacy, result);
+    this.send(res, a.status, a.body);
+  }
+
   private send(res: ServerResponse, status: number, body: unknown): void {
     const json = JSON.stringify(body);
     res.writeHead(status, {
@@ -351,7 +362,7 @@ export class RestServer {
  * The Host and Authorization headers from the raw list, as req.headers has them: a repeated
  * one counts once, the first (Node drops the repeats of both).
  */
-export function fastHeaders(raw: readonly string[]): { host?: string; authorization?: string } {
+export function fastHeaders(raw: readonly string[], out: FastHeaders = {}): FastHeaders {
   let host: string | undefined;
   let authorization: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
@@ -360,5 +371,12 @@ export function fastHeaders(raw: readonly string[]): { host?: string; authorizat
     if (name.length === 4 && host === undefined && name.toLowerCase() === 'host') host = raw[i + 1];
     else if (name.length === 13 && authorization === undefined && name.toLowerCase() === 'authorization') authorization = raw[i + 1];
   }
-  return { host, authorization };
+  out.host = host;
+  out.authorization = authorization;
+  return out;
+}
+
+export interface FastHeaders {
+  host?: string;
+  authorization?: string;
 }
