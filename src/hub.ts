@@ -343,7 +343,7 @@ export class SpeakerHub {
       logger: this.logger.child({ ext: ext.name }),
       version: VERSION,
       dispatch: async (operation, params) => dispatch(core, operation, params),
-      run: (op, params) => runOperation(core, op, params),
+      run: (op, params, memo) => runOperation(core, op, params, memo),
       openTrustedSession: () => core.sessions.createTrusted(),
       subscribe: (handler, options) => feed.subscribe(handler, options),
       get httpServer() {

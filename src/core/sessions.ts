@@ -100,9 +100,14 @@ export class SessionStore {
     return token;
   }
 
-  /** Checks the token and renews its idle timer; throws SessionNotFound otherwise. */
-  touch(token: string): void {
-    const key = hash(token);
+  /**
+   * Checks the token and renews its idle timer; throws SessionNotFound otherwise. A caller that
+   * sees one client's requests in a row (the REST server, per connection) passes a memo: the
+   * token's SHA-256 is then taken once per connection, not once per request (a quarter of the
+   * hub's own work on an operation GET). The memo is compared in constant time.
+   */
+  touch(token: string, memo?: SessionMemo): void {
+    const key = memo ? keyFor(token, memo) : hash(token);
     if (this.trusted.has(key)) return;
     const entry = this.byHash.get(key);
     const now = this.clock.now();
@@ -136,6 +141,28 @@ export class SessionStore {
       this.byHash.delete(key);
     }
   }
+}
+
+/** What one client connection last presented: its token and that token's key. Opaque to callers. */
+export interface SessionMemo {
+  token?: string;
+  key?: string;
+}
+
+function keyFor(token: string, memo: SessionMemo): string {
+  if (memo.key !== undefined && sameString(token, memo.token!)) return memo.key;
+  const key = hash(token);
+  memo.token = token;
+  memo.key = key;
+  return key;
+}
+
+/** String equality in time that depends only on the length (the token's length is no secret). */
+function sameString(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
 }
 
 function hash(token: string): string {

@@ -1,7 +1,7 @@
 import type { Server as HttpServer } from 'node:http';
 import type { HubConfig } from '../hub-config';
 import type { Logger } from '../logger';
-import type { DispatchResult } from '../operations/dispatch';
+import type { DispatchResult, SessionMemo } from '../operations/dispatch';
 import type { Operation } from '../operations/table';
 import type { SubscribeOptions, WireEvent, WireSubscription } from './wire-events';
 
@@ -30,8 +30,9 @@ export interface ExtensionContext {
   /**
    * dispatch() for an operation already looked up, answering synchronously when the handler
    * is synchronous (the REST fast path answers most traffic without a promise round trip).
+   * memo: one per client connection, so its session token is hashed once (SessionMemo).
    */
-  run(op: Operation, params: Record<string, unknown>): DispatchResult | Promise<DispatchResult>;
+  run(op: Operation, params: Record<string, unknown>, memo?: SessionMemo): DispatchResult | Promise<DispatchResult>;
   /** A SessionToken for a trusted front end: it never expires and is never evicted. Close it with close_session at stop. */
   openTrustedSession(): string;
   /**

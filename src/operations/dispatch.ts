@@ -1,6 +1,10 @@
 import type { z } from 'zod';
 import { HubError, isHubError, type ErrorCode } from '../core/errors';
 import type { HubCore } from '../core/hub-core';
+import type { SessionMemo } from '../core/sessions';
+
+/** Front ends hold a memo per client connection; they reach the core only through this module. */
+export type { SessionMemo };
 import { unquote } from '../util/values';
 import { OPERATIONS, OPERATIONS_BY_NAME, type Operation, type OperationName, type ResponseOf } from './table';
 
@@ -34,8 +38,13 @@ export function dispatch(hub: HubCore, name: string, raw: Record<string, unknown
   return runOperation(hub, op, raw);
 }
 
-/** dispatch() for a front end that has already looked the operation up. */
-export function runOperation(hub: HubCore, op: Operation, raw: Record<string, unknown>): DispatchResult | Promise<DispatchResult> {
+/** dispatch() for a front end that has already looked the operation up; memo: see SessionStore.touch. */
+export function runOperation(
+  hub: HubCore,
+  op: Operation,
+  raw: Record<string, unknown>,
+  memo?: SessionMemo,
+): DispatchResult | Promise<DispatchResult> {
   try {
     let sessionToken: string | undefined;
     if (op.needsSession) {
@@ -52,7 +61,7 @@ export function runOperation(hub: HubCore, op: Operation, raw: Record<string, un
       if (typeof given !== 'string' && typeof given !== 'number')
         throw new HubError('InvalidParameter', 'SessionToken must be a string.', { parameter: 'SessionToken' });
       sessionToken = unquote(String(given));
-      hub.sessions.touch(sessionToken);
+      hub.sessions.touch(sessionToken, memo);
     }
     let params: unknown = NO_PARAMS;
     if (!WITHOUT_PARAMS.has(op)) {

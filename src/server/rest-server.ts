@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { HubError, errorBody } from '../core/errors';
-import type { DispatchResult } from '../operations/dispatch';
+import type { DispatchResult, SessionMemo } from '../operations/dispatch';
+import type { Socket } from 'node:net';
 import type { ExtensionContext } from '../extensions/extension';
 import type { Logger } from '../logger';
 import { clip } from '../redact';
@@ -38,6 +39,9 @@ export interface RestServerOptions {
   version: string;
   limits?: Partial<RestLimits>;
 }
+
+/** Where a connection keeps its SessionMemo (the session token it last presented, hashed once). */
+const SESSION_MEMO = Symbol('speakerhub.sessionMemo');
 
 const OPENAPI_PATHS = ['/api/v1/openapi.json', '/v1/openapi.json', '/openapi.json'];
 /** Served without a token: the API description and the health check. */
@@ -303,7 +307,8 @@ export class RestServer {
     const found = resolveOperationPath(this.operationRoutes, url);
     if (!found || (this.auth && !this.auth.check(authorization))) return false;
     const { route, legacy } = found;
-    const result = this.ctx.run(route.op, operationParams(route, url));
+    const socket = req.socket as Socket & { [SESSION_MEMO]?: SessionMemo };
+    const result = this.ctx.run(route.op, operationParams(route, url), (socket[SESSION_MEMO] ??= {}));
     if (result instanceof Promise) result.then((r) => this.answer(res, route, legacy, r));
     else this.answer(res, route, legacy, result);
     return true;

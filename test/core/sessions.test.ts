@@ -1,5 +1,6 @@
 import { ManualClock } from '../../src/core/clock';
-import { startHub, type TestHub } from '../helpers/hub';
+import http from 'node:http';
+import { TEST_TOKEN, startHub, type TestHub } from '../helpers/hub';
 
 describe('sessions over HTTP', () => {
   const clock = new ManualClock();
@@ -35,6 +36,41 @@ describe('sessions over HTTP', () => {
     expect(after.ErrorCode).toBe('SessionNotFound');
     // Closing twice fails the same way.
     expect((await t.get(`/api/v1/close_session?SessionToken=${SessionToken}`)).body.ErrorCode).toBe('SessionNotFound');
+  });
+
+  test('one keep-alive connection presenting several tokens: each is checked for itself, closed ones refused', async () => {
+    // The REST server hashes a connection's token once (SessionMemo): a proxy that carries many
+    // clients over one connection must still get each token checked, and a closed one refused.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<unknown>();
+    const get = (path: string) =>
+      new Promise<any>((resolve, reject) => {
+        http
+          .get(`${t.base}${path}`, { agent, headers: { Authorization: `Bearer ${TEST_TOKEN}` } }, (res) => {
+            sockets.add(res.socket);
+            let text = '';
+            res.setEncoding('utf8').on('data', (d: string) => (text += d));
+            res.on('end', () => resolve(JSON.parse(text)));
+          })
+          .on('error', reject);
+      });
+    try {
+      const a = (await get('/api/v1/init_session')).SessionToken as string;
+      const b = (await get('/api/v1/init_session')).SessionToken as string;
+      const countOf = (token: string) => get(`/api/v1/device_count?SessionToken=${encodeURIComponent(token)}`);
+      expect(await countOf(a)).toEqual({ DeviceCount: '2' });
+      expect(await countOf(b)).toEqual({ DeviceCount: '2' });
+      // Same length as a, last character changed: refused, though a was just accepted here.
+      const forged = a.slice(0, -1) + (a.endsWith('A') ? 'B' : 'A');
+      expect((await countOf(forged)).ErrorCode).toBe('SessionNotFound');
+      expect(await countOf(a)).toEqual({ DeviceCount: '2' });
+      expect((await get(`/api/v1/close_session?SessionToken=${a}`)).Result).toBe('true');
+      expect((await countOf(a)).ErrorCode).toBe('SessionNotFound');
+      expect(await countOf(b)).toEqual({ DeviceCount: '2' });
+      expect(sockets.size).toBe(1);
+    } finally {
+      agent.destroy();
+    }
   });
 
   test('an unknown token is SessionNotFound (HTTP 200, Result "false")', async () => {
