@@ -26,10 +26,11 @@ export const HEAP_FLAGS = ['--max-semi-space-size=1', '--semi-space-growth-facto
 /**
  * Off while the hub starts, on again once it runs (startupDone): TurboFan, V8's optimizing
  * compiler. Start-up runs hundreds of module loads and then publishes every speaker once: code
- * that gets hot enough to be optimized and is not run that way again. Compiling them pages in the compiler's ~3 MB of machine
- * code and leaves its working memory in a thread's malloc arena: 5.4 MB of an idle 100-speaker
- * hub's RSS, for nothing (start-up is no slower without it: 477-490 ms either way). The request
- * paths are optimized as usual once they get hot, and that working memory is spent then.
+ * that gets hot enough to be optimized and is not run that way again. Compiling it pages in the
+ * compiler's ~3 MB of machine code and leaves its working memory in a thread's malloc arena:
+ * 5.4 MB of an idle 100-speaker hub's RSS, for nothing (start-up is no slower without it:
+ * 477-490 ms either way). The request paths are optimized as usual once they get hot, and that
+ * working memory is spent then.
  */
 export const START_FLAGS = ['--no-turbofan'];
 const AFTER_START_FLAGS = ['--turbofan'];

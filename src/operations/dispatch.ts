@@ -2,11 +2,11 @@ import type { z } from 'zod';
 import { HubError, isHubError, type ErrorCode } from '../core/errors';
 import type { HubCore } from '../core/hub-core';
 import type { SessionMemo } from '../core/sessions';
+import { unquote } from '../util/values';
+import { OPERATIONS, OPERATIONS_BY_NAME, type Operation, type OperationName, type ResponseOf } from './table';
 
 /** Front ends hold a memo per client connection; they reach the core only through this module. */
 export type { SessionMemo };
-import { unquote } from '../util/values';
-import { OPERATIONS, OPERATIONS_BY_NAME, type Operation, type OperationName, type ResponseOf } from './table';
 
 export type DispatchResult = { ok: true; op: Operation; body: Record<string, unknown> } | { ok: false; op?: Operation; error: HubError };
 
