@@ -22,6 +22,7 @@
  * over all samples of all slices. The CPU time other processes used during each step is shown.
  *
  * Environment knobs (defaults in SETTINGS): BENCH_DURATION (s per server, throughput),
+ * BENCH_WARMUP_MAX (s at most of throughput warm-up per server; it ends once two 1 s runs agree),
  * BENCH_CONNECTIONS, BENCH_RATE_DURATION (s per server), BENCH_SLICES (pairs per measurement),
  * BENCH_PIN=1 (taskset: load generator on CPU 0, servers on CPU 1),
  * BENCH_CPU_PROF=<dir> (hub and baseline children run with --cpu-prof, profiles written there).
@@ -43,7 +44,8 @@ const num = (name, dflt) => (process.env[name] ? Number(process.env[name]) : dfl
 const SETTINGS = {
   connections: num('BENCH_CONNECTIONS', 10),
   warmupS: 1,
-  durationS: num('BENCH_DURATION', 5),
+  warmupMaxS: num('BENCH_WARMUP_MAX', 10),
+  durationS: num('BENCH_DURATION', 10),
   rate: 1000,
   rateDurationS: num('BENCH_RATE_DURATION', 10),
   slices: num('BENCH_SLICES', 5),
@@ -336,13 +338,32 @@ async function cannonOnce(url, path, seconds) {
 }
 
 /**
- * Throughput of two servers (children), interleaved: a warm-up each, then SETTINGS.slices pairs
- * of (durationS / slices)-second autocannon runs in ABBA order. Returns per-server medians, the
- * median of the per-pair ratios (b / a), and each server's CPU time per request.
+ * Loads one server in 1 s runs until it is warm: two runs in a row within 5 % of each other
+ * (at least 3 runs, at most warmupMaxS). Both a hub and a bare node:http server need several
+ * seconds of load before their figures settle (JIT tiers, the load generator's own warm-up):
+ * measured here, a 1 s warm-up left slices 10-40 % slow, the server measured first in a pair
+ * at a disadvantage. Returns the warm-up rates (req/s), shown in the row's detail.
+ */
+async function warmUp(server, path) {
+  const rates = [];
+  while (rates.length < SETTINGS.warmupMaxS) {
+    rates.push((await cannonOnce(server.info.url, path, SETTINGS.warmupS)).rps);
+    const n = rates.length;
+    if (n >= 3 && Math.abs(rates[n - 1] - rates[n - 2]) <= 0.05 * Math.max(rates[n - 1], rates[n - 2])) break;
+  }
+  return rates;
+}
+
+/**
+ * Throughput of two servers (children), interleaved: each warmed up (warmUp), then
+ * SETTINGS.slices pairs of (durationS / slices)-second autocannon runs in ABBA order. Returns
+ * per-server medians, the median of the per-pair ratios (b / a), and each server's CPU time
+ * per request.
  */
 async function throughputPair(servers, path) {
   const sliceS = SETTINGS.durationS / SETTINGS.slices;
-  for (const s of servers) await cannonOnce(s.info.url, path, SETTINGS.warmupS);
+  const warm = [];
+  for (const s of servers) warm.push(await warmUp(s, path));
   const runs = [[], []];
   const cpu = [0, 0];
   for (let i = 0; i < SETTINGS.slices; i++) {
@@ -364,7 +385,7 @@ async function throughputPair(servers, path) {
       cpuUsPerReq: total && cpu[k] ? (cpu[k] * 1e6) / total : NaN,
     };
   };
-  return { a: side(0), b: side(1), ratio: median(ratios), ratios };
+  return { a: { ...side(0), warm: warm[0] }, b: { ...side(1), warm: warm[1] }, ratio: median(ratios), ratios };
 }
 
 /** Fixed-rate latency of two servers, interleaved like throughputPair; percentiles over all samples. */
@@ -407,7 +428,7 @@ async function throughputAndLatency() {
     for (const [i, op] of ops.entries()) {
       const path = `/api/v1/${op}${qs}`;
       log(
-        `throughput ${op}: ${SETTINGS.connections} connections, ${SETTINGS.warmupS} s warm-up each, then ${SETTINGS.slices} interleaved pairs of ${SETTINGS.durationS / SETTINGS.slices} s`,
+        `throughput ${op}: ${SETTINGS.connections} connections, each warmed up until steady (1 s runs, at most ${SETTINGS.warmupMaxS}), then ${SETTINGS.slices} interleaved pairs of ${SETTINGS.durationS / SETTINGS.slices} s`,
       );
       const meter = cpuMeter(hub, bare);
       const t = await throughputPair([bare, hub], path);
@@ -424,7 +445,7 @@ async function throughputAndLatency() {
         check: (r) => r.ratio >= 0.9,
         error: t.a.bad || t.b.bad ? 'errors' : undefined,
         load,
-        detail: `per-slice req/s hub ${slicesText(t.b.slices)}, bare ${slicesText(t.a.slices)}; pair ratios ${t.ratios.map((x) => x.toFixed(2)).join(' ')}; server CPU per request hub ${t.b.cpuUsPerReq.toFixed(1)} µs, bare ${t.a.cpuUsPerReq.toFixed(1)} µs; ${fmtLoad(load)}`,
+        detail: `per-slice req/s hub ${slicesText(t.b.slices)}, bare ${slicesText(t.a.slices)}; pair ratios ${t.ratios.map((x) => x.toFixed(2)).join(' ')}; warm-up req/s hub ${slicesText(t.b.warm)}, bare ${slicesText(t.a.warm)}; server CPU per request hub ${t.b.cpuUsPerReq.toFixed(1)} µs, bare ${t.a.cpuUsPerReq.toFixed(1)} µs; ${fmtLoad(load)}`,
         cpuUsPerReq: { hub: t.b.cpuUsPerReq, baseline: t.a.cpuUsPerReq },
       });
     }

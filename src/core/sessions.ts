@@ -1,6 +1,7 @@
 import { hash as cryptoHash, randomBytes } from 'node:crypto';
 import { HubError } from './errors';
 import type { Clock } from './clock';
+import { sameString } from '../util/constant-time';
 
 /** A session as it can be saved: the token's SHA-256 (never the token) and its last use. */
 export type SessionRecord = [tokenHash: string, lastUsed: number];
@@ -155,14 +156,6 @@ function keyFor(token: string, memo: SessionMemo): string {
   memo.token = token;
   memo.key = key;
   return key;
-}
-
-/** String equality in time that depends only on the length (the token's length is no secret). */
-function sameString(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
-  return diff === 0;
 }
 
 function hash(token: string): string {

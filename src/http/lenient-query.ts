@@ -14,26 +14,31 @@ export function parseLenientQuery(rawUrl: string, known: ReadonlySet<string>): R
   const q = rawUrl.indexOf('?');
   const out: Record<string, string> = {};
   if (q < 0) return out;
-  const query = rawUrl.slice(q + 1);
+  const length = rawUrl.length;
   // Most requests carry plain tokens and IDs: nothing to decode, so skip decoding entirely.
-  const plain = query.indexOf('%') < 0 && query.indexOf('+') < 0;
+  const plain = rawUrl.indexOf('%', q) < 0 && rawUrl.indexOf('+', q) < 0;
   let current: string | undefined;
-  // Pieces between '&'s, taken without split(): most queries are one parameter, the session token.
-  let start = 0;
-  while (start <= query.length) {
-    let end = query.indexOf('&', start);
-    if (end < 0) end = query.length;
-    const piece = query.slice(start, end);
-    start = end + 1;
-    const eq = piece.indexOf('=');
-    const name = eq < 0 ? undefined : plain ? piece.slice(0, eq) : decode(piece.slice(0, eq), true);
+  // Pieces between '&'s, read by offset in the URL itself: nothing is cut out but the names
+  // and values (this runs on every operation request, most of which carry one parameter).
+  let start = q + 1;
+  // The next '=' at or after start: found once and reused while pieces lie before it, so a
+  // long run of pieces without '=' (free text full of '&') is scanned once, not once per piece.
+  let nextEq = -1;
+  while (start <= length) {
+    let end = rawUrl.indexOf('&', start);
+    if (end < 0) end = length;
+    if (nextEq < start && nextEq !== -2) {
+      nextEq = rawUrl.indexOf('=', start);
+      if (nextEq < 0) nextEq = -2; // none left
+    }
+    const eq = nextEq >= 0 && nextEq < end ? nextEq : -1;
+    const name = eq < 0 ? undefined : plain ? rawUrl.slice(start, eq) : decode(rawUrl.slice(start, eq), true);
     if (name !== undefined && (known.has(name) || !(current && FREE_TEXT.has(current)))) {
       current = name;
-      if (!(name in out)) out[name] = piece.slice(eq + 1);
+      if (!(name in out)) out[name] = rawUrl.slice(eq + 1, end);
       else current = undefined; // a repeated parameter: the first one counts
-      continue;
-    }
-    if (current && FREE_TEXT.has(current)) out[current] += `&${piece}`;
+    } else if (current && FREE_TEXT.has(current)) out[current] += `&${rawUrl.slice(start, end)}`;
+    start = end + 1;
   }
   if (plain) return out;
   for (const [k, v] of Object.entries(out)) {

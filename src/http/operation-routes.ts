@@ -40,8 +40,13 @@ export interface ResolvedPath {
   readonly legacy: boolean;
 }
 
-export function operationRoutes(): Map<string, OperationRoute> {
-  return new Map(
+/** Every operation's route by name, and by the exact path of each dialect (the fast lookup). */
+export interface OperationRoutes extends ReadonlyMap<string, OperationRoute> {
+  readonly byPath: ReadonlyMap<string, ResolvedPath>;
+}
+
+export function operationRoutes(): OperationRoutes {
+  const byName = new Map(
     OPERATIONS.map((op) => {
       const route: { -readonly [K in keyof OperationRoute]?: OperationRoute[K] } = {
         op: op as Operation,
@@ -53,18 +58,23 @@ export function operationRoutes(): Map<string, OperationRoute> {
       return [op.name, built];
     }),
   );
+  const byPath = new Map<string, ResolvedPath>();
+  for (const route of byName.values()) {
+    for (const d of DIALECTS) byPath.set(`${d.prefix}/${route.op.name}`, d.legacy ? route.legacy : route.current);
+  }
+  return Object.assign(byName, { byPath });
 }
 
 /** The operation a GET path names (tolerating doubled and trailing slashes), if any. */
-export function resolveOperationPath(routes: ReadonlyMap<string, OperationRoute>, url: string): ResolvedPath | undefined {
+export function resolveOperationPath(routes: OperationRoutes, url: string): ResolvedPath | undefined {
   const q = url.indexOf('?');
   let path = q < 0 ? url : url.slice(0, q);
+  // Nearly every request names the path exactly: one lookup.
+  const exact = routes.byPath.get(path);
+  if (exact) return exact;
   if (path.includes('//')) path = path.replace(/\/{2,}/g, '/');
   if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
-  const legacy = path.startsWith('/v1/');
-  if (!legacy && !path.startsWith('/api/v1/')) return undefined;
-  const route = routes.get(path.slice(legacy ? 4 : 8));
-  return route && (legacy ? route.legacy : route.current);
+  return routes.byPath.get(path);
 }
 
 /** The request's parameters, parsed leniently (see lenient-query.ts). */

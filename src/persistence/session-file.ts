@@ -85,6 +85,9 @@ export class SessionFile {
 
   private changed(change: SessionChange): void {
     if (this.closed) return;
+    // A save is pending and a mere use cannot bring it forward (touchDelayMs >= tableDelayMs):
+    // nothing to do, without reading the clock (this runs on every request with a session).
+    if (change === 'touch' && this.timer && this.touchDelayMs >= this.tableDelayMs) return;
     const due = Date.now() + (change === 'table' ? this.tableDelayMs : this.touchDelayMs);
     if (due >= this.dueAt) return;
     if (this.timer) clearTimeout(this.timer);

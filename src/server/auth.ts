@@ -1,17 +1,17 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { sameString } from '../util/constant-time';
 
 /**
  * Bearer-token check in constant time. The canonical header `Bearer <token>` (what clients
- * send) is compared byte for byte with timingSafeEqual when its length matches (the token's
- * length is no secret); any other spelling is hashed on both sides to equal length first.
+ * send) is compared character by character when its length matches (the token's length is no
+ * secret); any other spelling is hashed on both sides to equal length first.
  */
 export class BearerAuth {
   private digest!: Buffer;
-  private canonical!: Buffer;
-  /** Where a header of the canonical length is copied for the compare (no allocation per request). */
-  private scratch!: Buffer;
+  /** `Bearer <token>` as its UTF-8 bytes one per character: how Node hands over a header (latin1). */
+  private canonical!: string;
 
   constructor(token: string) {
     this.replace(token);
@@ -20,17 +20,13 @@ export class BearerAuth {
   /** Switches to a new token (a rotated token file, reloaded on SIGHUP); the old one stops working at once. */
   replace(token: string): void {
     this.digest = sha256(token);
-    this.canonical = Buffer.from(`Bearer ${token}`, 'utf8');
-    this.scratch = Buffer.alloc(this.canonical.length);
+    this.canonical = Buffer.from(`Bearer ${token}`, 'utf8').toString('latin1');
   }
 
   /** True when the Authorization header (or, for EventSource clients, a query token) matches. */
   check(authorization: string | undefined, queryToken?: string): boolean {
-    if (authorization && authorization.length === this.canonical.length && authorization.startsWith('Bearer ')) {
-      // Header text is the request's bytes one per character (latin1): written back as latin1 it
-      // fills the scratch exactly; utf8 would grow a byte >= 0x80 into two.
-      if (this.scratch.write(authorization, 0, 'latin1') === this.canonical.length && timingSafeEqual(this.scratch, this.canonical)) return true;
-    }
+    // The canonical spelling, compared as the strings they are (constant-time for equal lengths).
+    if (authorization !== undefined && sameString(authorization, this.canonical)) return true;
     const m = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
     const given = m?.[1] ?? queryToken;
     if (!given) return false;

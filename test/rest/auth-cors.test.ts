@@ -83,6 +83,23 @@ describe('bearer authentication', () => {
     }
   });
 
+  test('a token with non-ASCII characters works when sent as its UTF-8 bytes; one byte off does not', async () => {
+    const token = 'grüße-aus-köln-0123456789abcdef';
+    const hub = await startHub({ server: { token }, media: { samples: false }, speakers: { virtual: { count: 1 } } });
+    try {
+      const ok = await rawRequest(hub.base, 'GET /api/v1/init_session HTTP/1.1', { Authorization: `Bearer ${token}` });
+      expect(ok.status).toBe(200);
+      expect(typeof ok.body.SessionToken).toBe('string');
+      // One non-ASCII character changed (same byte length), the same length with a different split of bytes, one ASCII letter changed.
+      for (const wrong of [token.replace('ü', 'ý'), token.replace('köln', 'koln').replace('k', 'kk'), token.slice(0, -1) + 'g']) {
+        const r = await rawRequest(hub.base, 'GET /api/v1/init_session HTTP/1.1', { Authorization: `Bearer ${wrong}` });
+        expect({ wrong, status: r.status }).toEqual({ wrong, status: 401 });
+      }
+    } finally {
+      await hub.close();
+    }
+  });
+
   test('init_session needs the token, and with it hands out a working session', async () => {
     await expectUnauthorized('/api/v1/init_session', {});
     await expectUnauthorized('/api/v1/init_session', { Authorization: 'Bearer nope' });

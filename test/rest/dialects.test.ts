@@ -244,6 +244,9 @@ describe('parseLenientQuery', () => {
     expect(parseLenientQuery('/x?Text=a=b=c', tts)).toEqual({ Text: 'a=b=c' });
     expect(parseLenientQuery('/x?Text=&SessionToken=s', tts)).toEqual({ Text: '', SessionToken: 's' });
     expect(parseLenientQuery('/x?Text=rock&roll&SessionToken=s', tts)).toEqual({ Text: 'rock&roll', SessionToken: 's' });
+    // Several pieces without = before the next one with =, and a last piece without =.
+    expect(parseLenientQuery('/x?Text=a&b&c&d=e&SessionToken=s&f', tts)).toEqual({ Text: 'a&b&c&d=e', SessionToken: 's' });
+    expect(parseLenientQuery('/x?Text=a&b&&c', tts)).toEqual({ Text: 'a&b&&c' });
     // Outside a free-text value a piece without = is dropped.
     expect(parseLenientQuery('/x?SessionToken=s&flag&Text=t', tts)).toEqual({ SessionToken: 's', Text: 't' });
   });
