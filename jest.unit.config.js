@@ -8,7 +8,7 @@ const UNIT = [
   'test/operations/**/*.test.ts',
   'test/docs.test.ts',
   'test/rest/!(config-cli|secrets).test.ts',
-  'test/media/!(drm).test.ts',
+  'test/media/!(drm|pcm-decoder).test.ts',
   'test/announce/{engine,virtual,two-hubs}.test.ts',
   'test/mqtt/{broker,channel,extension}.test.ts',
   'test/snapcast/units.test.ts',

@@ -1,8 +1,7 @@
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import type { Readable } from 'node:stream';
 import type { Socket } from 'node:net';
 import type { Logger } from '../../logger';
+import { PcmDecoder } from '../../media/pcm-decoder';
 import { redactUrl } from '../../redact';
 
 /** snapserver's `sampleformat=rate:bits:channels`. */
@@ -33,11 +32,6 @@ export function safeUrl(url: string): string {
   return redactUrl(url);
 }
 
-/** ffmpeg knows mms only as mmsh/mmst; the spec's 'rstp' is a typo for rtsp. */
-function ffmpegUrl(url: string): string {
-  return url.replace(/^rstp:/i, 'rtsp:').replace(/^mms:/i, 'mmsh:');
-}
-
 export interface FeedOptions {
   url: string;
   /** Seconds into the media (ffmpeg -ss: resume and late joiners). */
@@ -58,8 +52,6 @@ export interface FeedEvents {
   /** Decoding or writing failed after the feed had started (not 'error': nobody may be listening yet). */
   failed: [error: Error];
 }
-
-type Ffmpeg = ChildProcessByStdio<null, Readable, Readable>;
 
 /**
  * PCM handed to snapserver ahead of its reading, ms. snapserver stamps what its source reads
@@ -84,7 +76,7 @@ const RECENT_MS = 250;
  * and a URL that cannot be decoded fails before any group is touched.
  */
 export class Feed extends EventEmitter<FeedEvents> {
-  private proc?: Ffmpeg;
+  private decoder?: PcmDecoder;
   /** Decoded PCM not yet handed to snapserver (whole frames). */
   private queue: Buffer[] = [];
   private queued = 0;
@@ -95,12 +87,10 @@ export class Feed extends EventEmitter<FeedEvents> {
   private t0?: number;
   private pacer?: NodeJS.Timeout;
   private draining = false;
-  private stderr = '';
   private stopped = false;
   private completed = false;
   private finishing = false;
   private _failure?: Error;
-  private exited = false;
   private readonly bps: number;
   private readonly frameBytes: number;
   private readonly leadBytes: number;
@@ -154,83 +144,26 @@ export class Feed extends EventEmitter<FeedEvents> {
 
   /** Spawns ffmpeg; resolves at the first PCM, rejects if ffmpeg fails, times out or is stopped first. */
   start(): Promise<void> {
-    const { url, startAt, format, ffmpegPath } = this.opts;
-    const codec = format.bits === 16 ? 's16le' : 's32le';
-    const input = ffmpegUrl(url);
-    const args = [
-      '-hide_banner',
-      '-nostdin',
-      '-loglevel',
-      'error',
-      // Network stalls end the play instead of hanging it (microseconds).
-      ...(/^https?:/i.test(input) ? ['-rw_timeout', '15000000'] : []),
-      ...(startAt > 0 ? ['-ss', startAt.toFixed(3)] : []),
-      '-i',
-      input,
-      '-vn',
-      '-sn',
-      '-dn',
-      ...(this.opts.padMs ? ['-af', `apad=pad_dur=${(this.opts.padMs / 1000).toFixed(3)}`] : []),
-      '-f',
-      codec,
-      '-acodec',
-      `pcm_${codec}`,
-      '-ar',
-      String(format.rate),
-      '-ac',
-      String(format.channels),
-      'pipe:1',
-    ];
+    const { url, startAt, format } = this.opts;
     this.log.debug({ url: safeUrl(url), startAt, format }, 'starting ffmpeg');
-    return new Promise<void>((resolve, reject) => {
-      let settled = false;
-      const settle = (error?: Error) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        if (error) {
-          this.stop();
-          reject(error);
-        } else resolve();
-      };
-      const timer = setTimeout(() => settle(new Error(`no audio from the media within ${this.opts.startTimeoutMs} ms`)), this.opts.startTimeoutMs);
-      let proc: Ffmpeg;
-      try {
-        proc = spawn(ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-      } catch (e) {
-        settle(new Error(`cannot run ffmpeg: ${(e as Error).message}`));
-        return;
-      }
-      this.proc = proc;
-      proc.stderr.setEncoding('utf8');
-      proc.stderr.on('data', (d: string) => {
-        this.stderr = (this.stderr + d).slice(-2000);
+    const decoder = (this.decoder = new PcmDecoder({ ...this.opts, what: 'the media' }));
+    return decoder
+      .start({
+        data: (chunk) => {
+          this.enqueue(chunk);
+          if (this.queued >= QUEUE_HIGH_S * this.bps) decoder.pause();
+          this.pump();
+          return this.queued > 0;
+        },
+        end: (failure) => {
+          if (failure === undefined) this.pump();
+          else this.fail(new Error(`decoding stopped: ${failure}`));
+        },
+      })
+      .catch((e: unknown) => {
+        this.stop();
+        throw e;
       });
-      proc.on('error', (e) => settle(new Error(`cannot run ffmpeg (${ffmpegPath}): ${e.message}`)));
-      proc.stdout.on('data', (chunk: Buffer) => {
-        if (this.stopped) return;
-        this.enqueue(chunk);
-        if (this.queued >= QUEUE_HIGH_S * this.bps) proc.stdout.pause();
-        if (this.queued > 0) settle();
-        this.pump();
-      });
-      proc.on('close', (code, signal) => {
-        this.exited = true;
-        if (this.stopped) {
-          settle(new Error('playback was replaced before it started'));
-          return;
-        }
-        if (!settled) {
-          // One message for every cause: ffmpeg's own ("Connection refused", "404 Not Found")
-          // would tell a client which ports on the hub's machine are open. The cause is logged.
-          this.log.debug({ cause: code === 0 ? 'no audio in the media' : this.reason(code, signal) }, 'ffmpeg could not play the media');
-          settle(new Error('ffmpeg could not play the media: the media URL could not be fetched or does not serve audio'));
-          return;
-        }
-        if (code === 0) this.pump();
-        else this.fail(new Error(`decoding stopped: ${this.reason(code, signal)}`));
-      });
-    });
   }
 
   /** Hands the held PCM and everything after it to snapserver. */
@@ -293,8 +226,7 @@ export class Feed extends EventEmitter<FeedEvents> {
     this.queued = 0;
     clearInterval(this.pacer);
     this.takeDown();
-    this.proc?.stdout.destroy();
-    if (!this.exited) this.proc?.kill('SIGKILL');
+    this.decoder?.stop();
     this.sink?.destroy();
   }
 
@@ -357,9 +289,9 @@ export class Feed extends EventEmitter<FeedEvents> {
         break;
       }
     }
-    const out = this.proc?.stdout;
-    if (out && !this.exited && out.isPaused() && this.queued < (QUEUE_HIGH_S / 2) * this.bps) out.resume();
-    if (this.exited && !this.queue.length && !this.draining) this.finish();
+    const decoder = this.decoder;
+    if (decoder && !decoder.exited && decoder.paused && this.queued < (QUEUE_HIGH_S / 2) * this.bps) decoder.resume();
+    if (decoder?.exited && !this.queue.length && !this.draining) this.finish();
   }
 
   /** Everything was handed over: once snapserver has read it (the lead), the feed ends. */
@@ -389,11 +321,5 @@ export class Feed extends EventEmitter<FeedEvents> {
     this.stop();
     this.log.warn({ err: error.message }, 'feed failed');
     this.emit('failed', error);
-  }
-
-  private reason(code: number | null, signal: NodeJS.Signals | null): string {
-    const last = this.stderr.trim().split('\n').filter(Boolean).pop();
-    const text = last ? last.split(this.opts.url).join(safeUrl(this.opts.url)) : `exit ${code ?? signal}`;
-    return safeUrl(text);
   }
 }

@@ -1,0 +1,165 @@
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import type { Logger } from '../logger';
+import { redactUrl } from '../redact';
+import type { PcmFormat } from './duck-mix';
+
+type Ffmpeg = ChildProcessByStdio<null, Readable, Readable>;
+
+export interface PcmDecoderOptions {
+  url: string;
+  format: PcmFormat;
+  /** Seconds into the media (ffmpeg -ss: resume and late joiners). */
+  startAt?: number;
+  /** ms of silence after the media. */
+  padMs?: number;
+  ffmpegPath: string;
+  /** The first PCM must come within this long, or start() rejects. */
+  startTimeoutMs: number;
+  /** What the media is called in the timeout's error ("the media", "the announcement"). */
+  what: string;
+  logger: Logger;
+}
+
+/** Where a decode's PCM goes. */
+export interface PcmSink {
+  /** A chunk of PCM as ffmpeg wrote it; true once the decode counts as started (start() resolves). */
+  data(chunk: Buffer): boolean;
+  /** ffmpeg exited by itself after the start: `failure` says why when it did not reach the media's end. */
+  end(failure?: string): void;
+}
+
+/** ffmpeg knows mms only as mmsh/mmst; the spec's 'rstp' is a typo for rtsp. */
+export function ffmpegInputUrl(url: string): string {
+  return url.replace(/^rstp:/i, 'rtsp:').replace(/^mms:/i, 'mmsh:');
+}
+
+/** ffmpeg's arguments that decode a media URL to raw PCM on its stdout, as fast as it is read. */
+export function pcmDecodeArgs(o: Pick<PcmDecoderOptions, 'url' | 'format' | 'startAt' | 'padMs'>): string[] {
+  const codec = o.format.bits === 16 ? 's16le' : 's32le';
+  const input = ffmpegInputUrl(o.url);
+  return [
+    '-hide_banner',
+    '-nostdin',
+    '-loglevel',
+    'error',
+    // Network stalls end the play instead of hanging it (microseconds).
+    ...(/^https?:/i.test(input) ? ['-rw_timeout', '15000000'] : []),
+    ...(o.startAt && o.startAt > 0 ? ['-ss', o.startAt.toFixed(3)] : []),
+    '-i',
+    input,
+    '-vn',
+    '-sn',
+    '-dn',
+    ...(o.padMs ? ['-af', `apad=pad_dur=${(o.padMs / 1000).toFixed(3)}`] : []),
+    '-f',
+    codec,
+    '-acodec',
+    `pcm_${codec}`,
+    '-ar',
+    String(o.format.rate),
+    '-ac',
+    String(o.format.channels),
+    'pipe:1',
+  ];
+}
+
+/**
+ * One ffmpeg decode of a media URL to raw PCM, for a consumer that paces it (a Snapcast feed,
+ * a ducked announcement's voice): start() resolves at the first PCM and rejects, with one
+ * message for every cause, when there is none (the URL does not play, ffmpeg is missing, the
+ * timeout passed, or the decode was stopped first). pause()/resume() hold ffmpeg back while
+ * the consumer has enough (bounded memory whatever the media's length).
+ */
+export class PcmDecoder {
+  private proc?: Ffmpeg;
+  private stderr = '';
+  private stopped = false;
+  private _exited = false;
+
+  constructor(private readonly opts: PcmDecoderOptions) {}
+
+  /** ffmpeg has exited (whatever it decoded has been handed to the sink). */
+  get exited(): boolean {
+    return this._exited;
+  }
+
+  get paused(): boolean {
+    return this.proc?.stdout.isPaused() ?? false;
+  }
+
+  pause(): void {
+    this.proc?.stdout.pause();
+  }
+
+  resume(): void {
+    if (!this.stopped && !this._exited) this.proc?.stdout.resume();
+  }
+
+  start(sink: PcmSink): Promise<void> {
+    const { url, ffmpegPath, startTimeoutMs } = this.opts;
+    return new Promise<void>((resolve, reject) => {
+      let settled = false;
+      const settle = (error?: Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        if (error) {
+          this.stop();
+          reject(error);
+        } else resolve();
+      };
+      const timer = setTimeout(() => settle(new Error(`no audio from ${this.opts.what} within ${startTimeoutMs} ms`)), startTimeoutMs);
+      let proc: Ffmpeg;
+      try {
+        proc = spawn(ffmpegPath, pcmDecodeArgs(this.opts), { stdio: ['ignore', 'pipe', 'pipe'] });
+      } catch (e) {
+        settle(new Error(`cannot run ffmpeg: ${(e as Error).message}`));
+        return;
+      }
+      this.proc = proc;
+      proc.stderr.setEncoding('utf8');
+      proc.stderr.on('data', (d: string) => {
+        this.stderr = (this.stderr + d).slice(-2000);
+      });
+      proc.on('error', (e) => settle(new Error(`cannot run ffmpeg (${ffmpegPath}): ${e.message}`)));
+      proc.stdout.on('data', (chunk: Buffer) => {
+        if (this.stopped) return;
+        if (sink.data(chunk)) settle();
+      });
+      proc.on('close', (code, signal) => {
+        this._exited = true;
+        if (this.stopped) {
+          settle(new Error('playback was replaced before it started'));
+          return;
+        }
+        if (!settled) {
+          // One message for every cause: ffmpeg's own ("Connection refused", "404 Not Found")
+          // would tell a client which ports on the hub's machine are open. The cause is logged.
+          this.opts.logger.debug(
+            { url: redactUrl(url), cause: code === 0 ? 'no audio in the media' : this.reason(code, signal) },
+            'ffmpeg could not play the media',
+          );
+          settle(new Error('ffmpeg could not play the media: the media URL could not be fetched or does not serve audio'));
+          return;
+        }
+        sink.end(code === 0 ? undefined : this.reason(code, signal));
+      });
+    });
+  }
+
+  /** Ends the decode; nothing more reaches the sink. */
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.proc?.stdout.destroy();
+    if (this.proc && !this._exited) this.proc.kill('SIGKILL');
+  }
+
+  /** ffmpeg's last error line (the media URL's secrets cut out), or its exit. */
+  private reason(code: number | null, signal: NodeJS.Signals | null): string {
+    const last = this.stderr.trim().split('\n').filter(Boolean).pop();
+    const text = last ? last.split(this.opts.url).join(redactUrl(this.opts.url)) : `exit ${code ?? signal}`;
+    return redactUrl(text);
+  }
+}
