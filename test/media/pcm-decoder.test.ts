@@ -3,9 +3,10 @@
  * run with the real ffmpeg: what it decodes, and every way a start fails.
  */
 import { createServer, type Server, type Socket } from 'node:net';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ffmpegInputUrl, PcmDecoder, pcmDecodeArgs, type PcmSink } from '../../src/media/pcm-decoder';
+import { eventually } from '../helpers/hub';
 import { makeWav } from '../rest/util';
 import { captureLogger, tempDir } from './helpers';
 
@@ -36,6 +37,25 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
+/**
+ * An ffmpeg process decoding `file` is blocked writing its output (Linux: a thread of it waits in
+ * the kernel to send; Node's child stdio is a socket pair, a shell's a pipe).
+ */
+function ffmpegWaitsToWrite(file: string): boolean {
+  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmd.startsWith('ffmpeg') || !cmd.includes(file)) continue;
+      for (const task of readdirSync(`/proc/${pid}/task`)) {
+        if (/pipe_write|sock_alloc_send/.test(readFileSync(`/proc/${pid}/task/${task}/wchan`, 'utf8'))) return true;
+      }
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return false;
+}
+
 /** Collects what a decode writes; `done` resolves at its end with the bytes and the failure, if any. */
 function collector(): { sink: PcmSink; bytes: () => number; done: Promise<string | undefined> } {
   let bytes = 0;
@@ -54,8 +74,14 @@ function collector(): { sink: PcmSink; bytes: () => number; done: Promise<string
   };
 }
 
+/** Every decoder a test made: stopped after it, so a failed test leaves no ffmpeg behind. */
+const made: PcmDecoder[] = [];
+afterEach(() => {
+  for (const d of made.splice(0)) d.stop();
+});
+
 function decoder(url: string, extra: Partial<ConstructorParameters<typeof PcmDecoder>[0]> = {}): PcmDecoder {
-  return new PcmDecoder({
+  const d = new PcmDecoder({
     url,
     format: FORMAT,
     ffmpegPath: 'ffmpeg',
@@ -64,6 +90,8 @@ function decoder(url: string, extra: Partial<ConstructorParameters<typeof PcmDec
     logger: captureLogger().logger,
     ...extra,
   });
+  made.push(d);
+  return d;
 }
 
 describe('PcmDecoder', () => {
@@ -82,9 +110,9 @@ describe('PcmDecoder', () => {
   });
 
   test('pause() holds ffmpeg back until resume()', async () => {
-    let d!: PcmDecoder;
     let bytes = 0;
     let ended = false;
+    const d = decoder(longWav);
     const sink: PcmSink = {
       data: (chunk) => {
         bytes += chunk.length;
@@ -93,12 +121,12 @@ describe('PcmDecoder', () => {
       },
       end: () => (ended = true),
     };
-    d = decoder(longWav);
     await d.start(sink);
     const held = bytes;
-    await new Promise((r) => setTimeout(r, 300));
-    expect({ paused: d.paused, ended }).toEqual({ paused: true, ended: false });
-    expect(bytes).toBe(held);
+    // The positive signal that it is held back: ffmpeg waits in the kernel to write its output.
+    await eventually(() => ffmpegWaitsToWrite(longWav), 10_000, 'ffmpeg blocked writing its output');
+    expect({ paused: d.paused, ended, bytes }).toEqual({ paused: true, ended: false, bytes: held });
+    expect(held).toBeLessThan(20 * BPS);
     // Resumed after every chunk from now on: the rest arrives and the decode ends.
     sink.data = (chunk) => {
       bytes += chunk.length;
