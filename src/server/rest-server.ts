@@ -15,13 +15,11 @@ import { streamEvents } from './event-stream';
 import { LimitedLog } from '../logging/limited-log';
 import {
   apiCorsOptions,
-  DIALECTS,
   operationAnswer,
   operationParams,
   operationRoutes,
   resolveOperationPath,
   unroutedError,
-  type Answer,
   type OperationRoute,
 } from '../http/operation-routes';
 import { installRequestLineRepair } from '../http/request-line-repair';
@@ -263,14 +261,8 @@ export class RestServer {
       });
     });
 
-    for (const route of this.operationRoutes.values()) {
-      for (const d of DIALECTS) {
-        app.get(`${d.prefix}/${route.op.name}`, async (req, reply) => {
-          const { status, body } = await this.run(route, d.legacy, req.url);
-          return reply.code(status).send(body);
-        });
-      }
-    }
+    // Operations have no fastify routes: every authorized GET of one is answered by fastPath
+    // (both dialects, doubled and trailing slashes); what reaches fastify is a refusal or unrouted.
 
     app.setNotFoundHandler((req, reply) => {
       const e = unroutedError(req.method, req.url);
@@ -289,17 +281,12 @@ export class RestServer {
     });
   }
 
-  /** Runs an operation for a request URL; shared by the fast path and the fastify routes. */
-  private run(route: OperationRoute, legacy: boolean, url: string): Answer | Promise<Answer> {
-    const result = this.ctx.run(route.op, operationParams(route, url));
-    return result instanceof Promise ? result.then((r) => operationAnswer(route, legacy, r)) : operationAnswer(route, legacy, result);
-  }
-
   /**
-   * Authorized operation GETs — nearly all traffic — are answered here, before fastify's
-   * request lifecycle (hooks, router, reply), which costs more than the operation itself.
-   * Same auth, parser, dispatch and response headers as the routes; anything else (CORS
-   * preflights, failed auth, unknown paths, events, OpenAPI) goes on to fastify.
+   * Authorized operation GETs — nearly all traffic — are answered here, and only here, before
+   * fastify's request lifecycle (hooks, router, reply), which costs more than the operation
+   * itself. Anything else (CORS preflights, refused auth, other methods, unknown paths, events,
+   * OpenAPI, the browser client) goes on to fastify, which answers refusals and unrouted
+   * requests in the same error shape.
    */
   private fastPath(req: IncomingMessage, res: ServerResponse, authorization: string | undefined): boolean {
     if (req.method !== 'GET') return false;
@@ -314,7 +301,7 @@ export class RestServer {
     return true;
   }
 
-  /** The one bearer check of every request, the fast path's and the routes' (events may carry the token in the query). */
+  /** The one bearer check of every request, the fast path's and fastify's (events may carry the token in the query). */
   private authorized(req: IncomingMessage, queryToken?: string): boolean {
     return !this.auth || this.auth.check(req.headers.authorization, queryToken);
   }
