@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logger';
+import { CacheTrimmer } from './cache-trimmer';
 import { decodeWithFfmpeg, resampleWithFfmpeg } from './ffmpeg-pcm';
 import { DEFAULT_LOUDNESS, LoudnessNormaliser, type LoudnessTarget } from './loudness-file';
 import { encodeWav16, type Pcm } from './pcm-wav';
@@ -101,8 +102,6 @@ export class AnnouncementClips {
   /** Loads parts (WAV in process, the rest through ffmpeg) and normalises them; also for loudness 'off' (then only loading). */
   private readonly audio: LoudnessNormaliser;
   private readonly gapMs: number;
-  private readonly maxEntries: number;
-  private readonly maxBytes: number;
   private readonly maxWebSeconds: number;
   private readonly maxConcurrent: number;
   private readonly maxSamples: number;
@@ -113,8 +112,7 @@ export class AnnouncementClips {
   /** Normalised parts by content id and format, least recently used first. */
   private readonly memo = new Map<string, Float32Array[]>();
   private memoSamples = 0;
-  private evicting?: Promise<void>;
-  private evictAgain = false;
+  private readonly trimmer: CacheTrimmer;
 
   constructor(private readonly opts: AnnouncementClipsOptions) {
     this.loudness = opts.loudness === 'off' ? undefined : (opts.loudness ?? DEFAULT_LOUDNESS);
@@ -126,8 +124,14 @@ export class AnnouncementClips {
       maxSeconds: this.maxWebSeconds,
     });
     this.gapMs = Math.max(0, opts.gapMs ?? 300);
-    this.maxEntries = Math.max(1, opts.maxCacheEntries ?? 200);
-    this.maxBytes = Math.max(1, opts.maxCacheBytes ?? 200 * 1024 * 1024);
+    this.trimmer = new CacheTrimmer({
+      dir: opts.cacheDir,
+      files: CACHE_FILE,
+      maxEntries: Math.max(1, opts.maxCacheEntries ?? 200),
+      maxBytes: Math.max(1, opts.maxCacheBytes ?? 200 * 1024 * 1024),
+      logger: opts.logger,
+      what: 'announcement clip cache',
+    });
     this.maxConcurrent = Math.max(1, opts.maxConcurrent ?? 8);
     this.maxSamples = Math.max(1, opts.maxSamplesInFlight ?? 64 * 1024 * 1024);
     this.log = opts.logger;
@@ -253,7 +257,7 @@ export class AnnouncementClips {
       this.samplesInFlight -= held;
     }
     this.log.debug({ parts: keys.length, ms: Math.round(performance.now() - started), stages: ms }, 'announcement clip rendered');
-    this.scheduleEviction();
+    this.trimmer.schedule();
     return { file, contentType: 'audio/wav', duration: await wavDuration(file).catch(() => undefined) };
   }
 
@@ -305,50 +309,9 @@ export class AnnouncementClips {
     return { rate, channels };
   }
 
-  /** Runs one eviction at a time; renders finishing meanwhile fold into one more pass. */
-  private scheduleEviction(): void {
-    if (this.evicting) {
-      this.evictAgain = true;
-      return;
-    }
-    this.evicting = this.evict()
-      .catch((e: unknown) => this.log.warn({ err: String(e) }, 'announcement clip cache eviction failed'))
-      .finally(() => {
-        this.evicting = undefined;
-        if (this.evictAgain) {
-          this.evictAgain = false;
-          this.scheduleEviction();
-        }
-      });
-  }
-
-  /** Resolves when no eviction runs (tests). */
-  async idle(): Promise<void> {
-    while (this.evicting) await this.evicting;
-  }
-
-  /** Least recently used entries go first, while either budget is exceeded; the newest always stays. */
-  private async evict(): Promise<void> {
-    const dir = this.opts.cacheDir;
-    const names = (await readdir(dir)).filter((n) => CACHE_FILE.test(n));
-    const entries = await Promise.all(
-      names.map(async (name) => {
-        const st = await stat(join(dir, name)).catch(() => undefined);
-        return { name, mtime: st?.mtimeMs ?? 0, size: st?.size ?? 0 };
-      }),
-    );
-    entries.sort((a, b) => b.mtime - a.mtime);
-    let bytes = 0;
-    let kept = 0;
-    for (const e of entries) {
-      bytes += e.size;
-      if (kept === 0 || (kept < this.maxEntries && bytes <= this.maxBytes)) {
-        kept++;
-        continue;
-      }
-      bytes -= e.size;
-      await unlink(join(dir, e.name)).catch(() => undefined);
-    }
+  /** Resolves when no cache trim runs (tests). */
+  idle(): Promise<void> {
+    return this.trimmer.idle();
   }
 }
 

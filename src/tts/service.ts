@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readdir, rename, stat, unlink, utimes } from 'node:fs/promises';
+import { mkdir, rename, stat, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { CacheTrimmer } from '../media/cache-trimmer';
 import { audioDuration } from '../media/duration';
 import type { MetadataReader } from '../media/metadata-reader';
 import { HubError } from '../core/errors';
@@ -52,8 +53,6 @@ export class TtsService {
   private readonly cacheDir: string;
   private readonly voice: string;
   private readonly maxTextLength: number;
-  private readonly maxCacheEntries: number;
-  private readonly maxCacheBytes: number;
   private readonly maxQueue: number;
   /** Syntheses started and not finished (the provider may run them one at a time). */
   private synthesizing = 0;
@@ -61,16 +60,21 @@ export class TtsService {
   private readonly reader?: MetadataReader;
   private readonly normaliser?: TtsNormaliser;
   private readonly inFlight = new Map<string, Promise<TtsAudio>>();
-  private evicting?: Promise<void>;
-  private evictAgain = false;
+  private readonly trimmer: CacheTrimmer;
 
   constructor(options: TtsServiceOptions) {
     this.provider = options.provider;
     this.cacheDir = options.cacheDir;
     this.voice = options.voice?.trim() || 'en';
     this.maxTextLength = options.maxTextLength ?? 1000;
-    this.maxCacheEntries = Math.max(1, options.maxCacheEntries ?? 500);
-    this.maxCacheBytes = Math.max(1, options.maxCacheBytes ?? 200 * 1024 * 1024);
+    this.trimmer = new CacheTrimmer({
+      dir: options.cacheDir,
+      files: CACHE_FILE,
+      maxEntries: Math.max(1, options.maxCacheEntries ?? 500),
+      maxBytes: Math.max(1, options.maxCacheBytes ?? 200 * 1024 * 1024),
+      logger: options.logger,
+      what: 'TTS cache',
+    });
     this.maxQueue = Math.max(1, options.maxQueue ?? 16);
     this.log = options.logger;
     this.reader = options.reader;
@@ -168,7 +172,7 @@ export class TtsService {
       { provider: this.provider.name, voice, chars: text.length, ms: Math.round(performance.now() - started), synthMs, loudnessMs, duration },
       'text synthesized',
     );
-    this.scheduleEviction();
+    this.trimmer.schedule();
     return { file, contentType, duration };
   }
 
@@ -182,52 +186,9 @@ export class TtsService {
     }
   }
 
-  /** Runs one eviction at a time; requests arriving meanwhile fold into one more pass. */
-  private scheduleEviction(): void {
-    if (this.evicting) {
-      this.evictAgain = true;
-      return;
-    }
-    this.evicting = this.evict()
-      .catch((e: unknown) => this.log.warn({ err: messageOf(e) }, 'TTS cache eviction failed'))
-      .finally(() => {
-        this.evicting = undefined;
-        if (this.evictAgain) {
-          this.evictAgain = false;
-          this.scheduleEviction();
-        }
-      });
-  }
-
-  /** Resolves when no eviction is running (tests, shutdown). */
-  async idle(): Promise<void> {
-    while (this.evicting) await this.evicting;
-  }
-
-  private async evict(): Promise<void> {
-    const names = (await readdir(this.cacheDir)).filter((n) => CACHE_FILE.test(n));
-    const entries = await Promise.all(
-      names.map(async (name) => {
-        const st = await stat(join(this.cacheDir, name)).catch(() => undefined);
-        return { name, mtime: st?.mtimeMs ?? 0, size: st?.size ?? 0 };
-      }),
-    );
-    // Newest first; keep while both budgets hold (the newest entry always stays: it is about to play).
-    entries.sort((a, b) => b.mtime - a.mtime);
-    let bytes = 0;
-    let kept = 0;
-    let removed = 0;
-    for (const e of entries) {
-      bytes += e.size;
-      if (kept === 0 || (kept < this.maxCacheEntries && bytes <= this.maxCacheBytes)) {
-        kept++;
-        continue;
-      }
-      bytes -= e.size;
-      removed++;
-      await unlink(join(this.cacheDir, e.name)).catch(() => undefined);
-    }
-    if (removed) this.log.debug({ removed, kept, bytes }, 'TTS cache trimmed');
+  /** Resolves when no cache trim is running (tests, shutdown). */
+  idle(): Promise<void> {
+    return this.trimmer.idle();
   }
 }
 

@@ -9,6 +9,7 @@ import { createLogger } from '../../src/logger';
 import { EspeakProvider } from '../../src/tts/espeak';
 import type { TtsProvider } from '../../src/tts/provider';
 import { TtsService } from '../../src/tts/service';
+import { eventually } from '../helpers/hub';
 import { tempDir } from './helpers';
 
 const logger = createLogger({ level: 'silent' });
@@ -48,6 +49,9 @@ test('one text more than maxQueue fails at once with TtsBusy; the queued ones fi
   const second = tts.speak('second announcement');
   // The same text as a queued one joins it instead of taking a place.
   const again = tts.speak('first announcement');
+  // Both hold their places once they wait at the provider: each first looks the cache up, and
+  // those lookups can finish in any order (a third text asked earlier could take a place).
+  await eventually(() => provider.started === 2, 10_000, 'two syntheses waiting at the provider');
   const refused = await tts.speak('third announcement').then(
     () => undefined,
     (e: unknown) => e,
