@@ -95,7 +95,12 @@ export class ReceiverLab {
       '',
     ].join('\n');
     writeFileSync(join(this.dir, `shairport-${r.index}.conf`), conf);
-    writeFileSync(join(this.dir, `avahi-${r.index}.conf`), '[server]\nuse-ipv6=no\nallow-interfaces=eth0\n[publish]\npublish-workstation=no\n');
+    // A host name of its own, as real receivers have: the namespaces share this machine's name,
+    // and two daemons claiming it on one bridge go through conflict renaming while they publish.
+    writeFileSync(
+      join(this.dir, `avahi-${r.index}.conf`),
+      `[server]\nhost-name=shlab-receiver-${r.index}\nuse-ipv6=no\nallow-interfaces=eth0\n[publish]\npublish-workstation=no\n`,
+    );
     writeFileSync(
       join(this.dir, `run-${r.index}.sh`),
       [
