@@ -127,8 +127,8 @@ export class AnnouncementClips {
     this.trimmer = new CacheTrimmer({
       dir: opts.cacheDir,
       files: CACHE_FILE,
-      maxEntries: Math.max(1, opts.maxCacheEntries ?? 200),
-      maxBytes: Math.max(1, opts.maxCacheBytes ?? 200 * 1024 * 1024),
+      maxEntries: opts.maxCacheEntries ?? 200,
+      maxBytes: opts.maxCacheBytes ?? 200 * 1024 * 1024,
       logger: opts.logger,
       what: 'announcement clip cache',
     });

@@ -1,12 +1,15 @@
 import { readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger';
+import { messageOf } from '../util/error-message';
 
 export interface CacheTrimmerOptions {
   dir: string;
   /** The cache's own files (anything else in the folder is left alone). */
   files: RegExp;
+  /** At most this many files (at least 1 is always kept). */
   maxEntries: number;
+  /** At most this many bytes, unless the newest file alone is larger. */
   maxBytes: number;
   logger: Logger;
   /** The cache's name in log lines ("TTS cache"). */
@@ -22,7 +25,13 @@ export class CacheTrimmer {
   private running?: Promise<void>;
   private again = false;
 
-  constructor(private readonly opts: CacheTrimmerOptions) {}
+  private readonly maxEntries: number;
+  private readonly maxBytes: number;
+
+  constructor(private readonly opts: CacheTrimmerOptions) {
+    this.maxEntries = Math.max(1, opts.maxEntries);
+    this.maxBytes = Math.max(1, opts.maxBytes);
+  }
 
   /** Trims soon (a file was just added); never throws, a failure is logged. */
   schedule(): void {
@@ -31,11 +40,7 @@ export class CacheTrimmer {
       return;
     }
     this.running = this.trim()
-      .catch((e: unknown) => {
-        // Duck-typed: an error from another realm (a vm, jest) is no instanceof this realm's Error.
-        const message = (e as { message?: unknown } | undefined)?.message;
-        this.opts.logger.warn({ err: typeof message === 'string' ? message : String(e) }, `${this.opts.what} eviction failed`);
-      })
+      .catch((e: unknown) => this.opts.logger.warn({ err: messageOf(e) }, `${this.opts.what} eviction failed`))
       .finally(() => {
         this.running = undefined;
         if (this.again) {
@@ -51,7 +56,8 @@ export class CacheTrimmer {
   }
 
   private async trim(): Promise<void> {
-    const { dir, maxEntries, maxBytes } = this.opts;
+    const { dir } = this.opts;
+    const { maxEntries, maxBytes } = this;
     const names = (await readdir(dir)).filter((n) => this.opts.files.test(n));
     const entries = await Promise.all(
       names.map(async (name) => {

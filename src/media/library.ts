@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { Logger } from '../logger';
+import { messageOf } from '../util/error-message';
 import { audioContentType } from './audio-types';
 import { FolderWatcher } from './folder-watcher';
 import { findDrmProtection, protectedCodec } from './drm';
@@ -43,12 +44,6 @@ function compareItems(a: MediaItem, b: MediaItem): number {
     compareTitles(a.title, b.title) ||
     (a.file < b.file ? -1 : a.file > b.file ? 1 : 0)
   );
-}
-
-function reason(e: unknown): string {
-  // Duck-typed: errors from another realm (vm contexts, jest) fail instanceof Error.
-  const message = (e as { message?: unknown } | null)?.message;
-  return typeof message === 'string' ? message : String(e);
 }
 
 /**
@@ -115,7 +110,7 @@ export class MediaLibrary implements MediaCatalog {
       logger: this.log,
       onChange: () => {
         this.log.debug('media library: folder changed, rescanning');
-        this.scan().catch((e: unknown) => this.log.warn(`media library: rescan failed: ${reason(e)}`));
+        this.scan().catch((e: unknown) => this.log.warn(`media library: rescan failed: ${messageOf(e)}`));
       },
     });
     this.watcher.start();
@@ -145,7 +140,7 @@ export class MediaLibrary implements MediaCatalog {
     };
     for (const folder of this.folders) {
       const onProblem = (entry: string, e: unknown) => {
-        this.log.warn({ entry }, `media library: skipped unreadable ${entry}: ${reason(e)}`);
+        this.log.warn({ entry }, `media library: skipped unreadable ${entry}: ${messageOf(e)}`);
       };
       // One file at a time: every step awaits I/O, so a large library never holds the event
       // loop for long, and the disk is not flooded with parallel reads.
@@ -207,7 +202,7 @@ export class MediaLibrary implements MediaCatalog {
       };
       return Object.freeze(item);
     } catch (e) {
-      return this.skip(file, reason(e));
+      return this.skip(file, messageOf(e));
     }
   }
 

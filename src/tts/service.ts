@@ -6,6 +6,7 @@ import { CacheTrimmer } from '../media/cache-trimmer';
 import { audioDuration } from '../media/duration';
 import type { MetadataReader } from '../media/metadata-reader';
 import { HubError } from '../core/errors';
+import { messageOf } from '../util/error-message';
 import type { Logger } from '../logger';
 import { EspeakProvider, type EspeakMode } from './espeak';
 import type { TtsAudio, TtsProvider } from './provider';
@@ -70,8 +71,8 @@ export class TtsService {
     this.trimmer = new CacheTrimmer({
       dir: options.cacheDir,
       files: CACHE_FILE,
-      maxEntries: Math.max(1, options.maxCacheEntries ?? 500),
-      maxBytes: Math.max(1, options.maxCacheBytes ?? 200 * 1024 * 1024),
+      maxEntries: options.maxCacheEntries ?? 500,
+      maxBytes: options.maxCacheBytes ?? 200 * 1024 * 1024,
       logger: options.logger,
       what: 'TTS cache',
     });
@@ -190,12 +191,6 @@ export class TtsService {
   idle(): Promise<void> {
     return this.trimmer.idle();
   }
-}
-
-function messageOf(e: unknown): string {
-  // Duck-typed: an error from another realm (a vm, jest) is no instanceof this realm's Error.
-  const message = (e as { message?: unknown } | undefined)?.message;
-  return typeof message === 'string' ? message : String(e);
 }
 
 async function isNonEmptyFile(file: string): Promise<boolean> {
