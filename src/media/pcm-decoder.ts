@@ -92,6 +92,7 @@ export class PcmDecoder {
     this.proc?.stdout.pause();
   }
 
+  /** Lets ffmpeg go on; nothing once the decode is stopped or ffmpeg has exited. */
   resume(): void {
     if (!this.stopped && !this._exited) this.proc?.stdout.resume();
   }

@@ -159,11 +159,9 @@ describe('PcmDecoder', () => {
   });
 
   test('no audio within the start timeout: rejected with what the media is called', async () => {
-    const t0 = Date.now();
     await expect(decoder(silentUrl, { startTimeoutMs: 400, what: 'the announcement' }).start(collector().sink)).rejects.toThrow(
       'no audio from the announcement within 400 ms',
     );
-    expect(Date.now() - t0).toBeLessThan(5000);
   });
 
   test('stopped before the first PCM: the start rejects at once, not at the timeout', async () => {

@@ -290,7 +290,7 @@ export class Feed extends EventEmitter<FeedEvents> {
       }
     }
     const decoder = this.decoder;
-    if (decoder && !decoder.exited && decoder.paused && this.queued < (QUEUE_HIGH_S / 2) * this.bps) decoder.resume();
+    if (decoder?.paused && this.queued < (QUEUE_HIGH_S / 2) * this.bps) decoder.resume();
     if (decoder?.exited && !this.queue.length && !this.draining) this.finish();
   }
 
