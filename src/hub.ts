@@ -256,7 +256,7 @@ export class SpeakerHub {
     for (const driver of this._drivers) await core.addDriver(driver);
     const feed = new WireEventFeed(
       core.events,
-      () => core.playback.snapshot(),
+      () => core.playback.list(),
       (err) => this.logger.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'event subscriber failed'),
     );
     this.feed = feed;

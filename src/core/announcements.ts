@@ -163,7 +163,7 @@ export class AnnouncementManager {
     private readonly logger: Logger,
     private readonly limits: AnnouncementLimits = DEFAULT_ANNOUNCEMENT_LIMITS,
   ) {
-    engine.onEndOverlays((why) => this.stopAll(why));
+    engine.onEndOverlays((why, ids) => this.stopAll(why, ids));
   }
 
   /** Media URLs of the announcements not finished yet (queued or playing): the media host keeps them. */
@@ -265,25 +265,35 @@ export class AnnouncementManager {
   }
 
   /**
-   * Ends every announcement (the engine asks at stop_play and shutdown): queued ones fail,
-   * started ones end; volumes and mutes go back, transports stay stopped (stop means silence).
+   * Ends the announcements on some speakers (every one when `ids` is undefined; the engine
+   * asks at stop_play and shutdown): queued ones fail, started ones end; volumes and mutes go
+   * back, transports stay stopped (stop means silence). An announcement that touches none of
+   * the speakers (another zone's) goes on.
    */
-  private async stopAll(why: OverlayEndReason): Promise<void> {
+  private async stopAll(why: OverlayEndReason, ids?: ReadonlySet<string>): Promise<void> {
     const reason: AnnouncementReason = why === 'shutdown' ? { code: 'hub_shutdown' } : { code: 'stopped_by_play' };
+    const hit = (a: Announcement) => !ids || a.deviceIds.some((d) => ids.has(d));
+    const ended = new Set<string>(ids ?? []);
     this.stopping = true;
     try {
       // Queued ones first, so that ending the playing ones starts none of them.
       // (Guarded one by one: a fault in one must not keep the others' speakers from coming back.)
-      for (const a of [...this.pending.values()]) if (a.phase === 'loading' || a.phase === 'queued') this.guard('stop', () => this.cancel(a, reason));
       for (const a of [...this.pending.values()]) {
-        if (a.phase !== 'starting' && a.phase !== 'playing') continue;
+        if ((a.phase === 'loading' || a.phase === 'queued') && hit(a)) this.guard('stop', () => this.cancel(a, reason));
+      }
+      for (const a of [...this.pending.values()]) {
+        if ((a.phase !== 'starting' && a.phase !== 'playing') || !hit(a)) continue;
+        for (const d of a.deviceIds) ended.add(d);
         a.reason ??= reason;
         this.guard('stop', () => this.endOn(a));
       }
-      await Promise.all([...this.lanes.values()].filter((l) => l.phase !== 'free').map((lane) => this.restoreLane(lane)));
+      const lanes = [...this.lanes.values()].filter((l) => l.phase !== 'free' && (!ids || ended.has(l.id)));
+      await Promise.all(lanes.map((lane) => this.restoreLane(lane)));
     } finally {
       this.stopping = false;
     }
+    // Announcements queued elsewhere, held while this ran, may start now.
+    if (ids) this.pump();
   }
 
   // ---- scheduling -------------------------------------------------------------------------

@@ -28,6 +28,8 @@ export type DeviceReason = 'DeviceAvailable' | 'DeviceUnavailable' | 'DeviceErro
 export type PlaybackEndReason = 'ended' | 'stopped' | 'interrupted' | 'error' | 'shutdown';
 
 export interface PlaybackSnapshot {
+  /** Which playback (zone) this is: "pb-<n>"; absent when none is meant (nothing plays). */
+  playbackId?: string;
   state: PlaybackState;
   /** Whole seconds; -1 when stopped. */
   timeElapsed: number;
@@ -37,6 +39,10 @@ export interface PlaybackSnapshot {
   title?: string;
   priority?: number;
   deviceIds: string[];
+  /** Who started it: the starting session's public label (session_status SessionLabel). */
+  owner?: string;
+  /** When the play was asked for (ISO 8601). */
+  since?: string;
   /** Why the playback stopped. */
   reason?: PlaybackEndReason;
 }
@@ -67,12 +73,13 @@ export interface AnnouncementEvent {
 /** What the core tells front ends; MQTT, SSE, HomeKit and the cloud publish these. */
 export interface HubEvents {
   playbackState: [PlaybackSnapshot];
-  playbackTime: [{ timeElapsed: number; deviceIds: string[] }];
+  playbackTime: [{ timeElapsed: number; deviceIds: string[]; playbackId?: string }];
   device: [{ reason: DeviceReason; device: DeviceRecord; detail?: string }];
   volume: [{ deviceId: string; volume: number }];
   /** A speaker was muted or unmuted (set_mute_device; a driver's own mute or, without one, volume 0 with restore). */
   mute: [{ deviceId: string; muted: boolean }];
-  selection: [{ deviceIds: string[] }];
+  /** A session's playback session changed (session: its public label, never the token). */
+  selection: [{ deviceIds: string[]; session?: string }];
   announcement: [AnnouncementEvent];
 }
 

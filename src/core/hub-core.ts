@@ -3,7 +3,7 @@ import type { Clock } from './clock';
 import { HubEventBus } from './events';
 import { AnnouncementManager } from './announcements';
 import { PlaybackEngine, type PlayableMedia } from './playback-engine';
-import { Selection } from './selection';
+import { SessionScopes } from './session-scopes';
 import { SessionStore } from './sessions';
 import { SpeakerRegistry } from './speaker-registry';
 import { VolumeControl } from './volume';
@@ -69,7 +69,8 @@ export class HubCore {
   readonly events: HubEventBus;
   readonly sessions: SessionStore;
   readonly speakers: SpeakerRegistry;
-  readonly selection: Selection;
+  /** Each session's playback session, and which playback its commands mean (zones). */
+  readonly scopes: SessionScopes;
   readonly playback: PlaybackEngine;
   readonly announcements: AnnouncementManager;
   readonly volume: VolumeControl;
@@ -96,12 +97,12 @@ export class HubCore {
     );
     this.sessions = new SessionStore(options.clock, options.sessions);
     this.speakers = new SpeakerRegistry(this.events, options.logger);
-    this.selection = new Selection(this.speakers, this.events);
     this.chimeFile = options.chimeFile;
     this.clips = options.clips;
-    this.playback = new PlaybackEngine(this.speakers, this.selection, options.clock, this.events, options.logger, {
+    this.playback = new PlaybackEngine(this.speakers, options.clock, this.events, options.logger, {
       partyRejoin: options.partyRejoin,
     });
+    this.scopes = new SessionScopes(this.speakers, this.playback, this.events, (key) => this.sessions.hasKey(key));
     this.announcements = new AnnouncementManager(this.speakers, this.playback, options.clock, this.events, options.logger);
     this.volume = new VolumeControl(this.speakers, options.logger, this.events);
     this.events.on('playbackState', () => this.releaseUnusedMedia());
@@ -110,18 +111,17 @@ export class HubCore {
 
   /**
    * Capability URLs live only as long as their playback (issue: they leak through renderers'
-   * unauthenticated status queries): whenever the playback changes, every URL handed out
-   * but not the current playback's is released (it stops working after the media host's
+   * unauthenticated status queries): whenever a playback changes, every URL handed out
+   * but not a live playback's is released (it stops working after the media host's
    * grace period); the current one is kept, also when a release had already been scheduled
    * for it while its play was starting.
    */
   private releaseUnusedMedia(): void {
     const host = this.mediaHost;
     if (!host.release) return;
-    // The music playback's media and every unfinished announcement's stay reachable.
+    // Every playback's media and every unfinished announcement's stay reachable.
     const keep = this.announcements.mediaInUse();
-    const current = this.playback.currentMedia?.url;
-    if (current) keep.add(current);
+    for (const url of this.playback.mediaInUse()) keep.add(url);
     for (const url of this.published) {
       if (keep.has(url)) continue;
       host.release(url);

@@ -107,9 +107,9 @@ export class SessionStore {
    * token's SHA-256 is then taken once per connection, not once per request (a quarter of the
    * hub's own work on an operation GET). The memo is compared in constant time.
    */
-  touch(token: string, memo?: SessionMemo): void {
+  touch(token: string, memo?: SessionMemo): string {
     const key = memo ? keyFor(token, memo) : hash(token);
-    if (this.trusted.has(key)) return;
+    if (this.trusted.has(key)) return key;
     const entry = this.byHash.get(key);
     const now = this.clock.now();
     if (!entry || now - entry.lastUsed >= this.options.idleMs) {
@@ -124,14 +124,22 @@ export class SessionStore {
       this.newest = key;
     }
     this.onChange?.('touch');
+    return key;
   }
 
-  close(token: string): void {
-    this.touch(token);
-    const key = hash(token);
+  /** Whether a session key (what touch answers) is in the table and not expired. */
+  hasKey(key: string): boolean {
+    if (this.trusted.has(key)) return true;
+    const entry = this.byHash.get(key);
+    return !!entry && this.clock.now() - entry.lastUsed < this.options.idleMs;
+  }
+
+  close(token: string): string {
+    const key = this.touch(token);
     this.byHash.delete(key);
     this.trusted.delete(key);
     this.onChange?.('table');
+    return key;
   }
 
   /** Drops expired sessions from the idle end of the table. */

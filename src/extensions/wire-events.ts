@@ -43,7 +43,8 @@ export class WireEventFeed {
 
   constructor(
     bus: HubEventBus,
-    private readonly playbackSnapshot: () => PlaybackSnapshot,
+    /** The live playbacks (zones), oldest first; none: one Stopped snapshot. */
+    private readonly playbackSnapshots: () => PlaybackSnapshot[],
     private readonly onFault: (err: unknown) => void = () => undefined,
   ) {
     const listeners = HUB_EVENT_NAMES.map((type) => {
@@ -70,7 +71,11 @@ export class WireEventFeed {
       scheduled: false,
     };
     this.subscribers.add(sub);
-    if (options.initial) this.enqueue(sub, { type: 'playbackState', data: this.playbackSnapshot() });
+    if (options.initial) {
+      const all = this.playbackSnapshots();
+      const initial: PlaybackSnapshot[] = all.length ? all : [{ state: 'PlayerStateStopped', timeElapsed: -1, deviceIds: [] }];
+      for (const data of initial) this.enqueue(sub, { type: 'playbackState', data });
+    }
     return {
       close: () => this.remove(sub),
       get closed() {

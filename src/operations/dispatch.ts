@@ -47,6 +47,7 @@ export function runOperation(
 ): DispatchResult | Promise<DispatchResult> {
   try {
     let sessionToken: string | undefined;
+    let sessionKey: string | undefined;
     if (op.needsSession) {
       let given: unknown;
       for (const k of SESSION_PARAM_ALIASES) {
@@ -61,7 +62,7 @@ export function runOperation(
       if (typeof given !== 'string' && typeof given !== 'number')
         throw new HubError('InvalidParameter', 'SessionToken must be a string.', { parameter: 'SessionToken' });
       sessionToken = unquote(String(given));
-      hub.sessions.touch(sessionToken, memo);
+      sessionKey = hub.sessions.touch(sessionToken, memo);
     }
     let params: unknown = NO_PARAMS;
     if (!WITHOUT_PARAMS.has(op)) {
@@ -69,7 +70,7 @@ export function runOperation(
       if (!parsed.success) throw issueToError(parsed.error);
       params = parsed.data;
     }
-    const out = op.handler(hub, params as never, { sessionToken });
+    const out = op.handler(hub, params as never, { sessionToken, sessionKey });
     if (out instanceof Promise) {
       return out.then(
         (body): DispatchResult => ({ ok: true, op, body: body as Record<string, unknown> }),

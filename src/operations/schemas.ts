@@ -39,6 +39,13 @@ export const digitString = (name: string, max = 40) =>
 export const SessionTokenParam = text().pipe(z.string().transform(unquote).pipe(z.string().min(1, 'SessionToken is empty').max(256)));
 export const DeviceIDParam = digitString('DeviceID', 32);
 export const PersistentIDParam = digitString('PersistentID', 40);
+/** A playback (zone) as playback_list and events name it. */
+export const PlaybackIDParam = text().pipe(
+  z
+    .string()
+    .transform(unquote)
+    .pipe(z.string().regex(/^pb-\d{1,12}$/, 'PlaybackID must look like pb-12 (see playback_list)')),
+);
 
 export const DeviceIDListParam = text().pipe(
   z

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { HubError } from '../core/errors';
 import type { HubCore } from '../core/hub-core';
-import { DEFAULT_PRIORITY, type PlayableMedia, type Target } from '../core/playback-engine';
+import { DEFAULT_PRIORITY, type PlayableMedia, type StopScope, type Target } from '../core/playback-engine';
+import { SessionScopes } from '../core/session-scopes';
 import {
   AnnouncementIDParam,
   AnnouncementReasonCodeSchema,
@@ -20,6 +21,7 @@ import {
   MediaUrlParam,
   OnOffParam,
   PersistentIDParam,
+  PlaybackIDParam,
   PlaybackStateSchema,
   PriorityParam,
   ResultResponse,
@@ -37,6 +39,8 @@ export type OperationGroup = 'session' | 'device' | 'playback' | 'volume' | 'ann
 export interface OperationContext {
   /** The caller's SessionToken (already checked and renewed), for session operations. */
   sessionToken?: string;
+  /** The session's key in the table (the token's SHA-256): what the session scopes key on. */
+  sessionKey?: string;
 }
 
 export interface Operation<N extends string = string, P extends z.ZodObject = z.ZodObject, R extends z.ZodType = z.ZodType> {
@@ -135,7 +139,7 @@ const sessionAndDevices = [
     response: ResultResponse,
     // Answered once the closing is on disk: a closed session never comes back after a crash.
     handler: async (hub, _p, ctx) => {
-      hub.sessions.close(ctx.sessionToken!);
+      hub.scopes.forget(hub.sessions.close(ctx.sessionToken!));
       await hub.sessions.committed();
       return ok;
     },
@@ -170,9 +174,11 @@ const sessionAndDevices = [
     params: z.object({ DeviceID: DeviceIDParam }),
     response: ResultResponse,
     example: { DeviceID: EXAMPLE.deviceId },
-    handler: async (hub, p) => {
-      hub.selection.add(p.DeviceID);
-      await hub.playback.join([p.DeviceID]);
+    handler: async (hub, p, ctx) => {
+      // "The added speaker plays the music": the session's playback as it was before the add.
+      const playing = hub.scopes.playbackFor(ctx.sessionKey);
+      hub.scopes.add(ctx.sessionKey!, p.DeviceID);
+      await hub.playback.join(playing, [p.DeviceID]);
       return ok;
     },
   }),
@@ -183,9 +189,11 @@ const sessionAndDevices = [
     params: z.object({ DeviceID: DeviceIDParam }),
     response: ResultResponse,
     example: { DeviceID: EXAMPLE.deviceId },
-    handler: async (hub, p) => {
-      hub.selection.remove(p.DeviceID);
-      await hub.playback.leave(p.DeviceID);
+    handler: async (hub, p, ctx) => {
+      const playing = hub.scopes.playbackFor(ctx.sessionKey);
+      hub.scopes.remove(ctx.sessionKey!, p.DeviceID);
+      // It stops if it plays in the session's playback; another zone's speaker is left alone.
+      if (playing !== undefined && hub.playback.playbackOf(p.DeviceID) === playing) await hub.playback.leave(p.DeviceID);
       return ok;
     },
   }),
@@ -194,11 +202,13 @@ const sessionAndDevices = [
     group: 'device',
     summary: 'Adds every available speaker to the playback session; if something is playing, they all join in.',
     response: ResultResponse,
-    handler: async (hub) => {
-      hub.selection.addAll();
-      if (!hub.selection.list().length) throw new HubError('NoSpeakerAvailable', 'No speaker is available to add.');
+    handler: async (hub, _p, ctx) => {
+      const playing = hub.scopes.playbackFor(ctx.sessionKey);
+      hub.scopes.addAll(ctx.sessionKey!);
+      const selected = hub.scopes.selection(ctx.sessionKey!);
+      if (!selected.length) throw new HubError('NoSpeakerAvailable', 'No speaker is available to add.');
       // Every selected speaker plays what plays, also one selected before but left out of a DeviceIDList play.
-      await hub.playback.join(hub.selection.list());
+      await hub.playback.join(playing, selected);
       return ok;
     },
   }),
@@ -242,8 +252,9 @@ const TARGETS = [
 
 const EXAMPLE_IDS = `${EXAMPLE.deviceId},${EXAMPLE.otherDeviceId}`;
 
-function targetOf(kind: (typeof TARGETS)[number]['kind'], p: { DeviceIDList?: string[] }): Target {
-  return kind === 'selected' ? { kind, deviceIds: p.DeviceIDList! } : { kind };
+function targetOf(hub: HubCore, kind: (typeof TARGETS)[number]['kind'], p: { DeviceIDList?: string[] }, ctx: OperationContext): Target {
+  if (kind === 'party') return { kind };
+  return { kind, deviceIds: kind === 'selected' ? p.DeviceIDList! : hub.scopes.selection(ctx.sessionKey!) };
 }
 
 function withTarget<S extends z.ZodRawShape>(
@@ -290,10 +301,13 @@ const plays = MEDIA_KINDS.flatMap((media) =>
       params: withTarget(t.kind, media.shape),
       response: ResultResponse,
       example: t.kind === 'selected' ? { ...media.example, DeviceIDList: EXAMPLE_IDS } : media.example,
-      handler: async (hub, p: Record<string, unknown>) => {
+      handler: async (hub, p: Record<string, unknown>, ctx) => {
         const priority = (p.Priority as number | undefined) ?? DEFAULT_PRIORITY;
         const load = media.load(hub, p); // validates the media parameters first
-        await hub.playback.play(targetOf(t.kind, p), priority, load);
+        const target = targetOf(hub, t.kind, p, ctx);
+        const key = ctx.sessionKey!;
+        const id = await hub.playback.play(target, priority, load, { owner: SessionScopes.label(key) });
+        hub.scopes.played(key, id, target.kind === 'party' ? [] : target.deviceIds);
         return ok;
       },
     }),
@@ -308,8 +322,8 @@ const resumes = TARGETS.map((t) =>
     params: withTarget(t.kind, { PersistentID: PersistentIDParam }),
     response: ResultResponse,
     example: t.kind === 'selected' ? { PersistentID: EXAMPLE.persistentId, DeviceIDList: EXAMPLE_IDS } : { PersistentID: EXAMPLE.persistentId },
-    handler: async (hub, p: { PersistentID: string; DeviceIDList?: string[] }) => {
-      await hub.playback.resume(p.PersistentID, targetOf(t.kind, p));
+    handler: async (hub, p: { PersistentID: string; DeviceIDList?: string[] }, ctx) => {
+      await hub.playback.resume(p.PersistentID, targetOf(hub, t.kind, p, ctx), hub.scopes.playbackFor(ctx.sessionKey));
       return ok;
     },
   }),
@@ -317,34 +331,66 @@ const resumes = TARGETS.map((t) =>
 
 // ---- transport, status and volume ---------------------------------------------------------
 
+/**
+ * Beyond the spec, on pause_play, stop_play and playback_status: name the playback (zone)
+ * to act on, by its id or by a speaker in it, instead of the session's own (session-scopes.ts).
+ */
+const ZoneParams = z.object({ PlaybackID: PlaybackIDParam.optional(), DeviceID: DeviceIDParam.optional() });
+
+/** The playback a transport or status operation means: PlaybackID, else DeviceID's, else the session's. */
+function zoneOf(hub: HubCore, p: z.output<typeof ZoneParams>, ctx: OperationContext): string | undefined {
+  if (p.PlaybackID !== undefined) return p.PlaybackID;
+  if (p.DeviceID !== undefined) return hub.playback.playbackOf(hub.speakers.get(p.DeviceID).id);
+  return hub.scopes.playbackFor(ctx.sessionKey);
+}
+
+/**
+ * What stop_play stops: the named playback or speaker's; else the session's playback and its
+ * own speakers (those it selected or played on: also what plays there outside any playback);
+ * a session with no speakers of its own stops every playback, as on the original hub.
+ */
+function stopScope(hub: HubCore, p: z.output<typeof ZoneParams>, ctx: OperationContext): StopScope {
+  if (p.PlaybackID !== undefined) return { playbackId: p.PlaybackID };
+  if (p.DeviceID !== undefined) return { deviceIds: [hub.speakers.get(p.DeviceID).id] };
+  const area = hub.scopes.area(ctx.sessionKey!);
+  if (!area.length) return {};
+  return { playbackId: hub.scopes.playbackFor(ctx.sessionKey), deviceIds: area };
+}
+
 const transportAndVolume = [
   define({
     name: 'pause_play',
     group: 'playback',
-    summary: 'Pauses hub media; web media and TTS stop instead and cannot be resumed.',
+    summary:
+      "Pauses the session's playback: hub media pauses; web media and TTS stop instead and cannot be resumed. Beyond the spec: PlaybackID or DeviceID names another playback (that one, or the one the speaker plays in).",
+    params: ZoneParams,
     response: ResultResponse,
-    handler: async (hub) => {
-      await hub.playback.pause();
+    handler: async (hub, p, ctx) => {
+      await hub.playback.pause(zoneOf(hub, p, ctx));
       return ok;
     },
   }),
   define({
     name: 'stop_play',
     group: 'playback',
-    summary: 'Stops the playback; it cannot be resumed. Succeeds when nothing plays, too.',
+    summary:
+      "Stops the session's playback (a session with no speakers of its own: every playback); it cannot be resumed. Succeeds when nothing plays, too. Beyond the spec: PlaybackID or DeviceID stops that playback, or the one the speaker plays in.",
+    params: ZoneParams,
     response: ResultResponse,
-    handler: async (hub) => {
-      await hub.playback.stop();
+    handler: async (hub, p, ctx) => {
+      await hub.playback.stop(stopScope(hub, p, ctx));
       return ok;
     },
   }),
   define({
     name: 'playback_status',
     group: 'playback',
-    summary: 'PlaybackState and TimeElapsed (whole seconds; "-1" when stopped).',
+    summary:
+      'PlaybackState and TimeElapsed (whole seconds; "-1" when stopped) of the session\'s playback. Beyond the spec: PlaybackID or DeviceID names another playback.',
+    params: ZoneParams,
     response: z.object({ PlaybackState: PlaybackStateSchema, TimeElapsed: z.string().regex(/^-?\d+$/) }),
-    handler: (hub) => {
-      const s = hub.playback.status();
+    handler: (hub, p, ctx) => {
+      const s = hub.playback.status(zoneOf(hub, p, ctx));
       return { PlaybackState: s.state, TimeElapsed: String(s.timeElapsed) };
     },
   }),
@@ -365,12 +411,14 @@ const transportAndVolume = [
       MediaUrl: z.string().optional(),
       PersistentID: z.string().optional(),
       PlayingDeviceIDList: z.string(),
+      PlaybackID: z.string().optional(),
     }),
-    handler: (hub) => {
-      const s = hub.playback.snapshot();
+    handler: (hub, _p, ctx) => {
+      const s = hub.playback.snapshot(hub.scopes.playbackFor(ctx.sessionKey));
       const playing = s.state !== 'PlayerStateStopped';
       return {
-        SelectedDeviceIDList: hub.selection.list().join(','),
+        SelectedDeviceIDList: hub.scopes.selection(ctx.sessionKey!).join(','),
+        ...(playing && s.playbackId ? { PlaybackID: s.playbackId } : {}),
         PlaybackState: s.state,
         TimeElapsed: String(s.timeElapsed),
         ...(playing && s.kind ? { MediaKind: s.kind } : {}),
@@ -382,11 +430,52 @@ const transportAndVolume = [
     },
   }),
   define({
+    // Beyond the specification: the zones. Each session's transport operations act on one
+    // playback (session-scopes.ts); this lists them all, for pages, the CLI and automations.
+    name: 'playback_list',
+    group: 'playback',
+    beyondSpec: true,
+    summary:
+      'Beyond the spec: every playback (zone) running now, oldest first: PlaybackID, PlaybackState, TimeElapsed (seconds), MediaKind, Title, MediaUrl (web media, without its secrets), PersistentID (hub media), Priority, DeviceIDList (its speakers), StartedBy (the label of the session that started it) and Since (when, ISO 8601).',
+    response: z.object({
+      PlaybackList: z.array(
+        z.object({
+          PlaybackID: z.string(),
+          PlaybackState: PlaybackStateSchema,
+          TimeElapsed: z.number().int(),
+          MediaKind: z.enum(['hub', 'web', 'tts']),
+          Title: z.string().optional(),
+          MediaUrl: z.string().optional(),
+          PersistentID: z.string().optional(),
+          Priority: z.number().int(),
+          DeviceIDList: z.array(z.string()),
+          StartedBy: z.string().optional(),
+          Since: z.string(),
+        }),
+      ),
+    }),
+    handler: (hub) => ({
+      PlaybackList: hub.playback.list().map((s) => ({
+        PlaybackID: s.playbackId!,
+        PlaybackState: s.state,
+        TimeElapsed: s.timeElapsed,
+        MediaKind: s.kind!,
+        ...(s.title !== undefined ? { Title: s.title } : {}),
+        ...(s.url !== undefined ? { MediaUrl: s.url } : {}),
+        ...(s.persistentId !== undefined ? { PersistentID: s.persistentId } : {}),
+        Priority: s.priority!,
+        DeviceIDList: s.deviceIds,
+        ...(s.owner !== undefined ? { StartedBy: s.owner } : {}),
+        Since: s.since!,
+      })),
+    }),
+  }),
+  define({
     name: 'is_playing',
     group: 'playback',
-    summary: 'Whether a playback is playing now (a paused one is not).',
+    summary: "Whether the session's playback is playing now (a paused one is not).",
     response: z.object({ IsPlaying: Bool }),
-    handler: (hub) => ({ IsPlaying: bool(hub.playback.isPlaying()) }),
+    handler: (hub, _p, ctx) => ({ IsPlaying: bool(hub.playback.isPlaying(hub.scopes.playbackFor(ctx.sessionKey))) }),
   }),
   define({
     name: 'get_volume',
@@ -579,18 +668,23 @@ const speakerCommands = [
     handler: async (hub, p, ctx) => {
       const speaker = hub.speakers.get(p.DeviceID);
       if (!speaker.available) throw new HubError('DeviceUnavailable', `Speaker ${p.DeviceID} is not available.`, { parameter: 'DeviceID' });
-      const pb = hub.playback.snapshot();
-      const member = pb.deviceIds.includes(p.DeviceID);
+      // The speaker's own zone; the other rooms are never touched.
+      const zone = hub.playback.playbackOf(p.DeviceID);
+      const pb = hub.playback.snapshot(zone);
       if (!p.Power) {
-        if (pb.state !== 'PlayerStatePlaying' || !member) return ok;
-        if (pb.deviceIds.length === 1) await call(hub, 'pause_play', {}, ctx);
-        else await call(hub, 'remove_device_from_session', { DeviceID: p.DeviceID }, ctx);
+        if (pb.state !== 'PlayerStatePlaying') return ok;
+        if (pb.deviceIds.length === 1) await hub.playback.pause(zone);
+        else {
+          if (ctx.sessionKey !== undefined) hub.scopes.remove(ctx.sessionKey, p.DeviceID);
+          await hub.playback.leave(p.DeviceID);
+        }
         return ok;
       }
-      if (pb.state === 'PlayerStatePlaying' && member) return ok;
-      if (pb.state === 'PlayerStatePaused' && member && pb.kind === 'hub' && pb.persistentId) {
+      if (pb.state === 'PlayerStatePlaying') return ok;
+      const sessions = hub.playback.snapshot(hub.scopes.playbackFor(ctx.sessionKey));
+      if (pb.state === 'PlayerStatePaused' && pb.kind === 'hub' && pb.persistentId) {
         await call(hub, 'resume_hub_media_selected_speakers', { PersistentID: pb.persistentId, DeviceIDList: p.DeviceID }, ctx);
-      } else if (pb.state === 'PlayerStatePlaying') {
+      } else if (sessions.state === 'PlayerStatePlaying') {
         await call(hub, 'add_device_to_session', { DeviceID: p.DeviceID }, ctx);
       } else {
         const media = defaultMedia(hub, p);
@@ -611,7 +705,7 @@ const speakerCommands = [
     example: { Party: 'on' },
     handler: async (hub, p, ctx) => {
       if (!p.Party) await call(hub, 'stop_play', {}, ctx);
-      else if (hub.playback.snapshot().state === 'PlayerStatePlaying') await call(hub, 'set_party_mode', {}, ctx);
+      else if (hub.playback.isPlaying(hub.scopes.playbackFor(ctx.sessionKey))) await call(hub, 'set_party_mode', {}, ctx);
       else {
         const media = defaultMedia(hub, p);
         await call(hub, 'MediaUrl' in media ? 'play_web_media_party_mode' : 'play_hub_media_party_mode', media, ctx);

@@ -71,7 +71,7 @@ describe('playback engine', () => {
   test('a play with at least the priority of a play still starting cancels that start at once', async () => {
     await t.op('add_device_to_session', { DeviceID: ids[0] });
     const stuck = t.op('play_web_media', { MediaUrl: web.url('/hang.mp3'), Priority: '100' });
-    await eventually(() => (t.hub.core.playback as any).starting !== undefined, 5000, 'play starting');
+    await eventually(() => (t.hub.core.playback as any).starter.startingOn(new Set([ids[0]])), 5000, 'play starting');
     // A lower one waits its turn; an equal one goes ahead.
     expect(await t.op('play_hub_media', { PersistentID: pid, Priority: '100' })).toEqual({ Result: 'true' });
     // Cancelled, not timed out: the URL never answers.

@@ -418,7 +418,7 @@ describe('announcements (virtual speakers)', () => {
   test('a doorbell announcement does not wait behind a play still starting on a URL that never answers', async () => {
     await t.op('add_device_to_session', { DeviceID: ids[0] });
     const stuck = t.op('play_web_media', { MediaUrl: web.url('/hang.mp3') });
-    await eventually(() => t.hub.core.playback['starting'] !== undefined, 5000, 'play starting');
+    await eventually(() => t.hub.core.playback['starter'].startingOn(new Set([ids[0]])), 5000, 'play starting');
     const before0 = lastFetch(0);
     const r = await t.op('announce', { Text: 'Doorbell', DeviceIDList: ids[0], Priority: '200' });
     await playsNew(0, before0);

@@ -117,7 +117,7 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     await page.click('#speak');
 
     await page.waitForFunction(() => (globalThis as any).document.getElementById('state')?.textContent === 'Playing');
-    const status = hub.hub.core.playback.snapshot();
+    const status = hub.hub.core.playback.latestSnapshot();
     expect(status.state).toBe('PlayerStatePlaying');
     expect(status.kind).toBe('tts');
     expect(status.deviceIds).toEqual([first]);
@@ -134,11 +134,11 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     await page.click('#play-media button[type=submit]');
     await done('play-media-result', 'on all speakers');
     await state('Playing');
-    expect(hub.hub.core.playback.snapshot()).toMatchObject({ kind: 'hub', deviceIds: ids });
+    expect(hub.hub.core.playback.latestSnapshot()).toMatchObject({ kind: 'hub', deviceIds: ids });
     await page.click('#pause');
     await done('status-result', 'Paused.');
     await state('Paused');
-    expect(hub.hub.core.playback.snapshot().state).toBe('PlayerStatePaused');
+    expect(hub.hub.core.playback.latestSnapshot().state).toBe('PlayerStatePaused');
     await page.click('#resume');
     await done('status-result', 'Playing again.');
     await state('Playing');
@@ -147,7 +147,7 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     await page.click('#stop');
     await done('status-result', 'Stopped.');
     await state('Stopped');
-    expect(hub.hub.core.playback.snapshot().state).toBe('PlayerStateStopped');
+    expect(hub.hub.core.playback.latestSnapshot().state).toBe('PlayerStateStopped');
     await page.check('input[name=target][value=session]');
     await page.fill('#tts-text', 'Hello from the browser. This sentence is long enough to keep playing while the test looks at the hub.');
     await page.click('#speak');

@@ -161,7 +161,7 @@ describe('playback', () => {
   test('Priority: equal or higher interrupts (old becomes Stopped), lower is refused', async () => {
     await t.op('play_hub_media_party_mode', { PersistentID: pid, Priority: '50' });
     expect(await t.op('play_tts_party_mode', { Text: 'low', Priority: '10' })).toMatchObject({ Result: 'false', ErrorCode: 'PriorityTooLow' });
-    expect(t.hub.core.playback.snapshot()).toMatchObject({ kind: 'hub', priority: 50 });
+    expect(t.hub.core.playback.latestSnapshot()).toMatchObject({ kind: 'hub', priority: 50 });
     states.length = 0;
     expect(await t.op('play_tts_party_mode', { Text: 'same', Priority: '50' })).toEqual({ Result: 'true' });
     expect(states.map((s) => [s.state, s.reason ?? s.kind])).toEqual([

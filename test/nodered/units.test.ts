@@ -92,11 +92,11 @@ test('a string payload is the Text (or MediaUrl); an array DeviceIDList is accep
   expect(msg.payload).toEqual({ Result: 'true' });
   const status = await hub.op('playback_status');
   expect(status.PlaybackState).toBe('PlayerStatePlaying');
-  expect(hub.hub.core.playback.snapshot()).toMatchObject({ kind: 'tts', deviceIds: [devices[0], devices[2]] });
+  expect(hub.hub.core.playback.latestSnapshot()).toMatchObject({ kind: 'tts', deviceIds: [devices[0], devices[2]] });
   await helper.unload();
   const again = await loadOp('speakerhub-play_tts_party_mode');
   expect((await run(again.op, again.out, { payload: 'Dinner is ready' })).payload).toEqual({ Result: 'true' });
-  expect(hub.hub.core.playback.snapshot()).toMatchObject({ kind: 'tts', deviceIds: devices });
+  expect(hub.hub.core.playback.latestSnapshot()).toMatchObject({ kind: 'tts', deviceIds: devices });
 });
 
 test('the response is exactly the REST response', async () => {

@@ -47,6 +47,7 @@ function validParams(op: Operation): Record<string, string> {
     Mode: 'duck',
     DuckLevel: '-15',
     FadeMs: '500',
+    PlaybackID: 'pb-999999',
   };
   const out: Record<string, string> = {};
   for (const name of parameterNames(op)) {
@@ -91,6 +92,7 @@ describe('a missing required parameter: 400 InvalidParameter naming it', () => {
       'Mute',
       'Party',
       'PersistentID',
+      'PlaybackID',
       'Power',
       'Priority',
       'SessionToken',
@@ -98,10 +100,12 @@ describe('a missing required parameter: 400 InvalidParameter naming it', () => {
       'Voice',
       'Volume',
     ]);
-    // Spec operations: Priority optional everywhere it exists, plus Voice on play_tts* (beyond the spec).
+    // Spec operations: Priority optional everywhere it exists, plus Voice on play_tts* and the zone a
+    // transport or status operation acts on (PlaybackID, DeviceID) on pause_play, stop_play, playback_status (beyond the spec).
+    const ZONED = ['pause_play', 'stop_play', 'playback_status'];
     expect(OPERATIONS.filter((o) => !o.beyondSpec).flatMap((op) => parameterNames(op).filter((p) => isOptional(op, p)))).toEqual(
-      OPERATIONS.filter((o) => !o.beyondSpec && parameterNames(o).includes('Priority')).flatMap((o) =>
-        o.name.startsWith('play_tts') ? ['Priority', 'Voice'] : ['Priority'],
+      OPERATIONS.filter((o) => !o.beyondSpec && (parameterNames(o).includes('Priority') || ZONED.includes(o.name))).flatMap((o) =>
+        ZONED.includes(o.name) ? ['PlaybackID', 'DeviceID'] : o.name.startsWith('play_tts') ? ['Priority', 'Voice'] : ['Priority'],
       ),
     );
     // Every operation but init_session takes SessionToken.
@@ -139,6 +143,12 @@ describe('a missing required parameter: 400 InvalidParameter naming it', () => {
 
 /** Malformed values per parameter kind, with the documented error code. */
 const MALFORMED: Record<string, [string, keyof typeof ERROR_CODES][]> = {
+  PlaybackID: [
+    ['abc', 'InvalidParameter'],
+    ['pb-', 'InvalidParameter'],
+    ['pb-1x', 'InvalidParameter'],
+    ['', 'InvalidParameter'],
+  ],
   DeviceID: [
     ['abc', 'InvalidParameter'],
     ['12.5', 'InvalidParameter'],

@@ -1,0 +1,124 @@
+import { HubError } from './errors';
+import type { SpeakerRegistry } from './speaker-registry';
+import type { PlayableMedia } from './playback';
+import { syncClockMs, type MediaRequest, type Speaker, type SpeakerDriver } from '../drivers/driver';
+import type { Logger } from '../logger';
+
+interface Starting {
+  speakers: Speaker[];
+  cancelled: boolean;
+  /** Priority of the play being started; undefined for joins and rejoins, which are never cancelled by a play. */
+  priority?: number;
+}
+
+/**
+ * Starts media on speakers for the playback engine: in parallel, grouped by driver where a
+ * driver starts its speakers in sync, on one start instant where families mix. Keeps the
+ * starts in flight (several zones may be starting at once) so that a stronger play or
+ * stop_play on the same speakers can cancel one that hangs (a web URL that never answers).
+ */
+export class SpeakerStarter {
+  private readonly starting = new Set<Starting>();
+
+  constructor(
+    private readonly registry: SpeakerRegistry,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Starts media on speakers. Returns those that started; throws PlaybackFailed when none did
+   * (unless `lenient`, for speakers joining a playback that goes on anyway) or when the start
+   * was cancelled.
+   */
+  async start(speakers: Speaker[], media: PlayableMedia, startAt: number, lenient = false, priority?: number): Promise<Speaker[]> {
+    const starting: Starting = { speakers, cancelled: false, priority };
+    this.starting.add(starting);
+    const request = { url: media.url, contentType: media.contentType, title: media.title, duration: media.duration, startAt };
+    let results: PromiseSettledResult<void>[];
+    try {
+      results = await this.playAll(speakers, request);
+    } finally {
+      this.starting.delete(starting);
+    }
+    const started = speakers.filter((_, i) => results[i].status === 'fulfilled');
+    const failures = this.logFailures(
+      'play',
+      speakers.map((s) => s.id),
+      results,
+    );
+    if (starting.cancelled) {
+      for (const s of started) s.stop().catch(() => undefined);
+      throw new HubError('PlaybackFailed', 'The playback was stopped before it started.');
+    }
+    if (!started.length && !lenient) {
+      throw new HubError('PlaybackFailed', `No target speaker could play the media: ${failures.join('; ')}`);
+    }
+    return started;
+  }
+
+  /** Whether a start is in flight on any of these speakers. */
+  startingOn(ids: ReadonlySet<string>): boolean {
+    for (const s of this.starting) if (s.speakers.some((sp) => ids.has(sp.id))) return true;
+    return false;
+  }
+
+  /**
+   * Cancels the starts in flight on `ids` (every start when ids is undefined) whose priority
+   * `priority` reaches (stop_play passes Infinity, which also cancels joins and resumes): their
+   * speakers are stopped, which makes their pending starts fail at once.
+   */
+  cancel(priority: number, ids?: ReadonlySet<string>): void {
+    for (const s of this.starting) {
+      if (s.cancelled || (priority !== Infinity && (s.priority === undefined || priority < s.priority))) continue;
+      if (ids && !s.speakers.some((sp) => ids.has(sp.id))) continue;
+      s.cancelled = true;
+      this.logger.info({ speakers: s.speakers.map((x) => x.id), priority: s.priority }, 'cancelling a play still starting');
+      for (const sp of s.speakers) sp.stop().catch(() => undefined);
+    }
+  }
+
+  /** Plays on every speaker at once; drivers that can start a group together do so. */
+  async playAll(speakers: Speaker[], request: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+    const byDriver = new Map<SpeakerDriver | undefined, Speaker[]>();
+    for (const s of speakers) {
+      const d = this.registry.driverOf(s);
+      const group = d?.playGroup ? d : undefined;
+      byDriver.set(group, [...(byDriver.get(group) ?? []), s]);
+    }
+    const timed = agreeStartInstant(byDriver, request);
+    const settled = new Map<Speaker, PromiseSettledResult<void>>();
+    await Promise.all(
+      [...byDriver].map(async ([driver, group]) => {
+        const results = driver
+          ? await driver.playGroup!(group, driver.startLeadMs ? timed : request)
+          : await Promise.allSettled(group.map((s) => s.play(request)));
+        group.forEach((s, i) => settled.set(s, results[i]));
+      }),
+    );
+    return speakers.map((s) => settled.get(s)!);
+  }
+
+  logFailures(what: string, ids: string[], results: PromiseSettledResult<unknown>[]): string[] {
+    const messages: string[] = [];
+    results.forEach((r, i) => {
+      if (r.status === 'rejected') {
+        const msg = r.reason instanceof Error ? r.reason.message : String(r.reason);
+        messages.push(`${ids[i]}: ${msg}`);
+        this.logger.warn({ deviceId: ids[i], err: r.reason }, `speaker ${what} failed`); // the error itself: its cause reaches the log
+      }
+    });
+    return messages;
+  }
+}
+
+/**
+ * One start instant for a play that spans several drivers that each start their speakers in
+ * sync (their startLeadMs): the latest lead any of them needs from now, so the families are
+ * heard together rather than each when its own protocol is ready.
+ */
+function agreeStartInstant(byDriver: Map<SpeakerDriver | undefined, Speaker[]>, request: MediaRequest): MediaRequest {
+  const timed = [...byDriver].filter(([d]) => d?.startLeadMs);
+  if (timed.length < 2 || request.startInstant !== undefined) return request;
+  const lead = Math.max(...timed.map(([d, group]) => d!.startLeadMs!(group)));
+  return { ...request, startInstant: syncClockMs() + lead };
+}
