@@ -46,18 +46,27 @@ export class HubCommandError extends Error {
   }
 }
 
+/** A zone, named by a speaker in it or by its PlaybackID. */
+export type ZoneRef = { deviceId: string } | { playbackId: string };
+
 export interface HubPort {
   start(onChange: (c: HubChange) => void): Promise<void>;
   stop(): Promise<void>;
   speakers(): SpeakerView[];
   speaker(id: string): SpeakerView | undefined;
-  playback(): PlaybackSnapshot;
+  /**
+   * The playback (zone) a speaker plays in; without one, the party: the zone that holds every
+   * available speaker. Stopped when there is none.
+   */
+  playback(deviceId?: string): PlaybackSnapshot;
   playOn(deviceIds: string[], url: string): Promise<void>;
   playParty(url: string): Promise<void>;
-  pause(): Promise<void>;
+  /** Pauses one zone: a speaker's, or the one with that PlaybackID. */
+  pause(zone: ZoneRef): Promise<void>;
   /** Resumes paused hub media on these speakers (party: every speaker). */
   resume(persistentId: string, target: { party: true } | { deviceIds: string[] }): Promise<void>;
-  stopPlay(): Promise<void>;
+  /** Stops one zone; a speaker that shares its zone with others leaves it alone (they play on). */
+  stopPlay(zone: ZoneRef): Promise<void>;
   setVolume(id: string, volume: number): Promise<void>;
   setVolumeAll(volume: number): Promise<void>;
   /** Mute when the hub has it; undefined when it cannot tell. */
@@ -78,7 +87,8 @@ export class ClientHubPort implements HubPort {
   private unfollow?: () => void;
   private readonly byId = new Map<string, SpeakerView>();
   private readonly mutes = new Map<string, boolean>();
-  private snapshot: PlaybackSnapshot = STOPPED;
+  /** The live playbacks (zones) by PlaybackID, from the wire events. */
+  private readonly zones = new Map<string, PlaybackSnapshot>();
   private onChange: (c: HubChange) => void = () => undefined;
   private stopped = false;
 
@@ -116,8 +126,14 @@ export class ClientHubPort implements HubPort {
     return this.byId.get(id);
   }
 
-  playback(): PlaybackSnapshot {
-    return this.snapshot;
+  playback(deviceId?: string): PlaybackSnapshot {
+    if (deviceId !== undefined) {
+      for (const z of this.zones.values()) if (z.deviceIds.includes(deviceId)) return z;
+      return STOPPED;
+    }
+    const active = this.speakers().filter((s) => s.active);
+    for (const z of [...this.zones.values()].reverse()) if (active.length && active.every((s) => z.deviceIds.includes(s.id))) return z;
+    return STOPPED;
   }
 
   async playOn(deviceIds: string[], url: string): Promise<void> {
@@ -128,8 +144,8 @@ export class ClientHubPort implements HubPort {
     await this.run('play_web_media_party_mode', { MediaUrl: url });
   }
 
-  async pause(): Promise<void> {
-    await this.run('pause_play', {});
+  async pause(zone: ZoneRef): Promise<void> {
+    await this.run('pause_play', 'deviceId' in zone ? { DeviceID: zone.deviceId } : { PlaybackID: zone.playbackId });
   }
 
   async resume(persistentId: string, target: { party: true } | { deviceIds: string[] }): Promise<void> {
@@ -137,8 +153,15 @@ export class ClientHubPort implements HubPort {
     else await this.run('resume_hub_media_selected_speakers', { PersistentID: persistentId, DeviceIDList: target.deviceIds.join(',') });
   }
 
-  async stopPlay(): Promise<void> {
-    await this.run('stop_play', {});
+  async stopPlay(zone: ZoneRef): Promise<void> {
+    if ('playbackId' in zone) {
+      await this.run('stop_play', { PlaybackID: zone.playbackId });
+      return;
+    }
+    const shared = this.playback(zone.deviceId).deviceIds.length > 1;
+    // A speaker's Stop touches that speaker only: in a shared zone it leaves, the others play on.
+    if (shared) await this.run('set_speaker_power', { DeviceID: zone.deviceId, Power: 'off' });
+    else await this.run('stop_play', { DeviceID: zone.deviceId });
   }
 
   async setVolume(id: string, volume: number): Promise<void> {
@@ -216,14 +239,21 @@ export class ClientHubPort implements HubPort {
         this.mutes.set(e.data.deviceId, e.data.muted);
         this.onChange({ kind: 'mute', id: e.data.deviceId, muted: e.data.muted });
         return;
-      case 'playbackState':
-        this.snapshot = e.data;
+      case 'playbackState': {
+        const id = e.data.playbackId;
+        if (id === undefined) {
+          if (e.data.state === 'PlayerStateStopped') this.zones.clear();
+        } else if (e.data.state === 'PlayerStateStopped') this.zones.delete(id);
+        else this.zones.set(id, e.data);
         this.onChange({ kind: 'playback', snapshot: e.data });
         return;
-      case 'playbackTime':
-        this.snapshot = { ...this.snapshot, timeElapsed: e.data.timeElapsed };
+      }
+      case 'playbackTime': {
+        const z = e.data.playbackId !== undefined ? this.zones.get(e.data.playbackId) : undefined;
+        if (z) this.zones.set(z.playbackId!, { ...z, timeElapsed: e.data.timeElapsed });
         this.onChange({ kind: 'time', timeElapsed: e.data.timeElapsed, deviceIds: e.data.deviceIds });
         return;
+      }
       case 'announcement':
         this.onChange({ kind: 'announcement', event: e.data });
         return;

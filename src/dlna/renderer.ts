@@ -1,7 +1,7 @@
 import type { PlaybackSnapshot } from '../core/events';
 import type { Logger } from '../logger';
 import { formatTime, parseTime, readDidl, writeDidl } from './didl';
-import { HubCommandError, type AnnounceMode, type HubChange, type HubPort } from './hub-port';
+import { HubCommandError, type AnnounceMode, type HubChange, type HubPort, type ZoneRef } from './hub-port';
 import { findAction, type ServiceName, type TransportState } from './scpd';
 import { UpnpError } from './soap';
 import { escapeXml } from './xml';
@@ -109,15 +109,25 @@ export class Renderer {
 
   // ---- state ---------------------------------------------------------------------------------
 
-  /** Whether the hub's music playback (or this renderer's announcement) is on this renderer now. */
-  private mine(p: PlaybackSnapshot = this.hub.playback()): boolean {
+  /** This renderer's zone: its speaker's playback, or for "All speakers" the party (every speaker's). */
+  private zone(): PlaybackSnapshot {
+    return this.hub.playback(this.id.kind === 'all' ? undefined : this.id.deviceId);
+  }
+
+  /** The zone as the hub names it in commands. */
+  private zoneRef(): ZoneRef {
+    if (this.id.kind !== 'all') return { deviceId: this.id.deviceId! };
+    return { playbackId: this.zone().playbackId ?? 'pb-0' };
+  }
+
+  /** Whether this renderer's zone plays (or this renderer's announcement) now. */
+  private mine(p: PlaybackSnapshot = this.zone()): boolean {
     if (this.id.kind === 'announce') return this.announcing;
-    if (p.state === 'PlayerStateStopped') return false;
-    return this.id.kind === 'all' ? true : p.deviceIds.includes(this.id.deviceId!);
+    return p.state !== 'PlayerStateStopped';
   }
 
   transportState(): TransportState {
-    const p = this.hub.playback();
+    const p = this.zone();
     if (this.mine(p)) {
       if (this.id.kind === 'announce') return 'PLAYING';
       return p.state === 'PlayerStatePaused' ? 'PAUSED_PLAYBACK' : 'PLAYING';
@@ -128,7 +138,7 @@ export class Renderer {
 
   /** The URI and metadata of what plays: ours, or what another front end started on the speaker. */
   private track(): { uri: string; meta: string } {
-    const p = this.hub.playback();
+    const p = this.zone();
     if (this.id.kind !== 'announce' && this.mine(p) && p.url && p.url !== this.uri) return { uri: p.url, meta: writeDidl(p.url, p.title) };
     return { uri: this.uri, meta: this.meta };
   }
@@ -228,7 +238,8 @@ export class Renderer {
 
   private playbackChanged(p: PlaybackSnapshot): void {
     if (this.id.kind === 'announce') return;
-    const mine = this.mine(p);
+    // Any zone's event: this renderer's state is its own zone's, after the change.
+    const mine = this.mine();
     const ended = this.wasMine && !mine && p.reason === 'ended';
     this.wasMine = mine;
     if (mine) this.status = 'OK';
@@ -307,7 +318,7 @@ export class Renderer {
       }
       case 'AVTransport#GetPositionInfo': {
         const v = this.avtValues();
-        const p = this.hub.playback();
+        const p = this.zone();
         const rel = this.id.kind !== 'announce' && this.mine(p) ? formatTime(p.timeElapsed) : '0:00:00';
         return {
           Track: v.CurrentTrack,
@@ -367,7 +378,7 @@ export class Renderer {
   private async play(speed: string): Promise<Record<string, string>> {
     if (speed.trim() !== '1') throw new UpnpError('ArgumentValueInvalid', 'only Speed 1 is supported');
     if (this.id.kind !== 'announce' && this.mine()) {
-      const p = this.hub.playback();
+      const p = this.zone();
       if (p.state === 'PlayerStatePlaying') return {};
       // Paused hub media (paused here or by any front end) resumes where it stopped.
       if (p.state === 'PlayerStatePaused' && p.persistentId) {
@@ -417,13 +428,13 @@ export class Renderer {
 
   private async pause(): Promise<Record<string, string>> {
     if (this.id.kind === 'announce' || !this.mine()) throw new UpnpError('TransitionNotAvailable', 'not playing');
-    await this.command(() => this.hub.pause());
+    await this.command(() => this.hub.pause(this.zoneRef()));
     return {};
   }
 
   private async stop(): Promise<Record<string, string>> {
     // An announcement cannot be cut short alone (stop_play would end the music too): it plays out.
-    if (this.id.kind !== 'announce' && this.mine()) await this.command(() => this.hub.stopPlay());
+    if (this.id.kind !== 'announce' && this.mine()) await this.command(() => this.hub.stopPlay(this.zoneRef()));
     return {};
   }
 
@@ -433,7 +444,7 @@ export class Renderer {
     const to = parseTime(target);
     if (to === undefined) throw new UpnpError('IllegalSeekTarget', 'target is not H:MM:SS');
     if (this.id.kind === 'announce' || !this.mine()) throw new UpnpError('TransitionNotAvailable', 'not playing');
-    const at = this.hub.playback().timeElapsed;
+    const at = this.zone().timeElapsed;
     if (Math.abs(to - at) <= 1) return {};
     if (to === 0 && this.uri) {
       await this.startPlay();

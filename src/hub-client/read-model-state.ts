@@ -44,12 +44,27 @@ export class ReadModelState {
   private readonly mutedIds = new Set<string>();
   /** Speakers speaking an announcement now (between its 'started' and 'ended'), with its id. */
   private readonly announcingIds = new Map<string, string>();
-  private _playback: PlaybackSnapshot = STOPPED;
+  /** The live playbacks (zones) by PlaybackID ('' for one read in full, which has none), oldest first. */
+  private readonly zones = new Map<string, PlaybackSnapshot>();
 
   constructor(private readonly onChange: (change: ReadModelChange) => void = () => undefined) {}
 
+  /** The most recently started playback (the hub's playback to a front end that names no speaker). */
   get playback(): PlaybackSnapshot {
-    return this._playback;
+    let last: PlaybackSnapshot = STOPPED;
+    for (const z of this.zones.values()) last = z;
+    return last;
+  }
+
+  /** The playback (zone) a speaker plays in; Stopped when none. */
+  playbackOf(deviceId: string): PlaybackSnapshot {
+    for (const z of this.zones.values()) if (z.deviceIds.includes(deviceId)) return z;
+    return STOPPED;
+  }
+
+  /** Every live playback, oldest first. */
+  playbacks(): PlaybackSnapshot[] {
+    return [...this.zones.values()];
   }
 
   device(id: string): DeviceRecord | undefined {
@@ -84,10 +99,14 @@ export class ReadModelState {
 
   /** Party mode: a playback plays on every available speaker. */
   partyOn(): boolean {
-    const pb = this._playback;
-    if (pb.state !== 'PlayerStatePlaying') return false;
     const available = this.all().filter((d) => d.Active);
-    return available.length > 0 && available.every((d) => pb.deviceIds.includes(d.DeviceID));
+    if (!available.length) return false;
+    return this.playbacks().some((pb) => pb.state === 'PlayerStatePlaying' && available.every((d) => pb.deviceIds.includes(d.DeviceID)));
+  }
+
+  /** Whether a speaker is in a playing zone. */
+  private inPlayingZone(id: string): boolean {
+    return this.playbackOf(id).state === 'PlayerStatePlaying';
   }
 
   /** Mute as read in full (get_mute_device at a resync): changes no record, so reports nothing. */
@@ -119,11 +138,28 @@ export class ReadModelState {
     for (const d of this.all()) if (d.Active) this.upsert({ ...d, Active: false, IsPlaying: false });
   }
 
+  /** Every live playback, read in full (playback_list): replaces what the events built. */
+  setPlaybacks(list: PlaybackSnapshot[]): void {
+    this.zones.clear();
+    this.setPlayback(STOPPED);
+    for (const z of list) this.setPlayback(z);
+  }
+
+  /**
+   * One playback changed (its event), or, without a PlaybackID, the whole picture read in
+   * full: a Stopped one then clears every zone.
+   */
   setPlayback(snapshot: PlaybackSnapshot): void {
-    this._playback = snapshot;
-    const playing = snapshot.state === 'PlayerStatePlaying' ? new Set(snapshot.deviceIds) : new Set<string>();
+    const id = snapshot.playbackId ?? '';
+    if (snapshot.state === 'PlayerStateStopped') {
+      if (snapshot.playbackId === undefined) this.zones.clear();
+      else this.zones.delete(id);
+    } else {
+      if (snapshot.playbackId === undefined) this.zones.clear();
+      this.zones.set(id, snapshot);
+    }
     for (const d of this.devices.values()) {
-      const now = d.Active && playing.has(d.DeviceID);
+      const now = d.Active && this.inPlayingZone(d.DeviceID);
       if (now !== d.IsPlaying) this.upsert({ ...d, IsPlaying: now });
     }
     this.onChange({ kind: 'playback', playback: snapshot });
@@ -135,7 +171,7 @@ export class ReadModelState {
       case 'device': {
         const d = e.data.device;
         // The record carries the speaker's own IsPlaying; the playback decides what front ends show.
-        const inPlayback = this._playback.state === 'PlayerStatePlaying' && this._playback.deviceIds.includes(d.DeviceID);
+        const inPlayback = this.inPlayingZone(d.DeviceID);
         this.upsert({ ...d, IsPlaying: d.Active && (d.IsPlaying || inPlayback) });
         break;
       }
@@ -166,10 +202,13 @@ export class ReadModelState {
       case 'playbackState':
         this.setPlayback(e.data);
         break;
-      case 'playbackTime':
-        this._playback = { ...this._playback, timeElapsed: e.data.timeElapsed };
+      case 'playbackTime': {
+        const id = e.data.playbackId ?? '';
+        const z = this.zones.get(id);
+        if (z) this.zones.set(id, { ...z, timeElapsed: e.data.timeElapsed });
         this.onChange({ kind: 'time', timeElapsed: e.data.timeElapsed });
         break;
+      }
       default:
         break;
     }

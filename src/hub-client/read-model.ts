@@ -31,6 +31,16 @@ export class HubReadModel extends EventEmitter<ReadModelEvents> {
     return this.state.playback;
   }
 
+  /** The playback (zone) a speaker plays in; Stopped when none. */
+  playbackOf(deviceId: string): PlaybackSnapshot {
+    return this.state.playbackOf(deviceId);
+  }
+
+  /** Every live playback (zone), oldest first. */
+  playbacks(): PlaybackSnapshot[] {
+    return this.state.playbacks();
+  }
+
   device(id: string): DeviceRecord | undefined {
     return this.state.device(id);
   }
@@ -98,6 +108,15 @@ export class HubReadModel extends EventEmitter<ReadModelEvents> {
       );
       devices.forEach((d, i) => this.state.setMuted(d.DeviceID, mutes[i]));
       this.replaceDevices(devices);
+      // Every zone, where the hub lists them (playback_list); a hub without it has one playback.
+      const zones = await hub.run('playback_list').then(
+        (r) => r.PlaybackList as Record<string, unknown>[],
+        () => undefined,
+      );
+      if (zones) {
+        this.state.setPlaybacks(zones.map(fromListEntry));
+        return;
+      }
       const state = String(status.PlaybackState) as PlaybackState;
       if (state !== this.playback.state) {
         this.setPlayback({ state, timeElapsed: Number(status.TimeElapsed), deviceIds: devices.filter((d) => d.IsPlaying).map((d) => d.DeviceID) });
@@ -141,4 +160,19 @@ export class HubReadModel extends EventEmitter<ReadModelEvents> {
         break; // time ticks: the front ends read playback.timeElapsed when they need it
     }
   }
+}
+
+/** A playback_list entry as the snapshot the wire events carry. */
+function fromListEntry(e: Record<string, unknown>): PlaybackSnapshot {
+  return {
+    playbackId: String(e.PlaybackID),
+    state: e.PlaybackState as PlaybackState,
+    timeElapsed: Number(e.TimeElapsed),
+    kind: e.MediaKind as PlaybackSnapshot['kind'],
+    ...(e.Title !== undefined ? { title: String(e.Title) } : {}),
+    ...(e.MediaUrl !== undefined ? { url: String(e.MediaUrl) } : {}),
+    ...(e.PersistentID !== undefined ? { persistentId: String(e.PersistentID) } : {}),
+    priority: Number(e.Priority),
+    deviceIds: (e.DeviceIDList as string[]) ?? [],
+  };
 }

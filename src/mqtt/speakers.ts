@@ -46,8 +46,14 @@ export class SpeakerTopics {
       this.publishDevices();
     });
     model.on('playback', (snapshot) => {
-      for (const id of new Set([...this.lastPlayback.deviceIds, ...snapshot.deviceIds])) this.publishById(id);
-      this.lastPlayback = snapshot;
+      // The zone's speakers before and after the change (a Stopped zone's event may list none).
+      const key = snapshot.playbackId ?? '';
+      for (const id of new Set([...(this.lastMembers.get(key) ?? []), ...snapshot.deviceIds])) this.publishById(id);
+      if (snapshot.state === 'PlayerStateStopped') {
+        if (snapshot.playbackId === undefined) for (const ids of this.lastMembers.values()) for (const id of ids) this.publishById(id);
+        if (snapshot.playbackId === undefined) this.lastMembers.clear();
+        else this.lastMembers.delete(key);
+      } else this.lastMembers.set(key, snapshot.deviceIds);
     });
     model.on('missing', (id) => {
       // Gone from the hub's list (removed, or gone while the events overflowed): a ghost now.
@@ -63,12 +69,8 @@ export class SpeakerTopics {
     });
   }
 
-  /** The playback the speakers' states were last published for (to republish those it left). */
-  private lastPlayback: PlaybackSnapshot = { state: 'PlayerStateStopped', timeElapsed: -1, deviceIds: [] };
-
-  private get playback(): PlaybackSnapshot {
-    return this.model.playback;
-  }
+  /** Each zone's speakers as last published (to republish those that left it), by PlaybackID. */
+  private readonly lastMembers = new Map<string, string[]>();
 
   list(): SpeakerView[] {
     return this.model.all().map((d) => this.view(d));
@@ -223,28 +225,29 @@ export class SpeakerTopics {
     return last?.ok ? last : succeeded('stop_play');
   }
 
-  /** The hub plays one playback at a time: pause and resume act on the playback this speaker is in. */
+  /** Pause, resume and stop act on the playback (zone) this speaker is in; other rooms are left alone. */
   private async transport(s: SpeakerView, state: unknown): Promise<DispatchResult> {
-    const inPlayback = this.playback.deviceIds.includes(s.id);
+    const zone = this.model.playbackOf(s.id);
+    const inPlayback = zone.state !== 'PlayerStateStopped';
     const base = { SessionToken: this.session };
     switch (state) {
       case 'pause':
-        if (!inPlayback || this.playback.state !== 'PlayerStatePlaying') return failed('NotPlaying', `${s.name} is not playing.`);
-        return this.ctx.dispatch('pause_play', base);
+        if (!inPlayback || zone.state !== 'PlayerStatePlaying') return failed('NotPlaying', `${s.name} is not playing.`);
+        return this.ctx.dispatch('pause_play', { ...base, DeviceID: s.id });
       case 'resume':
-        if (!inPlayback || this.playback.state !== 'PlayerStatePaused' || !this.playback.persistentId)
+        if (!inPlayback || zone.state !== 'PlayerStatePaused' || !zone.persistentId)
           return failed('NotResumable', `${s.name} has no paused hub media to resume.`);
         return this.ctx.dispatch('resume_hub_media_selected_speakers', {
           ...base,
-          PersistentID: this.playback.persistentId,
-          DeviceIDList: this.playback.deviceIds.join(','),
+          PersistentID: zone.persistentId,
+          DeviceIDList: zone.deviceIds.join(','),
         });
       case 'stop':
         if (!inPlayback) return succeeded('stop_play');
-        // Alone, it stops the playback; with others, only this speaker leaves it.
-        return this.playback.deviceIds.length === 1
-          ? this.ctx.dispatch('stop_play', base)
-          : this.ctx.dispatch('remove_device_from_session', { ...base, DeviceID: s.id });
+        // Alone, it stops its zone; with others, only this speaker leaves it (they play on).
+        return zone.deviceIds.length === 1
+          ? this.ctx.dispatch('stop_play', { ...base, DeviceID: s.id })
+          : this.ctx.dispatch('set_speaker_power', { ...base, DeviceID: s.id, Power: 'off' });
       default:
         return failed('InvalidParameter', 'state must be "pause", "resume" or "stop".', 'state');
     }
@@ -328,7 +331,7 @@ export class SpeakerTopics {
   }
 
   private stateOf(s: SpeakerView): Record<string, unknown> {
-    const p = this.playback;
+    const p = this.model.playbackOf(s.id);
     const inIt = p.deviceIds.includes(s.id);
     const state = !inIt ? 'stopped' : p.state === 'PlayerStatePlaying' ? 'playing' : p.state === 'PlayerStatePaused' ? 'paused' : 'stopped';
     const media =
