@@ -1,4 +1,4 @@
-import type { DeviceRecord, PlaybackSnapshot } from '../core/events';
+import type { DeviceRecord } from '../core/events';
 import type { ExtensionContext } from '../extensions/extension';
 import type { HubReadModel } from '../hub-client/read-model';
 import type { WireEvent } from '../extensions/wire-events';
