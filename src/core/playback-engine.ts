@@ -165,9 +165,10 @@ export class PlaybackEngine {
       const lent = targets.filter((s) => this.lent.has(s.id));
       // They switch media directly: detached from their old playbacks, not stopped.
       this.takeOut(new Set(targets.map((s) => s.id)), 'interrupted');
-      const started = speakers.length ? await this.starter.start(speakers, media, 0, false, priority) : [];
+      const id = `pb-${++this.seq}`;
+      const started = speakers.length ? await this.starter.start(id, speakers, media, 0, false, priority) : [];
       const p: Playback = {
-        id: `pb-${++this.seq}`,
+        id,
         owner: options.owner,
         media,
         priority,
@@ -273,7 +274,7 @@ export class PlaybackEngine {
         }
       });
       for (const s of fresh) p.idle.delete(s.id);
-      const joined = fresh.length ? await this.starter.start(fresh, p.media, p.offset, p.speakers.size > 0 || p.idle.size > 0) : [];
+      const joined = fresh.length ? await this.starter.start(p.id, fresh, p.media, p.offset, p.speakers.size > 0 || p.idle.size > 0) : [];
       for (const s of joined) this.watch(p, s);
       if (isEmpty(p)) {
         this.finish(p, 'error');
@@ -324,7 +325,7 @@ export class PlaybackEngine {
       const fresh = candidates.filter((s) => !this.lent.has(s.id));
       if (!fresh.length) return;
       for (const s of fresh) p.idle.delete(s.id);
-      const joined = await this.starter.start(fresh, p.media, elapsed(p, this.clock.now()), true);
+      const joined = await this.starter.start(p.id, fresh, p.media, elapsed(p, this.clock.now()), true);
       if (this.playbacks.get(p.id) !== p) {
         for (const s of joined) s.stop().catch(() => undefined);
         return;
@@ -441,7 +442,7 @@ export class PlaybackEngine {
       }
       p.idle.delete(speakerId);
       this.lent.delete(speakerId);
-      const joined = speaker.available ? await this.starter.start([speaker], p.media, rejoinAt(p, this.clock.now()), true).catch(() => []) : [];
+      const joined = speaker.available ? await this.starter.start(p.id, [speaker], p.media, rejoinAt(p, this.clock.now()), true).catch(() => []) : [];
       if (this.playbacks.get(p.id) !== p) {
         for (const s of joined) s.stop().catch(() => undefined);
         return 'none';

@@ -30,10 +30,10 @@ export class SpeakerStarter {
    * (unless `lenient`, for speakers joining a playback that goes on anyway) or when the start
    * was cancelled.
    */
-  async start(speakers: Speaker[], media: PlayableMedia, startAt: number, lenient = false, priority?: number): Promise<Speaker[]> {
+  async start(zone: string, speakers: Speaker[], media: PlayableMedia, startAt: number, lenient = false, priority?: number): Promise<Speaker[]> {
     const starting: Starting = { speakers, cancelled: false, priority };
     this.starting.add(starting);
-    const request = { url: media.url, contentType: media.contentType, title: media.title, duration: media.duration, startAt };
+    const request = { url: media.url, contentType: media.contentType, title: media.title, duration: media.duration, startAt, zone };
     let results: PromiseSettledResult<void>[];
     try {
       results = await this.playAll(speakers, request);

@@ -54,6 +54,13 @@ export interface MediaRequest {
    * a driver starts as soon as it can. An instant already past is ignored.
    */
   startInstant?: number;
+  /**
+   * The playback (zone) this media plays for: the same for a zone's first start, a speaker
+   * joining it and one given back after an announcement; absent for overlays. Drivers whose
+   * speakers share a stream or a sync group (Snapcast, Squeezebox, AirPlay) key them by zone,
+   * so two zones never share one and a rejoin finds its zone without guessing by URL.
+   */
+  zone?: string;
 }
 
 /** The clock start instants are on: ms, monotonic (performance.now) from the process's epoch origin. */
