@@ -18,7 +18,7 @@ export type ReadModelChange =
   | { kind: 'missing'; deviceId: string }
   | { kind: 'playback'; playback: PlaybackSnapshot }
   /** The playback's time ticked (each second while playing). */
-  | { kind: 'time'; timeElapsed: number }
+  | { kind: 'time'; timeElapsed: number; playbackId?: string }
   /** A full device list arrived (start, resync). */
   | { kind: 'synced'; devices: DeviceRecord[] };
 
@@ -206,7 +206,7 @@ export class ReadModelState {
         const id = e.data.playbackId ?? '';
         const z = this.zones.get(id);
         if (z) this.zones.set(id, { ...z, timeElapsed: e.data.timeElapsed });
-        this.onChange({ kind: 'time', timeElapsed: e.data.timeElapsed });
+        this.onChange({ kind: 'time', timeElapsed: e.data.timeElapsed, ...(e.data.playbackId ? { playbackId: e.data.playbackId } : {}) });
         break;
       }
       default:

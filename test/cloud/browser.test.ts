@@ -225,7 +225,7 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     await page.close();
   }, 30_000);
 
-  test("local hub: the ticks are the hub's session, now playing names the title or URL, results show next to their control in plain words, a refused token and a stopped hub say so", async () => {
+  test("local hub: the ticks are the page's session, now playing names the title or URL, results show next to their control in plain words, a refused token and a stopped hub say so", async () => {
     const names = ['Kitchen', 'Office', 'Living Room'];
     let own: TestHub | undefined = await startHub({ speakers: { virtual: { count: 3, names } } });
     const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
@@ -249,31 +249,41 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
       await page.locator('#play-media-result[data-kind=error]', { hasText: 'No speaker is ticked' }).waitFor();
       expect(await page.getAttribute('#play-media-result', 'title')).toMatch(/^NoSpeakerSelected: /); // the API's words, as a tooltip
 
-      // Someone else (another client, over REST) puts all three in the session and plays "Selected speakers":
-      // the page's ticks show the hub's session without a reload, and "Now playing" names the title and the speakers.
-      await own.op('set_party_mode');
+      // Someone else (another client, over REST) plays on every speaker: the page's ticks stay its own
+      // session's (empty: zones, each client its own), and "Now playing" (a page with no speakers of
+      // its own follows the hub's latest playback) names the title and the speakers without a reload.
       const { MediaList } = await own.op('media_list');
-      await own.op('play_hub_media', { PersistentID: MediaList[0].PersistentID });
-      await until(async () => (await ticked()).length === 3);
-      expect(await ticked()).toEqual(names.map(id).sort());
+      await own.op('play_hub_media_party_mode', { PersistentID: MediaList[0].PersistentID });
       await page.locator('#now-title', { hasText: `“${MediaList[0].Title}”` }).waitFor();
       expect(await page.textContent('#now-where')).toBe('on Kitchen, Office, Living Room');
+      expect(await ticked()).toEqual([]);
 
-      // Unticking changes the hub's session (the speaker leaves the playback, too).
-      await page.uncheck(`#spk-${id('Office')}`);
-      await page.locator(`#spk-${id('Office')}-result[data-kind=ok]`, { hasText: 'Office left the session.' }).waitFor();
-      const session = await own.op('session_status');
-      expect(session.SelectedDeviceIDList.split(',').sort()).toEqual([id('Kitchen'), id('Living Room')].sort());
-      await page.locator('#now-where', { hasText: 'on Kitchen, Living Room' }).waitFor();
+      // Ticking puts speakers in the page's session; unticking one takes it out of the playback it
+      // plays in with the session (the others play on).
+      for (const n of ['Kitchen', 'Living Room']) {
+        await page.check(`#spk-${id(n)}`);
+        await page.locator(`#spk-${id(n)}-result[data-kind=ok]`, { hasText: `${n} is now in the session.` }).waitFor();
+      }
       expect(await ticked()).toEqual([id('Kitchen'), id('Living Room')].sort());
+      await page.uncheck(`#spk-${id('Living Room')}`);
+      await page.locator(`#spk-${id('Living Room')}-result[data-kind=ok]`, { hasText: 'Living Room left the session.' }).waitFor();
+      await page.locator('#now-where', { hasText: 'on Kitchen, Office' }).waitFor();
+      expect(await ticked()).toEqual([id('Kitchen')]);
 
-      // Web media: "Now playing" shows its URL.
+      // Web media on the page's speakers: a zone of its own ("Now playing" shows its URL), while the
+      // other client's music plays on in the other room.
       const url = `${own.base}/samples/sample-tone-2-little-waltz.wav`;
       await page.fill('#web-url', url);
       await page.click('#play-web button[type=submit]');
       await page.locator('#play-web-result[data-kind=ok]', { hasText: 'Playing the web address on the selected speakers.' }).waitFor();
       await page.locator('#now-title', { hasText: url }).waitFor();
+      await page.locator('#now-where', { hasText: 'on Kitchen' }).waitFor();
       await page.locator('#state', { hasText: 'Playing' }).waitFor();
+      const zones = (await own.op('playback_list')).PlaybackList;
+      expect(zones.map((z: { DeviceIDList: string[]; MediaKind: string }) => [z.DeviceIDList, z.MediaKind])).toEqual([
+        [[id('Office')], 'hub'],
+        [[id('Kitchen')], 'web'],
+      ]);
 
       // The hub stops: the page says it is unreachable (no stale "Playing"); it comes back on the same port and the page recovers.
       const port = new URL(own.base).port;
@@ -289,7 +299,10 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
       expect(await ticked()).toEqual([]); // the new hub's session is empty, and the ticks say so
       await page.check(`#spk-${id('Kitchen')}`);
       await page.locator(`#spk-${id('Kitchen')}-result[data-kind=ok]`, { hasText: 'Kitchen is now in the session.' }).waitFor();
-      expect((await own.op('session_status')).SelectedDeviceIDList).toBe(id('Kitchen'));
+      // The page's session holds Kitchen: its play goes there (and nowhere else).
+      await page.click('#play-media button[type=submit]');
+      await page.locator('#play-media-result[data-kind=ok]').waitFor();
+      expect((await own.op('playback_list')).PlaybackList.map((z: { DeviceIDList: string[] }) => z.DeviceIDList)).toEqual([[id('Kitchen')]]);
     } finally {
       await page.close();
       await own?.close();

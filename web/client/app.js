@@ -158,7 +158,7 @@
       $('state').textContent = 'Hub unreachable';
       $('time').textContent = '';
       model.markUnreachable(); // every speaker reads as unavailable until the next full list
-    } else showPlayback(model.playback);
+    } else showPlayback(shownPlayback());
   }
 
   let mqttOpening = null; // one open at a time: the poll must not start a second link beside the sign-in's
@@ -352,8 +352,8 @@
         for (const d of model.all()) showDevice(d); // the ticks follow with the next session_status
       }
       showMaster();
-    } else if (c.kind === 'playback') showPlayback(c.playback);
-    else if (c.kind === 'time') showTime(c.timeElapsed);
+    } else if (c.kind === 'playback') showPlayback(shownPlayback());
+    else if (c.kind === 'time' && (sessionZone === undefined || c.playbackId === undefined || c.playbackId === sessionZone)) showTime(c.timeElapsed);
   }
 
   /** One speaker's badge, availability and volume, as the model has it. */
@@ -477,8 +477,19 @@
     if (still() && edits === before) model.replaceDevices(DeviceList); // else a volume sent meanwhile may be missing from it: the next read
   }
 
+  /**
+   * The playback (zone) this page's session acts on, as session_status last named it: "Now
+   * playing" shows that one, not whichever room changed last (other rooms play on their own).
+   */
+  let sessionZone;
+  function shownPlayback() {
+    if (sessionZone === undefined) return model.playback;
+    return model.playbacks().find((z) => z.playbackId === sessionZone) || { state: 'PlayerStateStopped', timeElapsed: -1, deviceIds: [] };
+  }
+
   /** session_status as a playback snapshot of the model (the poll's full read of what plays). */
   const snapshotOf = (s) => ({
+    ...(s.PlaybackID ? { playbackId: s.PlaybackID } : {}),
     state: s.PlaybackState,
     timeElapsed: Number(s.TimeElapsed),
     deviceIds: ids(s.PlayingDeviceIDList),
@@ -494,7 +505,15 @@
       const id = box.id.replace(/^spk-/, '');
       if (!busy.has(id)) box.checked = selected.has(id);
     }
-    model.setPlayback(snapshotOf(s));
+    const prev = sessionZone;
+    sessionZone = s.PlaybackID;
+    // Without the hub's event stream (cloud, MQTT) the poll alone feeds the model, which then holds
+    // the session's zone only: one the session has left is gone from it.
+    if (!events && prev && prev !== s.PlaybackID)
+      model.setPlayback({ playbackId: prev, state: 'PlayerStateStopped', timeElapsed: -1, deviceIds: [] });
+    // A stopped session names no zone: its snapshot says Stopped without touching the other rooms'.
+    if (s.PlaybackID) model.setPlayback(snapshotOf(s));
+    else showPlayback(shownPlayback());
   }
 
   let polling = false;
