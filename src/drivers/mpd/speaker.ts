@@ -145,6 +145,8 @@ export class MpdSpeaker extends BaseSpeaker {
       this.scheduleReconnect(err);
       return;
     }
+    // The peer may have failed right after answering (an extra OK in the same packet).
+    if (this.conn !== conn || conn.closed) return;
     this.connectedAt = this.clock.now();
     this.log.info({ version: conn.version }, `mpd: connected to ${this.server.address}`);
     this.setAvailable(true);

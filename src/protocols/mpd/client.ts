@@ -45,11 +45,19 @@ export interface MpdClientOptions {
   limits?: Partial<MpdLimits>;
 }
 
+/**
+ * Changes MPD may report per second by itself. Each costs the driver a `status`; a real MPD
+ * reports a few (a volume slider dragged: tens), a peer that reports changes in a loop is faulty.
+ */
+const MAX_IDLE_WAKEUPS_PER_S = 200;
+
 interface Waiter {
   kind: 'idle' | 'command';
   /** The command's first word, for messages (never its arguments: they may be secrets). */
   name: string;
   text?: string;
+  /** An idle the hub ended with `noidle` (so a bare OK is its due answer). */
+  cancelled?: boolean;
   resolve(r: MpdResponse): void;
   reject(e: Error): void;
   timer?: NodeJS.Timeout;
@@ -84,6 +92,8 @@ export class MpdClient {
   private closeError?: MpdConnectionError;
   private readonly closeListeners: ((err: MpdConnectionError) => void)[] = [];
   private readonly systemListeners: ((subsystem: string) => void)[] = [];
+  private wakeWindow = 0;
+  private wakeups = 0;
   private opened?: { resolve(): void; reject(e: Error): void; timer: NodeJS.Timeout };
 
   private constructor(private readonly opts: MpdClientOptions) {
@@ -210,6 +220,8 @@ export class MpdClient {
     if (this.idling) {
       // The idle's waiter stays first in line: its answer (events or a bare OK) comes first.
       this.idling = false;
+      const idle = this.inflight.find((w) => w.kind === 'idle');
+      if (idle) idle.cancelled = true;
       out = 'noidle\n';
     }
     this.inflight.push(next);
@@ -232,7 +244,7 @@ export class MpdClient {
       const m = /^binary: (\d{1,10})$/.exec(line);
       const n = m ? Number(m[1]) : NaN;
       if (!(n <= this.limits.maxBinaryBytes)) {
-        return this.fail(new MpdConnectionError('MpdProtocol', `bad binary length ${JSON.stringify(line.slice(7, 30))}`));
+        return this.fail(new MpdConnectionError('MpdProtocol', `bad binary length ${JSON.stringify(line.slice(8, 30))}`));
       }
       if (this.responseBytes + n > this.limits.maxResponseBytes) {
         return this.fail(new MpdConnectionError('MpdTooLarge', `answer over ${this.limits.maxResponseBytes} bytes`));
@@ -280,10 +292,28 @@ export class MpdClient {
       this.idling = false;
       // An idle MPD refuses only when we may not listen (no password given where one is needed).
       if (ack) return this.fail(new MpdConnectionError('MpdRefused', `idle refused: ${ack.line}`));
+      // MPD ends an idle by itself only to report a change: a bare OK we did not ask for with
+      // noidle is an extra answer (and answering each idle at once would make us spin).
+      if (!w.cancelled && !/^changed: /m.test(response.text)) {
+        return this.fail(new MpdConnectionError('MpdProtocol', 'an answer nobody asked for (an idle ended without a change)'));
+      }
+      if (!w.cancelled && this.idleFlood()) {
+        return this.fail(new MpdConnectionError('MpdProtocol', `more than ${MAX_IDLE_WAKEUPS_PER_S} idle wake-ups in a second`));
+      }
     }
     if (ack) w.reject(ack);
     else w.resolve(response);
     this.pump();
+  }
+
+  /** Counts the idle answers MPD sent by itself in the current second; true over the bound. */
+  private idleFlood(): boolean {
+    const now = Date.now();
+    if (now - this.wakeWindow >= 1000) {
+      this.wakeWindow = now;
+      this.wakeups = 0;
+    }
+    return ++this.wakeups > MAX_IDLE_WAKEUPS_PER_S;
   }
 
   private emitChanges(text: string): void {
