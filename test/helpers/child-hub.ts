@@ -58,7 +58,11 @@ export async function startChildHub(config: Record<string, unknown>): Promise<Ch
       return Date.now() - t0;
     },
     alive: () => cli.child.exitCode === null && cli.child.signalCode === null,
-    logs: () => cli.stdout().split('\n').filter((l) => l.startsWith('{')),
+    logs: () =>
+      cli
+        .stdout()
+        .split('\n')
+        .filter((l) => l.startsWith('{')),
     async stop() {
       cli.child.kill('SIGTERM');
       return within(cli.exit, 10_000, 'the hub to exit after SIGTERM');

@@ -139,7 +139,10 @@ describe('hostile MPD servers against a real hub (child process)', () => {
     await whileHealthy('the well-behaved MPD active', async () => (await devicesByName(hub)).good?.Active === true);
     // The hostile bytes were delivered, the fault handled, and the server tried again.
     for (const name of ['extraOk', 'negativeBinary', 'hugeBinary', 'bigAnswer']) {
-      await whileHealthy(`${name}: asked for status, then reconnected`, () => fakes[name].commands.includes('status') && fakes[name].connections >= 2);
+      await whileHealthy(
+        `${name}: asked for status, then reconnected`,
+        () => fakes[name].commands.includes('status') && fakes[name].connections >= 2,
+      );
     }
     for (const name of ['endlessGreeting', 'silent']) {
       await whileHealthy(`${name}: reconnected after the first greeting failed`, () => fakes[name].connections >= 2);
