@@ -326,15 +326,18 @@ export class MpdSpeaker extends BaseSpeaker {
       if (id && this.added.has(id)) hubEntries.push(files.length);
       files.push(file);
     }
-    const song = st.song !== undefined ? Number(st.song) : undefined;
-    const elapsed = st.elapsed !== undefined ? Number(st.elapsed) : undefined;
+    // Numbers from the peer are checked before they go back to it in the restore's commands.
+    const song = /^\d{1,9}$/.test(st.song ?? '') ? Number(st.song) : undefined;
+    const rawElapsed = Number(st.elapsed);
+    const elapsed = st.elapsed !== undefined && Number.isFinite(rawElapsed) && rawElapsed >= 0 ? rawElapsed : undefined;
+    const rawVolume = Number(st.volume ?? -1);
     const data: MpdSnapshotData = {
       files,
       hubEntries,
       song: song !== undefined && song < files.length ? song : undefined,
       elapsed,
       state: st.state === 'play' || st.state === 'pause' ? st.state : 'stop',
-      volume: Number(st.volume ?? -1),
+      volume: Number.isInteger(rawVolume) && rawVolume >= 0 && rawVolume <= 100 ? rawVolume : -1,
       repeat: st.repeat ?? '0',
       random: st.random ?? '0',
       single: st.single ?? '0',
