@@ -1,6 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { connect } from 'node:net';
 import type { Logger } from '../../logger';
+import { LimitedLog } from '../../logging/limited-log';
+import { AirPlayError } from './rtsp';
 import { digitId, type DriverEvents, type MediaRequest, type SpeakerDriver } from '../driver';
 import type { AirPlayConfig } from './config';
 import type { ReceiverAddress } from './session';
@@ -34,9 +36,14 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
   private probeTimer?: NodeJS.Timeout;
   private stopped = false;
   private discovery?: { stop(): void };
+  /** Warn lines about failing receivers, rate-limited: hostile receivers cannot flood the log. */
+  private readonly faults: LimitedLog;
+  private readonly losses: LimitedLog;
 
   constructor(private readonly opts: AirPlayDriverOptions) {
     super();
+    this.faults = new LimitedLog(opts.logger, 'airplay receiver failed the protocol; inactive for a while');
+    this.losses = new LimitedLog(opts.logger, 'airplay receiver lost');
   }
 
   async start(): Promise<void> {
@@ -166,9 +173,23 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
   }
 
   private async joinStream(s: AirPlaySpeaker, stream: AirPlayStream): Promise<void> {
-    const member = await stream.join(s.address, s.volume, { lost: (err) => this.lost(s, err) }, this.opts.config.requestTimeoutMs);
+    let member;
+    try {
+      member = await stream.join(s.address, s.volume, { lost: (err) => this.lost(s, err) }, this.opts.config.requestTimeoutMs);
+    } catch (e) {
+      // A receiver that broke the handshake or went silent is out for a while; a refusal it
+      // states (busy, password) or a receiver that is simply off is not a fault.
+      if (isPeerFault(e)) this.peerFailed(s, e as AirPlayError);
+      throw e;
+    }
+    s.peerWorked();
     s.stream = stream;
     s.member = member;
+  }
+
+  private peerFailed(s: AirPlaySpeaker, err: AirPlayError): void {
+    const outMs = s.peerFailed(err);
+    this.faults.warn({ speaker: s.id, address: `${s.address.host}:${s.address.port}`, code: err.code, err: err.message, outMs });
   }
 
   /** The speakers that hear `stream` (members; those lent after a ducked announcement included). */
@@ -240,10 +261,18 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
   }
 
   lost(s: AirPlaySpeaker, err: Error): void {
-    this.opts.logger.warn({ speaker: s.id, err: err.message }, 'airplay receiver lost');
+    this.losses.warn({ speaker: s.id, err: err.message });
     s.markStopped('error', err.message);
-    s.markAvailable(false);
+    // A receiver gone mid-play (restarted, unplugged) comes back with the probe; one that broke
+    // the protocol mid-play stays out for a while.
+    if (isPeerFault(err)) this.peerFailed(s, err as AirPlayError);
+    else s.markAvailable(false);
   }
+}
+
+/** Faults of the receiver itself: malformed or unexpected answers, or none in time. */
+function isPeerFault(e: unknown): boolean {
+  return e instanceof AirPlayError && (e.code === 'AirPlayProtocol' || e.code === 'AirPlayTimeout');
 }
 
 function tcpReachable(host: string, port: number, timeoutMs: number): Promise<boolean> {

@@ -34,8 +34,14 @@ const MAX_BODY = 64 * 1024;
 export class RtspClient {
   private socket?: Socket;
   private cseq = 0;
+  /** Received bytes not parsed yet: buf[0..len), grown by doubling so appends stay linear. */
   private buf = Buffer.alloc(0);
-  private waiter?: { resolve(r: RtspResponse): void; reject(e: Error): void };
+  private len = 0;
+  /** How much of buf was already searched for the end of the head (never searched twice). */
+  private scanned = 0;
+  /** The head of a response whose body is still coming (parsed once). */
+  private head?: { end: number; status: number; reason: string; headers: Record<string, string>; bodyLength: number };
+  private waiter?: { cseq: number; resolve(r: RtspResponse): void; reject(e: Error): void };
   private chain: Promise<unknown> = Promise.resolve();
   private auth?: { realm: string; nonce: string };
   private closedError?: Error;
@@ -145,6 +151,7 @@ export class RtspClient {
         this.close();
       }, this.timeoutMs);
       this.waiter = {
+        cseq: this.cseq,
         resolve: (r) => {
           clearTimeout(timer);
           resolve(r);
@@ -167,31 +174,68 @@ export class RtspClient {
     return `Digest username="iTunes", realm="${realm}", nonce="${nonce}", uri="${uri}", response="${response}"`;
   }
 
+  /**
+   * Parses the receiver's bytes in linear time within MAX_HEAD / MAX_BODY: the head is searched
+   * for once (from where the last chunk ended) and parsed once. A response nobody waits for, or
+   * one for another request (CSeq), is a protocol fault: the connection is dropped.
+   */
   private onData(d: Buffer): void {
-    this.buf = Buffer.concat([this.buf, d]);
-    for (;;) {
-      const end = this.buf.indexOf('\r\n\r\n');
-      if (end < 0) {
-        if (this.buf.length > MAX_HEAD) this.fail('response head too long');
-        return;
-      }
-      const lines = this.buf.subarray(0, end).toString('latin1').split('\r\n');
-      const m = /^RTSP\/1\.0 (\d{3}) ?(.*)$/.exec(lines[0]);
-      if (!m) return this.fail(`bad status line '${lines[0].slice(0, 80)}'`);
-      const headers: Record<string, string> = {};
-      for (const l of lines.slice(1)) {
-        const i = l.indexOf(':');
-        if (i > 0) headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
-      }
-      const len = Number(headers['content-length'] ?? 0);
-      if (!Number.isFinite(len) || len < 0 || len > MAX_BODY) return this.fail('bad Content-Length');
-      if (this.buf.length < end + 4 + len) return;
-      const body = this.buf.subarray(end + 4, end + 4 + len);
-      this.buf = this.buf.subarray(end + 4 + len);
-      const w = this.waiter;
-      this.waiter = undefined;
-      w?.resolve({ status: Number(m[1]), reason: m[2], headers, body: Buffer.from(body) });
+    if (!this.socket || this.closedError) return;
+    if (this.len + d.length > this.buf.length) {
+      const next = Buffer.alloc(Math.max(this.buf.length * 2, this.len + d.length, 4096));
+      this.buf.copy(next, 0, 0, this.len);
+      this.buf = next;
     }
+    d.copy(this.buf, this.len);
+    this.len += d.length;
+    while (this.len > 0 && !this.closedError) {
+      if (!this.head) {
+        const end = this.buf.subarray(0, this.len).indexOf('\r\n\r\n', Math.max(0, this.scanned - 3));
+        if (end < 0 || end > MAX_HEAD) {
+          this.scanned = this.len;
+          if (this.len > MAX_HEAD) this.fail('response head too long');
+          return;
+        }
+        const head = this.parseHead(end);
+        if (!head) return;
+        this.head = head;
+      }
+      const { end, status, reason, headers, bodyLength } = this.head;
+      if (this.len < end + 4 + bodyLength) return;
+      const body = Buffer.from(this.buf.subarray(end + 4, end + 4 + bodyLength));
+      this.buf.copy(this.buf, 0, end + 4 + bodyLength, this.len);
+      this.len -= end + 4 + bodyLength;
+      this.scanned = 0;
+      this.head = undefined;
+      const w = this.waiter;
+      if (!w) return this.fail('an answer nobody asked for');
+      const cseq = headers.cseq;
+      if (cseq !== undefined && cseq !== String(w.cseq)) return this.fail(`answer for CSeq ${cseq.slice(0, 12)}, expected ${w.cseq}`);
+      this.waiter = undefined;
+      w.resolve({ status, reason, headers, body });
+    }
+  }
+
+  private parseHead(end: number): RtspClient['head'] {
+    const lines = this.buf.subarray(0, end).toString('latin1').split('\r\n');
+    const m = /^RTSP\/1\.0 (\d{3}) ?(.*)$/.exec(lines[0]);
+    if (!m) {
+      this.fail(`bad status line '${lines[0].slice(0, 80)}'`);
+      return undefined;
+    }
+    const headers: Record<string, string> = {};
+    for (const l of lines.slice(1)) {
+      const i = l.indexOf(':');
+      if (i > 0) headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
+    }
+    const cl = headers['content-length'] ?? '0';
+    // Digits only: Number() would take '1e4', '0x10' or '' as lengths.
+    const bodyLength = /^\d{1,9}$/.test(cl) ? Number(cl) : NaN;
+    if (!(bodyLength <= MAX_BODY)) {
+      this.fail(`bad Content-Length '${cl.slice(0, 20)}'`);
+      return undefined;
+    }
+    return { end, status: Number(m[1]), reason: m[2].slice(0, 200), headers, bodyLength };
   }
 
   private fail(why: string): void {

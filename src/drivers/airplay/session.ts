@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { parsePort } from '../../net/port';
 import { b64NoPad, type PayloadCipher } from './crypto';
 import { AirPlayError, RtspClient } from './rtsp';
 import type { UdpChannels } from './udp';
@@ -13,6 +14,27 @@ export interface ReceiverAddress {
 export function airplayDb(volume: number): number {
   if (volume <= 0) return -144;
   return -30 + (30 * Math.min(volume, 50)) / 50;
+}
+
+/** Most latency (frames, 10 s) believed from a RECORD answer. */
+const MAX_AUDIO_LATENCY = 441_000;
+
+/**
+ * The receiver's ports from a SETUP answer's Transport header. Every port it names must be a
+ * port (1–65535, digits only): a value out of range would make each packet sent to it throw,
+ * so such an answer fails the session (AirPlayProtocol) before anything is sent.
+ */
+export function transportPorts(transport: string): { server_port: number; control_port?: number; timing_port?: number } {
+  const out: Record<string, number> = {};
+  for (const key of ['server_port', 'control_port', 'timing_port']) {
+    const m = new RegExp(`(?:^|;)\\s*${key}=([^;]*)`).exec(transport);
+    if (!m) continue;
+    const port = parsePort(m[1].trim());
+    if (port === undefined) throw new AirPlayError('AirPlayProtocol', `SETUP answer has a bad ${key} '${m[1].slice(0, 20)}'`);
+    out[key] = port;
+  }
+  if (!out.server_port) throw new AirPlayError('AirPlayProtocol', `SETUP answer has no server_port (${transport.slice(0, 120)})`);
+  return out as { server_port: number; control_port?: number; timing_port?: number };
 }
 
 /**
@@ -65,9 +87,9 @@ export class RaopSession {
       Transport: `RTP/AVP/UDP;unicast;interleaved=0-1;mode=record;control_port=${this.udp.control.address().port};timing_port=${this.udp.timing.address().port}`,
     });
     const transport = setup.headers.transport ?? '';
-    this.serverPort = Number(/server_port=(\d+)/.exec(transport)?.[1] ?? 0);
-    this.controlPort = Number(/control_port=(\d+)/.exec(transport)?.[1] ?? 0);
-    if (!this.serverPort) throw new AirPlayError('AirPlayProtocol', `SETUP answer has no server_port (${transport.slice(0, 120)})`);
+    const ports = transportPorts(transport);
+    this.serverPort = ports.server_port;
+    this.controlPort = ports.control_port ?? 0;
     const session = setup.headers.session;
     if (session) this.rtsp.sessionId = session.split(';')[0];
     await this.setVolume(volume);
@@ -76,7 +98,7 @@ export class RaopSession {
       'RTP-Info': `seq=${record.seq};rtptime=${record.rtptime >>> 0}`,
     });
     const lat = Number(rec.headers['audio-latency']);
-    if (Number.isFinite(lat) && lat > 0) this.audioLatency = lat;
+    if (Number.isInteger(lat) && lat > 0 && lat <= MAX_AUDIO_LATENCY) this.audioLatency = lat;
   }
 
   setVolume(volume: number): Promise<unknown> {

@@ -12,6 +12,10 @@ export interface SpeakerHost {
   lost(speaker: AirPlaySpeaker, err: Error): void;
 }
 
+/** How long a receiver that failed the protocol stays inactive, first and at most (ms); doubles between. */
+const QUARANTINE_MIN_MS = 10_000;
+const QUARANTINE_MAX_MS = 10 * 60_000;
+
 /** How long a receiver whose ducked announcement is over keeps the music without being given back to it (ms). */
 const LENT_MS = 15_000;
 
@@ -40,6 +44,9 @@ export class AirPlaySpeaker extends BaseSpeaker {
   member?: StreamMember;
   /** After a ducked announcement: the speaker still hears the music, until the hub gives it back (or this fires). */
   private lentTimer?: NodeJS.Timeout;
+  /** After a protocol fault: inactive until then, whatever the reachability probe says. */
+  private quarantineUntil = 0;
+  private quarantineMs = 0;
 
   constructor(
     id: string,
@@ -52,10 +59,30 @@ export class AirPlaySpeaker extends BaseSpeaker {
     super(id, 'airplay', info, { volume, available: false });
   }
 
-  markAvailable(available: boolean): void {
+  markAvailable(available: boolean, why = 'the receiver is unreachable'): void {
+    // A port that accepts connections says nothing about a receiver that broke the protocol.
+    if (available && Date.now() < this.quarantineUntil) return;
     this.setAvailable(available, () => {
-      if (!available) this.markStopped('error', 'the receiver is unreachable');
+      if (!available) this.markStopped('error', why);
     });
+  }
+
+  /**
+   * The receiver broke the protocol or went silent in a session: it is inactive (Active false)
+   * for a while that doubles with each fault in a row, so a hostile receiver is not offered
+   * to every play and costs the hub one failed handshake per period at most.
+   * Returns how long it stays out (ms).
+   */
+  peerFailed(err: Error): number {
+    this.quarantineMs = Math.min(Math.max(QUARANTINE_MIN_MS, this.quarantineMs * 2), QUARANTINE_MAX_MS);
+    this.quarantineUntil = Date.now() + this.quarantineMs;
+    this.markAvailable(false, `the receiver failed: ${err.message}`);
+    return this.quarantineMs;
+  }
+
+  /** A session that worked: the next fault starts the quarantine afresh. */
+  peerWorked(): void {
+    this.quarantineMs = 0;
   }
 
   markPlaying(): void {

@@ -45,7 +45,7 @@ export class UdpChannels {
       const now = nowMs();
       writeNtp(reply, 16, now);
       writeNtp(reply, 24, now);
-      this.timing.send(reply, rinfo.port, rinfo.address);
+      safeSend(this.timing, reply, rinfo.port, rinfo.address);
     });
     this.control = await bind((msg, rinfo) => {
       if (msg.length < 8 || (msg[1] & 0x7f) !== 0x55) return;
@@ -57,7 +57,7 @@ export class UdpChannels {
         const p = src.packet((first + i) & 0xffff);
         if (!p) continue;
         const head = Buffer.from([0x80, 0xd6, 0x00, 0x01]);
-        this.control.send(Buffer.concat([head, p]), rinfo.port, rinfo.address);
+        safeSend(this.control, Buffer.concat([head, p]), rinfo.port, rinfo.address);
       }
     });
   }
@@ -70,12 +70,26 @@ export class UdpChannels {
   }
 
   send(buf: Buffer, port: number, address: string): void {
-    this.control.send(buf, port, address);
+    safeSend(this.control, buf, port, address);
   }
 
   close(): void {
     this.timing?.close();
     this.control?.close();
+  }
+}
+
+/**
+ * dgram.send throws synchronously on a bad port or address, and these sends run in timers:
+ * a throw there would end the process. Ports come checked from the session (transportPorts);
+ * this is the last guard, and a datagram that cannot go is dropped like a lost one.
+ */
+function safeSend(socket: Socket, buf: Buffer, port: number, address: string): void {
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return;
+  try {
+    socket.send(buf, port, address, () => undefined);
+  } catch {
+    // Dropped: UDP audio tolerates loss, and the receiver asks for a retransmit if it cares.
   }
 }
 

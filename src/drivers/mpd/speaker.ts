@@ -5,7 +5,8 @@ import type { Logger } from '../../logger';
 import { BaseSpeaker } from '../base-speaker';
 import { digitId, type MediaRequest, type SpeakerCapabilities, type SpeakerPlayState, type SpeakerSnapshot } from '../driver';
 import type { MpdConfig, ResolvedMpdServer } from './config';
-import { arg, MpdConnection, MpdConnectionError, parseFields } from './connection';
+import { LimitedLog } from '../../logging/limited-log';
+import { arg, MpdClient, MpdConnectionError, parseFields } from '../../protocols/mpd';
 
 /** What an MPD had before the hub took it (for an announcement): all of it goes back. */
 export interface MpdSnapshotData {
@@ -31,12 +32,19 @@ const FORGET_RETRY_MS = 1000;
 /** Most queue entries a snapshot keeps (a bigger queue is put back up to this many). */
 export const MAX_SNAPSHOT_QUEUE = 20_000;
 
+/** A connection that lived this long and then closed normally starts the backoff afresh (ms). */
+const STABLE_MS = 10_000;
+/** Faults of the peer itself (not of the network): they never reset the backoff. */
+const PEER_FAULTS = new Set(['MpdProtocol', 'MpdTooLarge', 'MpdGarbage', 'MpdTimeout']);
+
 const STATES: Record<string, SpeakerPlayState> = { play: 'playing', pause: 'paused', stop: 'stopped' };
 
 /**
  * One MPD server as a speaker. State comes from MPD's `idle` notifications (player, mixer,
- * playlist, options) on the mpd2 connection, each followed by one `status`; the connection is
- * re-opened with backoff when lost.
+ * playlist, options) on its connection (src/protocols/mpd), each followed by one `status`; the
+ * connection is re-opened with backoff when lost. A peer that breaks the protocol (garbage, an
+ * answer over the bounds, an OK nobody asked for, silence) is dropped and marked inactive with
+ * the reason, and its retries back off without being reset, so it costs the hub little.
  *
  * Queue policy for a spec play: the hub's track is appended to the MPD's queue and played
  * (`addid` + `playid`); the rest of the queue stays as it was. The hub's entry is deleted
@@ -44,7 +52,11 @@ const STATES: Record<string, SpeakerPlayState> = { play: 'playing', pause: 'paus
  */
 export class MpdSpeaker extends BaseSpeaker {
   readonly capabilities: SpeakerCapabilities = { mute: false, snapshot: true, seek: true, syncGroup: false };
-  private conn?: MpdConnection;
+  private conn?: MpdClient;
+  private connectedAt = 0;
+  /** Warn lines about this server, rate-limited: a hostile peer cannot flood the log. */
+  private readonly connectFaults: LimitedLog;
+  private readonly lostFaults: LimitedLog;
   private status: Record<string, string> = {};
   private statusAt = 0;
   /** Song id of the hub's media in the MPD's queue while the hub plays on it. */
@@ -89,6 +101,8 @@ export class MpdSpeaker extends BaseSpeaker {
     );
     // First retry after reconnectMinMs..2×reconnectMinMs, then doubling up to reconnectMaxMs.
     this.backoff = new Backoff(config.reconnectMinMs * 2, config.reconnectMaxMs);
+    this.connectFaults = new LimitedLog(log, `mpd: cannot connect to ${server.address}`);
+    this.lostFaults = new LimitedLog(log, `mpd: connection to ${server.address} lost; speaker inactive until it is back`);
   }
 
   start(): void {
@@ -106,16 +120,17 @@ export class MpdSpeaker extends BaseSpeaker {
 
   private async connect(): Promise<void> {
     if (this.closed) return;
-    let conn: MpdConnection;
+    let conn: MpdClient;
     try {
-      conn = await MpdConnection.open({ ...this.server, timeoutMs: this.config.requestTimeoutMs });
+      const { host, port, password } = this.server;
+      conn = await MpdClient.connect({ host, port, password, timeoutMs: this.config.requestTimeoutMs });
     } catch (err) {
       this.scheduleReconnect(err);
       return;
     }
     if (this.closed) return conn.close();
     this.conn = conn;
-    conn.onClose(() => this.lost(conn));
+    conn.onClose((err) => this.lost(conn, err));
     conn.onSystem((sub) => {
       if (sub === 'player' || sub === 'mixer' || sub === 'playlist' || sub === 'options') void this.refresh();
     });
@@ -123,23 +138,33 @@ export class MpdSpeaker extends BaseSpeaker {
     try {
       await this.refreshNow();
     } catch (err) {
+      // A fault of the connection itself has already been handled by lost().
+      if (this.conn !== conn) return;
+      this.conn = undefined;
       conn.close();
       this.scheduleReconnect(err);
       return;
     }
-    this.backoff.reset();
+    // The peer may have failed right after answering (an extra OK in the same packet).
+    if (this.conn !== conn || conn.closed) return;
+    this.connectedAt = this.clock.now();
     this.log.info({ version: conn.version }, `mpd: connected to ${this.server.address}`);
     this.setAvailable(true);
   }
 
-  private lost(conn: MpdConnection): void {
+  private lost(conn: MpdClient, err: MpdConnectionError): void {
     if (this.conn !== conn) return;
     this.conn = undefined;
     this.hubSongId = undefined;
     this.added.clear();
     if (this.closed) return;
-    this.log.warn(`mpd: connection to ${this.server.address} lost; speaker inactive until it is back`);
-    this.setAvailable(false, () => this.setPlayState('stopped', 'error', 'connection to MPD lost'));
+    const wasUp = this.connectedAt > 0;
+    // Only a connection that worked for a while earns a fresh backoff: a peer that fails soon
+    // after every connect (or breaks the protocol) is retried less and less often.
+    if (wasUp && !PEER_FAULTS.has(err.code) && this.clock.now() - this.connectedAt >= STABLE_MS) this.backoff.reset();
+    this.connectedAt = 0;
+    this.lostFaults.warn({ code: err.code, err: err.message });
+    this.setAvailable(false, () => this.setPlayState('stopped', 'error', `connection to MPD lost: ${err.message}`));
     this.scheduleReconnect(undefined);
   }
 
@@ -149,10 +174,7 @@ export class MpdSpeaker extends BaseSpeaker {
     const delay = this.backoff.next();
     if (err) {
       const code = err instanceof MpdConnectionError ? err.code : 'MpdRefused';
-      this.log.warn(
-        { code, attempt: this.backoff.attempts, retryMs: delay },
-        `mpd: cannot connect to ${this.server.address}: ${(err as Error).message}`,
-      );
+      this.connectFaults.warn({ code, err: (err as Error).message, attempt: this.backoff.attempts, retryMs: delay });
     }
     this.retry?.cancel();
     this.retry = this.clock.setTimer(() => void this.connect(), delay);
@@ -304,15 +326,18 @@ export class MpdSpeaker extends BaseSpeaker {
       if (id && this.added.has(id)) hubEntries.push(files.length);
       files.push(file);
     }
-    const song = st.song !== undefined ? Number(st.song) : undefined;
-    const elapsed = st.elapsed !== undefined ? Number(st.elapsed) : undefined;
+    // Numbers from the peer are checked before they go back to it in the restore's commands.
+    const song = /^\d{1,9}$/.test(st.song ?? '') ? Number(st.song) : undefined;
+    const rawElapsed = Number(st.elapsed);
+    const elapsed = st.elapsed !== undefined && Number.isFinite(rawElapsed) && rawElapsed >= 0 ? rawElapsed : undefined;
+    const rawVolume = Number(st.volume ?? -1);
     const data: MpdSnapshotData = {
       files,
       hubEntries,
       song: song !== undefined && song < files.length ? song : undefined,
       elapsed,
       state: st.state === 'play' || st.state === 'pause' ? st.state : 'stop',
-      volume: Number(st.volume ?? -1),
+      volume: Number.isInteger(rawVolume) && rawVolume >= 0 && rawVolume <= 100 ? rawVolume : -1,
       repeat: st.repeat ?? '0',
       random: st.random ?? '0',
       single: st.single ?? '0',
