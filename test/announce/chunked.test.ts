@@ -4,7 +4,8 @@
  * announcement stayed `playing` for ever and the music never came back. Here a test server
  * does what HA does, with a 3 s WAV and an MP3 made by espeak-ng and ffmpeg, and a live stream
  * that never ends: every announcement must end (at its audio's end, or at
- * speakers.virtual.maxLiveAnnouncementSeconds) and the music must come back. Time is a
+ * speakers.virtual.maxLiveAnnouncementSeconds) and the music must come back, with the
+ * announcement loudness off and at its default (the hub then tries a clip first). Time is a
  * ManualClock: "the speaker has played it" is a clock step, taken once the speaker has read
  * the body to its end (its duration is known).
  */
@@ -54,17 +55,12 @@ function liveWavHeader(): Buffer {
 }
 
 describe('announcements of media of unknown length (chunked, live) end, and the music comes back', () => {
-  const clock = new ManualClock();
   const dir = mkdtempSync(join(tmpdir(), 'speakerhub-chunked-'));
   const live = new Set<ServerResponse>();
   let wav: Buffer;
   let mp3: Buffer;
   let server: Server;
   let base: string;
-  let t: TestHub;
-  let music: string;
-  const speaker = () => virtualOf(t.hub).speaker(0);
-  const status = (id: string) => t.op('announcement_status', { AnnouncementID: id });
 
   beforeAll(async () => {
     // espeak-ng speaks, ffmpeg pads it with silence to exactly 3 s (22.05 kHz mono, espeak's rate).
@@ -108,75 +104,94 @@ describe('announcements of media of unknown length (chunked, live) end, and the 
       expect([res.headers.get('transfer-encoding'), res.headers.get('content-length')]).toEqual(['chunked', null]);
       expect(Buffer.from(await res.arrayBuffer()).equals(body)).toBe(true);
     }
-    // Loudness off: the speaker fetches the MediaUrl itself, as it does whenever no clip can be made.
-    t = await startHub(
-      { speakers: { virtual: { count: 1, maxLiveAnnouncementSeconds: LIVE_LIMIT_SECONDS } }, announcements: { loudness: 'off' } },
-      { clock },
-    );
-    const media = (await t.op('media_list')).MediaList;
-    // The longest sample: the music must outlast the announcements.
-    const pid = [...media].sort((a: any, b: any) => b.Duration - a.Duration)[0].PersistentID;
-    expect(await t.op('play_hub_media_party_mode', { PersistentID: pid })).toEqual({ Result: 'true' });
-    await eventually(() => speaker().state === 'playing', 10_000, 'the music playing');
-    music = speaker().fetches.at(-1)!.url;
-    clock.advance(1000);
   });
   afterAll(async () => {
-    await t?.close();
     for (const res of live) res.destroy();
     server?.closeAllConnections();
     await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** Announces `path`, waits until the speaker plays it, and returns the AnnouncementID. */
-  async function announce(path: string): Promise<string> {
-    const before = speaker().fetches.at(-1);
-    const r = await t.op('announce', { MediaUrl: `${base}${path}` });
-    expect(r.Result).toBe('true');
-    await eventually(() => speaker().fetches.at(-1) !== before && speaker().state === 'playing', 10_000, `${path} playing`);
-    // The speaker itself fetched the test server's chunked answer (no clip in between).
-    expect(speaker().fetches.at(-1)!.url).toBe(`${base}${path}`);
-    expect((await status(r.AnnouncementID)).State).toBe('playing');
-    return r.AnnouncementID;
-  }
+  // Loudness off: no clip is made, the speaker fetches every MediaUrl itself. The default
+  // loudness (what a Home Assistant user has): the hub tries to render a clip, but ffmpeg
+  // finds no length in a chunked answer, so the speaker fetches it itself there too.
+  describe.each([
+    { setting: 'announcements.loudness off', loudness: 'off' as const },
+    { setting: 'the default loudness', loudness: undefined },
+  ])('with $setting', ({ loudness }) => {
+    const clock = new ManualClock();
+    let t: TestHub;
+    let music: string;
+    const speaker = () => virtualOf(t.hub).speaker(0);
+    const status = (id: string) => t.op('announcement_status', { AnnouncementID: id });
 
-  /** The announcement is done and the music plays again on the speaker. */
-  async function musicBack(id: string): Promise<void> {
-    await eventually(async () => (await status(id)).State === 'done', 10_000, `announcement ${id} done`);
-    await eventually(() => speaker().state === 'playing' && speaker().fetches.at(-1)?.url === music, 10_000, 'the music back');
-    expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
-  }
+    beforeAll(async () => {
+      t = await startHub(
+        { speakers: { virtual: { count: 1, maxLiveAnnouncementSeconds: LIVE_LIMIT_SECONDS } }, announcements: loudness ? { loudness } : {} },
+        { clock },
+      );
+      const media = (await t.op('media_list')).MediaList;
+      // The longest sample: the music must outlast the announcements.
+      const pid = [...media].sort((a: any, b: any) => b.Duration - a.Duration)[0].PersistentID;
+      expect(await t.op('play_hub_media_party_mode', { PersistentID: pid })).toEqual({ Result: 'true' });
+      await eventually(() => speaker().state === 'playing', 10_000, 'the music playing');
+      music = speaker().fetches.at(-1)!.url;
+      clock.advance(1000);
+    });
+    afterAll(async () => {
+      await t?.close();
+    });
 
-  test.each([
-    ['/tts.wav', 3],
-    ['/tts.mp3', 3],
-  ])('%s served chunked: the announcement ends when its audio does (%d s), then the music is back', async (path, seconds) => {
-    const id = await announce(path);
-    // The speaker reads the chunked body to its end; then it knows the audio's duration.
-    let duration: number | undefined;
-    await eventually(
-      async () => {
-        duration = (await speaker().snapshot()).duration;
-        return duration !== undefined;
-      },
-      10_000,
-      `${path} read to its end`,
-    );
-    // MP3 adds an encoder delay and padding of a frame or two.
-    expect(Math.abs(duration! - seconds)).toBeLessThan(0.1);
-    clock.advance(duration! * 1000 - 200);
-    expect(speaker().state).toBe('playing'); // not before its audio has played
-    clock.advance(300);
-    await musicBack(id);
-  });
+    /** Announces `path`, waits until the speaker plays it, and returns the AnnouncementID. */
+    async function announce(path: string): Promise<string> {
+      const before = speaker().fetches.at(-1);
+      const r = await t.op('announce', { MediaUrl: `${base}${path}` });
+      expect(r.Result).toBe('true');
+      await eventually(() => speaker().fetches.at(-1) !== before && speaker().state === 'playing', 10_000, `${path} playing`);
+      // The speaker itself fetched the test server's chunked answer (no clip in between).
+      expect(speaker().fetches.at(-1)!.url).toBe(`${base}${path}`);
+      if (!loudness) expect(t.logs.filter((l) => l.includes('announcement clip not made')).at(-1)).toContain('no known length');
+      expect((await status(r.AnnouncementID)).State).toBe('playing');
+      return r.AnnouncementID;
+    }
 
-  test('a live stream that never ends: the announcement ends at speakers.virtual.maxLiveAnnouncementSeconds', async () => {
-    const id = await announce('/live.wav');
-    expect((await speaker().snapshot()).duration).toBeUndefined();
-    clock.advance(LIVE_LIMIT_SECONDS * 1000 - 100);
-    expect(speaker().state).toBe('playing');
-    clock.advance(200);
-    await musicBack(id);
+    /** The announcement is done and the music plays again on the speaker. */
+    async function musicBack(id: string): Promise<void> {
+      await eventually(async () => (await status(id)).State === 'done', 10_000, `announcement ${id} done`);
+      await eventually(() => speaker().state === 'playing' && speaker().fetches.at(-1)?.url === music, 10_000, 'the music back');
+      expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
+    }
+
+    test.each([
+      ['/tts.wav', 3],
+      ['/tts.mp3', 3],
+    ])('%s served chunked: the announcement ends when its audio does (%d s), then the music is back', async (path, seconds) => {
+      const id = await announce(path);
+      // The speaker reads the chunked body to its end; then it knows the audio's duration.
+      let duration: number | undefined;
+      await eventually(
+        async () => {
+          duration = (await speaker().snapshot()).duration;
+          return duration !== undefined;
+        },
+        10_000,
+        `${path} read to its end`,
+      );
+      // MP3 adds an encoder delay and padding of a frame or two.
+      expect(Math.abs(duration! - seconds)).toBeLessThan(0.1);
+      clock.advance(duration! * 1000 - 200);
+      expect(speaker().state).toBe('playing'); // not before its audio has played
+      clock.advance(300);
+      await musicBack(id);
+    });
+
+    test('a live stream that never ends: the announcement ends at speakers.virtual.maxLiveAnnouncementSeconds', async () => {
+      const id = await announce('/live.wav');
+      expect((await speaker().snapshot()).duration).toBeUndefined();
+      clock.advance(LIVE_LIMIT_SECONDS * 1000 - 100);
+      expect(speaker().state).toBe('playing');
+      clock.advance(200);
+      await musicBack(id);
+    });
   });
 });
