@@ -66,13 +66,16 @@ describe('announcements of media of unknown length (chunked, live) end, and the 
     // espeak-ng speaks, ffmpeg pads it with silence to exactly 3 s (22.05 kHz mono, espeak's rate).
     execFileSync('espeak-ng', ['-w', join(dir, 'speech.wav'), 'The washing machine has finished']);
     execFileSync('ffmpeg', ['-v', 'error', '-y', '-i', join(dir, 'speech.wav'), '-af', 'apad', '-t', '3', join(dir, 'tts.wav')]);
-    // 320 kb/s: larger than the speaker's first sample, so its end is read from the chunked body. No Xing header: no length in it.
+    // 44.1 kHz at 320 kb/s (at espeak's 22.05 kHz MPEG-2 stops at 160 kb/s): larger than the
+    // speaker's first sample, so its end is read from the chunked body. No Xing header: no length in it.
     execFileSync('ffmpeg', [
       '-v',
       'error',
       '-y',
       '-i',
       join(dir, 'tts.wav'),
+      '-ar',
+      '44100',
       '-c:a',
       'libmp3lame',
       '-b:a',
@@ -179,6 +182,10 @@ describe('announcements of media of unknown length (chunked, live) end, and the 
       );
       // MP3 adds an encoder delay and padding of a frame or two.
       expect(Math.abs(duration! - seconds)).toBeLessThan(0.1);
+      // It took the length as unknown at first, and read every byte (counted when the download is done).
+      const body = path === '/tts.wav' ? wav : mp3;
+      await eventually(() => speaker().fetches.at(-1)!.bytes === body.length, 10_000, `all of ${path} counted`);
+      expect(speaker().fetches.at(-1)).toMatchObject({ live: true, duration });
       clock.advance(duration! * 1000 - 200);
       expect(speaker().state).toBe('playing'); // not before its audio has played
       clock.advance(300);

@@ -5,7 +5,7 @@ import type { MediaRequest, SpeakerCapabilities, SpeakerInfo, SpeakerPlayState, 
 import type { Logger } from '../../logger';
 import { MediaDownloads, MediaFetchError, type ProbeResult } from './media-probe';
 
-export interface FetchRecord extends ProbeResult {
+export interface FetchRecord extends Omit<ProbeResult, 'end'> {
   url: string;
 }
 
@@ -79,8 +79,11 @@ export class VirtualSpeaker extends BaseSpeaker {
       throw new Error('could not play the media: the media URL could not be read');
     }
     if (abort.signal.aborted || !this.available) throw new Error('playback was replaced before it started');
-    const record: FetchRecord = { url: media.url, ...probe };
+    const { end, ...probed } = probe;
+    const record: FetchRecord = { url: media.url, ...probed };
     void download.done.then((bytes) => (record.bytes = bytes));
+    // Media of unknown length: the record gets its duration once the body has ended.
+    void end?.then((seconds) => (record.duration = seconds));
     this.fetches.push(record);
     if (this.fetches.length > 20) this.fetches.shift();
     this.duration = media.duration ?? probe.duration;
@@ -88,9 +91,9 @@ export class VirtualSpeaker extends BaseSpeaker {
     this.media = { url: media.url, contentType: media.contentType, title: media.title, duration: this.duration };
     this.offset = Math.max(0, media.startAt ?? 0);
     this.startRunning();
-    if (this.duration === undefined && probe.end) {
+    if (this.duration === undefined && end) {
       // Unknown length: the playback ends when the body does, at the time its audio says.
-      void probe.end.then((seconds) => {
+      void end.then((seconds) => {
         if (this.abort === abort && this.duration === undefined) this.lengthKnown(seconds);
       });
     }
