@@ -22,8 +22,9 @@ export interface ProbeResult {
   live: boolean;
   /**
    * Only when `live`: resolves once the body has ended (read to its end, or the connection
-   * broke) with the duration of what arrived, undefined if that cannot be decoded. A stream
-   * that never ends never resolves it (until every speaker lets go and the download is aborted).
+   * broke) with the duration of what arrived, undefined if that cannot be decoded (it never
+   * rejects). A stream that never ends never resolves it (until every speaker lets go and the
+   * download is aborted).
    */
   end?: Promise<number | undefined>;
 }
@@ -198,8 +199,8 @@ function startDownload(
         // Read on, keeping up to HEAD_BYTES for the duration: when the body ends, so does the media.
         const ended = readToEnd(reader, bytes, headBuf);
         void ended.then((r) => resolveDone(r.bytes));
-        const end = ended.then((r) => durationOf(r.head, contentType, r.bytes, r.bytes <= HEAD_BYTES));
-        end.catch(() => undefined);
+        // Never rejects: an undecodable end is an unknown duration (the speaker then ends where it is).
+        const end = ended.then((r) => durationOf(r.head, contentType, r.bytes, r.bytes <= HEAD_BYTES)).catch(() => undefined);
         return { status: res.status, contentType, bytes, live, end };
       }
       // The rest is read and counted, never kept; it goes on after the play has started.
