@@ -12,6 +12,7 @@ import type { HubExtension } from '../extensions/extension';
 import { EXIT_USAGE, type CommandRegistrar } from './program';
 import { explainStartError } from './start-errors';
 import { startupDone } from './heap';
+import { stdoutIsServerLog } from './closed-pipe';
 
 /**
  * Flags of `speakerhub hub` that front ends add (MQTT, …): the registrar adds options to the
@@ -217,6 +218,7 @@ export function hubCommand(optionRegistrars: readonly HubOptionRegistrar[]): Com
       .option('--log-format <format>', 'json, pretty, or auto (default: pretty on a terminal, JSON otherwise)');
     const mappers = optionRegistrars.map((r) => r(cmd)).filter((m): m is (flags: Record<string, unknown>) => FlagConfig => typeof m === 'function');
     cmd.action(async (flags: HubFlags) => {
+      stdoutIsServerLog();
       await runHub(
         flags,
         mappers.map((m) => m(flags as Record<string, unknown>)),

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { VERSION } from '../version';
+import { endQuietlyOnClosedStdout } from './closed-pipe';
 
 /** Adds one or more top-level commands (hub, speakers, cloud, account …) to the program. */
 export type CommandRegistrar = (program: Command) => void;
@@ -25,6 +26,7 @@ export function buildProgram(registrars: readonly CommandRegistrar[]): Command {
 
 /** Parses and runs; argument-parser errors exit 2 like configuration errors (commander's default is 1). */
 export async function runCli(program: Command, argv: string[]): Promise<void> {
+  endQuietlyOnClosedStdout();
   try {
     await program.parseAsync(argv);
   } catch (e) {

@@ -204,9 +204,9 @@ export class MqttExtension implements HubExtension {
       else if (typeof parsed.value.speaker !== 'string')
         answer = bridgeResponse(failed('InvalidParameter', 'forget_speaker needs {"speaker": <friendly name or DeviceID>}.', 'speaker'), transaction);
       else {
-        const r = speakers.forget(parsed.value.speaker);
+        // The entities go first, then their state topics: see SpeakerTopics.forget.
+        const r = speakers.forget(parsed.value.speaker, (deviceId) => ha?.clear(deviceId));
         if (r.ok) {
-          ha?.clear(r.deviceId);
           log.info({ deviceId: r.deviceId, speakerName: r.name }, 'MQTT: forgot a speaker that is gone');
           answer = { status: 'ok', data: { friendly_name: r.name, device_id: r.deviceId }, ...(transaction !== undefined ? { transaction } : {}) };
         } else answer = bridgeResponse(r.result, transaction);

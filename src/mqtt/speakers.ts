@@ -268,8 +268,14 @@ export class SpeakerTopics {
   /**
    * Forgets a speaker the hub no longer lists (bridge/request/forget_speaker): its retained
    * topics are cleared and its name is free again. A listed speaker is refused.
+   * `beforeClear` runs first (Home Assistant's discovery configs are removed there): were the
+   * state topics emptied while HA still had the entities, HA would render every template of
+   * them against an empty payload and log an error for each (issue 28, item 4).
    */
-  forget(segment: string): { ok: true; deviceId: string; name: string } | { ok: false; result: DispatchResult } {
+  forget(
+    segment: string,
+    beforeClear?: (deviceId: string) => void,
+  ): { ok: true; deviceId: string; name: string } | { ok: false; result: DispatchResult } {
     const id = this.names.resolve(segment);
     if (!id)
       return {
@@ -282,6 +288,7 @@ export class SpeakerTopics {
         ok: false,
         result: failed('InvalidParameter', `${name} is listed by the hub now; only a speaker that is gone can be forgotten.`, 'speaker'),
       };
+    beforeClear?.(id);
     for (const topic of [this.topics.speaker(name), this.topics.availability(name)]) this.link.publish(topic, '', { qos: 1, retain: true });
     this.published.delete(`speaker:${id}`);
     this.published.delete(`availability:${id}`);

@@ -14,6 +14,11 @@ const VirtualPart = z
         count: z.number().int().min(0).max(10_000).default(3),
         names: z.array(z.string().min(1)).optional(),
         volume: z.number().int().min(0).max(VOLUME_MAX).default(20),
+        /**
+         * An announcement whose length a virtual speaker cannot know when it starts (a live
+         * stream, a chunked body) stops after this many seconds at the latest (issue 28).
+         */
+        maxLiveAnnouncementSeconds: z.number().positive().max(86_400).default(600),
       })
       .strict()
       .prefault({}),
@@ -50,6 +55,7 @@ export const virtualDriver = defineDriver({
             count: part.virtual.count,
             names: part.virtual.names,
             volume: part.virtual.volume,
+            maxLiveAnnouncementSeconds: part.virtual.maxLiveAnnouncementSeconds,
             clock: deps.clock,
             version: deps.version,
             logger: deps.logger,

@@ -7,17 +7,26 @@ import { looksLikeAudio } from './audio-sniff';
  * speaker would, and reads the duration from the bytes. Downloads are streamed and counted:
  * only the head (HEAD_BYTES) is kept, enough for every header the duration is read from, so a
  * 385 MiB file costs 2 MiB of memory, not 385. One download serves every virtual speaker of a
- * play (MediaDownloads). A response without Content-Length is a live stream: it is checked
- * for audio and then left, with no end.
+ * play (MediaDownloads). A response without Content-Length (chunked, as Home Assistant serves
+ * its TTS, or a live stream) is checked for audio and then read on, as a speaker decodes it: the
+ * end of its body is the end of the media (issue 28), and its duration is read from what came.
  */
 export interface ProbeResult {
   status: number;
   contentType: string;
   /** Bytes received so far; for a finite file, the whole length once the download is done. */
   bytes: number;
-  /** Seconds; undefined for live streams or undecodable lengths. */
+  /** Seconds; undefined for media of unknown length (until its end) or undecodable lengths. */
   duration?: number;
+  /** True when the length was unknown at the start: no Content-Length, and the body went on past the first sample. */
   live: boolean;
+  /**
+   * Only when `live`: resolves once the body has ended (read to its end, or the connection
+   * broke) with the duration of what arrived, undefined if that cannot be decoded (it never
+   * rejects). A stream that never ends never resolves it (until every speaker lets go and the
+   * download is aborted).
+   */
+  end?: Promise<number | undefined>;
 }
 
 /** Kept in memory per download: ID3v2 tags with cover art, MP4 'moov' of faststart files, Xing headers. */
@@ -157,10 +166,14 @@ function startDownload(
       const head: Buffer[] = [];
       let headBytes = 0;
       const want = live ? LIVE_SAMPLE_BYTES : HEAD_BYTES;
+      let bodyEnded = false;
       try {
         while (headBytes < want) {
           const { done: end, value } = await reader.read();
-          if (end) break;
+          if (end) {
+            bodyEnded = true;
+            break;
+          }
           bytes += value.byteLength;
           const room = want - headBytes;
           const part = value.byteLength > room ? value.subarray(0, room) : value;
@@ -177,10 +190,18 @@ function startDownload(
         await reader.cancel().catch(() => undefined);
         throw new MediaFetchError(`not audio: content type ${contentType}, no known audio signature`);
       }
-      if (live) {
-        await reader.cancel().catch(() => undefined);
+      if (live && bodyEnded) {
+        // A short chunked body, whole in the sample: its length is known after all.
         resolveDone(bytes);
-        return { status: res.status, contentType, bytes, live };
+        return { status: res.status, contentType, bytes, duration: await durationOf(headBuf, contentType, bytes, true), live: false };
+      }
+      if (live) {
+        // Read on, keeping up to HEAD_BYTES for the duration: when the body ends, so does the media.
+        const ended = readToEnd(reader, bytes, headBuf);
+        void ended.then((r) => resolveDone(r.bytes));
+        // Never rejects: an undecodable end is an unknown duration (the speaker then ends where it is).
+        const end = ended.then((r) => durationOf(r.head, contentType, r.bytes, r.bytes <= HEAD_BYTES)).catch(() => undefined);
+        return { status: res.status, contentType, bytes, live, end };
       }
       // The rest is read and counted, never kept; it goes on after the play has started.
       const complete = bytes >= (length ?? 0);
@@ -196,6 +217,28 @@ function startDownload(
   })();
   result.catch(() => undefined);
   return { result, done };
+}
+
+/** Reads a body of unknown length to its end (or break), keeping its first HEAD_BYTES. */
+async function readToEnd(reader: ReadableStreamDefaultReader<Uint8Array>, counted: number, sample: Buffer): Promise<{ bytes: number; head: Buffer }> {
+  const parts: Buffer[] = [sample];
+  let kept = sample.byteLength;
+  let bytes = counted;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      bytes += value.byteLength;
+      if (kept < HEAD_BYTES) {
+        const part = value.byteLength > HEAD_BYTES - kept ? value.subarray(0, HEAD_BYTES - kept) : value;
+        parts.push(Buffer.from(part));
+        kept += part.byteLength;
+      }
+    }
+  } catch {
+    // Aborted (every speaker let go) or the connection broke: a speaker's playback ends where its data does.
+  }
+  return { bytes, head: Buffer.concat(parts) };
 }
 
 async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, counted: number): Promise<number> {

@@ -13,6 +13,8 @@ export interface VirtualDriverOptions {
   names?: string[];
   /** Initial volume 0–50. */
   volume?: number;
+  /** Longest an announcement of unknown length plays (speakers.virtual.maxLiveAnnouncementSeconds). */
+  maxLiveAnnouncementSeconds?: number;
   clock: Clock;
   /** Reported as the speakers' firmware version. */
   version: string;
@@ -54,6 +56,7 @@ export class VirtualDriver extends EventEmitter<DriverEvents> implements Speaker
         options.clock,
         this.downloads,
         log,
+        options.maxLiveAnnouncementSeconds,
       );
     });
   }

@@ -5,7 +5,7 @@ import type { MediaRequest, SpeakerCapabilities, SpeakerInfo, SpeakerPlayState, 
 import type { Logger } from '../../logger';
 import { MediaDownloads, MediaFetchError, type ProbeResult } from './media-probe';
 
-export interface FetchRecord extends ProbeResult {
+export interface FetchRecord extends Omit<ProbeResult, 'end'> {
   url: string;
 }
 
@@ -25,6 +25,8 @@ export class VirtualSpeaker extends BaseSpeaker {
   private offset = 0;
   private startedAt = 0;
   private duration?: number;
+  /** Where an announcement of unknown length stops at the latest (seconds into it): see maxLiveAnnouncementSeconds. */
+  private limit?: number;
   /** The last downloads, newest last: tests read these to prove the audio arrived. */
   readonly fetches: FetchRecord[] = [];
 
@@ -36,6 +38,11 @@ export class VirtualSpeaker extends BaseSpeaker {
     /** Shared by the driver's speakers: one download per URL for a whole party play. */
     private readonly downloads: MediaDownloads = new MediaDownloads(),
     private readonly log?: Logger,
+    /**
+     * An announcement (overlay) whose length is unknown when it starts (a live stream) stops
+     * after this many seconds at the latest, so that it never holds the music for ever.
+     */
+    private readonly maxLiveAnnouncementSeconds = 600,
   ) {
     super(id, 'virtual', info, { volume });
   }
@@ -72,14 +79,24 @@ export class VirtualSpeaker extends BaseSpeaker {
       throw new Error('could not play the media: the media URL could not be read');
     }
     if (abort.signal.aborted || !this.available) throw new Error('playback was replaced before it started');
-    const record: FetchRecord = { url: media.url, ...probe };
+    const { end, ...probed } = probe;
+    const record: FetchRecord = { url: media.url, ...probed };
     void download.done.then((bytes) => (record.bytes = bytes));
+    // Media of unknown length: the record gets its duration once the body has ended.
+    void end?.then((seconds) => (record.duration = seconds));
     this.fetches.push(record);
     if (this.fetches.length > 20) this.fetches.shift();
     this.duration = media.duration ?? probe.duration;
+    this.limit = media.overlay && this.duration === undefined ? this.maxLiveAnnouncementSeconds : undefined;
     this.media = { url: media.url, contentType: media.contentType, title: media.title, duration: this.duration };
     this.offset = Math.max(0, media.startAt ?? 0);
     this.startRunning();
+    if (this.duration === undefined && end) {
+      // Unknown length: the playback ends when the body does, at the time its audio says.
+      void end.then((seconds) => {
+        if (this.abort === abort && this.duration === undefined) this.lengthKnown(seconds);
+      });
+    }
   }
 
   async pause(): Promise<void> {
@@ -178,13 +195,29 @@ export class VirtualSpeaker extends BaseSpeaker {
 
   private startRunning(): void {
     this.startedAt = this.clock.now();
+    this.scheduleEnd();
+    this.setState('playing');
+  }
+
+  /** The end timer, at the media's end or, for an announcement of unknown length, at its limit. */
+  private scheduleEnd(): void {
     this.endTimer?.cancel();
     this.endTimer = undefined;
-    if (this.duration !== undefined) {
-      const remainingMs = Math.max(0, (this.duration - this.offset) * 1000);
-      this.endTimer = this.clock.setTimer(() => this.ended(), remainingMs);
-    }
-    this.setState('playing');
+    const end = Math.min(this.duration ?? Infinity, this.limit ?? Infinity);
+    if (end === Infinity) return;
+    const elapsed = (this.clock.now() - this.startedAt) / 1000;
+    const remainingMs = Math.max(0, (end - this.offset - elapsed) * 1000);
+    this.endTimer = this.clock.setTimer(() => this.ended(), remainingMs);
+  }
+
+  /**
+   * The body of a media of unknown length has ended: its duration is now known (or, if it
+   * cannot be decoded, it ends where it is now, as a speaker's decoder runs dry).
+   */
+  private lengthKnown(seconds: number | undefined): void {
+    this.duration = seconds ?? this.position() ?? 0;
+    if (this.media) this.media = { ...this.media, duration: this.duration };
+    if (this.state === 'playing') this.scheduleEnd();
   }
 
   private ended(): void {
