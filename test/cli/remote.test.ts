@@ -87,7 +87,7 @@ test('play by title fragment and by PersistentID', async () => {
   await cli('stop');
 });
 
-test('status names what plays (the title, the web URL, the spoken text), where, and the speakers of the session', async () => {
+test('status names what plays in every zone (the title, the web URL, the spoken text) and where; stop --speakers stops one zone', async () => {
   const media = await json('media');
   await cli('play', media[0].PersistentID, '--speakers', 'kitchen');
   let out = await cli('status');
@@ -99,15 +99,26 @@ test('status names what plays (the title, the web URL, the spoken text), where, 
   out = await cli('status');
   expect(out.split('\n')[0]).toContain(`Playing ${url}`);
   expect((await json('status')).MediaUrl).toBe(url);
-  // The session's speakers are the hub's own (add_device_to_session), not the last play's.
-  await h.op('add_device_to_session', { DeviceID: status.Playing[0].DeviceID });
+  // Zones: a play on one speaker takes it out of the party; status shows every zone, the latest first.
+  const ids = (await h.op('device_list')).DeviceList.map((d: { DeviceID: string }) => d.DeviceID);
+  await h.op('play_hub_media_selected_speakers', { PersistentID: media[0].PersistentID, DeviceIDList: ids[0] });
   status = await json('status');
-  expect(status.Selected.map((d: { DeviceName: string }) => d.DeviceName)).toEqual(['Kitchen']);
-  expect(await cli('status')).toContain('Session: Kitchen\n');
-  await h.op('remove_device_from_session', { DeviceID: status.Selected[0].DeviceID });
+  expect(status.Zones.map((z: { Speakers: { DeviceName: string }[] }) => z.Speakers.map((d) => d.DeviceName))).toEqual([
+    ['Kitchen'],
+    ids.slice(1).map((id: string) => status.Zones[1].Speakers.find((d: { DeviceID: string }) => d.DeviceID === id).DeviceName),
+  ]);
+  out = await cli('status');
+  expect(out.split('\n')[0]).toMatch(/^Playing ".+" at \d+:\d\d on Kitchen$/);
+  expect(out.split('\n')[0]).toContain(`"${media[0].Title}"`);
+  expect(out.split('\n')[1]).toContain(`Playing ${url}`);
+  // stop --speakers stops that speaker's zone only; the other room plays on.
+  expect(await cli('stop', '--speakers', 'Kitchen')).toBe('Stopped on Kitchen\n');
+  status = await json('status');
+  expect(status.Zones).toHaveLength(1);
+  expect(status.MediaUrl).toBe(url);
   await cli('stop');
   out = await cli('status');
-  expect(out).toMatch(/^Stopped\nSession: no speaker selected\n/);
+  expect(out).toMatch(/^Stopped\nSpeakers: /);
 });
 
 test('volume: show, set all, set one by name', async () => {

@@ -49,37 +49,42 @@ export function registerInfoCommands(program: Command): void {
   remoteCommand<RemoteFlags>(
     program,
     'status',
-    'Show what plays, where, and the volume.',
+    'Show what plays in every zone (each playback: what, how far, on which speakers) and the volume.',
     (c) => c,
     async ({ client, flags }) => {
-      const [status, { DeviceList }] = await Promise.all([sessionStatus(client), client.call('device_list')]);
-      const listed = (ids: string) => ids.split(',').filter(Boolean);
+      const [zones, { DeviceList }] = await Promise.all([playbacks(client), client.call('device_list')]);
       const byId = new Map(DeviceList.map((d) => [d.DeviceID, d]));
-      const named = (ids: string) => listed(ids).map((id) => ({ DeviceID: id, DeviceName: byId.get(id)?.DeviceName ?? id }));
-      // The speakers of the playback itself; the device list's IsPlaying also counts a speaker busy with an announcement.
-      const playing = status.PlayingDeviceIDList ? named(status.PlayingDeviceIDList) : DeviceList.filter((d) => d.IsPlaying);
-      const selected = status.SelectedDeviceIDList === undefined ? undefined : named(status.SelectedDeviceIDList);
+      const named = (ids: string[]) => ids.map((id) => ({ DeviceID: id, DeviceName: byId.get(id)?.DeviceName ?? id }));
       const available = DeviceList.filter((d) => d.Active);
       const volume = available.length ? (await client.call('get_volume')).Volume : undefined;
+      // The zone started last first: with one zone the first line reads as it always did.
+      const latest = [...zones].reverse();
       if (flags.json) {
+        const first = latest[0];
         return printJson({
-          PlaybackState: status.PlaybackState,
-          TimeElapsed: status.TimeElapsed,
-          ...(status.Title !== undefined ? { Title: status.Title } : {}),
-          ...(status.MediaKind !== undefined ? { MediaKind: status.MediaKind } : {}),
-          ...(status.MediaUrl !== undefined ? { MediaUrl: status.MediaUrl } : {}),
-          ...(status.PersistentID !== undefined ? { PersistentID: status.PersistentID } : {}),
+          PlaybackState: first?.PlaybackState ?? 'PlayerStateStopped',
+          TimeElapsed: String(first?.TimeElapsed ?? -1),
+          ...(first?.Title !== undefined ? { Title: first.Title } : {}),
+          ...(first?.MediaKind !== undefined ? { MediaKind: first.MediaKind } : {}),
+          ...(first?.MediaUrl !== undefined ? { MediaUrl: first.MediaUrl } : {}),
+          ...(first?.PersistentID !== undefined ? { PersistentID: first.PersistentID } : {}),
           Volume: volume ?? null,
-          Playing: playing.map((d) => ({ DeviceID: d.DeviceID, DeviceName: d.DeviceName })),
-          ...(selected ? { Selected: selected } : {}),
+          Playing: first ? named(first.DeviceIDList) : [],
+          Zones: latest.map((z) => ({ ...z, Speakers: named(z.DeviceIDList) })),
         });
       }
-      const state = status.PlaybackState.replace('PlayerState', '');
-      const what = status.Title !== undefined ? ` ${nowPlaying(status.MediaKind, status.Title)}` : '';
-      const at = Number(status.TimeElapsed) >= 0 ? ` at ${duration(Number(status.TimeElapsed))}` : '';
-      const where = playing.length ? ` on ${playing.map((d) => d.DeviceName).join(', ')}` : '';
-      process.stdout.write(`${state}${what}${at}${where}\n`);
-      if (selected) process.stdout.write(`Session: ${selected.length ? selected.map((d) => d.DeviceName).join(', ') : 'no speaker selected'}\n`);
+      if (!latest.length) process.stdout.write('Stopped\n');
+      for (const z of latest) {
+        const state = z.PlaybackState.replace('PlayerState', '');
+        const what = z.Title !== undefined ? ` ${nowPlaying(z.MediaKind, z.Title)}` : '';
+        const at = z.TimeElapsed >= 0 ? ` at ${duration(z.TimeElapsed)}` : '';
+        const where = z.DeviceIDList.length
+          ? ` on ${named(z.DeviceIDList)
+              .map((d) => d.DeviceName)
+              .join(', ')}`
+          : '';
+        process.stdout.write(`${state}${what}${at}${where}\n`);
+      }
       process.stdout.write(
         `Speakers: ${available.length} of ${DeviceList.length} available${volume !== undefined ? `, average volume ${volume}` : ''}\n`,
       );
@@ -94,17 +99,37 @@ function nowPlaying(kind: string | undefined, title: string): string {
   return `"${title}"`;
 }
 
+type Zone = ResponseOf<'playback_list'>['PlaybackList'][number];
+
 /**
- * session_status, or on a hub from before it (another machine's older SpeakerHub) the spec's
- * playback_status: what plays without its title, and no session speakers to show.
+ * Every playback (zone), oldest first: playback_list, or on a hub from before zones (another
+ * machine's older SpeakerHub) its one playback as session_status (or the spec's
+ * playback_status, without a title) says it.
  */
-async function sessionStatus(
-  client: SpeakerHubClient,
-): Promise<Omit<ResponseOf<'session_status'>, 'SelectedDeviceIDList'> & { SelectedDeviceIDList?: string }> {
+async function playbacks(client: SpeakerHubClient): Promise<Zone[]> {
   try {
-    return await client.call('session_status');
+    return (await client.call('playback_list')).PlaybackList;
   } catch (e) {
     if (!(e instanceof HubError) || e.code !== 'UnknownOperation') throw e;
-    return { ...(await client.call('playback_status')), PlayingDeviceIDList: '' };
   }
+  const s = await client.call('session_status').catch(async (e: unknown) => {
+    if (!(e instanceof HubError) || e.code !== 'UnknownOperation') throw e;
+    return { ...(await client.call('playback_status')), PlayingDeviceIDList: '' } as Partial<ResponseOf<'session_status'>> &
+      ResponseOf<'playback_status'>;
+  });
+  if (s.PlaybackState === 'PlayerStateStopped') return [];
+  return [
+    {
+      PlaybackID: '',
+      PlaybackState: s.PlaybackState,
+      TimeElapsed: Number(s.TimeElapsed),
+      MediaKind: s.MediaKind ?? 'hub',
+      ...(s.Title !== undefined ? { Title: s.Title } : {}),
+      ...(s.MediaUrl !== undefined ? { MediaUrl: s.MediaUrl } : {}),
+      ...(s.PersistentID !== undefined ? { PersistentID: s.PersistentID } : {}),
+      Priority: 100,
+      DeviceIDList: (s.PlayingDeviceIDList ?? '').split(',').filter(Boolean),
+      Since: '',
+    },
+  ];
 }

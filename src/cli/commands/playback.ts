@@ -147,12 +147,15 @@ export function registerPlaybackCommands(program: Command): void {
   remoteCommand<RemoteFlags>(
     program,
     'stop',
-    'Stop what plays.',
-    (c) => c,
+    'Stop what plays: every zone, or with --speakers only the zones those speakers play in (other rooms play on).',
+    (c) => c.option('-s, --speakers <names>', 'comma-separated speaker names or DeviceIDs: stop only their zones'),
     async ({ client, flags }) => {
-      const body = await client.call('stop_play');
+      const target = await targetSpeakers(client, (flags as PlayFlags).speakers);
+      let body: Record<string, unknown> = { Result: 'true' };
+      if (!target) body = await client.call('stop_play');
+      else for (const d of target) body = await client.call('stop_play', { DeviceID: d.DeviceID });
       if (flags.json) return printJson(body);
-      process.stdout.write('Stopped\n');
+      process.stdout.write(target ? `Stopped on ${speakerNames(target)}\n` : 'Stopped\n');
     },
   );
 }
