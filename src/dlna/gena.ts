@@ -34,7 +34,8 @@ interface Subscription {
   callback: URL;
   expiresAt: number;
   seq: number;
-  queue: string[];
+  /** Bodies to send, each with what to call once it is delivered (or given up on). */
+  queue: { body: string; done: () => void }[];
   sending: boolean;
   failures: number;
   /** The initial event is queued: until then changes are left out (the initial one carries them). */
@@ -134,11 +135,16 @@ export class Gena {
     return { status: 200, headers: this.answerHeaders(s.sid, seconds) };
   }
 
-  /** Sends a property set to every subscriber of one service. */
-  publish(key: string, body: string): void {
+  /**
+   * Sends a property set to every subscriber of one service; resolves once each has it (or was
+   * given up on), so an action can answer after its state change reached the control points.
+   */
+  publish(key: string, body: string): Promise<void> {
     const set = this.byKey.get(key);
-    if (!set) return;
-    for (const s of set) if (s.started) this.enqueue(s, body);
+    if (!set) return Promise.resolve();
+    const sent: Promise<void>[] = [];
+    for (const s of set) if (s.started) sent.push(this.enqueue(s, body));
+    return Promise.all(sent).then(() => undefined);
   }
 
   /** Ends the subscriptions of a renderer that left. */
@@ -149,6 +155,7 @@ export class Gena {
   close(): void {
     this.closed = true;
     clearInterval(this.sweep);
+    for (const sub of this.subs.values()) for (const item of sub.queue) item.done();
     this.subs.clear();
     this.byKey.clear();
   }
@@ -191,28 +198,31 @@ export class Gena {
     const set = this.byKey.get(s.key);
     set?.delete(s);
     if (set && set.size === 0) this.byKey.delete(s.key);
+    for (const item of s.queue) item.done();
     s.queue = [];
   }
 
-  private enqueue(s: Subscription, body: string): void {
-    if (this.closed || !this.subs.has(s.sid)) return;
+  private enqueue(s: Subscription, body: string): Promise<void> {
+    if (this.closed || !this.subs.has(s.sid)) return Promise.resolve();
     if (s.queue.length >= MAX_QUEUE) {
       this.dropped.warn({ sid: s.sid, callback: s.callback.host, reason: 'queue full' });
       this.remove(s);
-      return;
+      return Promise.resolve();
     }
-    s.queue.push(body);
+    const delivered = new Promise<void>((done) => s.queue.push({ body, done }));
     if (!s.sending) void this.drain(s);
+    return delivered;
   }
 
   private async drain(s: Subscription): Promise<void> {
     s.sending = true;
     while (s.queue.length && this.subs.has(s.sid) && !this.closed) {
-      const body = s.queue.shift()!;
+      const { body, done } = s.queue.shift()!;
       const seq = s.seq;
       // SEQ wraps to 1, never back to 0 (0 is the initial event's).
       s.seq = s.seq >= 0xffffffff ? 1 : s.seq + 1;
       const ok = await this.send(s, seq, body);
+      done();
       if (ok) {
         s.failures = 0;
         s.reached = true;

@@ -22,6 +22,8 @@ export type RendererKind = 'speaker' | 'all' | 'announce';
 
 /** What Play waits for before answering; a slower start answers OK and shows in the state. */
 const PLAY_ANSWER_MS = 8000;
+/** The longest a Stop waits for its STOPPED event to reach the subscribed control points before it answers. */
+const STOP_EVENT_WAIT_MS = 2000;
 
 /** The audio types the hub's speakers take (GetProtocolInfo): the hub transcodes for those that need it. */
 export const SINK_PROTOCOLS = [
@@ -90,13 +92,17 @@ export class Renderer {
   private announceVolume?: number;
   /** Last values sent per service, so LastChange carries only what changed. */
   private readonly sent: Record<'AVTransport' | 'RenderingControl', Map<string, string>> = { AVTransport: new Map(), RenderingControl: new Map() };
+  /** Events sent and not yet delivered to every subscriber. */
+  private readonly inflight = new Set<Promise<void>>();
+  /** Waiting for the hub's next change (Stop waits for its own to arrive). */
+  private readonly changeWaiters: (() => void)[] = [];
 
   constructor(
     readonly id: RendererIdentity,
     private readonly hub: HubPort,
     private readonly log: Logger,
     /** Called with a service's LastChange document whenever an evented variable changed. */
-    private readonly notify: (service: 'AVTransport' | 'RenderingControl', lastChange: string) => void,
+    private readonly notify: (service: 'AVTransport' | 'RenderingControl', lastChange: string) => Promise<void> | void,
     /** Announcement renderer: how its announcements treat the music (config dlna.announcementMode). */
     private readonly announceMode?: AnnounceMode,
   ) {}
@@ -206,8 +212,9 @@ export class Renderer {
     return lastChange(service, values);
   }
 
-  /** Sends LastChange for the variables that changed since the last one. */
-  refresh(): void {
+  /** Sends LastChange for the variables that changed since the last one; resolves once the subscribers have it. */
+  refresh(): Promise<void> {
+    const delivered: (Promise<void> | void)[] = [];
     for (const service of ['AVTransport', 'RenderingControl'] as const) {
       const values: Record<string, string> = service === 'AVTransport' ? this.avtValues() : this.rcsValues();
       const sent = this.sent[service];
@@ -218,8 +225,15 @@ export class Renderer {
           sent.set(k, v);
         }
       }
-      if (Object.keys(changed).length) this.notify(service, lastChange(service, changed));
+      if (Object.keys(changed).length) {
+        const sent = Promise.resolve(this.notify(service, lastChange(service, changed)));
+        // Kept until delivered: a later refresh (Stop's) waits for what an earlier one sent too.
+        this.inflight.add(sent);
+        void sent.finally(() => this.inflight.delete(sent));
+      }
     }
+    for (const p of this.inflight) delivered.push(p);
+    return Promise.all(delivered).then(() => undefined);
   }
 
   /** A change of the hub's state (from its wire events). */
@@ -233,7 +247,19 @@ export class Renderer {
         this.announcementId = undefined;
       }
     }
-    if (c.kind !== 'time') this.refresh();
+    if (c.kind !== 'time') void this.refresh();
+    for (const w of this.changeWaiters.splice(0)) w();
+  }
+
+  /** Resolves at the hub's next change (or after ms). */
+  private nextChange(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.changeWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   private playbackChanged(p: PlaybackSnapshot): void {
@@ -269,7 +295,7 @@ export class Renderer {
     }
     if ('Channel' in spec.in && args.Channel !== 'Master') throw new UpnpError('InvalidArgs', 'only the Master channel exists');
     const out = await this.run(service, action, args);
-    this.refresh();
+    void this.refresh();
     return out;
   }
 
@@ -397,7 +423,7 @@ export class Renderer {
     const url = this.uri;
     this.pending = true;
     this.status = 'OK';
-    this.refresh();
+    void this.refresh();
     const started = (async () => {
       try {
         if (this.id.kind === 'all') await this.hub.playParty(url);
@@ -410,7 +436,7 @@ export class Renderer {
         throw toUpnpError(e);
       } finally {
         this.pending = false;
-        this.refresh();
+        void this.refresh();
       }
     })();
     let timer: NodeJS.Timeout | undefined;
@@ -432,9 +458,26 @@ export class Renderer {
     return {};
   }
 
+  /**
+   * Stop answers once the control points subscribed here have the STOPPED event: Home Assistant
+   * decides whether to send Play after its next SetAVTransportURI from the state it last got by
+   * event, so a Stop answered before its event loses that play (notes: home-assistant.md).
+   */
   private async stop(): Promise<Record<string, string>> {
     // An announcement cannot be cut short alone (stop_play would end the music too): it plays out.
-    if (this.id.kind !== 'announce' && this.mine()) await this.command(() => this.hub.stopPlay(this.zoneRef()));
+    if (this.id.kind === 'announce' || !this.mine()) return {};
+    await this.command(() => this.hub.stopPlay(this.zoneRef()));
+    const deadline = Date.now() + STOP_EVENT_WAIT_MS;
+    // The hub's stop reaches this renderer as an event (asynchronously): wait for it, bounded.
+    while (this.transportState() === 'PLAYING' || this.transportState() === 'PAUSED_PLAYBACK') {
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      await this.nextChange(left);
+    }
+    const left = Math.max(0, deadline - Date.now());
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.refresh(), new Promise<void>((r) => (timer = setTimeout(r, left)))]);
+    clearTimeout(timer);
     return {};
   }
 

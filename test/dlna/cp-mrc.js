@@ -6,6 +6,9 @@
  *   {"id":1,"cmd":"load","url":…,"options":{…}} | play | pause | stop | getVolume | setVolume(volume)
  *   | getTransportInfo | getPosition | getSupportedProtocols | callAction(service, action, params)
  *   | subscribe(service) — events then arrive as {"evt":"event","service":…,"e":{…}}
+ *   | haPlay(url, title) — Home Assistant's dlna_dmr play_media, replayed (after subscribe AVTransport):
+ *     Stop if the state it last got by event is PLAYING or PAUSED_PLAYBACK, SetAVTransportURI
+ *     with DIDL-Lite, then Play only if that evented state is not PLAYING; answers which it sent
  * and answers {"evt":"result","id":…,"ok":true,"value":…} or {"ok":false,"error":…,"code":…}.
  */
 const { createInterface } = require('node:readline');
@@ -13,6 +16,35 @@ const MediaRendererClient = require('upnp-mediarenderer-client');
 
 const emit = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
 const client = new MediaRendererClient(process.argv[2]);
+/** The AVTransport state as the events said it last (what HA acts on, never the answers). */
+let evented = 'NO_MEDIA_PRESENT';
+const call = (action, params) =>
+  new Promise((resolve, reject) => client.callAction('AVTransport', action, { InstanceID: 0, ...params }, (e, v) => (e ? reject(e) : resolve(v))));
+const didl = (url, title) =>
+  '<DIDL-Lite xmlns="urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:upnp="urn:schemas-upnp-org:metadata-1-0/upnp/">' +
+  `<item id="0" parentID="-1" restricted="1"><dc:title>${title}</dc:title><upnp:class>object.item.audioItem.musicTrack</upnp:class>` +
+  `<res protocolInfo="http-get:*:audio/wav:*">${url.replace(/&/g, '&amp;')}</res></item></DIDL-Lite>`;
+
+async function haPlay(url, title) {
+  const sent = [];
+  const t0 = Date.now();
+  const ms = {};
+  if (evented === 'PLAYING' || evented === 'PAUSED_PLAYBACK') {
+    await call('Stop', {});
+    sent.push('Stop');
+    ms.Stop = Date.now() - t0;
+  }
+  await call('SetAVTransportURI', { CurrentURI: url, CurrentURIMetaData: didl(url, title) });
+  sent.push('SetAVTransportURI');
+  ms.SetAVTransportURI = Date.now() - t0;
+  const seen = evented;
+  if (seen !== 'PLAYING') {
+    await call('Play', { Speed: 1 });
+    sent.push('Play');
+    ms.Play = Date.now() - t0;
+  }
+  return { sent, seen, ms };
+}
 client.on('error', (e) => emit({ evt: 'error', error: String(e && e.message) }));
 
 function run(c, done) {
@@ -34,8 +66,16 @@ function run(c, done) {
       return client.callAction(c.service, c.action, c.params || {}, (err, v) => done(err, v));
     case 'subscribe':
       // No completion callback: SUBSCRIBE failures arrive as 'error' events.
-      client.subscribe(c.service, (e) => emit({ evt: 'event', service: c.service, e }));
+      client.subscribe(c.service, (e) => {
+        if (c.service === 'AVTransport' && e && typeof e.TransportState === 'string') evented = e.TransportState;
+        emit({ evt: 'event', service: c.service, e });
+      });
       return done();
+    case 'haPlay':
+      return haPlay(c.url, c.title || 'Track').then(
+        (v) => done(null, v),
+        (e) => done(e),
+      );
     default:
       return done(new Error(`unknown command ${c.cmd}`));
   }

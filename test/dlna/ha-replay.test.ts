@@ -1,0 +1,106 @@
+import { DlnaLab, eventually, labUnavailableReason, MrcClient, type LabHub } from './lab';
+
+/**
+ * Home Assistant's dlna_dmr, replayed on two renderers at once (rooms): its play_media is Stop
+ * (when the state it last got by event is PLAYING), SetAVTransportURI, then Play only if that
+ * evented state is not PLAYING (../notes: home-assistant.md). A renderer that answers Stop
+ * before its STOPPED event arrives loses the play; each room is its own zone, so a play in one
+ * never stops the other. Run from a control point no one here wrote (upnp-mediarenderer-client)
+ * in the LAN's control-point namespace; hub A drives virtual speakers that really fetch.
+ */
+
+const reason = labUnavailableReason();
+const SKIP = !!reason && process.env.SPEAKERHUB_SKIP_LABS === '1';
+const d = SKIP ? describe.skip : describe;
+jest.setTimeout(180_000);
+
+const REPS = Number(process.env.HA_REPLAY_REPS || 20);
+
+d('DLNA renderers driven as Home Assistant drives them', () => {
+  let lab: DlnaLab;
+  let hub: LabHub;
+  const rooms = ['Kitchen', 'Living Room'];
+  const cps: MrcClient[] = [];
+
+  beforeAll(async () => {
+    if (reason) throw new Error(`the DLNA lab cannot run: ${reason} (SPEAKERHUB_SKIP_LABS=1 skips it)`);
+    lab = await DlnaLab.start();
+    hub = await lab.startHubA(rooms);
+    for (const room of rooms) {
+      const cp = new MrcClient(lab, hub.renderer(room).location);
+      cps.push(cp);
+      await cp.ready();
+      await cp.call('subscribe', { service: 'AVTransport' });
+      // Subscribed: the initial event (the whole state) has arrived.
+      await eventually(() => cp.events('AVTransport').length > 0, 10000, `${room}'s initial AVTransport event`);
+    }
+  });
+
+  afterAll(async () => {
+    for (const cp of cps) await cp.close().catch(() => undefined);
+    await lab?.stop();
+  });
+
+  /** Whether each room's zone plays the URL given for it (and no other zone plays). */
+  async function playing(want: Record<string, string>): Promise<boolean> {
+    const have = await zones();
+    return Object.keys(have).length === Object.keys(want).length && Object.entries(want).every(([k, v]) => have[k] === v);
+  }
+
+  /** The zones as the hub lists them: each room's speaker name → the URL its zone plays. */
+  async function zones(): Promise<Record<string, string | undefined>> {
+    const names = Object.fromEntries(
+      ((await hub.op('device_list')).DeviceList as { DeviceID: string; DeviceName: string }[]).map((x) => [x.DeviceID, x.DeviceName]),
+    );
+    const out: Record<string, string | undefined> = {};
+    for (const z of (await hub.op('playback_list')).PlaybackList as { DeviceIDList: string[]; MediaUrl?: string; PlaybackState: string }[]) {
+      if (z.PlaybackState !== 'PlayerStatePlaying') continue;
+      for (const id of z.DeviceIDList) out[names[id]] = z.MediaUrl;
+    }
+    return out;
+  }
+
+  test(`a play on a playing renderer starts the new media, ${REPS} times in a row, in two rooms at once that never stop each other`, async () => {
+    const url = (room: number, rep: number) => `${lab.webUrl}/${room === 0 ? 'long' : 'next'}.wav?rep=${rep}`;
+    // First plays: the renderers are stopped, so HA sends SetAVTransportURI and Play.
+    const first = await Promise.all(cps.map((cp, i) => cp.call('haPlay', { url: url(i, 0), title: `Room ${i} track 0` })));
+    expect(first.map((r: { sent: string[] }) => r.sent)).toEqual([
+      ['SetAVTransportURI', 'Play'],
+      ['SetAVTransportURI', 'Play'],
+    ]);
+    await eventually(() => playing({ Kitchen: url(0, 0), 'Living Room': url(1, 0) }), 10000, 'both rooms playing').catch(async (e) => {
+      throw new Error(`${(e as Error).message}: ${JSON.stringify(await zones())} ${JSON.stringify((await hub.op('playback_list')).PlaybackList)}`);
+    });
+    // Each renderer's subscriber hears PLAYING before the next play (HA then sends Stop first).
+    await eventually(() => cps.every((cp) => cp.events('AVTransport').some((e) => e.TransportState === 'PLAYING')), 10000, 'PLAYING events');
+
+    const sequences: string[][] = [];
+    for (let rep = 1; rep <= REPS; rep++) {
+      // Both rooms at once, as two HA automations would.
+      const answers = await Promise.all(cps.map((cp, i) => cp.call('haPlay', { url: url(i, rep), title: `Room ${i} track ${rep}` })));
+      sequences.push(...answers.map((a: { sent: string[] }) => a.sent));
+      if (process.env.HA_REPLAY_DEBUG) console.log(JSON.stringify(answers.map((a: { ms: unknown }) => a.ms)));
+      // Every play starts its new media, in its own room only.
+      await eventually(
+        () => playing({ Kitchen: url(0, rep), 'Living Room': url(1, rep) }),
+        10000,
+        `repetition ${rep}: each room playing its new track`,
+      ).catch(async (e) => {
+        throw new Error(
+          `${(e as Error).message}: ${JSON.stringify(await zones())}, sent ${JSON.stringify(answers)}, events ${JSON.stringify(cps.map((cp) => cp.events('AVTransport').slice(-4)))}`,
+        );
+      });
+      await eventually(() => cps.every((cp) => lastState(cp) === 'PLAYING'), 10000, `repetition ${rep}: PLAYING evented`);
+    }
+    // HA's whole sequence every time: Stop (it played), SetAVTransportURI, and Play (the STOPPED event came before Stop's answer).
+    expect(sequences).toEqual(Array.from({ length: REPS * 2 }, () => ['Stop', 'SetAVTransportURI', 'Play']));
+  });
+});
+
+/** The transport state the renderer's events said last. */
+function lastState(cp: MrcClient): string | undefined {
+  return cp
+    .events('AVTransport')
+    .filter((e) => typeof e.TransportState === 'string')
+    .at(-1)?.TransportState;
+}
