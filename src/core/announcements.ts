@@ -1,22 +1,36 @@
 import { randomBytes } from 'node:crypto';
 import { HubError } from './errors';
 import type { Clock } from './clock';
-import type { AnnouncementEvent, AnnouncementState, HubEventBus } from './events';
-import type { OverlayEndReason, PlaybackEngine, PlayableMedia } from './playback-engine';
+import type { HubEventBus } from './events';
+import type { OverlayEndReason, PlaybackEngine } from './playback-engine';
 import type { SpeakerRegistry } from './speaker-registry';
-import {
-  ANNOUNCEMENT_STATE_OF,
-  ANNOUNCEMENT_TRANSITIONS,
-  LANE_TRANSITIONS,
-  transition,
-  type AnnouncementPhase,
-  type AnnouncementTrigger,
-  type LanePhase,
-  type LaneTrigger,
-} from './announcement-states';
-import { endsDone, reasonText, type AnnouncementReason, type AnnouncementReasonCode } from './announcement-reasons';
-import type { Speaker, SpeakerPlayState, SpeakerSnapshot, StopReason } from '../drivers/driver';
+import type { AnnouncementReason } from './announcement-reasons';
+import type { Speaker, SpeakerPlayState, StopReason } from '../drivers/driver';
 import type { Logger } from '../logger';
+import { AnnouncementLanes } from './announcement-lanes';
+import {
+  DEFAULT_ANNOUNCEMENT_LIMITS,
+  DEFAULT_DUCK_LEVEL,
+  DEFAULT_FADE_MS,
+  modeFor,
+  order,
+  type AnnounceRequest,
+  type Announcement,
+  type AnnouncementLimits,
+  type AnnouncementStatus,
+  type Lane,
+} from './announcement-types';
+
+export {
+  DEFAULT_ANNOUNCEMENT_LIMITS,
+  DEFAULT_DUCK_LEVEL,
+  DEFAULT_FADE_MS,
+  modeFor,
+  type AnnounceRequest,
+  type AnnouncementLimits,
+  type AnnouncementMode,
+  type AnnouncementStatus,
+} from './announcement-types';
 
 /**
  * Announcements: overlays on top of the music playback. An announcement borrows its
@@ -37,136 +51,22 @@ import type { Logger } from '../logger';
  * request upwards, "end every overlay" at stop_play and shutdown, is a function this manager
  * hands it (engine.onEndOverlays).
  */
-
-export interface AnnounceRequest {
-  /** Loads the announcement's media items in order (chime, speech): synthesis happens here, before any speaker is touched. */
-  load: () => Promise<PlayableMedia[]>;
-  /** Targets; undefined = every available speaker. */
-  deviceIds?: string[];
-  /** The level on each target while it announces (0–50); undefined keeps each speaker's own. */
-  volume?: number;
-  priority: number;
-  /** interrupt (default): the music stops on the targets and comes back after; duck: it goes on, lowered, under the voice. */
-  mode?: AnnouncementMode;
-  /** duck: dB the music goes down (-40..0; default -15). */
-  duckLevel?: number;
-  /** duck: fade time in ms (default 500). */
-  fadeMs?: number;
-}
-
-export type AnnouncementMode = 'interrupt' | 'duck';
-export const DEFAULT_DUCK_LEVEL = -15;
-export const DEFAULT_FADE_MS = 500;
-
-export interface AnnouncementStatus {
-  id: string;
-  state: AnnouncementState;
-  deviceIds: string[];
-  priority: number;
-  volume?: number;
-  /** The mode it plays in: duck only if every target's driver can mix. */
-  mode: AnnouncementMode;
-  /** Why it plays in a mode other than the one asked for (duck asked, a target cannot mix). */
-  modeReason?: string;
-  /** Why it failed, or what interrupted it (wire text, made from reasonCode). */
-  reason?: string;
-  reasonCode?: AnnouncementReasonCode;
-  createdAt: number;
-  startedAt?: number;
-  endedAt?: number;
-  restoredAt?: number;
-}
-
-export interface AnnouncementLimits {
-  /** Announcements waiting on one speaker (beyond the one playing). */
-  maxQueuedPerSpeaker: number;
-  /** Announcements not yet finished, hub-wide. */
-  maxPending: number;
-  /** Finished announcements kept for announcement_status. */
-  maxHistory: number;
-}
-
-export const DEFAULT_ANNOUNCEMENT_LIMITS: AnnouncementLimits = { maxQueuedPerSpeaker: 16, maxPending: 256, maxHistory: 1000 };
-
-interface Announcement {
-  id: string;
-  phase: AnnouncementPhase;
-  seq: number;
-  deviceIds: string[];
-  priority: number;
-  volume?: number;
-  mode: AnnouncementMode;
-  modeReason?: string;
-  /** Set in mode duck. */
-  duck?: { levelDb: number; fadeMs: number };
-  reason?: AnnouncementReason;
-  createdAt: number;
-  startedAt?: number;
-  endedAt?: number;
-  restoredAt?: number;
-  media?: PlayableMedia[];
-  /** Speakers it still plays on. */
-  playing: Set<string>;
-  /** Speakers that have not yet been restored after it (or dropped from it). */
-  unrestored: Set<string>;
-  /** Listeners on the speakers it plays, by speaker. */
-  unwatch: Map<string, () => void>;
-  /** Index of the media item playing. */
-  step: number;
-  /** Speakers that finished the current step. */
-  stepDone: Set<string>;
-  /** Speakers a higher-Priority announcement cut in on. */
-  interrupted: string[];
-  /** At least one speaker started it. */
-  played: boolean;
-}
-
-interface Lane {
-  /** The speaker's id. */
-  id: string;
-  phase: LanePhase;
-  speaker: Speaker;
-  queue: Announcement[];
-  /** The announcement playing (or starting) here; set only in phase announcing. */
-  current?: Announcement;
-  /** Taken before the first announcement of a run; put back after the last. */
-  snapshot?: { volume: number; muted?: boolean; member: boolean; transport?: SpeakerSnapshot };
-  /** Announcements that played here and wait for this lane's restore. */
-  owed: Set<Announcement>;
-  /** Set in phase restoring. */
-  restoring?: Promise<void>;
-  /**
-   * The last announcement's taking of this speaker (snapshot, lend, volume). The next taking
-   * (a cut-in) and the restore wait for it, so that a stop_play or a cut-in during the start
-   * cannot have the announcement's volume land after the restore.
-   */
-  taking?: Promise<void>;
-  /** The volume the announcement set (restore only touches a volume the announcement changed). */
-  setVolume?: number;
-}
-
-export class AnnouncementManager {
-  private readonly lanes = new Map<string, Lane>();
-  private readonly pending = new Map<string, Announcement>();
-  private readonly history = new Map<string, AnnouncementStatus>();
-  private seq = 0;
+export class AnnouncementManager extends AnnouncementLanes {
   private pumping = false;
   private pumpAgain = false;
-  /** stop_play in progress: lanes get their volume back but not their transport. */
-  private stopping = false;
 
   constructor(
-    private readonly registry: SpeakerRegistry,
-    private readonly engine: PlaybackEngine,
-    private readonly clock: Clock,
-    private readonly events: HubEventBus,
-    private readonly logger: Logger,
-    private readonly limits: AnnouncementLimits = DEFAULT_ANNOUNCEMENT_LIMITS,
+    registry: SpeakerRegistry,
+    engine: PlaybackEngine,
+    clock: Clock,
+    events: HubEventBus,
+    logger: Logger,
+    limits: AnnouncementLimits = DEFAULT_ANNOUNCEMENT_LIMITS,
   ) {
+    super(registry, engine, clock, events, logger, limits);
     engine.onEndOverlays((why, ids) => this.stopAll(why, ids));
   }
 
-  /** Media URLs of the announcements not finished yet (queued or playing): the media host keeps them. */
   mediaInUse(): Set<string> {
     const urls = new Set<string>();
     for (const a of this.pending.values()) for (const m of a.media ?? []) urls.add(m.url);
@@ -321,7 +221,7 @@ export class AnnouncementManager {
   }
 
   /** Starts every announcement that is first in line on all its speakers (or may cut in). */
-  private pump(): void {
+  protected pump(): void {
     if (this.stopping) return;
     if (this.pumping) {
       this.pumpAgain = true;
@@ -514,7 +414,7 @@ export class AnnouncementManager {
   }
 
   /** A taken lane without an announcement playing: straight on to the next one, or its restore. */
-  private settleLane(lane: Lane): void {
+  protected settleLane(lane: Lane): void {
     if (lane.current || (lane.phase !== 'announcing' && lane.phase !== 'between')) return;
     if (lane.queue.length) {
       // Straight on to the next announcement, no restore in between.
@@ -544,232 +444,4 @@ export class AnnouncementManager {
     }
     this.maybeDone(a);
   }
-
-  // ---- snapshot and restore ----------------------------------------------------------------
-
-  private async takeSnapshot(lane: Lane): Promise<void> {
-    const s = lane.speaker;
-    const member = this.engine.isMember(s.id);
-    let transport: SpeakerSnapshot | undefined;
-    // Read from the speaker itself: what another app plays (the hub may not know), and the
-    // exact volume and mute in the protocol's own terms.
-    if (s.snapshot) {
-      try {
-        transport = await s.snapshot();
-      } catch (e) {
-        this.logger.warn({ deviceId: s.id, err: String(e) }, 'could not read what the speaker plays; it will not be restored');
-      }
-    }
-    lane.snapshot = { volume: transport?.volume ?? s.volume, muted: transport?.muted ?? s.isMuted?.(), member, transport };
-  }
-
-  /**
-   * Puts a lane's speaker back: volume and mute first (so the music does not come back at
-   * the announcement's level), then the music playback, or what another app played (not
-   * during stop_play: stop means silence).
-   */
-  private restoreLane(lane: Lane): Promise<void> {
-    if (lane.restoring) return lane.restoring;
-    this.moveLane(lane, 'release');
-    const transport = !this.stopping;
-    const run = (async () => {
-      // The announcement's own taking of the speaker first (a stop_play during its start).
-      await lane.taking;
-      const s = lane.speaker;
-      const snap = lane.snapshot;
-      if (snap) {
-        const t = snap.transport;
-        if (t && s.restore && s.available) {
-          if (lane.setVolume !== undefined || !!t.muted !== !!s.isMuted?.()) {
-            await s.restore(t, { volumeOnly: true }).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'volume not restored'));
-          }
-        } else {
-          if (lane.setVolume !== undefined && s.volume !== snap.volume) await this.putVolume(s, snap.volume);
-          if (snap.muted && s.setMute && !s.isMuted?.())
-            await s.setMute(true).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'mute not restored'));
-        }
-        // The music playback, if the speaker is (still, or now) one of its members.
-        const back = await this.engine.giveBack(s.id);
-        // What no hub playback holds: the driver puts back what it read (another app's media,
-        // a Snapcast client's group and stream); a snapshot of a stopped speaker stops it.
-        if (back === 'none' && transport && !snap.member && t && s.restore && s.available) {
-          await s.restore(t).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'what the speaker played could not be restored'));
-        } else if (back === 'none' && s.state !== 'stopped' && s.available) {
-          await s.stop().catch(() => undefined);
-        }
-      }
-    })();
-    lane.restoring = run.finally(() =>
-      this.guard('restored', () => {
-        this.engine.release(lane.id);
-        lane.restoring = undefined;
-        lane.taking = undefined;
-        lane.snapshot = undefined;
-        lane.setVolume = undefined;
-        this.moveLane(lane, 'restored');
-        const owed = [...lane.owed];
-        lane.owed.clear();
-        for (const a of owed) this.restored(a, lane.id);
-        if (lane.queue.length) this.pump();
-        else this.lanes.delete(lane.id);
-      }),
-    );
-    return lane.restoring;
-  }
-
-  /** Sets a volume back; on an unavailable speaker, as soon as it is back. */
-  private async putVolume(s: Speaker, volume: number): Promise<void> {
-    if (!s.available) {
-      const onBack = (available: boolean) => {
-        if (!available) return;
-        s.off('availability', onBack);
-        s.setVolume(volume).catch(() => undefined);
-      };
-      s.on('availability', onBack);
-      return;
-    }
-    await s.setVolume(volume).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'volume not restored'));
-  }
-
-  private restored(a: Announcement, id: string): void {
-    a.unrestored.delete(id);
-    this.maybeDone(a);
-  }
-
-  /** Over everywhere and every speaker restored: done, or failed when it played nowhere (with the reason). */
-  private maybeDone(a: Announcement): void {
-    if (a.phase !== 'waiting_restore' || a.unrestored.size) return;
-    const done = endsDone(a.played, a.reason);
-    if (!done) a.reason ??= { code: 'never_played' };
-    this.move(a, done ? 'restored' : 'unplayed');
-    a.restoredAt = this.clock.now();
-    this.retire(a);
-    this.emit(a, done ? 'restored' : 'failed');
-    this.logger.info({ announcement: a.id, state: a.phase }, 'announcement over; speakers restored');
-  }
-
-  /** Before it started (its media failed, or stop_play): failed; a lane that waited for it moves on. */
-  private cancel(a: Announcement, reason: AnnouncementReason): void {
-    this.move(a, 'cancel');
-    a.reason = reason;
-    a.endedAt = this.clock.now();
-    this.logger.warn(
-      { announcement: a.id, reason: reasonText(reason), code: reason.code === 'load_failed' ? reason.errorCode : undefined },
-      'announcement failed',
-    );
-    for (const id of a.deviceIds) {
-      const lane = this.lanes.get(id);
-      if (!lane) continue;
-      lane.queue = lane.queue.filter((x) => x !== a);
-      // A lane that waited for this one after an earlier announcement is restored at once.
-      if (lane.phase === 'between') this.settleLane(lane);
-      else if (lane.phase === 'free' && !lane.queue.length) this.lanes.delete(id);
-    }
-    this.retire(a);
-    this.emit(a, 'failed');
-    this.pump();
-  }
-
-  private retire(a: Announcement): void {
-    this.pending.delete(a.id);
-    this.history.set(a.id, this.statusOf(a));
-    if (this.history.size > this.limits.maxHistory) this.history.delete(this.history.keys().next().value!);
-  }
-
-  // ---- state, status and events ------------------------------------------------------------
-
-  private move(a: Announcement, trigger: AnnouncementTrigger): void {
-    const from = a.phase;
-    transition('announcement', ANNOUNCEMENT_TRANSITIONS, a, trigger);
-    this.logger.debug({ announcement: a.id, from, trigger, to: a.phase }, 'announcement state');
-  }
-
-  private moveLane(lane: Lane, trigger: LaneTrigger): void {
-    transition('lane', LANE_TRANSITIONS, lane, trigger);
-  }
-
-  private statusOf(a: Announcement): AnnouncementStatus {
-    return {
-      id: a.id,
-      state: ANNOUNCEMENT_STATE_OF[a.phase],
-      deviceIds: [...a.deviceIds],
-      priority: a.priority,
-      ...(a.volume !== undefined ? { volume: a.volume } : {}),
-      mode: a.mode,
-      ...(a.modeReason ? { modeReason: a.modeReason } : {}),
-      ...(a.reason ? { reason: reasonText(a.reason), reasonCode: a.reason.code } : {}),
-      createdAt: a.createdAt,
-      ...(a.startedAt !== undefined ? { startedAt: a.startedAt } : {}),
-      ...(a.endedAt !== undefined ? { endedAt: a.endedAt } : {}),
-      ...(a.restoredAt !== undefined ? { restoredAt: a.restoredAt } : {}),
-    };
-  }
-
-  private emit(a: Announcement, phase: AnnouncementEvent['phase']): void {
-    this.events.emit('announcement', {
-      announcementId: a.id,
-      phase,
-      state: ANNOUNCEMENT_STATE_OF[a.phase],
-      deviceIds: [...a.deviceIds],
-      priority: a.priority,
-      ...(a.reason ? { reason: reasonText(a.reason) } : {}),
-    });
-  }
-
-  /**
-   * Runs a reaction to something outside (a speaker's event, a load, a restore's end): a
-   * fault in it (an illegal transition is a bug) is logged, never thrown into a driver's
-   * event emitter or left as an unhandled rejection.
-   */
-  private guard(what: string, fn: () => void): void {
-    try {
-      fn();
-    } catch (e) {
-      this.fault(what, e);
-    }
-  }
-
-  private fault(what: string, e: unknown): void {
-    this.logger.error({ err: e instanceof Error ? { message: e.message, stack: e.stack } : String(e), what }, 'announcement scheduling fault');
-  }
-}
-
-/** Higher Priority first, then arrival. */
-function order(x: Announcement, y: Announcement): number {
-  return y.priority - x.priority || x.seq - y.seq;
-}
-
-/**
- * The mode an announcement plays in. Duck needs every target to mix (a driver that produces
- * the speaker's audio, capabilities.duck): the targets start together, so one that cannot
- * makes the whole announcement interrupt, and the reason names the speakers and their
- * drivers (never a silent fallback).
- */
-export function modeFor(asked: AnnouncementMode, speakers: Speaker[]): { mode: AnnouncementMode; reason?: string } {
-  if (asked !== 'duck') return { mode: asked };
-  const ids = speakers.map((s) => s.id);
-  // A speaker says why it cannot mix now (Speaker.duckUnavailable) — whether its driver never
-  // mixes for a reason worth telling (Squeezebox) or mixes but not in this case (Snapcast).
-  const explained: string[] = [];
-  const cannot: Speaker[] = [];
-  for (const s of speakers) {
-    const why = s.duckUnavailable?.(ids);
-    if (why) explained.push(`${s.info().name} (${s.driver}): ${why}`);
-    else if (!s.capabilities?.duck) cannot.push(s);
-  }
-  if (!cannot.length && !explained.length) return { mode: 'duck' };
-  if (!cannot.length) {
-    return {
-      mode: 'interrupt',
-      reason: `duck cannot mix the announcement into the music here: ${explained.join('; ')}; so the music stops and comes back after`,
-    };
-  }
-  const byDriver = new Map<string, string[]>();
-  for (const s of cannot) byDriver.set(s.driver, [...(byDriver.get(s.driver) ?? []), s.info().name]);
-  const list = [...byDriver].map(([driver, names]) => `${names.join(', ')} (${driver})`).join('; ');
-  const also = explained.length ? `; and ${explained.join('; ')}` : '';
-  return {
-    mode: 'interrupt',
-    reason: `duck needs every target to mix the announcement into its music; the driver of ${list} cannot (it plays the media itself, as a whole)${also}; so the music stops and comes back after`,
-  };
 }
