@@ -62,3 +62,33 @@ export function steppedTone(seconds: number, freqAt: (t: number) => number, rate
   }
   return s;
 }
+
+/**
+ * Watches a capture that is written only while a player plays (MPD's pipe output through
+ * ffmpeg -re, gmediarender's filesink): a pause or a restart writes no silence there, it stops
+ * the file growing. stop() gives the longest time (ms) the file did not grow: a paced writer
+ * grows it every write block (ffmpeg: ~0.2 s), a gap shows as a stall as long as the gap.
+ */
+export function watchGrowth(size: () => number, everyMs = 20): { stop(): { longestStallMs: number; samples: number } } {
+  let last = size();
+  let lastChange = performance.now();
+  let longest = 0;
+  let samples = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    const s = size();
+    samples++;
+    if (s !== last) {
+      longest = Math.max(longest, now - lastChange);
+      last = s;
+      lastChange = now;
+    }
+  }, everyMs);
+  timer.unref(); // a test that fails before stop() must not keep jest alive
+  return {
+    stop() {
+      clearInterval(timer);
+      return { longestStallMs: Math.max(longest, performance.now() - lastChange), samples };
+    },
+  };
+}
