@@ -67,17 +67,20 @@ export function steppedTone(seconds: number, freqAt: (t: number) => number, rate
  * Watches a capture that is written only while a player plays (MPD's pipe output through
  * ffmpeg -re, gmediarender's filesink): a pause or a restart writes no silence there, it stops
  * the file growing. stop() gives the longest time (ms) the file did not grow: a paced writer
- * grows it every write block (ffmpeg: ~0.2 s), a gap shows as a stall as long as the gap.
+ * grows it every write block (ffmpeg: ~0.1 s), a gap shows as a stall as long as the gap; and
+ * whether it ever shrank (a recorder that started its file again: the player restarted).
  */
-export function watchGrowth(size: () => number, everyMs = 20): { stop(): { longestStallMs: number; samples: number } } {
+export function watchGrowth(size: () => number, everyMs = 20): { stop(): { longestStallMs: number; samples: number; shrank: boolean } } {
   let last = size();
   let lastChange = performance.now();
   let longest = 0;
   let samples = 0;
+  let shrank = false;
   const timer = setInterval(() => {
     const now = performance.now();
     const s = size();
     samples++;
+    if (s < last) shrank = true;
     if (s !== last) {
       longest = Math.max(longest, now - lastChange);
       last = s;
@@ -88,7 +91,7 @@ export function watchGrowth(size: () => number, everyMs = 20): { stop(): { longe
   return {
     stop() {
       clearInterval(timer);
-      return { longestStallMs: Math.max(longest, performance.now() - lastChange), samples };
+      return { longestStallMs: Math.max(longest, performance.now() - lastChange), samples, shrank };
     },
   };
 }
