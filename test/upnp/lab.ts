@@ -96,7 +96,9 @@ export class Renderer {
     const sink = this.recording
       ? // Both branches synced to the clock: an unsynced filesink would run ahead and make the
         // renderer report positions ahead of what it plays (position = the furthest sink).
-        `audioconvert ! audio/x-raw,format=S16LE ! tee name=t ! queue ! audioresample ! fakesink sync=true t. ! queue ! wavenc ! filesink sync=true location=${this.recording}`
+        // Unbuffered: the file grows as it plays (not in 64 KiB steps, 1.5 s of 22 kHz mono),
+        // so a gap in what a renderer plays shows as a stall in its recording's growth.
+        `audioconvert ! audio/x-raw,format=S16LE ! tee name=t ! queue ! audioresample ! fakesink sync=true t. ! queue ! wavenc ! filesink sync=true buffer-mode=unbuffered location=${this.recording}`
       : SINK;
     const proc = this.lab.lan.spawn(this.spec.host, 'gmediarender', [
       '-f',

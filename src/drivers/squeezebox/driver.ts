@@ -246,8 +246,8 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
   /**
    * Starts `media` on the speakers together: each loads its stream with autostart off and
    * reports its buffer ready (STMl); then every player gets the same moment, syncLeadMs after
-   * the last one was ready, each on its own clock. A play that continues a running group (an
-   * announced speaker coming back, a player joining a party play) joins that group in sync.
+   * the last one was ready, each on its own clock. A play that continues a running group (a
+   * player joining its zone, an announced speaker given back to it) joins that group in sync.
    */
   async playOn(speakers: SqueezeboxSpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
     const running = this.runningGroup(media);
@@ -268,12 +268,26 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
     });
   }
 
-  /** The group a play with a start offset continues: same URL, playing, about at that position. */
+  /**
+   * The running group a play continues. A start for a zone (MediaRequest.zone) joins that
+   * zone's group and no other: two zones playing the same URL from the same position are two
+   * groups, so a stop or a new play in one never touches the other's players. The engine names
+   * a fresh zone for every play, so a zone's first start finds no group and makes its own.
+   * Without a zone (an overlay, or a driver user that names none) the group is recognised as
+   * before: same URL, playing, about at the start offset.
+   */
   private runningGroup(media: MediaRequest): SyncGroup | undefined {
+    if (media.zone !== undefined) {
+      for (const s of this.byMac.values()) {
+        const g = s.current?.group;
+        if (g && g.state === 'playing' && g.zone === media.zone) return g;
+      }
+      return undefined;
+    }
     if (media.startAt === undefined) return undefined;
     for (const s of this.byMac.values()) {
       const g = s.current?.group;
-      if (g && g.state === 'playing' && g.url === media.url && Math.abs(g.position() - media.startAt) < 5) return g;
+      if (g && g.state === 'playing' && g.zone === undefined && g.url === media.url && Math.abs(g.position() - media.startAt) < 5) return g;
     }
     return undefined;
   }

@@ -22,6 +22,11 @@ export class SyncGroup {
     readonly startAt: number,
   ) {}
 
+  /** The zone (PlaybackID) this group plays for; undefined for an overlay's group. */
+  get zone(): string | undefined {
+    return this.media.zone;
+  }
+
   get url(): string {
     return this.media.url;
   }

@@ -1,0 +1,105 @@
+/**
+ * Tone levels in captured audio, for the zone labs (Squeezebox, UPnP, MPD): each zone plays
+ * its own tone, so a narrow band filter (Goertzel) per short window tells which zone a player
+ * hears, and a window where its own tone is low is a gap. The same filter as the Snapcast duck
+ * and AirPlay suites, over plain mono samples so that every lab's capture format fits.
+ */
+
+/** Amplitude (in sample units, a full-scale sine of amplitude A gives about A) of `hz` in `s[from, from+n)`. */
+export function toneAmplitude(s: Int16Array, rate: number, hz: number, from = 0, n = s.length - from): number {
+  const c = 2 * Math.cos((2 * Math.PI * hz) / rate);
+  let s1 = 0;
+  let s2 = 0;
+  for (let i = from; i < from + n; i++) {
+    const s0 = s[i] + c * s1 - s2;
+    s2 = s1;
+    s1 = s0;
+  }
+  return (2 * Math.sqrt(Math.max(0, s1 * s1 + s2 * s2 - c * s1 * s2))) / (n || 1);
+}
+
+/** Per window of `windowMs`: the amplitude of each of `freqs` in it. */
+export function toneWindows(s: Int16Array, rate: number, freqs: number[], windowMs = 50): Record<number, number>[] {
+  const n = Math.round((rate * windowMs) / 1000);
+  const out: Record<number, number>[] = [];
+  for (let i = 0; i + n <= s.length; i += n) out.push(Object.fromEntries(freqs.map((f) => [f, toneAmplitude(s, rate, f, i, n)])));
+  return out;
+}
+
+/** The one of `freqs` strongest over the samples, with its amplitude. */
+export function strongest(s: Int16Array, rate: number, freqs: number[], from = 0, n = s.length - from): { hz: number; amplitude: number } {
+  let best = { hz: freqs[0], amplitude: -1 };
+  for (const hz of freqs) {
+    const amplitude = toneAmplitude(s, rate, hz, from, n);
+    if (amplitude > best.amplitude) best = { hz, amplitude };
+  }
+  return best;
+}
+
+/**
+ * The windows (index, ms from the start of `s`) where `hz` is below `min`: where a player that
+ * should go on playing its zone's tone had a gap. Empty when it played throughout.
+ */
+export function lowWindows(
+  s: Int16Array,
+  rate: number,
+  hz: number,
+  min: number,
+  windowMs = 50,
+): { index: number; atMs: number; amplitude: number }[] {
+  return toneWindows(s, rate, [hz], windowMs)
+    .map((w, index) => ({ index, atMs: index * windowMs, amplitude: w[hz] }))
+    .filter((w) => w.amplitude < min);
+}
+
+/** Mono 16-bit samples of `(t) => frequency at t`: a tone whose pitch says where in the media a player is. */
+export function steppedTone(seconds: number, freqAt: (t: number) => number, rate = 44100, amplitude = 12000): Int16Array {
+  const s = new Int16Array(Math.round(rate * seconds));
+  let phase = 0;
+  for (let i = 0; i < s.length; i++) {
+    phase += (2 * Math.PI * freqAt(i / rate)) / rate;
+    s[i] = Math.round(amplitude * Math.sin(phase));
+  }
+  return s;
+}
+
+/**
+ * Watches a capture that is written only while a player plays (MPD's pipe output through
+ * ffmpeg -re, gmediarender's filesink): a pause or a restart writes no silence there, it stops
+ * the file growing. stop() gives the longest time (ms) the file did not grow: a paced writer
+ * grows it every write block (ffmpeg: ~0.1 s), a gap shows as a stall as long as the gap; and
+ * whether it ever shrank (a recorder that started its file again: the player restarted).
+ * A stall is counted from this process's own polls, each at most 3 periods long: when its
+ * event loop is held up (a loaded machine, the hub in the same process) the file is not
+ * looked at, and that time is not taken for a stall of the player.
+ */
+export function watchGrowth(size: () => number, everyMs = 20): { stop(): { longestStallMs: number; samples: number; shrank: boolean } } {
+  let last = size();
+  let lastTick = performance.now();
+  let stalled = 0;
+  let longest = 0;
+  let samples = 0;
+  let shrank = false;
+  const tick = () => {
+    const now = performance.now();
+    stalled += Math.min(now - lastTick, 3 * everyMs);
+    lastTick = now;
+    longest = Math.max(longest, stalled);
+    const s = size();
+    samples++;
+    if (s < last) shrank = true;
+    if (s !== last) {
+      last = s;
+      stalled = 0;
+    }
+  };
+  const timer = setInterval(tick, everyMs);
+  timer.unref(); // a test that fails before stop() must not keep jest alive
+  return {
+    stop() {
+      clearInterval(timer);
+      tick();
+      return { longestStallMs: longest, samples, shrank };
+    },
+  };
+}
