@@ -16,4 +16,6 @@ export const LAB_NETWORKS = {
   squeezeboxDiscovery: { prefix: 'sb', subnet: '10.214' },
   /** test/party: the one gmediarender of the every-family party play (the other peers are on loopback). */
   party: { prefix: 'shparty', subnet: '10.231.21' },
+  /** test/upnp/zones.test.ts: two gmediarender renderers, one zone each. */
+  upnpZones: { prefix: 'shupz', subnet: '10.231.23' },
 } as const;

@@ -12,6 +12,7 @@ import { labSuite } from '../helpers/labs';
 import { lowWindows, strongest, watchGrowth } from '../squeezebox/tones';
 import { labUnavailableReason, MEDIA, UpnpLab, type Renderer } from './lab';
 import { eventually } from './processes';
+import { LAB_NETWORKS } from '../helpers/lab-networks';
 
 const suite = labSuite('the UPnP lab (gmediarender in network namespaces)', labUnavailableReason());
 
@@ -19,7 +20,7 @@ const suite = labSuite('the UPnP lab (gmediarender in network namespaces)', labU
  * A LAN of its own, apart from the other UPnP labs (test/helpers/lab-networks.ts lists theirs;
  * this one should be registered there too: that file is outside this change's scope).
  */
-const NETWORK = { prefix: 'shupz', subnet: '10.231.23' };
+const NETWORK = LAB_NETWORKS.upnpZones;
 /** MEDIA.long is a 440 Hz tone; zone B plays web WAVs of its own. */
 const A_HZ = 440;
 const B_HZ = 660;
