@@ -121,6 +121,37 @@ test('status names what plays in every zone (the title, the web URL, the spoken 
   expect(out).toMatch(/^Stopped\nSpeakers: /);
 });
 
+test('pause, resume, mute and unmute act per room: --speakers touches only those speakers\u2019 zones', async () => {
+  const media = await json('media');
+  const ids = Object.fromEntries((await json('speakers')).map((d: { DeviceName: string; DeviceID: string }) => [d.DeviceName, d.DeviceID]));
+  await cli('play', media[0].PersistentID, '--speakers', 'Kitchen');
+  await cli('play', media[1].PersistentID, '--speakers', 'Office');
+  const states = async () =>
+    Object.fromEntries(
+      (await h.op('playback_list')).PlaybackList.map((z: { DeviceIDList: string[]; PlaybackState: string }) => [
+        z.DeviceIDList.join(),
+        z.PlaybackState,
+      ]),
+    );
+  expect(await cli('pause', '--speakers', 'Kitchen')).toBe('Paused one zone\n');
+  expect(await states()).toEqual({ [ids.Kitchen]: 'PlayerStatePaused', [ids.Office]: 'PlayerStatePlaying' });
+  expect(await cli('resume', '--speakers', 'Kitchen')).toBe('Playing again one zone\n');
+  expect(await states()).toEqual({ [ids.Kitchen]: 'PlayerStatePlaying', [ids.Office]: 'PlayerStatePlaying' });
+  expect(await cli('pause')).toBe('Paused 2 zones\n');
+  expect(Object.values(await states())).toEqual(['PlayerStatePaused', 'PlayerStatePaused']);
+  // Nothing left to pause: one line, exit 1.
+  const again = await cliResult(['pause'], env);
+  expect(again.code).toBe(1);
+  expect(again.stderr).toMatch(/nothing is playing/);
+  expect(await cli('resume')).toBe('Playing again 2 zones\n');
+  expect(await cli('mute', '--speakers', 'Office')).toBe('Muted Office\n');
+  expect((await h.op('get_mute_device', { DeviceID: ids.Office })).Mute).toBe('true');
+  expect((await h.op('get_mute_device', { DeviceID: ids.Kitchen })).Mute).toBe('false');
+  expect(await cli('unmute')).toBe('Unmuted Kitchen, Office, Living Room\n');
+  expect((await h.op('get_mute_device', { DeviceID: ids.Office })).Mute).toBe('false');
+  await cli('stop');
+});
+
 test('volume: show, set all, set one by name', async () => {
   await cli('volume', '12');
   expect((await h.op('get_volume')).Volume).toBe('12');
