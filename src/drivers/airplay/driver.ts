@@ -151,6 +151,7 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
     // A speaker leaves whatever it played before; the others of that play go on.
     await Promise.all(speakers.map((s) => (s.stream && s.member ? s.stream.remove(s.member) : undefined)));
     const stream = new AirPlayStream(media.url, media.startAt ?? 0, media.duration, this.udp, this.opts.config.latencyMs, this.opts.logger);
+    stream.zone = media.zone;
     stream.onEnd = (reason, detail) => {
       for (const s of speakers) if (s.stream === stream) s.markStopped(reason, detail);
     };
@@ -162,12 +163,23 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
     return results;
   }
 
-  /** The stream a play with a start offset continues: same URL, playing, about at that position. */
+  /**
+   * The stream a play continues. A start for a zone (MediaRequest.zone: a speaker joining it,
+   * one given back after an announcement) joins that zone's stream and no other, so two zones
+   * on the same URL and position stay two streams; a zone's first start finds none. Without a
+   * zone (an overlay) a stream without one is recognised by URL and position.
+   */
   private runningStream(media: MediaRequest): AirPlayStream | undefined {
-    if (!media.startAt) return undefined;
+    if (media.zone === undefined && !media.startAt) return undefined;
     for (const sp of this.byKey.values()) {
       const st = sp.stream;
-      if (st && st.state === 'playing' && st.url === media.url && Math.abs(st.position() - media.startAt) < 5) return st;
+      if (!st || st.state !== 'playing') continue;
+      if (
+        media.zone !== undefined
+          ? st.zone === media.zone
+          : st.zone === undefined && st.url === media.url && Math.abs(st.position() - (media.startAt ?? 0)) < 5
+      )
+        return st;
     }
     return undefined;
   }

@@ -42,6 +42,8 @@ export type StreamState = 'starting' | 'playing' | 'paused' | 'ended' | 'stopped
  * pipe's back pressure holds ffmpeg), and the ring keeps at most RING packets.
  */
 export class AirPlayStream {
+  /** The playback (zone) this stream carries (MediaRequest.zone), if the play named one. */
+  zone?: string;
   readonly cipher = new PayloadCipher();
   readonly members = new Set<StreamMember>();
   state: StreamState = 'starting';
