@@ -1,10 +1,12 @@
 import type { PlaybackSnapshot } from '../core/events';
 import type { Logger } from '../logger';
 import { formatTime, parseTime, readDidl, writeDidl } from './didl';
-import { HubCommandError, type AnnounceMode, type HubChange, type HubPort, type ZoneRef } from './hub-port';
+import { type AnnounceMode, type HubChange, type HubPort, type ZoneRef } from './hub-port';
 import { findAction, type ServiceName, type TransportState } from './scpd';
 import { UpnpError } from './soap';
-import { escapeXml } from './xml';
+import { AVT_EVENTED, checkUrl, lastChange, SINK_PROTOCOLS, toHubVolume, toUpnpError, toUpnpVolume } from './renderer-values';
+
+export { AVT_EVENTED, lastChange, SINK_PROTOCOLS, toHubVolume, toUpnpError, toUpnpVolume } from './renderer-values';
 
 /**
  * One published MediaRenderer and its state machine. Three kinds share it:
@@ -12,10 +14,10 @@ import { escapeXml } from './xml';
  * - 'all': "All speakers", party-mode plays;
  * - 'announce': "<name> (announcements)", every play an `announce` with restore.
  *
- * The hub has one music playback at a time (hub-wide, as the specification has it): a
- * speaker's renderer is PLAYING while that playback includes the speaker, whoever started it
- * (REST, MQTT, another renderer), and STOPPED otherwise. Its own URI, metadata and next URI
- * are kept here; what the hub plays is read from the hub's events.
+ * Each renderer is a room: a speaker's renderer is PLAYING while the speaker's zone (the
+ * playback it is in) plays, whoever started it (REST, MQTT, another renderer), and STOPPED
+ * otherwise; "All speakers" shows the zone that holds every speaker. Its own URI, metadata and
+ * next URI are kept here; what the hub plays is read from the hub's events.
  */
 
 export type RendererKind = 'speaker' | 'all' | 'announce';
@@ -24,47 +26,6 @@ export type RendererKind = 'speaker' | 'all' | 'announce';
 const PLAY_ANSWER_MS = 8000;
 /** The longest a Stop waits for its STOPPED event to reach the subscribed control points before it answers. */
 const STOP_EVENT_WAIT_MS = 2000;
-
-/** The audio types the hub's speakers take (GetProtocolInfo): the hub transcodes for those that need it. */
-export const SINK_PROTOCOLS = [
-  'audio/mpeg',
-  'audio/mp4',
-  'audio/aac',
-  'audio/x-aac',
-  'audio/flac',
-  'audio/x-flac',
-  'audio/wav',
-  'audio/x-wav',
-  'audio/L16;rate=44100;channels=2',
-  'audio/ogg',
-  'audio/x-ms-wma',
-  'audio/aiff',
-  'audio/x-aiff',
-  'audio/mpegurl',
-  'audio/x-mpegurl',
-]
-  .map((mime) => `http-get:*:${mime}:*`)
-  .join(',');
-
-/** Evented AVTransport variables, in LastChange order. */
-export const AVT_EVENTED = [
-  'TransportState',
-  'TransportStatus',
-  'PlaybackStorageMedium',
-  'CurrentPlayMode',
-  'TransportPlaySpeed',
-  'NumberOfTracks',
-  'CurrentTrack',
-  'CurrentTrackDuration',
-  'CurrentMediaDuration',
-  'CurrentTrackURI',
-  'CurrentTrackMetaData',
-  'AVTransportURI',
-  'AVTransportURIMetaData',
-  'NextAVTransportURI',
-  'NextAVTransportURIMetaData',
-  'CurrentTransportActions',
-] as const;
 
 export interface RendererIdentity {
   kind: RendererKind;
@@ -524,52 +485,4 @@ export class Renderer {
       throw toUpnpError(e);
     }
   }
-}
-
-/** UPnP's 0–100 onto the hub's 0–50, and back (round trips stay put). */
-export function toHubVolume(v: number): number {
-  return Math.max(0, Math.min(50, Math.round(v / 2)));
-}
-export function toUpnpVolume(v: number): number {
-  return Math.max(0, Math.min(100, v * 2));
-}
-
-function checkUrl(url: string): void {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new UpnpError('ResourceNotFound', 'not a URL');
-  }
-  if (!['http:', 'https:', 'rtsp:', 'mms:'].includes(u.protocol)) throw new UpnpError('IllegalMimeType', `cannot play ${u.protocol} URLs`);
-}
-
-/** A refused hub operation as the UPnP error a control point understands. */
-export function toUpnpError(e: unknown): UpnpError {
-  if (e instanceof UpnpError) return e;
-  if (e instanceof HubCommandError) {
-    switch (e.code) {
-      case 'MediaNotFound':
-      case 'MediaUrlRefused':
-      case 'PlaybackFailed':
-        return new UpnpError('ResourceNotFound', e.message);
-      case 'UnsupportedScheme':
-        return new UpnpError('IllegalMimeType', e.message);
-      case 'InvalidParameter':
-        return new UpnpError('ArgumentValueInvalid', e.message);
-      default:
-        return new UpnpError('ActionFailed', e.message);
-    }
-  }
-  return new UpnpError('ActionFailed', (e as Error)?.message ?? 'failed');
-}
-
-const LAST_CHANGE_NS = { AVTransport: 'urn:schemas-upnp-org:metadata-1-0/AVT/', RenderingControl: 'urn:schemas-upnp-org:metadata-1-0/RCS/' };
-
-/** A LastChange document (its own XML, escaped once more when it goes into the property set). */
-export function lastChange(service: 'AVTransport' | 'RenderingControl', values: Record<string, string>): string {
-  const vars = Object.entries(values)
-    .map(([k, v]) => (service === 'RenderingControl' ? `<${k} channel="Master" val="${escapeXml(v)}"/>` : `<${k} val="${escapeXml(v)}"/>`))
-    .join('');
-  return `<Event xmlns="${LAST_CHANGE_NS[service]}"><InstanceID val="0">${vars}</InstanceID></Event>`;
 }

@@ -1,0 +1,94 @@
+import { HubCommandError } from './hub-port';
+import { UpnpError } from './soap';
+import { escapeXml } from './xml';
+
+/** What a published renderer says of itself and maps: its protocols, evented variables, volume scale, errors and LastChange. */
+
+/** The audio types the hub's speakers take (GetProtocolInfo): the hub transcodes for those that need it. */
+export const SINK_PROTOCOLS = [
+  'audio/mpeg',
+  'audio/mp4',
+  'audio/aac',
+  'audio/x-aac',
+  'audio/flac',
+  'audio/x-flac',
+  'audio/wav',
+  'audio/x-wav',
+  'audio/L16;rate=44100;channels=2',
+  'audio/ogg',
+  'audio/x-ms-wma',
+  'audio/aiff',
+  'audio/x-aiff',
+  'audio/mpegurl',
+  'audio/x-mpegurl',
+]
+  .map((mime) => `http-get:*:${mime}:*`)
+  .join(',');
+
+/** Evented AVTransport variables, in LastChange order. */
+export const AVT_EVENTED = [
+  'TransportState',
+  'TransportStatus',
+  'PlaybackStorageMedium',
+  'CurrentPlayMode',
+  'TransportPlaySpeed',
+  'NumberOfTracks',
+  'CurrentTrack',
+  'CurrentTrackDuration',
+  'CurrentMediaDuration',
+  'CurrentTrackURI',
+  'CurrentTrackMetaData',
+  'AVTransportURI',
+  'AVTransportURIMetaData',
+  'NextAVTransportURI',
+  'NextAVTransportURIMetaData',
+  'CurrentTransportActions',
+] as const;
+
+/** UPnP's 0–100 onto the hub's 0–50, and back (round trips stay put). */
+export function toHubVolume(v: number): number {
+  return Math.max(0, Math.min(50, Math.round(v / 2)));
+}
+export function toUpnpVolume(v: number): number {
+  return Math.max(0, Math.min(100, v * 2));
+}
+
+export function checkUrl(url: string): void {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new UpnpError('ResourceNotFound', 'not a URL');
+  }
+  if (!['http:', 'https:', 'rtsp:', 'mms:'].includes(u.protocol)) throw new UpnpError('IllegalMimeType', `cannot play ${u.protocol} URLs`);
+}
+
+/** A refused hub operation as the UPnP error a control point understands. */
+export function toUpnpError(e: unknown): UpnpError {
+  if (e instanceof UpnpError) return e;
+  if (e instanceof HubCommandError) {
+    switch (e.code) {
+      case 'MediaNotFound':
+      case 'MediaUrlRefused':
+      case 'PlaybackFailed':
+        return new UpnpError('ResourceNotFound', e.message);
+      case 'UnsupportedScheme':
+        return new UpnpError('IllegalMimeType', e.message);
+      case 'InvalidParameter':
+        return new UpnpError('ArgumentValueInvalid', e.message);
+      default:
+        return new UpnpError('ActionFailed', e.message);
+    }
+  }
+  return new UpnpError('ActionFailed', (e as Error)?.message ?? 'failed');
+}
+
+const LAST_CHANGE_NS = { AVTransport: 'urn:schemas-upnp-org:metadata-1-0/AVT/', RenderingControl: 'urn:schemas-upnp-org:metadata-1-0/RCS/' };
+
+/** A LastChange document (its own XML, escaped once more when it goes into the property set). */
+export function lastChange(service: 'AVTransport' | 'RenderingControl', values: Record<string, string>): string {
+  const vars = Object.entries(values)
+    .map(([k, v]) => (service === 'RenderingControl' ? `<${k} channel="Master" val="${escapeXml(v)}"/>` : `<${k} val="${escapeXml(v)}"/>`))
+    .join('');
+  return `<Event xmlns="${LAST_CHANGE_NS[service]}"><InstanceID val="0">${vars}</InstanceID></Event>`;
+}
