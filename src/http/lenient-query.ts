@@ -10,6 +10,13 @@ const UNENCODED_URL = /^"?[A-Za-z][A-Za-z0-9+.-]*:\/\//;
 /** Parameters whose values may legitimately contain unencoded `&` and `=`. */
 const FREE_TEXT = new Set(['MediaUrl', 'Text']);
 
+/**
+ * A name shaped like the API's parameters (DeviceName, Speaker): after Text it starts a
+ * parameter of its own, so that a guessed one is refused as unknown instead of being spoken (a
+ * MediaUrl keeps such pieces: a web URL's own query may use names like that).
+ */
+const PARAMETER_LIKE = /^[A-Z][A-Za-z]{1,39}$/;
+
 export function parseLenientQuery(rawUrl: string, known: ReadonlySet<string>): Record<string, string> {
   const q = rawUrl.indexOf('?');
   const out: Record<string, string> = {};
@@ -33,7 +40,7 @@ export function parseLenientQuery(rawUrl: string, known: ReadonlySet<string>): R
     }
     const eq = nextEq >= 0 && nextEq < end ? nextEq : -1;
     const name = eq < 0 ? undefined : plain ? rawUrl.slice(start, eq) : decode(rawUrl.slice(start, eq), true);
-    if (name !== undefined && (known.has(name) || !(current && FREE_TEXT.has(current)))) {
+    if (name !== undefined && (known.has(name) || !(current && FREE_TEXT.has(current)) || (current === 'Text' && PARAMETER_LIKE.test(name)))) {
       current = name;
       if (!(name in out)) out[name] = rawUrl.slice(eq + 1, end);
       else current = undefined; // a repeated parameter: the first one counts

@@ -20,7 +20,8 @@ function wireValue(v: unknown): unknown {
 /**
  * The node's settings, overridden by msg.payload: an object of parameters by API name (so an
  * http-in GET's query works as is), or a string for Text/MediaUrl. Keys the operation does not
- * take are ignored, as REST ignores extra query parameters. Empty settings count as unset.
+ * take are left out (a message often carries other data; REST refuses them, see dispatch.ts).
+ * Empty settings count as unset.
  */
 export function mergeParams(op: Operation, settings: Record<string, unknown>, payload: unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};

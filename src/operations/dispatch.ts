@@ -64,6 +64,9 @@ export function runOperation(
       sessionToken = unquote(String(given));
       sessionKey = hub.sessions.touch(sessionToken, memo);
     }
+    // A parameter the hub does not know never widens what a command does (a guessed
+    // DeviceName would otherwise leave an announcement's target at "every speaker").
+    for (const k in raw) if (!ACCEPTED.get(op)!.has(k)) throw unknownParameter(op, k);
     let params: unknown = NO_PARAMS;
     if (!WITHOUT_PARAMS.has(op)) {
       const parsed = op.params.safeParse(raw);
@@ -87,6 +90,52 @@ function failure(hub: HubCore, op: Operation, e: unknown): DispatchResult {
   if (isHubError(e)) return { ok: false, op, error: e };
   hub.logger.error({ op: op.name, err: e instanceof Error ? { message: e.message, stack: e.stack } : String(e) }, 'operation failed unexpectedly');
   return { ok: false, op, error: new HubError('InternalError', 'The hub hit an unexpected fault; it has been logged.') };
+}
+
+/**
+ * Names a request may carry beside an operation's own parameters: the session token under
+ * its three names, a browser's cache-busting `_`, the event stream's `access_token`, and
+ * `Priority`, which old clients send on every command (ignored where the operation has none).
+ */
+const ALWAYS_ACCEPTED = [...SESSION_PARAM_ALIASES, '_', 'access_token', 'Priority'];
+
+/** Every name each operation accepts (built once). */
+const ACCEPTED = new Map<Operation, ReadonlySet<string>>(OPERATIONS.map((o) => [o, new Set([...Object.keys(o.params.shape), ...ALWAYS_ACCEPTED])]));
+
+/** InvalidParameter for a name the operation does not take, with the nearest one it does ("did you mean"). */
+function unknownParameter(op: Operation, name: string): HubError {
+  const own = Object.keys(op.params.shape);
+  const shown = name.length > 40 ? `${name.slice(0, 40)}…` : name;
+  const near = nearest(name, own);
+  const hint = near ? ` Did you mean ${near}?` : own.length ? ` It takes ${own.join(', ')}.` : ' It takes no parameter but SessionToken.';
+  return new HubError('InvalidParameter', `${op.name} has no parameter ${JSON.stringify(shown)}.${hint}`, { parameter: shown });
+}
+
+/** The candidate closest to name (case-insensitive edit distance, or one contains the other), if close enough. */
+function nearest(name: string, candidates: string[]): string | undefined {
+  const n = name.toLowerCase().slice(0, 64);
+  let best: string | undefined;
+  let bestScore = Infinity;
+  for (const c of candidates) {
+    const l = c.toLowerCase();
+    const score = l.includes(n) || n.includes(l) ? 1 : distance(n, l);
+    if (score < bestScore) {
+      best = c;
+      bestScore = score;
+    }
+  }
+  return best !== undefined && bestScore <= Math.max(2, Math.floor(name.length / 3)) ? best : undefined;
+}
+
+/** Levenshtein distance (both strings are short: names capped at 64 characters). */
+function distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length];
 }
 
 /** Operations that take nothing but the session: validating an empty object is wasted work on the hottest paths. */

@@ -155,7 +155,7 @@ describe('the same requests as the local server', () => {
   });
 
   notThroughBalancer('a raw request line with spaces is repaired as on the local server', async () => {
-    const r = await rawRequest(t.base, 'GET /api/v1/init_session?x="a b" HTTP/1.1', { Authorization: `Bearer ${aliceToken}` });
+    const r = await rawRequest(t.base, 'GET /api/v1/init_session?_="a b" HTTP/1.1', { Authorization: `Bearer ${aliceToken}` });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ ResponseOf: 'init_session', HKWHubUUID: alice.hub.core.uuid });
   });
