@@ -26,6 +26,8 @@ export type RendererKind = 'speaker' | 'all' | 'announce';
 const PLAY_ANSWER_MS = 8000;
 /** The longest a Stop waits for its STOPPED event to reach the subscribed control points before it answers. */
 const STOP_EVENT_WAIT_MS = 2000;
+/** The longest a started play stays TRANSITIONING while its zone's event is on its way. */
+const PLAY_EVENT_WAIT_MS = 2000;
 
 export interface RendererIdentity {
   kind: RendererKind;
@@ -212,6 +214,16 @@ export class Renderer {
     for (const w of this.changeWaiters.splice(0)) w();
   }
 
+  /** Waits (bounded) until cond holds, re-checking at each of the hub's changes. */
+  private async until(cond: () => boolean, ms: number): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!cond()) {
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      await this.nextChange(left);
+    }
+  }
+
   /** Resolves at the hub's next change (or after ms). */
   private nextChange(ms: number): Promise<void> {
     return new Promise((resolve) => {
@@ -392,6 +404,9 @@ export class Renderer {
         else {
           this.announcementId = await this.hub.announce(this.id.deviceId!, url, this.announceVolume, this.announceMode);
         }
+        // The hub's answer comes before its event: TRANSITIONING holds until the zone shows up
+        // here, so subscribers never see a stray STOPPED between the two (HA's entities flickered).
+        if (this.id.kind !== 'announce') await this.until(() => this.mine(), PLAY_EVENT_WAIT_MS);
       } catch (e) {
         this.status = 'ERROR_OCCURRED';
         throw toUpnpError(e);
@@ -430,11 +445,7 @@ export class Renderer {
     await this.command(() => this.hub.stopPlay(this.zoneRef()));
     const deadline = Date.now() + STOP_EVENT_WAIT_MS;
     // The hub's stop reaches this renderer as an event (asynchronously): wait for it, bounded.
-    while (this.transportState() === 'PLAYING' || this.transportState() === 'PAUSED_PLAYBACK') {
-      const left = deadline - Date.now();
-      if (left <= 0) break;
-      await this.nextChange(left);
-    }
+    await this.until(() => this.transportState() !== 'PLAYING' && this.transportState() !== 'PAUSED_PLAYBACK', STOP_EVENT_WAIT_MS);
     const left = Math.max(0, deadline - Date.now());
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.refresh(), new Promise<void>((r) => (timer = setTimeout(r, left)))]);

@@ -75,7 +75,10 @@ d('DLNA renderers driven as Home Assistant drives them', () => {
     await eventually(() => cps.every((cp) => cp.events('AVTransport').some((e) => e.TransportState === 'PLAYING')), 10000, 'PLAYING events');
 
     const sequences: string[][] = [];
+    /** Each renderer's evented transport states over each repetition. */
+    const seen: string[] = [];
     for (let rep = 1; rep <= REPS; rep++) {
+      const marks = cps.map((cp) => cp.lines.events.length);
       // Both rooms at once, as two HA automations would.
       const answers = await Promise.all(cps.map((cp, i) => cp.call('haPlay', { url: url(i, rep), title: `Room ${i} track ${rep}` })));
       sequences.push(...answers.map((a: { sent: string[] }) => a.sent));
@@ -91,9 +94,20 @@ d('DLNA renderers driven as Home Assistant drives them', () => {
         );
       });
       await eventually(() => cps.every((cp) => lastState(cp) === 'PLAYING'), 10000, `repetition ${rep}: PLAYING evented`);
+      cps.forEach((cp, i) =>
+        seen.push(
+          cp
+            .events('AVTransport', marks[i])
+            .map((e) => e.TransportState)
+            .filter((x) => typeof x === 'string')
+            .join(' '),
+        ),
+      );
     }
     // HA's whole sequence every time: Stop (it played), SetAVTransportURI, and Play (the STOPPED event came before Stop's answer).
     expect(sequences).toEqual(Array.from({ length: REPS * 2 }, () => ['Stop', 'SetAVTransportURI', 'Play']));
+    // What the entities show: STOPPED (the Stop), maybe TRANSITIONING, then PLAYING; never a stray STOPPED after the Play.
+    for (const states of seen) expect(states).toMatch(/^STOPPED (TRANSITIONING )?PLAYING$/);
   });
 });
 
