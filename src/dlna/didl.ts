@@ -32,7 +32,9 @@ export function writeDidl(url: string, title: string | undefined, mime = '*'): s
     '<DIDL-Lite xmlns="urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:upnp="urn:schemas-upnp-org:metadata-1-0/upnp/">' +
     '<item id="0" parentID="-1" restricted="1">' +
     `<dc:title>${escapeXml(title ?? url)}</dc:title><upnp:class>object.item.audioItem.musicTrack</upnp:class>` +
-    `<res protocolInfo="http-get:*:${escapeXml(mime)}:*">${escapeXml(url)}</res></item></DIDL-Lite>`
+    // No URL (hub media, whose URL is a secret): a title without a resource.
+    (url ? `<res protocolInfo="http-get:*:${escapeXml(mime)}:*">${escapeXml(url)}</res>` : '') +
+    '</item></DIDL-Lite>'
   );
 }
 

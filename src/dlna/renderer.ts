@@ -108,14 +108,21 @@ export class Renderer {
   /** The URI and metadata of what plays: ours, or what another front end started on the speaker. */
   private track(): { uri: string; meta: string } {
     const p = this.zone();
-    if (this.id.kind !== 'announce' && this.mine(p) && p.url && p.url !== this.uri) return { uri: p.url, meta: writeDidl(p.url, p.title) };
+    if (this.id.kind !== 'announce' && this.mine(p)) {
+      if (p.url && p.url !== this.uri) return { uri: p.url, meta: writeDidl(p.url, p.title) };
+      // Hub media and speech: their URL is the media server's secret, so the title alone (a
+      // control point shows it; before, it showed this renderer's last URI, or nothing).
+      if (!p.url && p.title !== undefined) return { uri: '', meta: writeDidl('', p.title) };
+    }
     return { uri: this.uri, meta: this.meta };
   }
 
   private actions(state: TransportState): string {
     switch (state) {
       case 'PLAYING':
-        return this.id.kind === 'announce' ? 'Stop' : 'Pause,Stop,Seek' + (this.nextUri ? ',Next' : '');
+        // No Seek: the hub plays tracks from the start only (Seek answers the trivial cases), and
+        // a control point shows a seek bar for it that can only fail (Home Assistant does).
+        return this.id.kind === 'announce' ? 'Stop' : 'Pause,Stop' + (this.nextUri ? ',Next' : '');
       case 'PAUSED_PLAYBACK':
         return 'Play,Stop';
       case 'STOPPED':

@@ -1,4 +1,4 @@
-import { DlnaLab, eventually, labUnavailableReason, MrcClient, type LabHub } from './lab';
+import { DlnaLab, eventually, field, labUnavailableReason, MrcClient, soap, type LabHub } from './lab';
 
 /**
  * Home Assistant's dlna_dmr, replayed on two renderers at once (rooms): its play_media is Stop
@@ -108,6 +108,25 @@ d('DLNA renderers driven as Home Assistant drives them', () => {
     expect(sequences).toEqual(Array.from({ length: REPS * 2 }, () => ['Stop', 'SetAVTransportURI', 'Play']));
     // What the entities show: STOPPED (the Stop), maybe TRANSITIONING, then PLAYING; never a stray STOPPED after the Play.
     for (const states of seen) expect(states).toMatch(/^STOPPED (TRANSITIONING )?PLAYING$/);
+  });
+
+  test('hub media another client started shows its title (not the URL, a secret) and no seek bar (no Seek action)', async () => {
+    const { Kitchen } = Object.fromEntries(
+      ((await hub.op('device_list')).DeviceList as { DeviceID: string; DeviceName: string }[]).map((x) => [x.DeviceName, x.DeviceID]),
+    );
+    const long = ((await hub.op('media_list')).MediaList as { PersistentID: string; Title: string }[]).find((m) => m.Title === 'Long Tone')!;
+    expect((await hub.op('play_hub_media_selected_speakers', { PersistentID: long.PersistentID, DeviceIDList: Kitchen })).Result).toBe('true');
+    const loc = hub.renderer('Kitchen').location;
+    await eventually(
+      async () => field((await soap(loc, 'AVTransport', 'GetTransportInfo', { InstanceID: 0 })).body, 'CurrentTransportState') === 'PLAYING',
+      10000,
+      'PLAYING',
+    );
+    const position = (await soap(loc, 'AVTransport', 'GetPositionInfo', { InstanceID: 0 })).body;
+    expect(field(position, 'TrackMetaData')).toContain('Long Tone');
+    expect(field(position, 'TrackURI')).toBe('');
+    expect(field((await soap(loc, 'AVTransport', 'GetCurrentTransportActions', { InstanceID: 0 })).body, 'Actions')).toBe('Pause,Stop');
+    await hub.op('stop_play');
   });
 });
 
