@@ -123,6 +123,7 @@ describeIf('AirPlay zones: one RAOP stream per zone, on real shairport-sync rece
   test('two sessions play two zones: A on two receivers on one stream, B on the third; each receiver hears its own zone', async () => {
     [sessionA, sessionB] = [await newSession(), await newSession()];
     const from = rx.map((r) => lab.capturedBytes(r));
+    const arrivals = [0, 1].map((i) => watchArrivals(() => lab.capturedBytes(rx[i])));
     expect(
       (await op(sessionA, 'play_hub_media_selected_speakers', { PersistentID: pids['Zone A'], DeviceIDList: `${ids[0]},${ids[1]}` })).Result,
     ).toBe('true');
@@ -130,6 +131,12 @@ describeIf('AirPlay zones: one RAOP stream per zone, on real shairport-sync rece
     await expectHears(0, A_HZ, from[0]);
     await expectHears(1, A_HZ, from[1]);
     await expectHears(2, B_HZ, from[2]);
+    // Zone A in sync: the tone's onset reached both captures at about the same time (the stdout
+    // back end has no clock: a receiver writes a frame when it plays it, see skew.ts).
+    const onsets = [0, 1].map((i) => arrivals[i].stop().timeOf(firstLoud(lab.captured(rx[i]), from[i])));
+    const skew = Math.abs(onsets[0] - onsets[1]);
+    console.log(`airplay zones: zone A start skew ${skew.toFixed(1)} ms`);
+    expect(skew).toBeLessThan(100);
     console.log(`airplay zones: levels ${rx.map((_, i) => Math.round(hearing(i, from[i]).amplitude)).join(', ')}`);
     // Zone A in sync: both receivers are members of one RAOP stream (one RTP timeline), B of another.
     const [a1, a2, b] = streamsOf(0, 1, 2);
@@ -230,4 +237,28 @@ function lowRms(s: Int16Array, min: number): number[] {
     if (Math.sqrt(sum / n) < min) out.push(w);
   }
   return out;
+}
+
+/**
+ * When the bytes of a capture arrived (polled every ms, as skew.ts does): timeOf(offset) is the
+ * time the frame at byte `offset` was written, one frame every 1/44100 s within a chunk.
+ */
+function watchArrivals(size: () => number): { stop(): { timeOf(offset: number): number } } {
+  const log = [{ t: performance.now(), size: size() }];
+  const timer = setInterval(() => {
+    const now = size();
+    if (now !== log[log.length - 1].size) log.push({ t: performance.now(), size: now });
+  }, 1);
+  timer.unref(); // a test that fails before stop() must not keep jest alive
+  return {
+    stop() {
+      clearInterval(timer);
+      return {
+        timeOf(offset: number) {
+          for (let i = 1; i < log.length; i++) if (log[i].size > offset) return log[i].t + (offset - log[i - 1].size) / (BYTES_PER_S / 1000);
+          return NaN;
+        },
+      };
+    },
+  };
 }
