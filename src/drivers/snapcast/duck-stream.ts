@@ -6,7 +6,6 @@ import { type Feed, safeUrl } from './feeder';
 import { HeldMusicStream, JOIN_TOLERANCE_S } from './held-music';
 import type { StreamMember } from './stream-core';
 
-
 /**
  * How long a member whose ducked announcement is over keeps listening to the music while it
  * waits to be given back to it (the hub restores its volume first, or plays the next

@@ -121,6 +121,29 @@ export class HubStream extends DuckingStream {
     });
   }
 
+  /**
+   * The clients that carry this stream's zone for the hub: members of its music (playing or
+   * paused, starting, or waiting for a ducked announcement to end) and of the music held back;
+   * not clients an announcement borrowed (the overlay's own, the ducked and the lent ones),
+   * which the hub gives back to whichever zone it wants. The pool hands a stream to a new
+   * zone only when every carrier is among that zone's speakers.
+   */
+  carriers(): Set<string> {
+    const out = new Set<string>();
+    if (!this.media?.overlay) {
+      for (const id of this.members.keys()) if (!this.lent.has(id) && !this.ducking?.ids.has(id)) out.add(id);
+      for (const id of this.pending?.ids ?? []) out.add(id);
+    }
+    for (const id of this.held?.members.keys() ?? []) out.add(id);
+    for (const m of this.deferred?.ready ?? []) out.add(m.clientId);
+    return out;
+  }
+
+  /** Whether a stop of the client concerns this stream: it is a member, held, starting or waiting here. */
+  involves(clientId: string): boolean {
+    return this.has(clientId) || !!this.pending?.ids.has(clientId) || !!this.deferred?.ready.some((m) => m.clientId === clientId);
+  }
+
   /** Whether the client carries (or is paused in) this stream's media, or in the music held back. */
   has(clientId: string): boolean {
     return this.members.has(clientId) || !!this.held?.members.has(clientId);
@@ -325,5 +348,4 @@ export class HubStream extends DuckingStream {
     }
     await this.reconcile();
   }
-
 }

@@ -50,7 +50,6 @@ export interface FeedSetup {
   install(feed: Feed): void;
 }
 
-
 /**
  * The base of a hub-fed stream (see HubStream): its members, the one decode feeding it, the
  * grouping that puts the listening members on it, the start of a feed (at an agreed instant
@@ -128,7 +127,6 @@ export abstract class StreamCore {
       await this.reconcile();
     }).catch((e) => this.log.warn({ err: String(e) }, 'could not regroup snapclients'));
   }
-
 
   /**
    * Re-reads the phase after a command or event has run, checks the change against the table
@@ -296,7 +294,6 @@ export abstract class StreamCore {
       }).catch((e) => this.log.warn({ err: String(e) }, 'could not release groups after a feed error'));
     });
   }
-
 
   /** Every member leaves the stream, stopped for this reason; the feed is the caller's to end. */
   protected dropMembers(reason: StopReason, detail?: string): void {
