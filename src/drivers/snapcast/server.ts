@@ -89,6 +89,7 @@ export class SnapServer {
         logger: this.log.child({ stream: server.announceStream }),
       });
     }
+    if (this.overlayStream) this.pool.alsoPace(this.overlayStream);
     const self = this;
     this.duckHost = {
       log: this.log,

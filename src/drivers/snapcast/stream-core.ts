@@ -4,7 +4,7 @@ import type { Logger } from '../../logger';
 import { syncClockMs, type MediaRequest, type SpeakerPlayState, type StopReason } from '../driver';
 import type { ResolvedServerConfig } from './config';
 import { MusicLoudness } from '../../media/music-loudness';
-import { Feed, parseSampleFormat } from './feeder';
+import { Feed, FEED_LEAD_MS, parseSampleFormat } from './feeder';
 import { Grouping, type ControlChannel } from './grouping';
 import type { ModelChange, ServerModel } from './model';
 import { describeSource, openSink } from './sink';
@@ -78,6 +78,8 @@ export abstract class StreamCore {
   private queue: Promise<unknown> = Promise.resolve();
   private reconcileQueued = false;
   private current: StreamPhase = 'free';
+  /** ms of PCM kept in snapserver's source ahead of its reading (ZonePool raises it while several zones play). */
+  private leadMs?: number;
   protected readonly grouping: Grouping;
   protected readonly log: Logger;
 
@@ -89,6 +91,13 @@ export abstract class StreamCore {
   /** The id of the snapserver stream this one feeds. */
   get streamId(): string {
     return this.opts.server.stream;
+  }
+
+  /** Sets the feed lead for the running feed and those to come (undefined: the feeder's default). */
+  setLead(ms: number | undefined): void {
+    if (ms === this.leadMs) return;
+    this.leadMs = ms;
+    this.feed?.setLead(ms ?? FEED_LEAD_MS);
   }
 
   /** The zone whose music this stream carries (or holds), if any. */
@@ -169,6 +178,7 @@ export abstract class StreamCore {
       startTimeoutMs: this.opts.startTimeoutMs,
       logger: this.log,
       ...(setup?.padMs ? { padMs: setup.padMs } : {}),
+      ...(this.leadMs !== undefined ? { leadMs: this.leadMs } : {}),
     });
     this.pending = { feed, ids: new Set(listeners.map((m) => m.clientId)) };
     // The source opens while ffmpeg starts; a rejection is handled below, never left dangling.

@@ -3,6 +3,7 @@ import type { Logger } from '../../logger';
 import type { ResolvedServerConfig } from './config';
 import { HubStream, type HubStreamOptions } from './hub-stream';
 import type { ServerModel } from './model';
+import { MULTI_ZONE_LEAD_MS } from './feeder';
 import { DEFAULT_TCP_SOURCE_PORT } from './sink';
 
 /**
@@ -19,6 +20,7 @@ export class ZonePool {
   private readonly byZone = new Map<string, HubStream>();
   /** Streams handed out whose command has not run yet: still 'free' by their phase, but taken. */
   private readonly inFlight = new Map<HubStream, Set<{ clientIds: readonly string[] }>>();
+  private readonly paced: HubStream[] = [];
   private readonly log: Logger;
 
   constructor(
@@ -36,10 +38,27 @@ export class ZonePool {
         logger: i === 0 ? options.logger : options.logger.child({ stream: id }),
         phaseChanged: (phase) => {
           if (phase === 'free') this.released(stream);
+          this.pace();
         },
       });
       return stream;
     });
+    this.paced.push(...this.streams);
+  }
+
+  /**
+   * Streams paced along with the pool's (the announcement stream): while several zones
+   * play, all of them keep the longer lead (MULTI_ZONE_LEAD_MS).
+   */
+  alsoPace(stream: HubStream): void {
+    this.paced.push(stream);
+    this.pace();
+  }
+
+  /** One zone: the feeder's default lead (ducking reacts fastest); several: the lead that rides out a stall of the hub. */
+  private pace(): void {
+    const busy = this.streams.filter((s) => s.phase !== 'free').length;
+    for (const s of this.paced) s.setLead(busy >= 2 ? MULTI_ZONE_LEAD_MS : undefined);
   }
 
   /** The pool's streams snapserver declares now (the others cannot be fed). */
