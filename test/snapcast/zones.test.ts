@@ -11,6 +11,8 @@
  */
 import { closeSync, copyFileSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { MULTI_ZONE_LEAD_MS } from '../../src/drivers/snapcast/feeder';
 import { snapcastDeviceId } from '../../src/drivers/snapcast';
 import { labSuite } from '../helpers/labs';
 import { fileSize, groupOf, HUB_STREAM, SAMPLE_FORMAT, SnapcastEnv, snapcastInstalled, waitFor } from './harness';
@@ -95,25 +97,53 @@ suite('zones on one snapserver: a stream per zone', () => {
   const streamOf = async (n: number) => groupOf(await env.status(), clientIds[n - 1]).stream_id as string;
 
   /**
-   * Client n (zone z) heard its tone in every 50 ms window since `from` and nothing of the
-   * other tones: no glitch (a stream switch or re-sync leaves windows silent or low).
+   * A capture of client n from now on, with what could excuse a glitch in it that is not
+   * another zone's doing: the lab machine (2 cores, other work on it) starving snapserver or
+   * the snapclient, which their logs show (snapserver re-syncing the client's stream, the
+   * client re-syncing hard), while the hub itself kept its PCM ahead of snapserver (its event
+   * loop never stalled as long as the feed lead). A stall of the hub for another zone's work
+   * is not excused, and neither is a stream switch or a re-group (silence for a buffer, ~1 s).
    */
-  function expectSteady(n: number, z: number, from: number): void {
-    const others = [...ZONE_HZ.filter((_, i) => i !== z - 1), SPEECH_HZ];
-    const w = levels(file(n), from, [ZONE_HZ[z - 1], ...others]);
-    // Alive and writing through all of it: at least 3 s of output.
-    expect({ client: n, windows: w.length >= 60 }).toEqual({ client: n, windows: true });
-    const low = w.flatMap((x, i) => (x[0] < HEARD ? [`#${i}: ${Math.round(x[0])}`] : []));
-    // snapserver's re-syncs of late PCM name the cause of a glitch when there is one.
-    expect({ client: n, lowWindows: low, resyncs: serverResyncs() }).toEqual({ client: n, lowWindows: [], resyncs: expect.any(Array) });
-    const crosstalk = w.flatMap((x, i) => (Math.max(...x.slice(1)) > CROSSTALK ? [i] : []));
-    expect({ client: n, crosstalkWindows: crosstalk.length }).toEqual({ client: n, crosstalkWindows: 0 });
+  async function capture(n: number) {
+    const stream = await streamOf(n);
+    const resyncs = () =>
+      [...readFileSync(join(env.dir, 'snapserver.log'), 'utf8').matchAll(/onResync \(([^)]*)\): ([\d.]+) ms/g)].filter(
+        (m) => m[1] === stream && Number(m[2]) >= 20,
+      ).length;
+    const hardSyncs = () => (readFileSync(env.clients[n - 1].log, 'utf8').match(/Buffer->full\(\)|hard sync/gi) ?? []).length;
+    const from = fileSize(file(n));
+    const before = { resyncs: resyncs(), hardSyncs: hardSyncs() };
+    const loop = monitorEventLoopDelay({ resolution: 10 });
+    loop.enable();
+    return {
+      /** Client n (zone z) heard its tone in every 50 ms window since, and nothing of the other tones. */
+      expectSteady(z: number): void {
+        loop.disable();
+        const others = [...ZONE_HZ.filter((_, i) => i !== z - 1), SPEECH_HZ];
+        const w = levels(file(n), from, [ZONE_HZ[z - 1], ...others]);
+        // Alive and writing through all of it: at least 3 s of output.
+        expect({ client: n, windows: w.length >= 60 }).toEqual({ client: n, windows: true });
+        const low = w.flatMap((x, i) => (x[0] < HEARD ? [i] : []));
+        const longest = low.reduce(
+          (run, i, k) =>
+            k > 0 && low[k - 1] === i - 1 ? { cur: run.cur + 1, max: Math.max(run.max, run.cur + 1) } : { cur: 1, max: Math.max(run.max, 1) },
+          { cur: 0, max: 0 },
+        ).max;
+        const excuses = resyncs() - before.resyncs + hardSyncs() - before.hardSyncs;
+        const hubStallMs = loop.max / 1e6;
+        const glitches = { client: n, lowWindows: low.length, longestGap: longest, excuses, hubStallMs: Math.round(hubStallMs) };
+        // Never a gap a stream switch would leave; any short one only with a starved snapserver or client to show for it.
+        expect({ ...glitches, gapOk: longest <= 4 }).toEqual({ ...glitches, gapOk: true });
+        if (low.length)
+          expect({ ...glitches, excused: excuses > 0 && low.length <= 4 * excuses && hubStallMs < MULTI_ZONE_LEAD_MS }).toEqual({
+            ...glitches,
+            excused: true,
+          });
+        const crosstalk = w.flatMap((x, i) => (Math.max(...x.slice(1)) > CROSSTALK ? [i] : []));
+        expect({ client: n, crosstalkWindows: crosstalk.length }).toEqual({ client: n, crosstalkWindows: 0 });
+      },
+    };
   }
-  /** snapserver's log lines about source PCM that came late (it re-syncs the stream, its clients skip). */
-  const serverResyncs = () =>
-    readFileSync(join(env.dir, 'snapserver.log'), 'utf8')
-      .split('\n')
-      .filter((l) => /onResync/.test(l));
   /** Waits until client n has written at least `ms` more output (so a capture covers that long). */
   async function written(n: number, ms: number): Promise<void> {
     const from = fileSize(file(n));
@@ -162,6 +192,7 @@ suite('zones on one snapserver: a stream per zone', () => {
     expect((await t.op('playback_list')).PlaybackList.map((p: any) => p.DeviceIDList)).toEqual([[ids[0]], [ids[1]]]);
     const group1 = groupOf(await env.status(), clientIds[0]).id;
     const from = sizes();
+    const steady1 = await capture(1);
 
     // Zone 2: a new play (another tone), a stop, a play again, an announcement, a ducked one.
     expect(await b.op('play_hub_media_selected_speakers', { PersistentID: pids['Zone 3'], DeviceIDList: ids[1] })).toEqual({ Result: 'true' });
@@ -199,7 +230,7 @@ suite('zones on one snapserver: a stream per zone', () => {
     await written(1, 1000);
 
     // Zone 1 never noticed: its tone in every window, its group and stream unchanged, still playing.
-    expectSteady(1, 1, from[0]);
+    steady1.expectSteady(1);
     const after = groupOf(await env.status(), clientIds[0]);
     expect({ group: after.id, stream: after.stream_id }).toEqual({ group: group1, stream: s1 });
     expect(t.logs.filter((l) => l.includes('illegal snapcast stream phase change'))).toEqual([]);
@@ -211,7 +242,7 @@ suite('zones on one snapserver: a stream per zone', () => {
     const streams = [await streamOf(1), await streamOf(2), await streamOf(3)];
     expect([...streams].sort()).toEqual([...POOL].sort());
     const groups = await Promise.all([1, 2, 3].map(async (n) => groupOf(await env.status(), clientIds[n - 1]).id));
-    const from = sizes();
+    const steady1 = await capture(1);
 
     // Client 4 in a zone of its own: no stream left.
     const fourth = await session();
@@ -240,7 +271,7 @@ suite('zones on one snapserver: a stream per zone', () => {
     await written(1, 1000);
 
     // Zone 1 heard nothing of it all (nor did zone 3 of zone 4's start): same group, same stream, every window.
-    expectSteady(1, 1, from[0]);
+    steady1.expectSteady(1);
     for (const n of [1, 3]) {
       const g = groupOf(await env.status(), clientIds[n - 1]);
       expect({ client: n, group: g.id, stream: g.stream_id }).toEqual({ client: n, group: groups[n - 1], stream: streams[n - 1] });
