@@ -18,7 +18,7 @@ export interface DuckHost {
   readonly pool: ZonePool;
   readonly overlayStream?: HubStream;
   /** Why announcements have no stream of their own here, or undefined when they have. */
-  readonly fallback: string | undefined;
+  fallback(): string | undefined;
   speakers(): SnapcastSpeaker[];
   playPlain(list: SnapcastSpeaker[], media: MediaRequest, setup?: FeedSetup): Promise<PromiseSettledResult<void>[]>;
 }
@@ -128,8 +128,9 @@ export function duckUnavailable(host: DuckHost, s: SnapcastSpeaker, targets: rea
 
 /** Why a ducked announcement cannot have a mix of `music` of its own on the announcement stream, or undefined. */
 function overlayDuckUnavailable(host: DuckHost, music: HubStream): string | undefined {
-  if (!host.overlayStream || host.fallback !== undefined)
-    return `snapserver has no announcement stream to give the announced clients a mix of their own (${host.fallback ?? 'none'})`;
+  const fallback = host.fallback();
+  if (!host.overlayStream || fallback !== undefined)
+    return `snapserver has no announcement stream to give the announced clients a mix of their own (${fallback ?? 'none'})`;
   const f0 = music.feedFormat;
   if (!f0) return 'the music is not fed right now';
   let format: string;

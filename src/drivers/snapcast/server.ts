@@ -45,7 +45,7 @@ export class SnapServer {
   private readonly speakers = new Map<string, SnapcastSpeaker>();
   private serverVersion = '';
   /** Why announcements fall back to the hub stream (no usable announcement stream), or undefined; as last logged. */
-  fallback?: string;
+  private fallback?: string;
   private fallbackLogged = false;
   readonly log: Logger;
   /** What the ducked-announcement routing (duck-routing.ts) sees of this server. */
@@ -90,16 +90,13 @@ export class SnapServer {
       });
     }
     if (this.overlayStream) this.pool.alsoPace(this.overlayStream);
-    const self = this;
     this.duckHost = {
       log: this.log,
       server,
       model: this.model,
       pool: this.pool,
       overlayStream: this.overlayStream,
-      get fallback() {
-        return self.fallback;
-      },
+      fallback: () => this.fallback,
       speakers: () => this.list(),
       playPlain: (list, media, setup) => this.playPlain(list, media, setup),
     };
