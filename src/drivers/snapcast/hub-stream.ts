@@ -1,4 +1,4 @@
-import type { MediaRequest, StopReason } from '../driver';
+import type { MediaRequest } from '../driver';
 import { safeUrl } from './feeder';
 import { DuckingStream } from './duck-stream';
 import { JOIN_TOLERANCE_S } from './held-music';
