@@ -23,9 +23,14 @@ export interface DuckHost {
   playPlain(list: SnapcastSpeaker[], media: MediaRequest, setup?: FeedSetup): Promise<PromiseSettledResult<void>[]>;
 }
 
-/** The zone stream whose music the client hears now, if any. */
+/**
+ * The zone stream whose music the client hears now, if any. With an announcement stream, a
+ * zone stream carrying an announcement (a second one at once, see SnapServer.overlayFor) is
+ * no music to mix into.
+ */
 function musicOf(host: DuckHost, clientId: string): HubStream | undefined {
-  return host.pool.streams.find((s) => s.listeners().includes(clientId));
+  const own = host.fallback() === undefined;
+  return host.pool.streams.find((s) => !(own && s.playsOverlay) && s.listeners().includes(clientId));
 }
 
 /**

@@ -139,6 +139,21 @@ export class HubStream extends DuckingStream {
     return out;
   }
 
+  /** Whether what it feeds now is an announcement (an overlay), not a zone's music. */
+  get playsOverlay(): boolean {
+    return !!this.media?.overlay;
+  }
+
+  /** The URL of the media fed (or paused, or starting) now, if any. */
+  get mediaUrl(): string | undefined {
+    return this.media?.url;
+  }
+
+  /** Every client this stream has: members, starting, held, waiting for a ducked announcement to end. */
+  clients(): Set<string> {
+    return new Set([...this.members.keys(), ...(this.pending?.ids ?? []), ...this.heldIds(), ...(this.deferred?.ready ?? []).map((m) => m.clientId)]);
+  }
+
   /** Whether a stop of the client concerns this stream: it is a member, held, starting or waiting here. */
   involves(clientId: string): boolean {
     return this.has(clientId) || !!this.pending?.ids.has(clientId) || !!this.deferred?.ready.some((m) => m.clientId === clientId);

@@ -144,11 +144,10 @@ export class SnapServer {
    * Clients on another stream leave it first (the zone they leave goes on for its others).
    */
   private async playPlain(list: SnapcastSpeaker[], media: MediaRequest, setup?: FeedSetup): Promise<PromiseSettledResult<void>[]> {
-    const overlay = this.fallback === undefined ? this.overlayStream : undefined;
     const targets = new Set(list.map((s) => s.clientId));
     let to: HubStream;
     try {
-      to = media.overlay ? (overlay ?? this.pool.forOverlay(targets)) : this.pool.forPlay(media.zone, targets);
+      to = media.overlay ? this.overlayFor(targets, media, setup) : this.pool.forPlay(media.zone, targets);
     } catch (e) {
       return list.map(() => ({ status: 'rejected', reason: e }));
     }
@@ -163,6 +162,26 @@ export class SnapServer {
               .catch((e) => this.log.warn({ clientId: s.clientId, err: String(e) }, 'could not take the client off the other stream'));
       return to.playGroup(list, media, setup);
     });
+  }
+
+  /**
+   * The stream an announcement plays on: the announcement stream while snapserver declares
+   * it, unless another announcement (of clients this one does not take) has it: one stream
+   * carries one media, so this one would cut that one short. It then takes a free zone stream
+   * if there is one (two zones announcing at once), else the announcement stream as before.
+   * Without an announcement stream: where its clients' music is held (ZonePool.forOverlay).
+   */
+  private overlayFor(targets: ReadonlySet<string>, media: MediaRequest, setup?: FeedSetup): HubStream {
+    const overlay = this.fallback === undefined ? this.overlayStream : undefined;
+    if (!overlay) return this.pool.forOverlay(targets);
+    // A ducked mix is made in the announcement stream's sample format; more clients of the same announcement join it.
+    if (setup || overlay.mediaUrl === media.url) return overlay;
+    const others = [...this.pool.occupants(overlay)].filter((id) => !targets.has(id));
+    if (!others.length) return overlay;
+    const free = this.pool.freeStream();
+    if (free)
+      this.log.info({ stream: free.streamId, others }, 'another announcement has the announcement stream: this one plays on a free zone stream');
+    return free ?? overlay;
   }
 
   /** The zone pool as snapserver declares it, logged at each (re)connect: how many zones can play here at once. */

@@ -109,6 +109,18 @@ export class ZonePool {
     return pick;
   }
 
+  /** A declared stream no zone has and no command is on its way to, if any. */
+  freeStream(): HubStream | undefined {
+    return this.declared().find((s) => this.isFree(s));
+  }
+
+  /** The clients a stream has, and those a play is taking to it. */
+  occupants(stream: HubStream): Set<string> {
+    const out = stream.clients();
+    for (const r of this.inFlight.get(stream) ?? []) for (const id of r.clientIds) out.add(id);
+    return out;
+  }
+
   /**
    * Runs a play of `clientIds` on a stream handed out by forPlay/forOverlay, keeping the
    * stream taken (and the clients known to be on their way to it) until the play has run.
