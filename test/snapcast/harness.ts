@@ -104,11 +104,17 @@ export class SnapcastEnv {
     return `127.0.0.1:${this.controlPort}`;
   }
 
-  /** `hubSource` picks how snapserver takes the hub's PCM: a TCP source in server mode (default) or a FIFO. */
-  static async create(tag = 'speakerhub-snapcast-', hubSource: 'tcp' | 'pipe' = 'tcp'): Promise<SnapcastEnv> {
+  /**
+   * `hubSource` picks how snapserver takes the hub's PCM: a TCP source in server mode (default) or a FIFO.
+   * `streams` declares further hub-fed streams (TCP server mode): the zone pool's (snapcast.zoneStreams)
+   * or an announcement stream.
+   */
+  static async create(tag = 'speakerhub-snapcast-', hubSource: 'tcp' | 'pipe' = 'tcp', streams: string[] = []): Promise<SnapcastEnv> {
     const dir = await mkdtemp(join(tmpdir(), tag));
     const env = new SnapcastEnv(dir, await freePort(), await freePort(), await freePort());
     await mkdir(join(dir, 'data'));
+    const extra: string[] = [];
+    for (const name of streams) extra.push(`source = tcp://127.0.0.1:${await freePort()}?name=${name}&mode=server`);
     // The idle source comes first: snapserver puts new clients on its first stream.
     await writeFile(
       join(dir, 'snapserver.conf'),
@@ -123,6 +129,7 @@ export class SnapcastEnv {
           ? `source = tcp://127.0.0.1:${env.sourcePort}?name=${HUB_STREAM}&mode=server`
           : `source = pipe://${join(dir, 'hub-fifo')}?name=${HUB_STREAM}&mode=create`,
         `source = pipe://${join(dir, 'other-fifo')}?name=${OTHER_STREAM}&mode=create`,
+        ...extra,
         '[http]',
         'enabled = false',
         '[tcp]',

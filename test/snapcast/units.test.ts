@@ -12,7 +12,14 @@ describe('snapcast config', () => {
       servers: [
         'living.local',
         '10.0.0.5:1800',
-        { address: '[fd00::1]', stream: 'Hub', source: 'pipe:///tmp/snapfifo', bufferMs: 600, announceStream: 'Announce' },
+        {
+          address: '[fd00::1]',
+          stream: 'Hub',
+          source: 'pipe:///tmp/snapfifo',
+          bufferMs: 600,
+          announceStream: 'Announce',
+          zoneStreams: ['Hub2', 'Hub', 'Hub2', 'Announce', 'Hub3'],
+        },
       ],
       idleStream: 'Quiet',
     });
@@ -26,6 +33,7 @@ describe('snapcast config', () => {
         idleStream: 'Quiet',
         bufferMs: 1000,
         announceStream: 'SpeakerHubAnnounce',
+        zoneStreams: ['SpeakerHub2', 'SpeakerHub3', 'SpeakerHub4'],
       },
       {
         address: '10.0.0.5:1800',
@@ -36,6 +44,7 @@ describe('snapcast config', () => {
         idleStream: 'Quiet',
         bufferMs: 1000,
         announceStream: 'SpeakerHubAnnounce',
+        zoneStreams: ['SpeakerHub2', 'SpeakerHub3', 'SpeakerHub4'],
       },
       {
         address: '[fd00::1]:1705',
@@ -46,6 +55,8 @@ describe('snapcast config', () => {
         idleStream: 'Quiet',
         bufferMs: 600,
         announceStream: 'Announce',
+        // Each once, never the music's first stream nor the announcements'.
+        zoneStreams: ['Hub2', 'Hub3'],
       },
     ]);
   });

@@ -25,11 +25,20 @@ export const SnapcastServerSchema = z
     bufferMs: z.number().int().min(0).max(60_000).optional(),
     /** Id of a second declared stream for announcements (tcp server-mode or pipe source). */
     announceStream: z.string().min(1).optional(),
+    /** Ids of the further hub-fed streams of this server, one per concurrent zone beyond the first. */
+    zoneStreams: z.array(z.string().min(1)).optional(),
   })
   .strict();
 
 /** The id of the announcement stream the hub looks for when none is configured. */
 export const DEFAULT_ANNOUNCE_STREAM = 'SpeakerHubAnnounce';
+
+/**
+ * The further hub-fed streams the hub looks for when none are configured: with `stream`,
+ * the pool of streams zones take theirs from. Ids snapserver does not declare are skipped,
+ * so a server declaring only the first plays one zone at a time, as before.
+ */
+export const DEFAULT_ZONE_STREAMS = ['SpeakerHub2', 'SpeakerHub3', 'SpeakerHub4'];
 
 /** Configuration of the Snapcast driver (`snapcast` in the config file). */
 export const SnapcastConfigSchema = z
@@ -47,6 +56,13 @@ export const SnapcastConfigSchema = z
      * over (the hub logs this once and says it in announcement_status).
      */
     announceStream: z.string().min(1).default(DEFAULT_ANNOUNCE_STREAM),
+    /**
+     * Further hub-fed streams, one per zone (playback) beyond the first that plays on a server
+     * at the same time: snapserver 0.26 cannot add streams at run time, so each is declared in
+     * snapserver.conf. A zone takes a free one (`stream` first) for as long as it plays; a play
+     * that needs one more than the server declares fails and says which line to add.
+     */
+    zoneStreams: z.array(z.string().min(1)).default(DEFAULT_ZONE_STREAMS),
     /** Default snapserver buffer (ms), snapserver's own default. */
     bufferMs: z.number().int().min(0).max(60_000).default(1000),
     /** The ffmpeg binary that decodes media to PCM. */
@@ -78,6 +94,8 @@ export interface ResolvedServerConfig {
   idleStream?: string;
   bufferMs: number;
   announceStream: string;
+  /** The further hub-fed streams (zone pool beyond `stream`), without `stream` and `announceStream`. */
+  zoneStreams: string[];
 }
 
 export const DEFAULT_CONTROL_PORT = 1705;
@@ -95,17 +113,22 @@ export function parseHostPort(address: string, defaultPort: number): { host: str
 
 export function resolveServers(config: SnapcastConfig): ResolvedServerConfig[] {
   return config.servers.map((entry) => {
-    const s = typeof entry === 'string' ? { address: entry } : entry;
+    const s: SnapcastServerConfig = typeof entry === 'string' ? { address: entry } : entry;
     const { host, port } = parseHostPort(s.address.trim(), DEFAULT_CONTROL_PORT);
+    const stream = s.stream ?? config.stream;
+    const announceStream = s.announceStream ?? config.announceStream;
+    // Each once, and never the music's first stream or the announcements' (two feeds on one stream would fight).
+    const zoneStreams = [...new Set(s.zoneStreams ?? config.zoneStreams)].filter((id) => id !== stream && id !== announceStream);
     return {
       address: host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`,
       host,
       port,
-      stream: s.stream ?? config.stream,
+      stream,
       source: s.source,
       idleStream: s.idleStream ?? config.idleStream,
       bufferMs: s.bufferMs ?? config.bufferMs,
-      announceStream: s.announceStream ?? config.announceStream,
+      announceStream,
+      zoneStreams,
     };
   });
 }

@@ -62,6 +62,14 @@ export interface FeedEvents {
  * PCM (a ducked announcement's mix) is heard, so it stays small.
  */
 export const FEED_LEAD_MS = 50;
+/**
+ * The lead while several zones are fed on one server (ZonePool): one hub process paces them
+ * all, so a stall of its event loop for one zone's work (a decode starting, an announcement
+ * clip rendered in process: ~120 ms were measured on a busy 2-core machine) would make
+ * snapserver re-sync every other zone's stream too, and their clients skip. This much in the
+ * socket rides such a stall out; a ducked announcement is then heard that much later.
+ */
+export const MULTI_ZONE_LEAD_MS = 300;
 /** Decoded PCM waiting in the hub, at most (seconds): ffmpeg is paused above it. */
 const QUEUE_HIGH_S = 2;
 const PACE_MS = 10;
@@ -93,7 +101,7 @@ export class Feed extends EventEmitter<FeedEvents> {
   private _failure?: Error;
   private readonly bps: number;
   private readonly frameBytes: number;
-  private readonly leadBytes: number;
+  private leadBytes: number;
   /** The tail of a chunk that ended mid-frame, waiting for the rest of the frame. */
   private partial?: Buffer;
   private mix?: (pcm: Buffer) => Buffer;
@@ -112,6 +120,11 @@ export class Feed extends EventEmitter<FeedEvents> {
     this.frameBytes = (opts.format.bits / 8) * opts.format.channels;
     this.leadBytes = this.frames(((opts.leadMs ?? FEED_LEAD_MS) / 1000) * this.bps);
     this.log = opts.logger;
+  }
+
+  /** Changes the lead on the fly: more is handed over at the next pace, or less until the clock has caught up; nothing is heard of it. */
+  setLead(ms: number): void {
+    this.leadBytes = this.frames((ms / 1000) * this.bps);
   }
 
   get url(): string {

@@ -190,9 +190,16 @@ export class Grouping {
     return [...model.streams.keys()].find((id) => this.usable(id));
   }
 
-  /** A declared stream the hub does not feed itself (neither the music's nor the announcements'). */
+  /** A declared stream the hub does not feed itself (neither the music's, any zone's, nor the announcements'). */
   private usable(id: string | undefined): id is string {
     const { model, server } = this.opts;
-    return !!id && id !== this.streamId && id !== server.stream && id !== server.announceStream && model.streams.has(id);
+    return (
+      !!id &&
+      id !== this.streamId &&
+      id !== server.stream &&
+      id !== server.announceStream &&
+      !server.zoneStreams.includes(id) &&
+      model.streams.has(id)
+    );
   }
 }

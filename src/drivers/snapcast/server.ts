@@ -1,16 +1,15 @@
 import type { Clock } from '../../core/clock';
 import type { Logger } from '../../logger';
-import { voiceGainDb } from '../../media/duck-mix';
 import type { MediaRequest, SpeakerSnapshot } from '../driver';
 import { describeClient, hubVolume, snapcastDeviceId, snapVolume, SnapcastSpeaker, type SpeakerControl } from './client-speaker';
 import type { ResolvedServerConfig, SnapcastConfig } from './config';
-import { duckOverlaySetup } from './duck-overlay';
-import { parseSampleFormat } from './feeder';
+import { duckUnavailable, playDucked, type DuckHost } from './duck-routing';
 import { HubStream, type FeedSetup } from './hub-stream';
 import { parseNotification, readServerAnswer, readVolumeAnswer, ServerModel, type ModelChange, type Notification, type RawServer } from './model';
 import { ServerConnection } from './server-connection';
 import { DEFAULT_TCP_SOURCE_PORT } from './sink';
 import { streamSource } from './stream-source';
+import { ZonePool } from './zone-pool';
 
 export interface SnapServerOptions {
   server: ResolvedServerConfig;
@@ -39,15 +38,18 @@ export class SnapServer {
   readonly address: string;
   private readonly connection: ServerConnection;
   private readonly model = new ServerModel();
-  private readonly hubStream: HubStream;
+  /** The hub-fed streams zones play on, one zone each (issue 27). */
+  readonly pool: ZonePool;
   /** Announcements' own stream (snapcast.announceStream), used while snapserver declares it. */
-  private readonly overlayStream?: HubStream;
+  readonly overlayStream?: HubStream;
   private readonly speakers = new Map<string, SnapcastSpeaker>();
   private serverVersion = '';
   /** Why announcements fall back to the hub stream (no usable announcement stream), or undefined; as last logged. */
   private fallback?: string;
   private fallbackLogged = false;
-  private readonly log: Logger;
+  readonly log: Logger;
+  /** What the ducked-announcement routing (duck-routing.ts) sees of this server. */
+  private readonly duckHost: DuckHost;
 
   constructor(private readonly opts: SnapServerOptions) {
     const { server, config, clock } = opts;
@@ -62,8 +64,7 @@ export class SnapServer {
       reconnectMinMs: config.reconnectMinMs,
       reconnectMaxMs: config.reconnectMaxMs,
     });
-    this.hubStream = new HubStream({
-      server,
+    this.pool = new ZonePool(server, this.model, {
       control: this.connection,
       model: this.model,
       applied: (change) => this.apply(change),
@@ -88,6 +89,17 @@ export class SnapServer {
         logger: this.log.child({ stream: server.announceStream }),
       });
     }
+    if (this.overlayStream) this.pool.alsoPace(this.overlayStream);
+    this.duckHost = {
+      log: this.log,
+      server,
+      model: this.model,
+      pool: this.pool,
+      overlayStream: this.overlayStream,
+      fallback: () => this.fallback,
+      speakers: () => this.list(),
+      playPlain: (list, media, setup) => this.playPlain(list, media, setup),
+    };
     this.connection.on('up', (status) => this.onUp(status));
     this.connection.on('down', (reason) => this.onDown(reason));
     this.connection.on('notification', (method, params) => this.onNotification(method, params));
@@ -106,7 +118,7 @@ export class SnapServer {
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.hubStream.shutdown(), this.overlayStream?.shutdown()]);
+    await Promise.all(this.streams().map((x) => x.shutdown()));
     this.connection.stop();
   }
 
@@ -117,115 +129,69 @@ export class SnapServer {
    * play on the hub stream, which holds the music of the others until they are over.
    */
   async playGroup(list: SnapcastSpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
-    if (media.duck) return this.playDucked(list, media);
+    if (media.duck) return playDucked(this.duckHost, list, media);
     return this.playPlain(list, media);
   }
 
-  /**
-   * A ducked announcement (issue 21). When the targets are every client that hears the hub's
-   * music, it is mixed into the music's own feed (HubStream.duck): nobody changes stream, so
-   * the music does not miss a sample. When others hear the same music, the targets move to the
-   * announcement stream, fed with the announcement mixed over a copy of the music (see
-   * duck-overlay.ts), and the others keep the music unchanged; a snapclient changing streams
-   * starts its buffer afresh, so the targets miss about a buffer's length of music at each
-   * move. Targets with no music play it as an overlay, as interrupt does. Without an
-   * announcement stream of the music's format it is an interrupt (the core asked
-   * duckUnavailable first, so only when that changed in between), and the log says why.
-   */
-  private async playDucked(list: SnapcastSpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
-    const plain: MediaRequest = { ...media, duck: undefined };
-    const listeners = new Set(this.hubStream.listeners());
-    const mixed = list.filter((s) => listeners.has(s.clientId));
-    const targets = new Set(list.map((s) => s.clientId));
-    const others = [...listeners].filter((id) => !targets.has(id));
-    if (!mixed.length) return this.playPlain(list, plain);
-    // One mix for every target: the voice's level against their average volume.
-    const volume = mixed.reduce((sum, s) => sum + s.volume, 0) / mixed.length;
-    const gain = voiceGainDb(media.duck!.voiceVolume, volume);
-    if (others.length) {
-      const why = this.overlayDuckUnavailable();
-      if (why) {
-        this.log.warn(
-          { clients: mixed.map((s) => s.clientId), others, reason: why },
-          'the music is shared with clients not announced: the announcement interrupts it',
-        );
-        return this.playPlain(list, plain);
-      }
-      const format = this.hubStream.feedFormat!;
-      const setup = duckOverlaySetup({
-        tapMusic: (fn, replayMs) => this.hubStream.tapMusic(fn, replayMs),
-        format,
-        duck: media.duck!,
-        voiceGainDb: gain,
-        ...(this.hubStream.musicLufs !== undefined ? { musicLufs: this.hubStream.musicLufs } : {}),
-        ...(media.duration !== undefined ? { voiceSeconds: media.duration } : {}),
-      });
-      this.log.info(
-        { clients: mixed.map((s) => s.clientId), others },
-        'announcement mixed over a copy of the music on the announcement stream (ducked)',
-      );
-      // Targets without music hear the same mix: the music of the room next door, lowered, is no harm.
-      return this.playPlain(list, { ...media, overlay: true }, setup);
-    }
-    const rest = list.filter((s) => !listeners.has(s.clientId));
-    const [ducked, played] = await Promise.all([
-      this.hubStream.duck(mixed, media, gain),
-      rest.length ? this.playPlain(rest, plain) : Promise.resolve([]),
-    ]);
-    return list.map((s) => (mixed.includes(s) ? ducked[mixed.indexOf(s)] : played[rest.indexOf(s)]));
+  /** Every hub-fed stream of this server: the zone pool's and the announcement stream. */
+  private streams(): HubStream[] {
+    return this.overlayStream ? [...this.pool.streams, this.overlayStream] : this.pool.streams;
   }
 
   /**
-   * Why an announcement cannot be mixed into what `s` plays now, announced together with
-   * `targets` (DeviceIDs); undefined when it can (or when it plays nothing: the announcement
-   * alone is all there is to hear).
+   * Music goes to its zone's stream (ZonePool.forPlay: one stream per zone); an announcement
+   * to the announcement stream, or without one to the stream its clients' music is held on.
+   * Clients on another stream leave it first (the zone they leave goes on for its others).
    */
-  duckUnavailable(s: SnapcastSpeaker, targets: readonly string[]): string | undefined {
-    const listeners = this.hubStream.listeners();
-    if (listeners.includes(s.clientId)) {
-      const wanted = new Set(targets);
-      const others = [...this.speakers.values()].filter((x) => listeners.includes(x.clientId) && !wanted.has(x.id));
-      if (!others.length) return undefined;
-      const why = this.overlayDuckUnavailable();
-      if (!why) return undefined;
-      return `its music is the same stream as that of ${others.map((x) => x.info().name).join(', ')}, which the announcement does not target, and ${why}`;
-    }
-    const g = this.model.groupOf(s.clientId);
-    const own = [this.opts.server.stream, this.opts.server.announceStream];
-    if (g && !own.includes(g.streamId) && this.model.streams.get(g.streamId)?.status === 'playing') {
-      return `it plays snapserver stream '${g.streamId}', which the hub does not feed, so it cannot mix into it`;
-    }
-    return undefined;
-  }
-
-  /** Why a ducked announcement cannot have a mix of its own on the announcement stream, or undefined. */
-  private overlayDuckUnavailable(): string | undefined {
-    if (!this.overlayStream || this.fallback !== undefined)
-      return `snapserver has no announcement stream to give the announced clients a mix of their own (${this.fallback ?? 'none'})`;
-    const music = this.hubStream.feedFormat;
-    if (!music) return 'the music is not fed right now';
-    let format: string;
-    try {
-      format = streamSource({ ...this.opts.server, stream: this.opts.server.announceStream, source: undefined }, this.model).format;
-    } catch (e) {
-      return `the announcement stream cannot be fed: ${(e as Error).message}`;
-    }
-    const f = parseSampleFormat(format);
-    if (f.rate !== music.rate || f.bits !== music.bits || f.channels !== music.channels)
-      return `the announcement stream's sample format (${format}) is not the music's (${music.rate}:${music.bits}:${music.channels}), so the music cannot be mixed into it`;
-    return undefined;
-  }
-
   private async playPlain(list: SnapcastSpeaker[], media: MediaRequest, setup?: FeedSetup): Promise<PromiseSettledResult<void>[]> {
+    const targets = new Set(list.map((s) => s.clientId));
+    let to: HubStream;
+    try {
+      to = media.overlay ? this.overlayFor(targets, media, setup) : this.pool.forPlay(media.zone, targets);
+    } catch (e) {
+      return list.map(() => ({ status: 'rejected', reason: e }));
+    }
+    return this.pool.run(to, [...targets], async () => {
+      // Only awaits when a client switches streams: an announcement's next item is queued on
+      // the stream at once, ahead of what its end scheduled there (HubStream.resumeHeld).
+      for (const s of list)
+        for (const from of this.streams())
+          if (from !== to && from.has(s.clientId))
+            await from
+              .stop(s)
+              .catch((e) => this.log.warn({ clientId: s.clientId, err: String(e) }, 'could not take the client off the other stream'));
+      return to.playGroup(list, media, setup);
+    });
+  }
+
+  /**
+   * The stream an announcement plays on: the announcement stream while snapserver declares
+   * it, unless another announcement (of clients this one does not take) has it: one stream
+   * carries one media, so this one would cut that one short. It then takes a free zone stream
+   * if there is one (two zones announcing at once), else the announcement stream as before.
+   * Without an announcement stream: where its clients' music is held (ZonePool.forOverlay).
+   */
+  private overlayFor(targets: ReadonlySet<string>, media: MediaRequest, setup?: FeedSetup): HubStream {
     const overlay = this.fallback === undefined ? this.overlayStream : undefined;
-    const to = media.overlay && overlay ? overlay : this.hubStream;
-    const from = to === this.hubStream ? this.overlayStream : this.hubStream;
-    // Only awaits when a client switches streams: an announcement's next item is queued on
-    // the stream at once, ahead of what its end scheduled there (HubStream.resumeHeld).
-    for (const s of list)
-      if (from?.has(s.clientId))
-        await from.stop(s).catch((e) => this.log.warn({ clientId: s.clientId, err: String(e) }, 'could not take the client off the other stream'));
-    return to.playGroup(list, media, setup);
+    if (!overlay) return this.pool.forOverlay(targets);
+    // A ducked mix is made in the announcement stream's sample format; more clients of the same announcement join it.
+    if (setup || overlay.mediaUrl === media.url) return overlay;
+    const others = [...this.pool.occupants(overlay)].filter((id) => !targets.has(id));
+    if (!others.length) return overlay;
+    const free = this.pool.freeStream();
+    if (free)
+      this.log.info({ stream: free.streamId, others }, 'another announcement has the announcement stream: this one plays on a free zone stream');
+    return free ?? overlay;
+  }
+
+  /** The zone pool as snapserver declares it, logged at each (re)connect: how many zones can play here at once. */
+  private logPool(): void {
+    const declared = this.pool.declared().map((x) => x.streamId);
+    const missing = this.pool.streams.map((x) => x.streamId).filter((id) => !declared.includes(id));
+    this.log.info(
+      { streams: declared, undeclared: missing },
+      `${declared.length} hub stream(s) for zones: up to ${declared.length} playback(s) at once on this snapserver`,
+    );
   }
 
   /**
@@ -258,8 +224,23 @@ export class SnapServer {
     );
   }
 
+  /** The stream a client plays (or is paused, held) on: the announcement stream, else its zone's; the first zone stream when none. */
   private streamOf(s: SnapcastSpeaker): HubStream {
-    return this.overlayStream?.has(s.clientId) ? this.overlayStream : this.hubStream;
+    if (this.overlayStream?.has(s.clientId)) return this.overlayStream;
+    return this.pool.streamOf(s.clientId) ?? this.pool.streams[0];
+  }
+
+  /**
+   * A stop goes to the streams it concerns only, so that it never waits behind a start of
+   * another zone; a client on none just reads stopped.
+   */
+  private async stopClient(s: SnapcastSpeaker): Promise<void> {
+    const on = this.streams().filter((x) => x.involves(s.clientId) || this.pool.playingTowards(x, s.clientId));
+    if (!on.length) {
+      if (s.state !== 'stopped') s.changeState('stopped', 'stopped');
+      return;
+    }
+    await Promise.all(on.map((x) => x.stop(s)));
   }
 
   // ---- what speakers ask (SpeakerControl) ----------------------------------------------
@@ -269,9 +250,7 @@ export class SnapServer {
     play: (s, m) => this.play(s, m),
     pause: (s) => this.streamOf(s).pause(s),
     resume: (s) => this.streamOf(s).resume(s),
-    stop: async (s) => {
-      await Promise.all([this.hubStream.stop(s), this.overlayStream?.stop(s)]);
-    },
+    stop: (s) => this.stopClient(s),
     position: (s) => this.streamOf(s).position(s),
     setVolume: (s, v) => this.setVolume(s, v),
     snapshot: (s) => this.snapshot(s),
@@ -282,7 +261,7 @@ export class SnapServer {
       this.apply(this.model.setVolume(s.clientId, volume));
     },
     restore: (s, snap, volumeOnly) => this.restore(s, snap, volumeOnly),
-    duckUnavailable: (s, targets) => this.duckUnavailable(s, targets),
+    duckUnavailable: (s, targets) => duckUnavailable(this.duckHost, s, targets),
     restoreLimit: () =>
       this.fallback === undefined
         ? undefined
@@ -317,7 +296,7 @@ export class SnapServer {
     );
     this.apply(this.model.setVolume(s.clientId, volume));
     const g = d.group;
-    const own = [this.opts.server.stream, this.opts.server.announceStream];
+    const own = [this.opts.server.stream, this.opts.server.announceStream, ...this.opts.server.zoneStreams];
     if (volumeOnly || !g || own.includes(g.streamId) || !this.model.streams.has(g.streamId)) return;
     const original = this.model.groups.get(g.groupId);
     if (original && !original.clientIds.includes(s.clientId)) {
@@ -359,14 +338,13 @@ export class SnapServer {
       );
     }
     this.checkAnnounceStream();
-    this.hubStream.scheduleReconcile();
-    this.overlayStream?.scheduleReconcile();
+    this.logPool();
+    for (const x of this.streams()) x.scheduleReconcile();
   }
 
   private onDown(reason: string): void {
     this.log.warn({ reason }, 'lost the snapserver control connection; its clients are unavailable until it is back');
-    this.hubStream.connectionLost();
-    this.overlayStream?.connectionLost();
+    for (const x of this.streams()) x.connectionLost();
     for (const s of this.speakers.values()) s.setConnected(false);
   }
 
@@ -382,16 +360,12 @@ export class SnapServer {
     // One the hub does not follow (Group.OnMute, Stream.OnProperties, a newer server's).
     if (!n) return;
     if (n.method === 'Group.OnStreamChanged') {
-      this.hubStream.groupTakenOver(n.params.id, n.params.stream_id);
-      this.overlayStream?.groupTakenOver(n.params.id, n.params.stream_id);
+      for (const x of this.streams()) x.groupTakenOver(n.params.id, n.params.stream_id);
     }
     const change = this.model.applyNotification(n);
     this.apply(change);
     if (change.unknown) this.refresh();
-    if (TOPOLOGY.has(n.method)) {
-      this.hubStream.scheduleReconcile();
-      this.overlayStream?.scheduleReconcile();
-    }
+    if (TOPOLOGY.has(n.method)) for (const x of this.streams()) x.scheduleReconcile();
   }
 
   /** Re-reads the whole status (a notification named something the model did not know). */
@@ -400,8 +374,7 @@ export class SnapServer {
       .request('Server.GetStatus')
       .then((r) => {
         this.apply(this.model.applyServer(readServerAnswer(r)));
-        this.hubStream.scheduleReconcile();
-        this.overlayStream?.scheduleReconcile();
+        for (const x of this.streams()) x.scheduleReconcile();
       })
       .catch((e) => this.log.warn({ err: String(e) }, 'Server.GetStatus failed'));
   }
@@ -424,10 +397,7 @@ export class SnapServer {
         continue;
       }
       s.update(info, volume);
-      if (!available && s.available) {
-        this.hubStream.clientGone(id, 'snapclient disconnected');
-        this.overlayStream?.clientGone(id, 'snapclient disconnected');
-      }
+      if (!available && s.available) for (const x of this.streams()) x.clientGone(id, 'snapclient disconnected');
       s.setConnected(available);
     }
     // A client missing from a full status may be deleted, or the server may have restarted
@@ -436,8 +406,7 @@ export class SnapServer {
     for (const id of change.removed) {
       const s = this.speakers.get(id);
       if (!s) continue;
-      this.hubStream.clientGone(id, 'snapserver no longer lists the snapclient');
-      this.overlayStream?.clientGone(id, 'snapserver no longer lists the snapclient');
+      for (const x of this.streams()) x.clientGone(id, 'snapserver no longer lists the snapclient');
       s.setConnected(false);
     }
   }

@@ -1,0 +1,151 @@
+import type { Logger } from '../../logger';
+import { voiceGainDb } from '../../media/duck-mix';
+import type { MediaRequest } from '../driver';
+import type { SnapcastSpeaker } from './client-speaker';
+import type { ResolvedServerConfig } from './config';
+import { duckOverlaySetup } from './duck-overlay';
+import { parseSampleFormat } from './feeder';
+import type { FeedSetup, HubStream } from './hub-stream';
+import type { ServerModel } from './model';
+import { streamSource } from './stream-source';
+import type { ZonePool } from './zone-pool';
+
+/** What the ducked-announcement routing needs of its server (SnapServer). */
+export interface DuckHost {
+  readonly log: Logger;
+  readonly server: ResolvedServerConfig;
+  readonly model: ServerModel;
+  readonly pool: ZonePool;
+  readonly overlayStream?: HubStream;
+  /** Why announcements have no stream of their own here, or undefined when they have. */
+  fallback(): string | undefined;
+  speakers(): SnapcastSpeaker[];
+  playPlain(list: SnapcastSpeaker[], media: MediaRequest, setup?: FeedSetup): Promise<PromiseSettledResult<void>[]>;
+}
+
+/**
+ * The zone stream whose music the client hears now, if any. With an announcement stream, a
+ * zone stream carrying an announcement (a second one at once, see SnapServer.overlayFor) is
+ * no music to mix into.
+ */
+function musicOf(host: DuckHost, clientId: string): HubStream | undefined {
+  const own = host.fallback() === undefined;
+  return host.pool.streams.find((s) => !(own && s.playsOverlay) && s.listeners().includes(clientId));
+}
+
+/**
+ * A ducked announcement (issue 21). Per zone: when the targets are every client that hears
+ * that zone's music, it is mixed into the zone's own feed (HubStream.duck): nobody changes
+ * stream, so the music does not miss a sample. When others hear the same music, the targets
+ * move to the announcement stream, fed with the announcement mixed over a copy of the music
+ * (see duck-overlay.ts), and the others keep the music unchanged; a snapclient changing
+ * streams starts its buffer afresh, so the targets miss about a buffer's length of music at
+ * each move. One announcement stream carries one such mix: targets of a second shared zone
+ * hear that same mix. Targets with no music play it as an overlay, as interrupt does. Without
+ * an announcement stream of the music's format it is an interrupt (the core asked
+ * duckUnavailable first, so only when that changed in between), and the log says why.
+ */
+export async function playDucked(host: DuckHost, list: SnapcastSpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+  const plain: MediaRequest = { ...media, duck: undefined };
+  const targets = new Set(list.map((s) => s.clientId));
+  const byStream = new Map<HubStream, SnapcastSpeaker[]>();
+  for (const s of list) {
+    const music = musicOf(host, s.clientId);
+    if (music) byStream.set(music, [...(byStream.get(music) ?? []), s]);
+  }
+  if (!byStream.size) return host.playPlain(list, plain);
+  const results = new Map<SnapcastSpeaker, PromiseSettledResult<void>>();
+  const jobs: Promise<void>[] = [];
+  /** Targets whose zone's music takes the mix in its own feed. */
+  const ducked = new Set<SnapcastSpeaker>();
+  let shared: { stream: HubStream; mixed: SnapcastSpeaker[]; others: string[] } | undefined;
+  for (const [stream, mixed] of byStream) {
+    const others = stream.listeners().filter((id) => !targets.has(id));
+    if (others.length) {
+      shared ??= { stream, mixed, others };
+      continue;
+    }
+    for (const m of mixed) ducked.add(m);
+    jobs.push(stream.duck(mixed, media, gainFor(mixed, media)).then((r) => r.forEach((x, i) => results.set(mixed[i], x))));
+  }
+  const rest = list.filter((s) => !ducked.has(s));
+  if (rest.length) {
+    let played: Promise<PromiseSettledResult<void>[]>;
+    const why = shared ? overlayDuckUnavailable(host, shared.stream) : undefined;
+    if (shared && why) {
+      host.log.warn(
+        { clients: shared.mixed.map((s) => s.clientId), others: shared.others, reason: why },
+        'the music is shared with clients not announced: the announcement interrupts it',
+      );
+      played = host.playPlain(rest, plain);
+    } else if (shared) {
+      const music = shared.stream;
+      const setup = duckOverlaySetup({
+        tapMusic: (fn, replayMs) => music.tapMusic(fn, replayMs),
+        format: music.feedFormat!,
+        duck: media.duck!,
+        voiceGainDb: gainFor(shared.mixed, media),
+        ...(music.musicLufs !== undefined ? { musicLufs: music.musicLufs } : {}),
+        ...(media.duration !== undefined ? { voiceSeconds: media.duration } : {}),
+      });
+      host.log.info(
+        { clients: shared.mixed.map((s) => s.clientId), others: shared.others },
+        'announcement mixed over a copy of the music on the announcement stream (ducked)',
+      );
+      // Targets without music (or of another shared zone) hear the same mix: the music of the room next door, lowered, is no harm.
+      played = host.playPlain(rest, { ...media, overlay: true }, setup);
+    } else played = host.playPlain(rest, plain);
+    jobs.push(played.then((r) => r.forEach((x, i) => results.set(rest[i], x))));
+  }
+  await Promise.all(jobs);
+  return list.map((s) => results.get(s) ?? { status: 'rejected', reason: new Error('the announcement was not routed') });
+}
+
+/** One mix for every target of a stream: the voice's level against their average volume. */
+function gainFor(mixed: SnapcastSpeaker[], media: MediaRequest): number {
+  const volume = mixed.reduce((sum, s) => sum + s.volume, 0) / mixed.length;
+  return voiceGainDb(media.duck!.voiceVolume, volume);
+}
+
+/**
+ * Why an announcement cannot be mixed into what `s` plays now, announced together with
+ * `targets` (DeviceIDs); undefined when it can (or when it plays nothing: the announcement
+ * alone is all there is to hear).
+ */
+export function duckUnavailable(host: DuckHost, s: SnapcastSpeaker, targets: readonly string[]): string | undefined {
+  const music = musicOf(host, s.clientId);
+  if (music) {
+    const listeners = music.listeners();
+    const wanted = new Set(targets);
+    const others = host.speakers().filter((x) => listeners.includes(x.clientId) && !wanted.has(x.id));
+    if (!others.length) return undefined;
+    const why = overlayDuckUnavailable(host, music);
+    if (!why) return undefined;
+    return `its music is the same stream as that of ${others.map((x) => x.info().name).join(', ')}, which the announcement does not target, and ${why}`;
+  }
+  const g = host.model.groupOf(s.clientId);
+  const own = [host.server.stream, host.server.announceStream, ...host.server.zoneStreams];
+  if (g && !own.includes(g.streamId) && host.model.streams.get(g.streamId)?.status === 'playing') {
+    return `it plays snapserver stream '${g.streamId}', which the hub does not feed, so it cannot mix into it`;
+  }
+  return undefined;
+}
+
+/** Why a ducked announcement cannot have a mix of `music` of its own on the announcement stream, or undefined. */
+function overlayDuckUnavailable(host: DuckHost, music: HubStream): string | undefined {
+  const fallback = host.fallback();
+  if (!host.overlayStream || fallback !== undefined)
+    return `snapserver has no announcement stream to give the announced clients a mix of their own (${fallback ?? 'none'})`;
+  const f0 = music.feedFormat;
+  if (!f0) return 'the music is not fed right now';
+  let format: string;
+  try {
+    format = streamSource({ ...host.server, stream: host.server.announceStream, source: undefined }, host.model).format;
+  } catch (e) {
+    return `the announcement stream cannot be fed: ${(e as Error).message}`;
+  }
+  const f = parseSampleFormat(format);
+  if (f.rate !== f0.rate || f.bits !== f0.bits || f.channels !== f0.channels)
+    return `the announcement stream's sample format (${format}) is not the music's (${f0.rate}:${f0.bits}:${f0.channels}), so the music cannot be mixed into it`;
+  return undefined;
+}

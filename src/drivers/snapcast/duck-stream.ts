@@ -1,0 +1,292 @@
+import type { TimerHandle } from '../../core/clock';
+import { DuckMixer } from '../../media/duck-mix';
+import { DuckVoice } from '../../media/duck-voice';
+import type { MediaRequest, StopReason } from '../driver';
+import { type Feed, safeUrl } from './feeder';
+import { HeldMusicStream, JOIN_TOLERANCE_S } from './held-music';
+import type { StreamMember } from './stream-core';
+
+/**
+ * How long a member whose ducked announcement is over keeps listening to the music while it
+ * waits to be given back to it (the hub restores its volume first, or plays the next
+ * announcement); one nobody claims by then leaves the stream.
+ */
+const RECLAIM_MS = 15_000;
+
+/** A ducked announcement mixed into the running feed (issue 21). */
+interface Ducking {
+  mixer: DuckMixer;
+  voice: DuckVoice;
+  /** The announced members (client ids): the overlay is theirs, the music goes on under it. */
+  ids: Set<string>;
+  /** After the mix is over: what was fed still plays out of snapserver's buffer before the members hear of the end. */
+  ending?: TimerHandle;
+}
+
+/**
+ * The ducking mode of a hub stream (issue 21): an announcement mixed into the running music
+ * for every client that hears it; afterwards those clients go on hearing the music, lent,
+ * until the hub gives them back to their zone; a new play meanwhile waits for the mix.
+ */
+export abstract class DuckingStream extends HeldMusicStream {
+  /** The ducked announcement being mixed into the feed, if any. */
+  protected ducking?: Ducking;
+  /** Music played while a ducked announcement is mixed into the feed: it starts when that is over (deferPlay). */
+  protected deferred?: { ready: StreamMember[]; media: MediaRequest; startAt: number; since: number };
+  /**
+   * Members whose ducked announcement is over (stopped, 'ended', for the hub) and who go on
+   * listening to the music in place until the hub gives them back to it (a play of the same
+   * media), so that coming back is no restart and no regroup: no gap.
+   */
+  protected readonly lent = new Map<string, TimerHandle>();
+
+  protected get isDucking(): boolean {
+    return !!this.ducking || !!this.deferred;
+  }
+
+  protected isLent(clientId: string): boolean {
+    return this.lent.has(clientId);
+  }
+
+  /** Replaces whatever plays with a new decode (HubStream.start); a deferred play starts with it. */
+  protected abstract start(ready: StreamMember[], media: MediaRequest, startAt: number): Promise<void>;
+
+  /** A copy of the music's PCM as it goes to snapserver, while this feed runs; undefined when nothing is fed. */
+  tapMusic(fn: (pcm: Buffer) => void, replayMs = 0): (() => void) | undefined {
+    return this.feed?.running ? this.feed.tap(fn, replayMs) : undefined;
+  }
+
+  /** The running music's short-term loudness (LUFS; -Infinity for silence or under 400 ms of it); undefined when no music is fed. */
+  get musicLufs(): number | undefined {
+    return this.feed?.running ? this.meter?.lufs : undefined;
+  }
+
+  /** The running feed's sample format. */
+  get feedFormat(): Feed['format'] | undefined {
+    return this.feed?.running ? this.feed.format : undefined;
+  }
+
+  /** Client ids that hear this stream's music now: playing members, and those lent to a ducked announcement that is over. */
+  listeners(): string[] {
+    if (!this.feed?.running) return [];
+    return [...this.members.values()].filter((m) => m.state === 'playing' || this.lent.has(m.clientId)).map((m) => m.clientId);
+  }
+
+  /**
+   * Mixes an announcement into the running music for `list`, who are all its listeners (the
+   * caller checks): the music fades down by the duck level, the voice plays over it, the
+   * music fades back up, in the PCM on its way to snapserver. The decode goes on untouched
+   * and nobody changes group, so the music neither stops nor loses its place. Resolves once
+   * the voice is decoding; the members stop ('ended') when the mix is over and has played
+   * out of snapserver's buffer, and go on hearing the music until they are given back to it.
+   */
+  duck(list: StreamMember[], media: MediaRequest, voiceGainDb: number): Promise<PromiseSettledResult<void>[]> {
+    return this.exclusive(async () => {
+      try {
+        await this.startDuck(list, media, voiceGainDb);
+        return list.map((): PromiseSettledResult<void> => ({ status: 'fulfilled', value: undefined }));
+      } catch (e) {
+        return list.map((): PromiseSettledResult<void> => ({ status: 'rejected', reason: e }));
+      }
+    });
+  }
+
+  private async startDuck(list: StreamMember[], media: MediaRequest, voiceGainDb: number): Promise<void> {
+    const feed = this.feed;
+    const duck = media.duck;
+    if (!duck) throw new Error('not a ducked announcement');
+    if (!feed?.running) throw new Error('the music stopped before the announcement could be mixed into it');
+    const prev = this.ducking;
+    const mixer = new DuckMixer({
+      format: feed.format,
+      levelDb: duck.levelDb,
+      fadeMs: duck.fadeMs,
+      voiceGainDb,
+      ...(this.meter ? { musicLufs: this.meter.lufs } : {}),
+      // Taking over from a duck still under way: the music goes on from where its fade is.
+      startGain: prev?.mixer.gain ?? 1,
+    });
+    const voice = new DuckVoice({
+      url: media.url,
+      format: feed.format,
+      ffmpegPath: this.opts.ffmpegPath,
+      startTimeoutMs: this.opts.startTimeoutMs,
+      logger: this.log,
+    });
+    await voice.start(mixer);
+    if (this.feed !== feed || !feed.running) {
+      voice.stop();
+      throw new Error('the music stopped before the announcement could be mixed into it');
+    }
+    if (prev) {
+      prev.voice.stop();
+      prev.ending?.cancel();
+    }
+    const d: Ducking = { mixer, voice, ids: new Set(list.map((m) => m.clientId)) };
+    for (const m of list) {
+      this.unlend(m.clientId);
+      m.changeState('playing');
+    }
+    this.mixInto(feed, d);
+    this.log.info(
+      {
+        url: safeUrl(media.url),
+        clients: [...d.ids],
+        levelDb: duck.levelDb,
+        fadeMs: duck.fadeMs,
+        voiceGainDb: Number(voiceGainDb.toFixed(1)),
+        musicLufs: this.meter ? Number(this.meter.lufs.toFixed(1)) : undefined,
+        placementDb: Number(mixer.placementDb.toFixed(1)),
+      },
+      'announcement mixed into the music (ducked)',
+    );
+  }
+
+  /** Runs `feed`'s PCM through the duck's mixer until the mix is over (then, once it has played out of snapserver's buffer, duckOver). */
+  private mixInto(feed: Feed, d: Ducking): void {
+    this.ducking = d;
+    d.mixer.onDone = () => {
+      if (this.ducking !== d) return;
+      feed.setMix(undefined);
+      d.ending = this.opts.clock.setTimer(() => {
+        d.ending = undefined;
+        this.exclusive(async () => this.duckOver(d)).catch((e) => this.log.warn({ err: String(e) }, 'could not end the ducked announcement'));
+      }, this.opts.server.bufferMs);
+    };
+    feed.setMix((pcm) => d.mixer.process(pcm));
+  }
+
+  /**
+   * New music played (on clients of this server the announcement did not take) while a ducked
+   * announcement is mixed into the music: one stream carries one feed, so starting it now
+   * would cut the voice short, and mixing the voice into it would play the announcement to
+   * clients it was not for. So the play waits until the announcement is over, as music played
+   * during an interrupting announcement does (holdPlay): its clients are playing for the hub,
+   * silently, and it starts where it would be by then.
+   */
+  protected deferPlay(ready: StreamMember[], media: MediaRequest, startAt: number): void {
+    const prev = this.deferred;
+    const wanted = new Set(ready.map((m) => m.clientId));
+    if (prev) for (const m of prev.ready) if (!wanted.has(m.clientId) && m.state !== 'stopped') m.changeState('stopped', 'stopped');
+    this.deferred = { ready, media, startAt, since: this.opts.clock.now() };
+    for (const m of ready) m.changeState('playing');
+    this.log.info(
+      { url: safeUrl(media.url), clients: [...wanted] },
+      'a ducked announcement is mixed into the music: the new music starts when it is over',
+    );
+  }
+
+  /** Every client waiting for a deferred play stops (shutdown, lost connection). */
+  protected dropDeferred(reason: StopReason, detail?: string): void {
+    const p = this.deferred;
+    this.deferred = undefined;
+    for (const m of p?.ready ?? []) if (m.state !== 'stopped') m.changeState('stopped', reason, detail);
+  }
+
+  /** A client waiting for a deferred play leaves it (stopped, gone). */
+  protected undefer(clientId: string): void {
+    const p = this.deferred;
+    if (!p) return;
+    p.ready = p.ready.filter((m) => m.clientId !== clientId);
+    if (!p.ready.length) this.deferred = undefined;
+  }
+
+  /** The ducked announcement is over (or the music it was mixed into is gone): a play that waited for it starts now. */
+  private scheduleDeferred(): void {
+    const p = this.deferred;
+    if (!p) return;
+    this.deferred = undefined;
+    this.exclusive(async () => {
+      const ready = p.ready.filter((m) => m.available && m.state === 'playing');
+      if (!ready.length) return;
+      const at = p.startAt + (this.opts.clock.now() - p.since) / 1000;
+      try {
+        await this.start(ready, p.media, p.media.duration !== undefined ? Math.min(at, p.media.duration) : at);
+      } catch (e) {
+        for (const m of ready) if (m.state !== 'stopped') m.changeState('stopped', 'error', String(e));
+        throw e;
+      }
+    }).catch((e) => this.log.warn({ err: String(e) }, 'the music played during a ducked announcement could not start'));
+  }
+
+  /** The ducked announcement has played out: its members stop for the hub ('ended') and keep hearing the music, lent, until reclaimed. */
+  private duckOver(d: Ducking): void {
+    if (this.ducking !== d) return;
+    this.ducking = undefined;
+    d.voice.stop();
+    for (const id of d.ids) {
+      const m = this.members.get(id);
+      if (!m || m.state !== 'playing') continue;
+      this.lent.set(
+        id,
+        this.opts.clock.setTimer(() => {
+          this.exclusive(() => this.unclaimed(id)).catch((e) =>
+            this.log.warn({ err: String(e) }, 'could not release a client after its announcement'),
+          );
+        }, RECLAIM_MS),
+      );
+      m.changeState('stopped', 'ended');
+    }
+    this.log.info({ clients: [...d.ids] }, 'ducked announcement over; the music is back at full level');
+    this.scheduleDeferred();
+  }
+
+  /** Nobody gave the member back to the music in time: it leaves the stream. */
+  private async unclaimed(clientId: string): Promise<void> {
+    if (!this.lent.has(clientId)) return;
+    this.lent.delete(clientId);
+    this.members.delete(clientId);
+    this.log.info({ clientId }, 'a client was not given back to the music after its ducked announcement; it leaves the stream');
+    if (!this.members.size) this.stopFeed();
+    await this.reconcile();
+  }
+
+  /**
+   * The members being given back are lent ones, and the play is the music they still hear:
+   * nothing to do but say so. The engine names the zone it gives them back to; a play
+   * without one (an embedder's) is recognised by URL and position.
+   */
+  protected canReclaim(ready: StreamMember[], media: MediaRequest, startAt: number): boolean {
+    if (media.overlay || !this.feed?.running) return false;
+    if (!ready.every((m) => this.lent.has(m.clientId) && this.members.has(m.clientId))) return false;
+    if (media.zone !== undefined || this.zone !== undefined) return media.zone === this.zone;
+    return this.media?.url === media.url && Math.abs(this.feed.position - startAt) <= JOIN_TOLERANCE_S;
+  }
+
+  protected reclaim(ready: StreamMember[]): void {
+    for (const m of ready) {
+      this.unlend(m.clientId);
+      m.changeState('playing');
+    }
+    this.log.info({ clients: ready.map((m) => m.clientId) }, 'back to the music after a ducked announcement (it never stopped)');
+  }
+
+  protected unlend(clientId: string): void {
+    this.lent.get(clientId)?.cancel();
+    this.lent.delete(clientId);
+  }
+
+  /** A member leaves the ducked announcement (stopped, gone); with the last one, the music fades back up. */
+  protected unduck(clientId: string): void {
+    const d = this.ducking;
+    if (!d?.ids.delete(clientId) || d.ids.size) return;
+    d.voice.stop();
+    d.mixer.release();
+  }
+
+  /** The feed is gone: no mix, no lent members (they leave with it). */
+  protected endDuck(): void {
+    const d = this.ducking;
+    this.ducking = undefined;
+    this.scheduleDeferred();
+    if (d) {
+      d.voice.stop();
+      d.ending?.cancel();
+    }
+    for (const [id, timer] of this.lent) {
+      timer.cancel();
+      this.members.delete(id);
+    }
+    this.lent.clear();
+  }
+}
