@@ -91,7 +91,9 @@ export abstract class AnnouncementLanes {
         // a Snapcast client's group and stream); a snapshot of a stopped speaker stops it.
         if (back === 'none' && transport && !snap.member && t && s.restore && s.available) {
           await s.restore(t).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'what the speaker played could not be restored'));
-        } else if (back === 'none' && s.state !== 'stopped' && s.available) {
+        } else if (back === 'none' && s.available && (s.state !== 'stopped' || snap.member)) {
+          // A member of a zone that ended meanwhile is stopped even when it reads stopped: a
+          // ducked speaker reads so while the music it heard under the voice may still play.
           await s.stop().catch(() => undefined);
         }
       }
