@@ -76,7 +76,7 @@ export class RestServer {
   ) {
     this.auth = options.token ? new BearerAuth(options.token) : null;
     const limits = (this.limits = { ...DEFAULT_REST_LIMITS, ...options.limits });
-    this.refusals = new LimitedLog(options.logger, 'request refused: missing or wrong bearer token');
+    this.refusals = new LimitedLog(options.logger, 'request refused: no API token, or a wrong one (Authorization: Bearer)');
     this.slowStreams = new LimitedLog(options.logger, 'event stream closed: its client does not read');
     this.timeouts = new LimitedLog(options.logger, 'connection closed: request not received within the header/request timeout');
     this.busyStreams = new LimitedLog(options.logger, 'event stream refused: limits.maxEventStreams reached');
