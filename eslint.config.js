@@ -23,7 +23,7 @@ const FRONT_ENDS = [
 /** The front ends that must not import each other (the sibling rule below). */
 const SIBLING_FRONT_ENDS = ['server', 'mqtt', 'cloud', 'cloud-link', 'nodered', 'homebridge', 'dlna'];
 /** The modules that compose the hub (they may import everything; nothing inner imports them). */
-const COMPOSITION = ['hub', 'hub-config', 'index', 'main'];
+const COMPOSITION = ['hub', 'hub-config', 'front-ends', 'index', 'main'];
 
 /** Import specifiers naming one of `dirs` (a folder or a top-level module) at any depth of ../ */
 const under = (dirs) => [...new Set(dirs)].flatMap((f) => [`../${f}`, `../${f}/*`, `../../${f}`, `../../${f}/*`, `../../../${f}`, `../../../${f}/*`]);
