@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SpeakerHub } from '../../src/hub';
 import type { VirtualDriver } from '../../src/drivers/virtual/virtual-driver';
+import { MqttExtension } from '../../src/mqtt/extension';
 import { createTestHub } from '../helpers/hub';
 import { bridgeRequest, Probe } from '../mqtt/helpers';
 
@@ -90,4 +91,16 @@ test('a default createHub runs REST and nothing else: exactly the front ends its
   const started = logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'hub started');
   expect(started.extensions).toEqual(['rest']);
   for (const name of ['mqtt', 'dlna', 'cloud-link']) expect(hub.extension(name)).toBeUndefined();
+});
+
+test("an embedder's extension named like a registered front end takes its place: one MQTT, the embedder's", async () => {
+  const mine = new MqttExtension();
+  let logs: string[];
+  ({ hub, logs } = await createTestHub({ mqtt: { enabled: true, port: 0, host: '127.0.0.1' }, pubsub: KEYS }, { dataDir, extensions: [mine] }));
+  await hub.start();
+  expect(hub.extension('mqtt')).toBe(mine);
+  expect(mine.status?.mode).toBe('embedded');
+  const lines = logs.map((l) => JSON.parse(l));
+  expect(lines.filter((l) => l.msg === 'MQTT started')).toHaveLength(1);
+  expect(lines.find((l) => l.msg === 'hub started').extensions).toEqual(['rest', 'mqtt']);
 });
