@@ -17,6 +17,7 @@ const UNIT = [
   'test/cloud/{oauth,relay,link-protocol}.test.ts',
   'test/tts/voicerss.test.ts',
   'test/drivers/registry.test.ts',
+  'test/front-ends/embedded-hub.test.ts',
   'test/web-client.test.ts',
   'test/lab-networks.test.ts',
 ];

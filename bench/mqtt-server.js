@@ -25,7 +25,7 @@ async function startHub(dataDir) {
     {
       dataDir,
       server: { host: '127.0.0.1', port: 0, token: 'bench-token-0123456789abcdefghij' },
-      mqtt: { host: '127.0.0.1', port: 0, maxClients: 5000 },
+      mqtt: { enabled: true, host: '127.0.0.1', port: 0, maxClients: 5000 },
       speakers: { virtual: { count: 3 } },
       log: { level: 'warn' },
     },

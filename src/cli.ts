@@ -7,17 +7,17 @@ import { hubCommand, type HubOptionRegistrar } from './cli/hub-command';
 import { remoteCommands } from './cli/commands';
 import { driverHubOptions } from './cli/driver-options';
 import { buildProgram, runCli, type CommandRegistrar } from './cli/program';
-import { mqttHubOptions } from './mqtt/cli-options';
-import { cloudHubOptions, registerCloudCommands } from './cloud/cli';
-import { dlnaHubOptions } from './dlna/cli-options';
+import { frontEndHubOptions } from './cli/front-end-options';
+import { registerCloudCommands } from './cloud/cli';
 
 /**
  * The `speakerhub` command. This file only lists what plugs in; each part lives in its own
- * module. Front ends add one line to a list below.
+ * module. Drivers and front ends are listed in their registries (src/drivers/registry.ts,
+ * src/front-ends.ts), whose flags the two registrars below add.
  */
 
-/** Flags of `speakerhub hub` beyond the core's (e.g. MQTT): each adds options and maps them to config. */
-const HUB_OPTIONS: HubOptionRegistrar[] = [driverHubOptions, mqttHubOptions, cloudHubOptions, dlnaHubOptions];
+/** Flags of `speakerhub hub` beyond the core's: each adds options and maps them to config (and only to config). */
+const HUB_OPTIONS: HubOptionRegistrar[] = [driverHubOptions, frontEndHubOptions];
 
 /** Top-level commands: the hub itself, then the commands that talk to a running hub (e.g. cloud, account). */
 const COMMANDS: CommandRegistrar[] = [hubCommand(HUB_OPTIONS), remoteCommands, (program) => registerCloudCommands(program)];

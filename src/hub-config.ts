@@ -1,26 +1,14 @@
 import { z } from 'zod';
-import { CloudLinkConfigSchema } from './cloud-link/config';
-import { DlnaConfigSchema } from './dlna/config';
 import { checkCoreCombinations, ConfigError, configProblems, CoreConfigShape } from './config/schema';
 import { DriverNamesSchema, driverConfigShape, resolveDriverNames } from './drivers/registry';
-import { MqttConfigSchema, PubsubConfigSchema } from './mqtt/config';
+import { frontEndConfigShape } from './front-ends';
 
 /**
  * The whole configuration: the core's sections (src/config/schema.ts), each driver's part
- * (from src/drivers/registry.ts) and each front end's part (one line below). This module and
- * src/cli.ts are where the hub is composed; the core and the config layer import no front end.
+ * (from src/drivers/registry.ts) and each front end's parts (from src/front-ends.ts). This
+ * module, src/front-ends.ts and src/cli.ts are where the hub is composed; the core and the
+ * config layer import no front end.
  */
-const FRONT_END_PARTS = {
-  /** MQTT: embedded or external broker, the bridge, Home Assistant discovery. */
-  mqtt: MqttConfigSchema.prefault({}),
-  /** The spec's pub/sub mode over MQTT. */
-  pubsub: PubsubConfigSchema.prefault({}),
-  /** Cloud mode: the hub's link to SpeakerHub Cloud (src/cloud-link). */
-  cloud: CloudLinkConfigSchema.prefault({}),
-  /** DLNA renderers: every speaker published as a UPnP MediaRenderer (src/dlna). */
-  dlna: DlnaConfigSchema.prefault({}),
-};
-
 /** The whole configuration, with the embedded defaults `npm start` runs on. */
 export const ConfigSchema = z
   .object({
@@ -32,7 +20,7 @@ export const ConfigSchema = z
      */
     drivers: DriverNamesSchema.optional(),
     ...driverConfigShape(),
-    ...FRONT_END_PARTS,
+    ...frontEndConfigShape(),
   })
   .strict()
   .superRefine(checkCoreCombinations)

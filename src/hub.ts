@@ -6,6 +6,7 @@ import { systemClock, type Clock } from './core/clock';
 import { HubCore } from './core/hub-core';
 import { ConfigError, parseConfig, type HubConfig, type HubConfigInput } from './hub-config';
 import { createDrivers } from './drivers/registry';
+import { frontEndExtensions } from './front-ends';
 import { hubMediaUrlMatcher } from './media/capability-url';
 import type { SpeakerDriver } from './drivers/driver';
 import { createLogger, type Logger } from './logger';
@@ -32,7 +33,11 @@ export interface HubOptions {
   logger?: Logger;
   /** Extra drivers (beyond the configured ones), e.g. for embedding. */
   drivers?: SpeakerDriver[];
-  /** Front ends started after the REST server, in this order (see also use()). */
+  /**
+   * Front ends beyond those the config turns on (src/front-ends.ts), started after them in
+   * this order (see also use()). One named as a registered front end ('mqtt', 'dlna',
+   * 'cloud-link') takes that front end's place.
+   */
   extensions?: HubExtension[];
   /** How media scans get on (the CLI shows a progress line on a terminal while a large library is read). */
   onScanProgress?: (progress: ScanProgress) => void;
@@ -60,6 +65,8 @@ export class SpeakerHub {
   private rest?: RestExtension;
   private feed?: WireEventFeed;
   private readonly extensions: HubExtension[];
+  /** The extensions this start runs (REST, the config's front ends, the embedder's), in start order. */
+  private running: HubExtension[] = [];
   /** Undo steps of what start() has done so far, run in reverse by stop() or a failed start. */
   private undo: { what: string; run: () => Promise<void> | void }[] = [];
   private _token: string | null = null;
@@ -104,7 +111,7 @@ export class SpeakerHub {
     this.onScanProgress = options.onScanProgress;
   }
 
-  /** Adds a front end; it starts with the hub, after the REST server and the ones added before. */
+  /** Adds a front end; it starts with the hub, after the REST server, the config's front ends and the ones added before. */
   use(extension: HubExtension): this {
     if (this._core) throw new Error('extensions are added before start()');
     this.extensions.push(extension);
@@ -146,6 +153,15 @@ export class SpeakerHub {
     return this.feed?.size ?? 0;
   }
 
+  /**
+   * A running front end by name ('rest', 'mqtt', 'dlna', 'cloud-link' …): the instance itself
+   * (a lazily loaded one once loaded), for its status; undefined when it does not run.
+   */
+  extension(name: string): HubExtension | undefined {
+    const ext = this.running.find((x) => x.name === name);
+    return (ext as { loaded?: HubExtension } | undefined)?.loaded ?? ext;
+  }
+
   /** Base URL of the local REST server, when it runs. */
   get url(): string | undefined {
     return this.rest?.url;
@@ -171,7 +187,7 @@ export class SpeakerHub {
         media: this.library.list().length,
         url: this.rest?.url,
         auth: !!this._token,
-        extensions: this.extensions.map((x) => x.name),
+        extensions: this.running.map((x) => x.name),
       },
       'hub started',
     );
@@ -261,7 +277,8 @@ export class SpeakerHub {
     );
     this.feed = feed;
     this.undo.push({ what: 'event feed', run: () => feed.close() });
-    const extensions = [...this.extensions];
+    // The front ends the config names, each loaded only now (a hub without DLNA never loads it).
+    const extensions = [...frontEndExtensions(config, this.extensions), ...this.extensions];
     if (config.server.enabled) {
       if (config.server.auth) {
         const t = await loadOrCreateToken(config.dataDir, config.server.token);
@@ -290,10 +307,12 @@ export class SpeakerHub {
     }
     for (const ext of extensions) {
       await ext.start(this.extensionContext(ext, core, feed));
+      this.running.push(ext);
       this.undo.push({
         what: `extension ${ext.name}`,
         run: async () => {
           if (ext === this.rest) this.rest = undefined;
+          this.running = this.running.filter((x) => x !== ext);
           await ext.stop();
         },
       });

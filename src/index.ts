@@ -30,5 +30,26 @@ export { SnapcastDriver, SnapcastConfigSchema, type SnapcastConfig } from './dri
 export { SpeakerHubClient } from './client/client';
 export { HubEventStream, type EventStreamOptions, type StreamEvent } from './client/event-stream';
 export { VERSION } from './version';
-export { MqttExtension, type MqttStatus } from './mqtt/extension';
-export { CloudLinkExtension } from './cloud-link/link-extension';
+export type { MqttStatus } from './mqtt/extension';
+export type { FrontEndDefinition } from './extensions/front-end';
+
+/*
+ * The front ends' classes, loaded on first use: a hub composes its front ends from its config
+ * (src/front-ends.ts), so most library users never touch these, and a hub that runs no MQTT
+ * should not carry aedes, mqtt.js and ws in its memory because the package exports them.
+ * The plain `exports.X =` assignment is for Node's CommonJS lexer: it names the export for
+ * `import { X } from 'homebridge-speakerhub'` (index.mjs); the getter then replaces it.
+ */
+import type * as MqttModule from './mqtt/extension';
+import type * as CloudLinkModule from './cloud-link/link-extension';
+export type MqttExtension = MqttModule.MqttExtension;
+export declare const MqttExtension: typeof MqttModule.MqttExtension;
+export type CloudLinkExtension = CloudLinkModule.CloudLinkExtension;
+export declare const CloudLinkExtension: typeof CloudLinkModule.CloudLinkExtension;
+exports.MqttExtension = exports.CloudLinkExtension = undefined;
+lazyExport('MqttExtension', () => (require('./mqtt/extension') as typeof MqttModule).MqttExtension);
+lazyExport('CloudLinkExtension', () => (require('./cloud-link/link-extension') as typeof CloudLinkModule).CloudLinkExtension);
+
+function lazyExport(name: string, load: () => unknown): void {
+  Object.defineProperty(exports, name, { enumerable: true, configurable: true, get: load });
+}

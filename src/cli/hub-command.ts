@@ -8,16 +8,16 @@ import { collect, intFlag } from '../util/flags';
 import { DRIVER_NAMES } from '../drivers/registry';
 import { bannerLines } from './banner';
 import { scanProgressLine } from './scan-progress';
-import type { HubExtension } from '../extensions/extension';
 import { EXIT_USAGE, type CommandRegistrar } from './program';
 import { explainStartError } from './start-errors';
 import { startupDone } from './heap';
 import { stdoutIsServerLog } from './closed-pipe';
 
 /**
- * Flags of `speakerhub hub` that front ends add (MQTT, …): the registrar adds options to the
- * command and returns how its parsed flags become configuration (only flags actually given),
- * with the flag name for each config key so errors name what the user typed.
+ * Flags of `speakerhub hub` that drivers and front ends add (MQTT, …): the registrar adds
+ * options to the command and returns how its parsed flags become configuration (only flags
+ * actually given), with the flag name for each config key so errors name what the user typed.
+ * Flags are only config: the hub itself starts the front ends its config turns on.
  */
 export type HubOptionRegistrar = (hub: Command) => ((flags: Record<string, unknown>) => FlagConfig) | void;
 
@@ -25,10 +25,10 @@ export interface FlagConfig {
   overrides: Record<string, unknown>;
   /** Config key path → the flag that set it, e.g. { 'mqtt.url': '--mqtt' }. */
   labels?: Record<string, string>;
-  /** Front ends this part runs with the hub (started after the REST server), given the loaded config. */
-  extensions?: (config: HubConfig) => HubExtension[];
+  /** What the CLI assumes beneath the config file, the environment and the flags (e.g. { mqtt: { enabled: true } }). */
+  defaults?: Record<string, unknown>;
   /** Its lines for the start banner, once the hub runs (secrets only when `tty`). */
-  banner?: (options: { tty: boolean }) => string[];
+  banner?: (hub: SpeakerHub, options: { tty: boolean }) => string[];
 }
 
 export { intFlag };
@@ -106,10 +106,14 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
   const own = flagConfig(flags);
   const labels = Object.assign({}, own.labels, ...extra.map((x) => x.labels ?? {}));
   let overrides = own.overrides;
-  for (const x of extra) overrides = mergeConfig(overrides, x.overrides);
+  let defaults: Record<string, unknown> = {};
+  for (const x of extra) {
+    overrides = mergeConfig(overrides, x.overrides);
+    defaults = mergeConfig(defaults, x.defaults ?? {});
+  }
   let config: HubConfig;
   try {
-    config = await loadConfig(flags.config, overrides, { labels });
+    config = await loadConfig(flags.config, overrides, { labels, defaults });
   } catch (e) {
     fail(e instanceof ConfigError ? e.message : (e as Error).message);
   }
@@ -121,9 +125,9 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
     process.stderr.write(`speakerhub: warning: ${warning}\n`);
     logger.warn(warning);
   }
+  // The hub composes its front ends from the config (src/front-ends.ts), as an embedded hub does.
   const hub = new SpeakerHub(config, {
     logger,
-    extensions: extra.flatMap((x) => x.extensions?.(config) ?? []),
     onScanProgress: scanProgressLine(process.stderr),
   });
   // Bound before start so that the start's own lines already name speakers (hub.core throws until then).
@@ -185,12 +189,12 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
   if (!started || stopping) return;
   const tty = process.stdout.isTTY === true;
   // On a terminal with pretty logs the banner goes first and stands out; otherwise it is plain lines on stdout.
-  const banner = [...bannerLines(hub, { tty }), ...extra.flatMap((x) => x.banner?.({ tty }) ?? [])];
+  const banner = [...bannerLines(hub, { tty }), ...extra.flatMap((x) => x.banner?.(hub, { tty }) ?? [])];
   process.stdout.write(`${banner.join('\n')}\n`);
   if (!prettyLogs(config.log.format) && tty) process.stdout.write('  (logs follow as JSON: --log-format pretty for readable ones)\n');
 }
 
-/** Registers `speakerhub hub`; the option registrars add front ends' flags to it. */
+/** Registers `speakerhub hub`; the option registrars add drivers' and front ends' flags to it. */
 export function hubCommand(optionRegistrars: readonly HubOptionRegistrar[]): CommandRegistrar {
   return (program) => {
     const cmd = program

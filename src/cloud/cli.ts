@@ -1,18 +1,15 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { HubConfig } from '../hub-config';
-import type { HubExtension } from '../extensions/extension';
-import type { FlagConfig } from '../cli/hub-command';
 import { createLogger } from '../logger';
-import { lazyExtension } from '../extensions/lazy';
 import { CloudAccountError, cloudOrigin, cloudSignin, cloudSignup, readPasswordFile, saveCredential } from '../cloud-link/credentials';
+import { addCloudHubOptions } from '../cloud-link/definition';
 import { askPassword } from './prompt';
 
 /**
  * The cloud's command line: `speakerhub cloud` (the server), `speakerhub cloud client add`,
- * `speakerhub account signup|signin`, and the hub's `--cloud*` flags. cli.ts hooks these
- * in; nothing here runs unless one of them is used, and the cloud server, its storage and
+ * `speakerhub account signup|signin` (the hub's `--cloud*` flags are the cloud link's, in
+ * src/cloud-link/definition.ts). cli.ts hooks these in; nothing here runs unless one of them is used, and the cloud server, its storage and
  * the hub's link load only then (a plain `speakerhub hub` never loads them).
  */
 
@@ -223,33 +220,4 @@ export function registerCloudCommands(program: Command, hub?: Command): void {
         );
       }),
     );
-}
-
-/** The hub's cloud flags. */
-export function addCloudHubOptions(hub: Command): Command {
-  return hub
-    .option('--cloud <url>', 'link the hub to SpeakerHub Cloud at this URL (after `speakerhub account signin`)')
-    .option('--cloud-username <name>', 'sign in to the cloud as this user (with --cloud-password-file)')
-    .option('--cloud-password-file <file>', 'file holding the cloud password');
-}
-
-/** Config overrides from the hub's cloud flags. */
-export function cloudOverrides(flags: object): Record<string, unknown> {
-  const f = flags as { cloud?: string; cloudUsername?: string; cloudPasswordFile?: string };
-  return { url: f.cloud, username: f.cloudUsername, passwordFile: f.cloudPasswordFile };
-}
-
-/** `speakerhub hub`'s cloud part: the --cloud* flags, their config and the link extension. */
-export function cloudHubOptions(cmd: Command): (flags: Record<string, unknown>) => FlagConfig {
-  addCloudHubOptions(cmd);
-  return (flags) => ({
-    overrides: { cloud: cloudOverrides(flags) },
-    labels: { 'cloud.url': '--cloud', 'cloud.username': '--cloud-username', 'cloud.passwordFile': '--cloud-password-file' },
-    extensions: cloudExtensions,
-  });
-}
-
-/** The extensions cloud mode adds to a hub (none without cloud.url). */
-export function cloudExtensions(config: HubConfig): HubExtension[] {
-  return config.cloud.url ? [lazyExtension('cloud-link', async () => new (await import('../cloud-link/link-extension')).CloudLinkExtension())] : [];
 }

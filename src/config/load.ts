@@ -22,6 +22,8 @@ export interface LoadOptions {
   env?: NodeJS.ProcessEnv;
   /** Where override keys came from, e.g. { 'server.port': '--port' }, so errors name what the user typed. */
   labels?: Record<string, string>;
+  /** Beneath the file: what the caller assumes when nothing else says (the CLI runs MQTT unless told not to). */
+  defaults?: Record<string, unknown>;
 }
 
 /**
@@ -39,8 +41,8 @@ export function labelProblems(error: ConfigError, labels: Record<string, string>
 }
 
 /**
- * Reads a JSON config file (if given), then SPEAKERHUB_* environment variables, then the
- * overrides (CLI flags), each over the one before, and validates.
+ * Reads the caller's defaults, then a JSON config file (if given), then SPEAKERHUB_*
+ * environment variables, then the overrides (CLI flags), each over the one before, and validates.
  */
 export async function loadConfig(file: string | undefined, overrides: Record<string, unknown> = {}, options: LoadOptions = {}): Promise<HubConfig> {
   let fromFile: Record<string, unknown> = {};
@@ -65,7 +67,7 @@ export async function loadConfig(file: string | undefined, overrides: Record<str
   if (env.problems.length) throw new ConfigError(env.problems);
   const labels = { ...(file ? labelsFor(fromFile, file) : {}), ...env.labels, ...(options.labels ?? {}) };
   try {
-    return parseConfig(mergeConfig(mergeConfig(fromFile, env.config), overrides));
+    return parseConfig(mergeConfig(mergeConfig(mergeConfig(options.defaults ?? {}, fromFile), env.config), overrides));
   } catch (e) {
     throw e instanceof ConfigError ? labelProblems(e, labels) : e;
   }

@@ -29,7 +29,8 @@ export function embeddedHubConfig(settings: PlatformSettings, storagePath: strin
       ...(h.voicerssKey ? { voicerss: { key: h.voicerssKey } } : {}),
     };
   }
-  if (h.mqtt) config.mqtt = h.mqtt;
+  // A `hub.mqtt` block means MQTT on (its own `enabled: false` turns it off again).
+  if (h.mqtt) config.mqtt = { enabled: true, ...h.mqtt };
   return deepMerge(config, h.advanced ?? {}) as HubConfigInput;
 }
 

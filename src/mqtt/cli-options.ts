@@ -1,6 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { MqttExtension, type MqttStatus } from './extension';
-import type { FlagConfig } from '../cli/hub-command';
+import type { MqttExtension, MqttStatus } from './extension';
 
 export interface MqttFlags {
   mqtt?: { enabled: boolean; url?: string };
@@ -57,22 +56,8 @@ export function mqttOverrides(f: MqttFlags): Record<string, unknown> {
   };
 }
 
-/** `speakerhub hub`'s MQTT part: its flags, their config, the extension and its banner lines. */
-export function mqttHubOptions(cmd: Command): (flags: Record<string, unknown>) => FlagConfig {
-  addMqttOptions(cmd);
-  return (flags) => {
-    const ext = mqttExtension();
-    return {
-      overrides: mqttOverrides(flags as MqttFlags),
-      labels: MQTT_FLAG_LABELS,
-      extensions: () => [ext],
-      banner: ({ tty }) => mqttBannerLines(ext, { tty }),
-    };
-  };
-}
-
 /** Config key → flag, so a bad value names the flag the user typed. */
-const MQTT_FLAG_LABELS: Record<string, string> = {
+export const MQTT_FLAG_LABELS: Record<string, string> = {
   'mqtt.url': '--mqtt',
   'mqtt.port': '--mqtt-port',
   'mqtt.baseTopic': '--base-topic',
@@ -80,11 +65,6 @@ const MQTT_FLAG_LABELS: Record<string, string> = {
   'pubsub.publishKey': '--publish-key',
   'pubsub.subscribeKey': '--subscribe-key',
 };
-
-/** The hub's MQTT front end, for `extensions` of the hub the CLI starts. */
-export function mqttExtension(): MqttExtension {
-  return new MqttExtension();
-}
 
 /**
  * Terminal banner lines (the keys are secrets: printed here, never logged). Empty when

@@ -11,8 +11,12 @@ const key = (name: string) =>
 /** Configuration of the MQTT front end (`mqtt` in the config file). */
 export const MqttConfigSchema = z
   .object({
-    /** false (`--mqtt off`) runs the hub without any MQTT. */
-    enabled: z.boolean().default(true),
+    /**
+     * Whether the hub runs MQTT. Off unless the config says so, so a library hub (createHub,
+     * Node-RED, Homebridge) opens no broker it was not asked for; `speakerhub hub` turns it
+     * on unless `--mqtt off` (its default, beneath the config file: src/mqtt/definition.ts).
+     */
+    enabled: z.boolean().default(false),
     /**
      * External broker URL (mqtt://host:port, mqtts://host:port). Absent: the hub runs its
      * embedded broker and talks to it through the same client code ("" too: `--mqtt embedded`

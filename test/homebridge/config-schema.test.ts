@@ -71,6 +71,18 @@ describe('platform configuration', () => {
     expect(hub.network.interface).toBe('eth0');
   });
 
+  test("hub.mqtt turns the embedded hub's MQTT on (unless its enabled is false); without it the hub runs none", () => {
+    const on = (mqtt?: Record<string, unknown>) => {
+      const r = parsePlatformConfig({ platform: 'SpeakerHub', hub: { drivers: ['virtual'], ...(mqtt ? { mqtt } : {}) } });
+      if (!r.ok) throw new Error(r.problems.join());
+      return parseConfig(embeddedHubConfig(r.config, '/x')).mqtt.enabled;
+    };
+    expect(on()).toBe(false);
+    expect(on({ port: 1884 })).toBe(true);
+    expect(on({ url: 'mqtt://broker.lan:1883' })).toBe(true);
+    expect(on({ enabled: false, port: 1884 })).toBe(false);
+  });
+
   test('hub.mqtt and hub.advanced are form fields (not free-form objects the UI cannot render); no developer footer', () => {
     const json = JSON.parse(configSchemaJsonText()) as any;
     const hub = json.schema.properties.hub.properties;

@@ -25,7 +25,7 @@ export interface MqttTestHub {
   close(): Promise<void>;
 }
 
-/** A real hub on loopback with the MQTT extension (embedded broker on a free port unless config says otherwise). */
+/** A real hub on loopback with the MQTT extension (on, embedded broker on a free port, unless config says otherwise). */
 export async function startMqttHub(
   config: HubConfigInput = {},
   options: { clock?: Clock; dataDir?: string; mqtt?: MqttExtensionOptions } = {},
@@ -33,7 +33,7 @@ export async function startMqttHub(
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'speakerhub-mqtt-')));
   const ext = new MqttExtension(options.mqtt);
   const { hub, logs } = await createTestHub(
-    { ...config, mqtt: { port: 0, host: '127.0.0.1', ...config.mqtt } },
+    { ...config, mqtt: { enabled: true, port: 0, host: '127.0.0.1', ...config.mqtt } },
     { dataDir, clock: options.clock, extensions: [ext] },
   );
   await hub.start();

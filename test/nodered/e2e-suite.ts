@@ -11,6 +11,7 @@ import { OPERATIONS, type Operation } from '../../src/operations/table';
 import { SHARED_SAMPLES, virtualOf } from '../helpers/hub';
 import { embeddedConfig, eventRecorder, remoteConfig, TAB, testFlow } from './flows';
 import { HubRest, until } from './hub-rest';
+import { bridgeRequest, Probe } from '../mqtt/helpers';
 import { childProcesses, ensureRuntimes, freePort, listeningSockets, ROOT, startNodeRed, VIEWER, type NodeRed, type NodeRedVersion } from './runtime';
 
 const TOKEN = 'nodered-test-token-0123456789';
@@ -401,5 +402,37 @@ export function defineEndToEnd(version: NodeRedVersion): void {
         `Node-RED ${version} redeploy x20: heap ${(before.heap / 1e6).toFixed(1)} → ${(after.heap / 1e6).toFixed(1)} MB, rss ${(before.rss / 1e6).toFixed(1)} → ${(after.rss / 1e6).toFixed(1)} MB, listening ${after.sockets.length}`,
       );
     }, 180_000);
+
+    test("the embedded config node's MQTT tick runs the broker: a client connects and drives a speaker; unticked, no port", async () => {
+      embeddedPort ||= await freePort();
+      const mqttPort = await freePort();
+      const keys = { publishKey: 'pub-nodered-0123456789', subscribeKey: 'sub-nodered-0123456789' };
+      const ticked = embeddedConfig('cfg1', embeddedPort, TOKEN, { mqttEnabled: true, mqttPort, extraConfig: JSON.stringify({ pubsub: keys }) });
+      await deployAndWait(testFlow(ticked, { recorder: false }));
+      const rest = new HubRest(`http://127.0.0.1:${embeddedPort}`, TOKEN);
+      const device = (await rest.op('device_list')).DeviceList[0].DeviceID as string;
+      const client = await Probe.connect(`mqtt://127.0.0.1:${mqttPort}`, { username: keys.subscribeKey, password: keys.publishKey });
+      try {
+        await client.client.subscribeAsync('speakerhub/bridge/#');
+        const volume = (await rest.op('get_volume_device', { DeviceID: device })).Volume === '19' ? '20' : '19';
+        const set = await bridgeRequest(client, client.client, 'speakerhub', 'set_volume_device', { DeviceID: device, Volume: volume });
+        expect(set.status).toBe('ok');
+        // The outcome, read back through a Node-RED flow and over the hub's REST API.
+        expect((await nr.request(`/api/sh/get_volume_device?DeviceID=${device}`)).body.Volume).toBe(volume);
+        expect((await rest.op('get_volume_device', { DeviceID: device })).Volume).toBe(volume);
+      } finally {
+        await client.end();
+      }
+      // Unticked: the redeployed hub runs no broker (its config names no MQTT).
+      await deployAndWait(testFlow(embeddedConfig('cfg1', embeddedPort, TOKEN, { mqttPort }), { recorder: false }));
+      const refused = await Probe.connect(`mqtt://127.0.0.1:${mqttPort}`, { username: keys.subscribeKey, password: keys.publishKey }).then(
+        async (p) => {
+          await p.end();
+          return 'connected';
+        },
+        (e: NodeJS.ErrnoException) => e.code,
+      );
+      expect(refused).toBe('ECONNREFUSED');
+    }, 90_000);
   });
 }
