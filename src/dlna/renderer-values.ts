@@ -53,7 +53,18 @@ export function toUpnpVolume(v: number): number {
   return Math.max(0, Math.min(100, v * 2));
 }
 
+/** The longest URI a renderer takes: the hub's own MediaUrl bound. */
+export const MAX_URI_LENGTH = 4096;
+
+/**
+ * Refuses at SetAVTransportURI what the hub would refuse at Play: too long, control characters
+ * (the URL parser drops CR, LF and tabs silently, so they are checked first), not a URL, or a
+ * scheme the hub does not play.
+ */
 export function checkUrl(url: string): void {
+  if (url.length > MAX_URI_LENGTH) throw new UpnpError('InvalidArgs', `the URI is longer than ${MAX_URI_LENGTH} characters`);
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(url)) throw new UpnpError('InvalidArgs', 'the URI holds control characters');
   let u: URL;
   try {
     u = new URL(url);

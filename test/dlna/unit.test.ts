@@ -2,6 +2,7 @@ import { XMLValidator } from 'fast-xml-parser';
 import { formatTime, parseTime, readDidl } from '../../src/dlna/didl';
 import { Gena } from '../../src/dlna/gena';
 import { lastChange, toHubVolume, toUpnpVolume } from '../../src/dlna/renderer';
+import { checkUrl } from '../../src/dlna/renderer-values';
 import { SERVICES, SERVICE_NAMES, scpdXml } from '../../src/dlna/scpd';
 import { parseSoapRequest, soapFault, UpnpError } from '../../src/dlna/soap';
 import { decodeEntities } from '../../src/dlna/xml';
@@ -59,6 +60,25 @@ describe('SOAP requests', () => {
     expect(f).toContain('<errorCode>402</errorCode>');
     expect(f).toContain('bad &lt;thing&gt;');
     expect(XMLValidator.validate(f)).toBe(true);
+  });
+});
+
+describe('URIs a control point sets', () => {
+  test('SetAVTransportURI refuses what Play would: over 4096 characters, CR/LF and other control characters, not a URL, another scheme', () => {
+    const code = (url: string) => {
+      try {
+        checkUrl(url);
+        return 'ok';
+      } catch (e) {
+        return (e as { code?: number }).code;
+      }
+    };
+    expect(code('http://10.0.0.5/song.mp3?a=1&b=2')).toBe('ok');
+    expect(code(`http://10.0.0.5/${'a'.repeat(4100)}`)).toBe(402);
+    expect(code('http://10.0.0.5/song.mp3\r\nX-Injected: 1')).toBe(402);
+    expect(code('http://10.0.0.5/so\tng.mp3')).toBe(402);
+    expect(code('not a url')).toBe(716);
+    expect(code('file:///etc/passwd')).toBe(714);
   });
 });
 
