@@ -78,8 +78,7 @@ describe.each(VERSIONS)('zones through HomeKit in $label', ({ major }) => {
 
   const zones = async (): Promise<Zone[]> => (await watcher.op('playback_list')).PlaybackList;
   const zone = async (id: string): Promise<Zone | undefined> => (await zones()).find((z) => z.PlaybackID === id);
-  const playing = async (): Promise<Record<string, boolean>> =>
-    Object.fromEntries((await watcher.devices()).map((d) => [d.DeviceName, d.IsPlaying]));
+  const playing = async (): Promise<Record<string, boolean>> => Object.fromEntries((await watcher.devices()).map((d) => [d.DeviceName, d.IsPlaying]));
   /** What the controller reads for each speaker's On, by name. */
   const onReads = async (): Promise<Record<string, boolean>> => {
     const out: Record<string, boolean> = {};
@@ -129,7 +128,10 @@ describe.each(VERSIONS)('zones through HomeKit in $label', ({ major }) => {
     // and Den, which left, stays out of everything.
     await setOn('Study', true);
     let resumedA: Zone | undefined;
-    await until(async () => (resumedA = (await zones()).find((z) => z.DeviceIDList.includes(study)))?.PlaybackState === 'PlayerStatePlaying', 'Study playing again');
+    await until(
+      async () => (resumedA = (await zones()).find((z) => z.DeviceIDList.includes(study)))?.PlaybackState === 'PlayerStatePlaying',
+      'Study playing again',
+    );
     expect(resumedA).toMatchObject({ PlaybackID: a.PlaybackID, DeviceIDList: [study] });
     expect(resumedA!.TimeElapsed).toBeGreaterThanOrEqual(pausedA!.TimeElapsed);
     expect(await zone(b.PlaybackID)).toMatchObject({ PlaybackState: 'PlayerStatePlaying', DeviceIDList: [hall] });

@@ -55,7 +55,11 @@ afterEach(async () => {
   await new Promise((r) => helper.stopServer(r));
   // A session that never played stops every zone: each test starts from a quiet hub.
   await watcher.op('stop_play');
-  await until('no zones left', () => zones(), (l) => l.length === 0);
+  await until(
+    'no zones left',
+    () => zones(),
+    (l) => l.length === 0,
+  );
 });
 
 const zones = async (): Promise<Zone[]> => (await watcher.op('playback_list')).PlaybackList;
@@ -139,17 +143,20 @@ test('a stop_play node naming a speaker of the shared zone stops that zone; the 
 });
 
 test('a pause_play node with DeviceID pauses only that speaker’s zone; the other zone plays on', async () => {
-  const press = await injectFlow('speakerhub-pause_play', devices[1]);
+  // Zone A, the one started first: without its DeviceID the node's session (which never
+  // played) would mean the hub's latest zone, B, so a node that dropped DeviceID fails here.
+  const press = await injectFlow('speakerhub-pause_play', devices[0]);
   const { a, b } = await twoZones();
   expect((await press()).payload).toEqual({ Result: 'true' });
   const list = await until(
-    'zone B paused',
+    'zone A paused',
     () => zones(),
-    (l) => l.find((z) => z.PlaybackID === b.PlaybackID)?.PlaybackState === 'PlayerStatePaused',
+    (l) => l.find((z) => z.PlaybackID === a.PlaybackID)?.PlaybackState === 'PlayerStatePaused',
   );
   expect(list).toHaveLength(2);
-  expect(list.find((z) => z.PlaybackID === a.PlaybackID)).toMatchObject({ PlaybackState: 'PlayerStatePlaying', DeviceIDList: [devices[0]] });
-  // Paused, not dissolved: both speakers are still the zone's, so a resume brings both back.
-  expect([...list.find((z) => z.PlaybackID === b.PlaybackID)!.DeviceIDList].sort()).toEqual([devices[1], devices[2]].sort());
-  expect(await isPlaying()).toEqual([true, false, false]);
+  expect(list.find((z) => z.PlaybackID === a.PlaybackID)!.DeviceIDList).toEqual([devices[0]]);
+  const zoneB = list.find((z) => z.PlaybackID === b.PlaybackID)!;
+  expect(zoneB.PlaybackState).toBe('PlayerStatePlaying');
+  expect([...zoneB.DeviceIDList].sort()).toEqual([devices[1], devices[2]].sort());
+  expect(await isPlaying()).toEqual([false, true, true]);
 });
