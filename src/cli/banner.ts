@@ -44,6 +44,10 @@ export function bannerLines(hub: SpeakerHub, options: { tty: boolean }): string[
     lines.push('                             --mpd <host:port> (MPD), --airplay <host:port> (AirPlay)');
   }
   lines.push(`  Media:      ${hub.library.list().length} items`);
-  if (hub.url) lines.push('  Try:        speakerhub speakers      speakerhub say "Hello"      speakerhub --help');
+  if (hub.url) {
+    // The CLI looks for a hub at port 8090 unless told: on another port the hint says where.
+    const at = new URL(hub.url).port === '8090' ? '' : ` --url ${hub.url}`;
+    lines.push(`  Try:        speakerhub speakers${at}      speakerhub say "Hello"${at}      speakerhub --help`);
+  }
   return lines;
 }

@@ -516,7 +516,7 @@ d('DLNA renderers', () => {
     const onOut = stdout(on);
     try {
       await eventually(
-        () => new RegExp(`DLNA: +\\d+ renderers on lan0 \\(${SUBNET.replace(/\./g, '\\.')}\\.\\d+\\)`).test(onOut()),
+        () => new RegExp(`DLNA: +\\d+ renderers? on lan0 \\(${SUBNET.replace(/\./g, '\\.')}\\.\\d+\\)`).test(onOut()),
         30000,
         'the DLNA banner line',
       );

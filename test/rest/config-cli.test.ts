@@ -151,6 +151,17 @@ describe('the CLI', () => {
     const { base } = await banner(cli);
     expect(base).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(Number(new URL(base).port)).toBeGreaterThan(0);
+    // Not on 8090: the hint names the hub's URL, since the CLI looks at 8090 unless told.
+    await within(
+      new Promise<void>((resolve) => {
+        const check = () => cli.stdout().includes('Try:') && (cli.child.stdout!.off('data', check), resolve());
+        cli.child.stdout!.on('data', check);
+        check();
+      }),
+      10_000,
+      'the Try line',
+    );
+    expect(cli.stdout()).toContain(`speakerhub speakers --url ${base}`);
     // The token is kept in the data folder, readable by the owner only; stdout is no
     // terminal here, so the banner names the file instead of printing the secret.
     const saved = path.join(data, 'api-token');
