@@ -4,6 +4,7 @@ import { formatTime, parseTime, readDidl, writeDidl } from './didl';
 import { type AnnounceMode, type HubChange, type HubPort, type ZoneRef } from './hub-port';
 import { findAction, type ServiceName, type TransportState } from './scpd';
 import { UpnpError } from './soap';
+import { ChangeWaits } from './change-waits';
 import { AVT_EVENTED, checkUrl, lastChange, SINK_PROTOCOLS, toHubVolume, toUpnpError, toUpnpVolume } from './renderer-values';
 
 export { AVT_EVENTED, lastChange, SINK_PROTOCOLS, toHubVolume, toUpnpError, toUpnpVolume } from './renderer-values';
@@ -57,8 +58,8 @@ export class Renderer {
   private readonly sent: Record<'AVTransport' | 'RenderingControl', Map<string, string>> = { AVTransport: new Map(), RenderingControl: new Map() };
   /** Events sent and not yet delivered to every subscriber. */
   private readonly inflight = new Set<Promise<void>>();
-  /** Waiting for the hub's next change (Stop waits for its own to arrive). */
-  private readonly changeWaiters: (() => void)[] = [];
+  /** Waits for the hub's changes to arrive here (Stop for its STOPPED, a play for its zone). */
+  private readonly waits = new ChangeWaits();
 
   constructor(
     readonly id: RendererIdentity,
@@ -218,28 +219,7 @@ export class Renderer {
       }
     }
     if (c.kind !== 'time') void this.refresh();
-    for (const w of this.changeWaiters.splice(0)) w();
-  }
-
-  /** Waits (bounded) until cond holds, re-checking at each of the hub's changes. */
-  private async until(cond: () => boolean, ms: number): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!cond()) {
-      const left = deadline - Date.now();
-      if (left <= 0) return;
-      await this.nextChange(left);
-    }
-  }
-
-  /** Resolves at the hub's next change (or after ms). */
-  private nextChange(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.changeWaiters.push(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    this.waits.changed();
   }
 
   private playbackChanged(p: PlaybackSnapshot): void {
@@ -413,7 +393,7 @@ export class Renderer {
         }
         // The hub's answer comes before its event: TRANSITIONING holds until the zone shows up
         // here, so subscribers never see a stray STOPPED between the two (HA's entities flickered).
-        if (this.id.kind !== 'announce') await this.until(() => this.mine(), PLAY_EVENT_WAIT_MS);
+        if (this.id.kind !== 'announce') await this.waits.until(() => this.mine(), PLAY_EVENT_WAIT_MS);
       } catch (e) {
         this.status = 'ERROR_OCCURRED';
         throw toUpnpError(e);
@@ -452,7 +432,7 @@ export class Renderer {
     await this.command(() => this.hub.stopPlay(this.zoneRef()));
     const deadline = Date.now() + STOP_EVENT_WAIT_MS;
     // The hub's stop reaches this renderer as an event (asynchronously): wait for it, bounded.
-    await this.until(() => this.transportState() !== 'PLAYING' && this.transportState() !== 'PAUSED_PLAYBACK', STOP_EVENT_WAIT_MS);
+    await this.waits.until(() => this.transportState() !== 'PLAYING' && this.transportState() !== 'PAUSED_PLAYBACK', STOP_EVENT_WAIT_MS);
     const left = Math.max(0, deadline - Date.now());
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.refresh(), new Promise<void>((r) => (timer = setTimeout(r, left)))]);
