@@ -11,7 +11,8 @@ import {
   type LaneTrigger,
 } from './announcement-states';
 import { endsDone, reasonText, type AnnouncementReason } from './announcement-reasons';
-import type { Speaker, SpeakerSnapshot } from '../drivers/driver';
+import type { OverlayEnd, OverlayHandle, Speaker, SpeakerPlayState, SpeakerSnapshot, StopReason } from '../drivers/driver';
+import { isMuted, muteOf, snapshotsOf } from '../drivers/capabilities';
 import type { Logger } from '../logger';
 import type { Announcement, AnnouncementLimits, AnnouncementStatus, Lane } from './announcement-types';
 
@@ -41,6 +42,66 @@ export abstract class AnnouncementLanes {
   protected abstract pump(): void;
   /** A lane whose announcement left it: the next one, or the restore (the scheduler's). */
   protected abstract settleLane(lane: Lane): void;
+  /** The announcement stops on one speaker (the scheduler's). */
+  protected abstract dropSpeaker(a: Announcement, id: string, checkEnd: boolean): void;
+  /** When every speaker has finished the item: the next, or the end (the scheduler's). */
+  protected abstract checkStep(a: Announcement): void;
+
+  // ---- following what plays -----------------------------------------------------------------
+
+  /** Follows a speaker playing the announcement itself: the end of the media is the step's end there; a stop or a loss drops it. */
+  protected watch(a: Announcement, s: Speaker): void {
+    a.unwatch.get(s.id)?.();
+    const onState = (state: SpeakerPlayState, reason?: StopReason) =>
+      this.guard('speaker state', () => {
+        if (state !== 'stopped') return;
+        if (reason === 'ended') {
+          a.unwatch.get(s.id)?.();
+          a.unwatch.delete(s.id);
+          a.stepDone.add(s.id);
+          this.checkStep(a);
+        } else {
+          this.dropSpeaker(a, s.id, true);
+        }
+      });
+    const onAvailability = (available: boolean) =>
+      this.guard('speaker availability', () => {
+        if (!available) this.dropSpeaker(a, s.id, true);
+      });
+    s.on('state', onState);
+    s.on('availability', onAvailability);
+    a.unwatch.set(s.id, () => {
+      s.off('state', onState);
+      s.off('availability', onAvailability);
+    });
+  }
+
+  /** Follows a driver's overlay on a kept speaker: its end is the step's end there; dropping the speaker stops it. */
+  protected watchOverlay(a: Announcement, s: Speaker, handle: OverlayHandle): void {
+    a.unwatch.get(s.id)?.();
+    a.overlays.set(s.id, handle);
+    a.unwatch.set(s.id, () => {
+      if (a.overlays.get(s.id) !== handle) return;
+      a.overlays.delete(s.id);
+      handle.stop().catch((e: unknown) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'overlay not stopped'));
+    });
+    void handle.ended.then(
+      (end: OverlayEnd) =>
+        this.guard('overlay ended', () => {
+          if (a.overlays.get(s.id) !== handle) return;
+          a.overlays.delete(s.id);
+          a.unwatch.delete(s.id);
+          if (end.reason === 'ended') {
+            a.stepDone.add(s.id);
+            this.checkStep(a);
+          } else {
+            if (end.detail) this.logger.warn({ announcement: a.id, deviceId: s.id, reason: end.reason, detail: end.detail }, 'overlay ended early');
+            this.dropSpeaker(a, s.id, true);
+          }
+        }),
+      (e: unknown) => this.fault('overlay end', e),
+    );
+  }
 
   // ---- snapshot and restore ----------------------------------------------------------------
 
@@ -50,14 +111,15 @@ export abstract class AnnouncementLanes {
     let transport: SpeakerSnapshot | undefined;
     // Read from the speaker itself: what another app plays (the hub may not know), and the
     // exact volume and mute in the protocol's own terms.
-    if (s.snapshot) {
+    const snapshots = snapshotsOf(s);
+    if (snapshots) {
       try {
-        transport = await s.snapshot();
+        transport = await snapshots.snapshot();
       } catch (e) {
         this.logger.warn({ deviceId: s.id, err: String(e) }, 'could not read what the speaker plays; it will not be restored');
       }
     }
-    lane.snapshot = { volume: transport?.volume ?? s.volume, muted: transport?.muted ?? s.isMuted?.(), member, transport };
+    lane.snapshot = { volume: transport?.volume ?? s.volume, muted: transport?.muted ?? (muteOf(s) ? isMuted(s) : undefined), member, transport };
   }
 
   /**
@@ -74,23 +136,34 @@ export abstract class AnnouncementLanes {
       await lane.taking;
       const s = lane.speaker;
       const snap = lane.snapshot;
+      if (!snap && lane.kept) {
+        // It stayed in its playback under the driver's overlays: nothing to put back. A play
+        // made meanwhile holds it as an idle member (reserved): that one starts on it now.
+        await this.engine.giveBack(s.id);
+      }
       if (snap) {
         const t = snap.transport;
-        if (t && s.restore && s.available) {
-          if (lane.setVolume !== undefined || !!t.muted !== !!s.isMuted?.()) {
-            await s.restore(t, { volumeOnly: true }).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'volume not restored'));
+        const snapshots = snapshotsOf(s);
+        const mute = muteOf(s);
+        if (t && snapshots && s.available) {
+          if (lane.setVolume !== undefined || !!t.muted !== isMuted(s)) {
+            await snapshots
+              .restore(t, { volumeOnly: true })
+              .catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'volume not restored'));
           }
         } else {
           if (lane.setVolume !== undefined && s.volume !== snap.volume) await this.putVolume(s, snap.volume);
-          if (snap.muted && s.setMute && !s.isMuted?.())
-            await s.setMute(true).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'mute not restored'));
+          if (snap.muted && mute && !mute.isMuted())
+            await mute.setMute(true).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'mute not restored'));
         }
         // The music playback, if the speaker is (still, or now) one of its members.
         const back = await this.engine.giveBack(s.id);
         // What no hub playback holds: the driver puts back what it read (another app's media,
         // a Snapcast client's group and stream); a snapshot of a stopped speaker stops it.
-        if (back === 'none' && transport && !snap.member && t && s.restore && s.available) {
-          await s.restore(t).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'what the speaker played could not be restored'));
+        if (back === 'none' && transport && !snap.member && t && snapshots && s.available) {
+          await snapshots
+            .restore(t)
+            .catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'what the speaker played could not be restored'));
         } else if (back === 'none' && s.available && (s.state !== 'stopped' || snap.member)) {
           // A member of a zone that ended meanwhile is stopped even when it reads stopped: a
           // ducked speaker reads so while the music it heard under the voice may still play.
@@ -105,6 +178,7 @@ export abstract class AnnouncementLanes {
         lane.taking = undefined;
         lane.snapshot = undefined;
         lane.setVolume = undefined;
+        lane.kept = undefined;
         this.moveLane(lane, 'restored');
         const owed = [...lane.owed];
         lane.owed.clear();

@@ -2,7 +2,7 @@ import type { AnnouncementState } from './events';
 import type { PlayableMedia } from './playback-engine';
 import type { AnnouncementPhase, LanePhase } from './announcement-states';
 import type { AnnouncementReason, AnnouncementReasonCode } from './announcement-reasons';
-import type { Speaker, SpeakerSnapshot } from '../drivers/driver';
+import type { OverlayHandle, Speaker, SpeakerSnapshot } from '../drivers/driver';
 
 /** What announcements are made of (announcements.ts runs them; announcement-lanes.ts restores). */
 
@@ -87,6 +87,8 @@ export interface Announcement {
   interrupted: string[];
   /** At least one speaker started it. */
   played: boolean;
+  /** Its overlays that drivers play over the music (mode duck on speakers kept in their playbacks), by speaker. */
+  overlays: Map<string, OverlayHandle>;
 }
 
 export interface Lane {
@@ -111,6 +113,12 @@ export interface Lane {
   taking?: Promise<void>;
   /** The volume the announcement set (restore only touches a volume the announcement changed). */
   setVolume?: number;
+  /**
+   * The speaker stayed in its playback, its driver mixing the announcements over the music
+   * (mode duck, SpeakerDriver.overlay): nothing was read or taken, so nothing is put back.
+   * An interrupting announcement that follows takes it after all (and clears this).
+   */
+  kept?: boolean;
 }
 
 /** Higher Priority first, then arrival. */
@@ -124,7 +132,11 @@ export function order(x: Announcement, y: Announcement): number {
  * makes the whole announcement interrupt, and the reason names the speakers and their
  * drivers (never a silent fallback).
  */
-export function modeFor(asked: AnnouncementMode, speakers: Speaker[]): { mode: AnnouncementMode; reason?: string } {
+export function modeFor(
+  asked: AnnouncementMode,
+  speakers: Speaker[],
+  canMix: (s: Speaker) => boolean = (s) => !!s.capabilities?.duck,
+): { mode: AnnouncementMode; reason?: string } {
   if (asked !== 'duck') return { mode: asked };
   const ids = speakers.map((s) => s.id);
   // A speaker says why it cannot mix now (Speaker.duckUnavailable) — whether its driver never
@@ -134,7 +146,7 @@ export function modeFor(asked: AnnouncementMode, speakers: Speaker[]): { mode: A
   for (const s of speakers) {
     const why = s.duckUnavailable?.(ids);
     if (why) explained.push(`${s.info().name} (${s.driver}): ${why}`);
-    else if (!s.capabilities?.duck) cannot.push(s);
+    else if (!canMix(s)) cannot.push(s);
   }
   if (!cannot.length && !explained.length) return { mode: 'duck' };
   if (!cannot.length) {

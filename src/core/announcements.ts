@@ -5,7 +5,8 @@ import type { HubEventBus } from './events';
 import type { OverlayEndReason, PlaybackEngine } from './playback-engine';
 import type { SpeakerRegistry } from './speaker-registry';
 import type { AnnouncementReason } from './announcement-reasons';
-import type { Speaker, SpeakerPlayState, StopReason } from '../drivers/driver';
+import { OverlayUnavailable, type MediaRequest, type OverlayHandle, type Speaker } from '../drivers/driver';
+import { isMuted, mixesOverlays, muteOf } from '../drivers/capabilities';
 import type { Logger } from '../logger';
 import { AnnouncementLanes } from './announcement-lanes';
 import {
@@ -105,7 +106,7 @@ export class AnnouncementManager extends AnnouncementLanes {
         });
       }
     }
-    const mode = modeFor(req.mode ?? 'interrupt', speakers);
+    const mode = modeFor(req.mode ?? 'interrupt', speakers, (s) => mixesOverlays(s, this.registry.driverOf(s)));
     const a: Announcement = {
       id: randomBytes(9).toString('base64url'),
       phase: 'loading',
@@ -124,6 +125,7 @@ export class AnnouncementManager extends AnnouncementLanes {
       stepDone: new Set(),
       interrupted: [],
       played: false,
+      overlays: new Map(),
     };
     this.pending.set(a.id, a);
     for (const s of speakers) {
@@ -270,12 +272,20 @@ export class AnnouncementManager extends AnnouncementLanes {
     await this.playStep(a);
   }
 
-  /** Snapshots what each speaker does before touching it (only the first of a run), lends it, sets the announcement's volume. */
+  /**
+   * Snapshots what each speaker does before touching it (only the first of a run), lends it,
+   * sets the announcement's volume. In mode duck a speaker whose driver mixes overlays and
+   * that carries playing music is not taken at all: it stays in its playback (kept), and the
+   * driver plays the announcement over the music.
+   */
   private async take(a: Announcement, usable: Lane[]): Promise<void> {
     // After the taking of an announcement this one cut in on: snapshots and volumes in order.
     await Promise.all(usable.map((l) => l.taking));
     try {
-      const fresh = usable.filter((l) => !l.snapshot);
+      for (const l of usable) if (a.duck && !l.snapshot && !l.kept && this.engine.mixesOn(l.id)) l.kept = true;
+      // An interrupting announcement after (or cutting in on) a kept run takes the speaker after all.
+      const fresh = usable.filter((l) => !l.snapshot && !(a.duck && l.kept));
+      for (const l of fresh) l.kept = undefined;
       await Promise.all(fresh.map((l) => this.takeSnapshot(l)));
       await this.engine.lend(
         fresh.map((l) => l.id),
@@ -286,7 +296,8 @@ export class AnnouncementManager extends AnnouncementLanes {
         await Promise.all(
           usable.map(async (l) => {
             try {
-              if (l.speaker.isMuted?.()) await l.speaker.setMute!(false);
+              const mute = muteOf(l.speaker);
+              if (mute && isMuted(l.speaker)) await mute.setMute(false);
               await l.speaker.setVolume(a.volume!);
               l.setVolume = a.volume;
             } catch (e) {
@@ -300,36 +311,53 @@ export class AnnouncementManager extends AnnouncementLanes {
     }
   }
 
-  /** Plays the current media item on every speaker still in the announcement. */
+  /**
+   * Plays the current media item on every speaker still in the announcement: over the music
+   * by the driver on kept speakers (mode duck), as a play of its own on the others.
+   */
   private async playStep(a: Announcement): Promise<void> {
     const item = a.media![a.step];
     const speakers = [...a.playing].map((id) => this.lanes.get(id)!.speaker);
     if (!item || !speakers.length) return this.endOn(a);
     a.stepDone.clear();
-    const results = await this.engine.playOverlay(speakers, {
-      url: item.url,
-      contentType: item.contentType,
-      title: item.title,
-      duration: item.duration,
-      startAt: 0,
-      overlay: true,
-      ...(a.duck ? { duck: { ...a.duck, ...(a.volume !== undefined ? { voiceVolume: a.volume } : {}) } } : {}),
-    });
+    const media = { url: item.url, contentType: item.contentType, title: item.title, duration: item.duration };
+    const duck = a.duck ? { ...a.duck, ...(a.volume !== undefined ? { voiceVolume: a.volume } : {}) } : undefined;
+    const mixed = duck ? speakers.filter((s) => this.lanes.get(s.id)?.kept) : [];
+    const plain = speakers.filter((s) => !mixed.includes(s));
+    const [over, played] = await Promise.all([
+      mixed.length ? this.engine.mixOverlay(mixed, { ...media, duck: duck! }) : Promise.resolve([]),
+      plain.length ? this.engine.playOverlay(plain, { ...media, startAt: 0, overlay: true }) : Promise.resolve([]),
+    ]);
+    // Drivers that cannot mix in place here (a Snapcast client sharing its zone's stream with
+    // others) still can over a copy of the music: the speaker is taken for it, as without overlays.
+    const unmixed = mixed.filter((s, i) => a.playing.has(s.id) && (over[i] as PromiseRejectedResult).reason instanceof OverlayUnavailable);
+    const retried = unmixed.length ? await this.takeForOverlay(a, unmixed, { ...media, startAt: 0, overlay: true, duck }) : [];
     const failures: string[] = [];
-    speakers.forEach((s, i) => {
+    const settle = (s: Speaker, r: PromiseSettledResult<unknown>): boolean => {
+      // Stopped or cut in while it was starting: a handle the driver gave is stopped at once.
       if (!a.playing.has(s.id)) {
-        // Stopped or cut in while it was starting.
-        return;
+        if (r.status === 'fulfilled' && r.value) (r.value as OverlayHandle).stop().catch(() => undefined);
+        return false;
       }
-      const r = results[i];
       if (r.status === 'rejected') {
         const msg = r.reason instanceof Error ? r.reason.message : String(r.reason);
         failures.push(`${s.info().name} (${s.id}): ${msg}`);
         this.dropSpeaker(a, s.id, true);
-        return;
+        return false;
       }
       a.played = true;
-      this.watch(a, s);
+      return true;
+    };
+    mixed.forEach((s, i) => {
+      const r = over[i];
+      if (unmixed.includes(s)) return;
+      if (settle(s, r)) this.watchOverlay(a, s, (r as PromiseFulfilledResult<OverlayHandle>).value);
+    });
+    plain.forEach((s, i) => {
+      if (settle(s, played[i])) this.watch(a, s);
+    });
+    unmixed.forEach((s, i) => {
+      if (settle(s, retried[i])) this.watch(a, s);
     });
     if (failures.length) {
       this.logger.warn({ announcement: a.id, failures }, 'announcement could not play on some speakers');
@@ -338,34 +366,20 @@ export class AnnouncementManager extends AnnouncementLanes {
     this.checkStep(a);
   }
 
-  private watch(a: Announcement, s: Speaker): void {
-    a.unwatch.get(s.id)?.();
-    const onState = (state: SpeakerPlayState, reason?: StopReason) =>
-      this.guard('speaker state', () => {
-        if (state !== 'stopped') return;
-        if (reason === 'ended') {
-          a.unwatch.get(s.id)?.();
-          a.unwatch.delete(s.id);
-          a.stepDone.add(s.id);
-          this.checkStep(a);
-        } else {
-          this.dropSpeaker(a, s.id, true);
-        }
-      });
-    const onAvailability = (available: boolean) =>
-      this.guard('speaker availability', () => {
-        if (!available) this.dropSpeaker(a, s.id, true);
-      });
-    s.on('state', onState);
-    s.on('availability', onAvailability);
-    a.unwatch.set(s.id, () => {
-      s.off('state', onState);
-      s.off('availability', onAvailability);
-    });
+  /** The fallback for kept speakers whose driver cannot mix in place: taken (snapshot, lent) and played to. */
+  private async takeForOverlay(a: Announcement, speakers: Speaker[], request: MediaRequest): Promise<PromiseSettledResult<void>[]> {
+    const lanes = speakers.map((s) => this.lanes.get(s.id)!);
+    for (const l of lanes) l.kept = undefined;
+    await Promise.all(lanes.map((l) => this.takeSnapshot(l)));
+    await this.engine.lend(
+      speakers.map((s) => s.id),
+      a.priority,
+    );
+    return this.engine.playOverlay(speakers, request);
   }
 
   /** When every speaker of the announcement has finished the item: the next item, or the end. */
-  private checkStep(a: Announcement): void {
+  protected checkStep(a: Announcement): void {
     if (a.phase !== 'playing') return;
     if ([...a.playing].some((id) => !a.stepDone.has(id))) return;
     a.step += 1;
@@ -377,7 +391,7 @@ export class AnnouncementManager extends AnnouncementLanes {
   }
 
   /** The announcement stops on one speaker: it failed, vanished, was stopped, or cut in on. */
-  private dropSpeaker(a: Announcement, id: string, checkEnd: boolean): void {
+  protected dropSpeaker(a: Announcement, id: string, checkEnd: boolean): void {
     a.unwatch.get(id)?.();
     a.unwatch.delete(id);
     if (!a.playing.delete(id)) return;

@@ -4,7 +4,8 @@ import type { HubEventBus } from './events';
 import type { SpeakerRegistry } from './speaker-registry';
 import { ZoneBook } from './zone-book';
 import { elapsed, hasMember, isEmpty, members, rejoinAt, type PlayableMedia, type Playback, type Target } from './playback';
-import type { MediaRequest, Speaker } from '../drivers/driver';
+import type { MediaRequest, OverlayHandle, OverlayRequest, Speaker, SpeakerDriver } from '../drivers/driver';
+import { mixesOverlays } from '../drivers/capabilities';
 import type { Logger } from '../logger';
 import { clip, redactUrl } from '../redact';
 
@@ -379,5 +380,48 @@ export class PlaybackEngine extends ZoneBook {
   /** Plays on speakers outside the music playback (for overlays): same grouping as plays. */
   playOverlay(speakers: Speaker[], request: MediaRequest): Promise<PromiseSettledResult<void>[]> {
     return this.starter.playAll(speakers, request);
+  }
+
+  /**
+   * Whether an overlay on this speaker can be its driver's (SpeakerDriver.overlay, mixed over
+   * the music): the driver declares it (capabilities.duck), and the speaker carries a playing
+   * playback (a member that carries it, reserved or not): there is music to mix into, and the
+   * speaker stays in its playback the whole time. Otherwise the overlay takes the speaker
+   * (lend) and gives it back.
+   */
+  mixesOn(speakerId: string): boolean {
+    const s = this.registry.find(speakerId);
+    if (!s || !mixesOverlays(s, this.registry.driverOf(s))) return false;
+    const id = this.playbackOf(speakerId);
+    const p = id !== undefined ? this.playbacks.get(id) : undefined;
+    return !!p && p.state === 'PlayerStatePlaying' && p.speakers.has(speakerId);
+  }
+
+  /**
+   * A driver's overlay (mixed over the music) on speakers that stay in their playbacks (check
+   * mixesOn first): one call per driver, results in the order of `speakers`.
+   */
+  async mixOverlay(speakers: Speaker[], request: OverlayRequest): Promise<PromiseSettledResult<OverlayHandle>[]> {
+    const byDriver = new Map<SpeakerDriver | undefined, Speaker[]>();
+    for (const s of speakers) {
+      const d = this.registry.driverOf(s);
+      byDriver.set(d, [...(byDriver.get(d) ?? []), s]);
+    }
+    const settled = new Map<Speaker, PromiseSettledResult<OverlayHandle>>();
+    await Promise.all(
+      [...byDriver].map(async ([driver, group]) => {
+        let results: PromiseSettledResult<OverlayHandle>[];
+        try {
+          if (!driver?.overlay) throw new Error('the driver plays no overlays');
+          results = await driver.overlay(group, request);
+        } catch (e) {
+          results = group.map(() => ({ status: 'rejected', reason: e }));
+        }
+        group.forEach((s, i) =>
+          settled.set(s, results[i] ?? { status: 'rejected', reason: new Error('the driver gave no answer for this speaker') }),
+        );
+      }),
+    );
+    return speakers.map((s) => settled.get(s)!);
   }
 }

@@ -3,6 +3,7 @@ import type { DeviceRecord, HubEventBus } from './events';
 import type { Speaker, SpeakerDriver, SpeakerInfo } from '../drivers/driver';
 import type { Logger } from '../logger';
 import { redactText } from '../redact';
+import { capabilityProblems } from '../drivers/capabilities';
 
 /**
  * Every speaker the drivers know, keyed by DeviceID. A speaker that vanishes stays listed
@@ -64,6 +65,9 @@ export class SpeakerRegistry {
       speaker.off('volume', onVolume);
     });
     this.logger.info({ deviceId: speaker.id, driver: speaker.driver, name: speaker.info().name }, 'speaker added');
+    const problems = capabilityProblems(speaker, driver);
+    if (problems.length)
+      this.logger.error({ deviceId: speaker.id, driver: speaker.driver, problems }, 'driver bug: capabilities and methods disagree');
     if (speaker.available) this.events.emit('device', { reason: 'DeviceAvailable', device: this.record(speaker) });
   }
 

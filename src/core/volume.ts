@@ -2,6 +2,7 @@ import { HubError } from './errors';
 import type { SpeakerRegistry } from './speaker-registry';
 import type { Logger } from '../logger';
 import type { HubEventBus } from './events';
+import { muteOf } from '../drivers/capabilities';
 
 /** The level an emulated unmute restores when the speaker was at 0 before its mute. */
 const UNMUTE_FALLBACK_VOLUME = 20;
@@ -28,7 +29,8 @@ export class VolumeControl {
   /** Whether a speaker is muted: its own mute, or volume 0 set by setMute. */
   muted(deviceId: string): boolean {
     const speaker = this.registry.get(deviceId);
-    if (speaker.capabilities?.mute && speaker.isMuted) return speaker.isMuted();
+    const own = muteOf(speaker);
+    if (own) return own.isMuted();
     return this.emulatedMute.has(deviceId) && speaker.volume === 0;
   }
 
@@ -41,8 +43,9 @@ export class VolumeControl {
     const speaker = this.registry.get(deviceId);
     if (!speaker.available) throw new HubError('DeviceUnavailable', `Speaker ${deviceId} is not available.`, { parameter: 'DeviceID' });
     const was = this.muted(deviceId);
+    const own = muteOf(speaker);
     try {
-      if (speaker.capabilities?.mute && speaker.setMute) await speaker.setMute(muted);
+      if (own) await own.setMute(muted);
       else if (muted) {
         if (!this.emulatedMute.has(deviceId)) {
           const level = speaker.volume;

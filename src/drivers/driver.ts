@@ -43,7 +43,8 @@ export interface MediaRequest {
   /**
    * Mix this media over what the speaker plays instead of replacing it (an announcement in
    * Mode duck): the music fades down by levelDb over fadeMs, the media plays on top, the
-   * music fades back up. Sent only to speakers whose capabilities.duck is true.
+   * music fades back up. The core sends it only through SpeakerDriver.overlay (drivers whose
+   * capabilities.duck is true); a driver's playGroup may still route it there itself.
    */
   duck?: DuckRequest;
   /**
@@ -75,6 +76,46 @@ export interface DuckRequest {
   fadeMs: number;
   /** The announcement's Volume (0–50), when given: the level of the voice, the speaker's own volume stays. */
   voiceVolume?: number;
+}
+
+/**
+ * An announcement the driver plays over what its speakers play (SpeakerDriver.overlay): the
+ * speakers stay in their playback (zone) the whole time — the music goes on under the voice,
+ * lowered — and afterwards they simply go on; nothing is given back, nothing rejoins.
+ */
+export interface OverlayRequest {
+  url: string;
+  contentType?: string;
+  title?: string;
+  /** Seconds, when the hub knows it. */
+  duration?: number;
+  duck: DuckRequest;
+}
+
+/** How an overlay ended on a speaker: heard to its end, stopped (cut short), or failed. */
+export interface OverlayEnd {
+  reason: StopReason;
+  detail?: string;
+}
+
+/**
+ * One speaker's part of an overlay, from the moment it is heard. `ended` settles (never
+ * rejects) once the overlay is over for this speaker and the music is back at its level for
+ * the listener; stop() cuts it short (the music fades back up) and resolves once it has.
+ */
+export interface OverlayHandle {
+  readonly ended: Promise<OverlayEnd>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A driver's answer (a rejected overlay() result) when it cannot mix this overlay over this
+ * speaker's music in place, but the speaker can still hear it over the music another way: the
+ * core then takes the speaker out of its playback for the overlay (snapshot, plain play with
+ * MediaRequest.duck, give back after), its fallback for drivers without overlays.
+ */
+export class OverlayUnavailable extends Error {
+  readonly code = 'OverlayUnavailable';
 }
 
 export type SpeakerPlayState = 'playing' | 'paused' | 'stopped';
@@ -161,9 +202,11 @@ export interface SpeakerCapabilities {
    */
   restoreLimit?: string;
   /**
-   * play() honours MediaRequest.duck: the driver produces the audio the speaker plays and can
-   * mix an announcement into it (the music goes on, lowered). Absent: a speaker that fetches
-   * a URL itself (UPnP, MPD, virtual) cannot, and a duck announcement interrupts.
+   * The driver plays announcements over this speaker's music itself (SpeakerDriver.overlay):
+   * it produces the audio the speaker plays and mixes the voice into it, the music going on,
+   * lowered (the native announce of Music Assistant's players; Sonos audio clips and Cast
+   * would declare it too). Absent: a speaker that fetches a URL itself (UPnP, MPD, virtual by
+   * default) cannot, and the core's fallback runs (snapshot, interrupt, restore).
    */
   duck?: boolean;
 }
@@ -212,6 +255,14 @@ export interface SpeakerDriver extends EventEmitter<DriverEvents> {
    * MediaRequest.startInstant, so the engine can start it together with other such drivers.
    */
   startLeadMs?(speakers: Speaker[]): number;
+  /**
+   * Required when the driver's speakers declare capabilities.duck: plays an overlay (an
+   * announcement mixed over the music) on several of its speakers at once. Results are in the
+   * order of `speakers`: a handle once the speaker hears the overlay, or why it cannot (the
+   * caller then gives up on that speaker; nothing was changed on it). Before it is called the
+   * core asked each speaker's duckUnavailable(); a driver still says no when that changed.
+   */
+  overlay?(speakers: Speaker[], request: OverlayRequest): Promise<PromiseSettledResult<OverlayHandle>[]>;
 }
 
 /** Derives a stable digit-string id (up to 14 digits, like the original hub's) from a protocol id. */

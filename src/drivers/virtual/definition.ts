@@ -19,6 +19,12 @@ const VirtualPart = z
          * stream, a chunked body) stops after this many seconds at the latest (issue 28).
          */
         maxLiveAnnouncementSeconds: z.number().positive().max(86_400).default(600),
+        /**
+         * The speakers mix an announcement in Mode duck over their music, as a speaker with a
+         * native announce does (the playback goes on under it); off: duck falls back to
+         * interrupt on them, as on UPnP and MPD.
+         */
+        mix: z.boolean().default(false),
       })
       .strict()
       .prefault({}),
@@ -56,6 +62,7 @@ export const virtualDriver = defineDriver({
             names: part.virtual.names,
             volume: part.virtual.volume,
             maxLiveAnnouncementSeconds: part.virtual.maxLiveAnnouncementSeconds,
+            mix: part.virtual.mix,
             clock: deps.clock,
             version: deps.version,
             logger: deps.logger,

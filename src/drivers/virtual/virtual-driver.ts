@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { createHash } from 'node:crypto';
 import type { Clock } from '../../core/clock';
-import { digitId, type DriverEvents, type SpeakerDriver } from '../driver';
+import { digitId, type DriverEvents, type OverlayHandle, type OverlayRequest, type SpeakerDriver } from '../driver';
 import type { Logger } from '../../logger';
 import { pointsAtLocalAddress } from '../../net/local-address';
 import { MediaDownloads } from './media-probe';
@@ -22,6 +22,8 @@ export interface VirtualDriverOptions {
   logger?: Logger;
   /** webMedia.refuseLocalAddresses: redirects to loopback/link-local addresses are refused too. */
   refuseLocalAddresses?: boolean;
+  /** speakers.virtual.mix: the speakers mix announcements over their music (capabilities.duck). */
+  mix?: boolean;
 }
 
 /** The embedded default: N speakers with realistic, stable device records. */
@@ -57,6 +59,7 @@ export class VirtualDriver extends EventEmitter<DriverEvents> implements Speaker
         this.downloads,
         log,
         options.maxLiveAnnouncementSeconds,
+        options.mix,
       );
     });
   }
@@ -71,6 +74,11 @@ export class VirtualDriver extends EventEmitter<DriverEvents> implements Speaker
 
   speakers(): VirtualSpeaker[] {
     return [...this.list];
+  }
+
+  /** Overlays mixed over the music, each speaker on its own (speakers.virtual.mix). */
+  overlay(speakers: VirtualSpeaker[], request: OverlayRequest): Promise<PromiseSettledResult<OverlayHandle>[]> {
+    return Promise.allSettled(speakers.map((s) => s.mixOverlay(request)));
   }
 
   speaker(index: number): VirtualSpeaker {

@@ -1,12 +1,31 @@
 import type { Clock, TimerHandle } from '../../core/clock';
 import { clampVolume } from '../../core/volume-range';
 import { BaseSpeaker } from '../base-speaker';
-import type { MediaRequest, SpeakerCapabilities, SpeakerInfo, SpeakerPlayState, SpeakerSnapshot, StopReason } from '../driver';
+import type {
+  MediaRequest,
+  OverlayEnd,
+  OverlayHandle,
+  OverlayRequest,
+  SpeakerCapabilities,
+  SpeakerInfo,
+  SpeakerPlayState,
+  SpeakerSnapshot,
+  StopReason,
+} from '../driver';
 import type { Logger } from '../../logger';
 import { MediaDownloads, MediaFetchError, type ProbeResult } from './media-probe';
 
 export interface FetchRecord extends Omit<ProbeResult, 'end'> {
   url: string;
+  /** Fetched as an overlay mixed over the music (speakers.virtual.mix), not as what the speaker plays. */
+  overlay?: boolean;
+}
+
+/** An overlay a mixing virtual speaker plays over its music. */
+interface MixedOverlay {
+  abort: AbortController;
+  timer?: TimerHandle;
+  finish: (end: OverlayEnd) => void;
 }
 
 /**
@@ -15,7 +34,9 @@ export interface FetchRecord extends Omit<ProbeResult, 'end'> {
  * be told to fail or vanish so fault handling is testable end to end.
  */
 export class VirtualSpeaker extends BaseSpeaker {
-  readonly capabilities: SpeakerCapabilities = { mute: true, snapshot: true, seek: true, syncGroup: false };
+  readonly capabilities: SpeakerCapabilities;
+  /** The overlay mixed over the music now (speakers.virtual.mix), if any. */
+  private mixing?: MixedOverlay;
   private _muted = false;
   /** What it has loaded now, as a renderer's transport URI (snapshot/restore read it). */
   private media?: MediaRequest;
@@ -43,12 +64,62 @@ export class VirtualSpeaker extends BaseSpeaker {
      * after this many seconds at the latest, so that it never holds the music for ever.
      */
     private readonly maxLiveAnnouncementSeconds = 600,
+    /**
+     * Models a speaker that mixes announcements over its music itself (speakers.virtual.mix),
+     * as Snapcast and AirPlay do through the hub and Sonos clips natively: the music goes on,
+     * in time, while the overlay plays.
+     */
+    mixes = false,
   ) {
     super(id, 'virtual', info, { volume });
+    this.capabilities = { mute: true, snapshot: true, seek: true, syncGroup: false, ...(mixes ? { duck: true } : {}) };
+  }
+
+  /**
+   * Plays an overlay over the music (the driver's overlay()): fetches it as it would any
+   * media, and is done with it at its end by the hub's clock; the music's state and position
+   * never change. Rejects when nothing plays to mix into.
+   */
+  async mixOverlay(req: OverlayRequest): Promise<OverlayHandle> {
+    this.assertAvailable();
+    if (!this.capabilities.duck) throw new Error('this virtual speaker does not mix (speakers.virtual.mix)');
+    if (this.state !== 'playing') throw new Error('the virtual speaker plays no music to mix the announcement into');
+    this.endMix({ reason: 'stopped', detail: 'another overlay took over' });
+    const abort = new AbortController();
+    let finish!: (end: OverlayEnd) => void;
+    const ended = new Promise<OverlayEnd>((resolve) => (finish = resolve));
+    const mix: MixedOverlay = { abort, finish };
+    this.mixing = mix;
+    const download = this.downloads.fetch(req.url, abort.signal);
+    let probe: ProbeResult;
+    try {
+      probe = await download.result;
+    } catch (e) {
+      if (this.mixing === mix) this.mixing = undefined;
+      throw new Error(`could not play the overlay: ${e instanceof MediaFetchError ? e.message : 'the media URL could not be read'}`);
+    }
+    if (this.mixing !== mix || this.state !== 'playing') throw new Error('the music stopped before the overlay could be mixed into it');
+    const { end: _end, ...probed } = probe;
+    this.fetches.push({ url: req.url, ...probed, overlay: true });
+    if (this.fetches.length > 20) this.fetches.shift();
+    const seconds = req.duration ?? probe.duration ?? this.maxLiveAnnouncementSeconds;
+    mix.timer = this.clock.setTimer(() => this.endMix({ reason: 'ended' }, mix), seconds * 1000);
+    return { ended, stop: async () => this.endMix({ reason: 'stopped' }, mix) };
+  }
+
+  /** Ends the overlay being mixed (only `which`, when given). */
+  private endMix(end: OverlayEnd, which?: MixedOverlay): void {
+    const mix = this.mixing;
+    if (!mix || (which && which !== mix)) return;
+    this.mixing = undefined;
+    mix.abort.abort();
+    mix.timer?.cancel();
+    mix.finish(end);
   }
 
   async play(media: MediaRequest): Promise<void> {
     this.assertAvailable();
+    this.endMix({ reason: 'stopped', detail: 'the speaker played something else' });
     this.cancelPlayback();
     if (this.state !== 'stopped') this.setState('stopped', 'stopped');
     const abort = new AbortController();
@@ -102,6 +173,7 @@ export class VirtualSpeaker extends BaseSpeaker {
   async pause(): Promise<void> {
     this.assertAvailable();
     if (this.state !== 'playing') return;
+    this.endMix({ reason: 'stopped', detail: 'the music was paused' });
     this.offset = this.position() ?? 0;
     this.endTimer?.cancel();
     this.setState('paused');
@@ -114,6 +186,7 @@ export class VirtualSpeaker extends BaseSpeaker {
   }
 
   async stop(): Promise<void> {
+    this.endMix({ reason: 'stopped' });
     this.cancelPlayback();
     if (this.state !== 'stopped') this.setState('stopped', 'stopped');
   }
@@ -177,6 +250,7 @@ export class VirtualSpeaker extends BaseSpeaker {
     if (!this.available) return;
     this.setAvailable(false, () => {
       const wasActive = this.state !== 'stopped';
+      this.endMix({ reason: 'error', detail: 'speaker vanished' });
       this.cancelPlayback();
       if (wasActive) this.setState('stopped', 'error', 'speaker vanished');
     });
@@ -221,6 +295,7 @@ export class VirtualSpeaker extends BaseSpeaker {
   }
 
   private ended(): void {
+    this.endMix({ reason: 'stopped', detail: 'the music ended' });
     this.endTimer = undefined;
     this.abort = undefined;
     this.setState('stopped', 'ended');
