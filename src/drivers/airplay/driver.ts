@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import type { Logger } from '../../logger';
 import { LimitedLog } from '../../logging/limited-log';
 import { AirPlayError } from './rtsp';
-import { digitId, type DriverEvents, type MediaRequest, type SpeakerDriver } from '../driver';
+import { digitId, type DriverEvents, type MediaRequest, type OverlayHandle, type OverlayRequest, type SpeakerDriver } from '../driver';
 import type { AirPlayConfig } from './config';
 import type { ReceiverAddress } from './session';
 import { voiceGainDb } from '../../media/duck-mix';
@@ -141,7 +141,9 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
 
   /** One stream, every speaker joins it, then the clock starts: they all start on the same frame. */
   async playOn(speakers: AirPlaySpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
-    if (media.duck) return this.duckOn(speakers, media);
+    // A ducked announcement comes through overlay(); one played to receivers taken out of their
+    // music (the core's fallback) is an announcement of its own on them.
+    if (media.duck) media = { ...media, duck: undefined };
     // A speaker joining a play that runs (party join, an announced speaker coming back) joins
     // its stream: same RTP timeline, so it is in step with the others from its first frame.
     const running = this.runningStream(media);
@@ -210,59 +212,51 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
   }
 
   /**
-   * A ducked announcement (issue 21): mixed into the stream all the speakers hear, from the
-   * next packet on. The music goes on (same decode, same frames), so it keeps its place. The
-   * speakers report 'ended' once the mix has been heard, and keep hearing the music (lent)
-   * until the announcement gives them back to it (rejoin of the same stream: nothing to do).
+   * A ducked announcement (issue 21) as the driver's overlay (issue 27): mixed into the stream
+   * all the speakers hear, from the next packet on. The music goes on (same decode, same
+   * frames), so it keeps its place, and the speakers stay playing it; each handle ends once
+   * the mix has been heard (the music back at full level at the receivers).
    */
-  private async duckOn(speakers: AirPlaySpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
-    const fail = (msg: string) => speakers.map((): PromiseSettledResult<void> => ({ status: 'rejected', reason: new Error(msg) }));
+  async overlay(speakers: AirPlaySpeaker[], req: OverlayRequest): Promise<PromiseSettledResult<OverlayHandle>[]> {
+    const fail = (msg: string) => speakers.map((): PromiseSettledResult<OverlayHandle> => ({ status: 'rejected', reason: new Error(msg) }));
     const ids = speakers.map((s) => s.id);
     const why = speakers.map((s) => s.duckUnavailable(ids)).find((w) => w !== undefined);
     const stream = speakers[0]?.stream;
     if (why || !stream) return fail(why ?? 'AirPlay: no receiver to mix the announcement for');
     if (speakers.some((s) => s.stream !== stream)) return fail('AirPlay: the announced receivers play different streams (one mix per stream)');
     const first = speakers[0];
-    const d = new AirPlayDuck(
-      media.url,
-      media.duck!,
-      voiceGainDb(media.duck!.voiceVolume, first.volume),
-      stream.duck?.mixer.gain ?? 1,
-      this.opts.logger,
-    );
+    const d = new AirPlayDuck(req.url, req.duck, voiceGainDb(req.duck.voiceVolume, first.volume), stream.duck?.mixer.gain ?? 1, this.opts.logger);
     try {
       await d.start(this.opts.config.requestTimeoutMs * 2);
     } catch (e) {
       return fail((e as Error).message);
     }
     // A receiver lost while the voice was starting has already reported its fault: it is not in the mix.
-    const still = speakers.filter((s) => s.stream === stream && s.member && stream.members.has(s.member));
+    const still = speakers.filter((s) => s.stream === stream && s.member && stream.members.has(s.member) && s.state === 'playing');
     if (stream.state !== 'playing' || !still.length) {
       d.stop();
       return fail('AirPlay: the music stopped before the announcement could be mixed into it');
     }
     for (const s of still) d.targets.add(s.id);
-    d.onOver = () => {
-      for (const s of still) if (d.targets.has(s.id) && s.stream === stream && s.state === 'playing') s.markLent();
-      this.opts.logger.info({ speakers: [...d.targets] }, 'ducked announcement over; the music is back at full level');
-    };
+    const handles = new Map(still.map((s) => [s.id, d.handle(s.id)]));
+    d.onOver = () => this.opts.logger.info({ speakers: [...d.targets] }, 'ducked announcement over; the music is back at full level');
     stream.beginDuck(d);
-    for (const s of still) s.markPlaying();
     this.opts.logger.info(
-      { speakers: [...d.targets], levelDb: media.duck!.levelDb, fadeMs: media.duck!.fadeMs },
+      { speakers: [...d.targets], levelDb: req.duck.levelDb, fadeMs: req.duck.fadeMs },
       'announcement mixed into the AirPlay music (ducked)',
     );
-    return speakers.map((s): PromiseSettledResult<void> =>
-      d.targets.has(s.id)
-        ? { status: 'fulfilled', value: undefined }
-        : { status: 'rejected', reason: new Error('the receiver was lost before the announcement could be mixed in') },
-    );
+    return speakers.map((s): PromiseSettledResult<OverlayHandle> => {
+      const h = handles.get(s.id);
+      return h
+        ? { status: 'fulfilled', value: h }
+        : { status: 'rejected', reason: new Error('the receiver was lost before the announcement could be mixed in') };
+    });
   }
 
   async rejoin(s: AirPlaySpeaker, stream: AirPlayStream): Promise<void> {
     if (s.stream && s.member && s.stream !== stream) await s.stream.remove(s.member);
     if (s.stream === stream) {
-      // Given back to the music it never stopped hearing (after a ducked announcement).
+      // Already in that stream (a play of the zone it plays): nothing changes.
       if (stream.state === 'paused') s.markPaused();
       else if (stream.state === 'playing') s.markPlaying();
       return;

@@ -1,7 +1,7 @@
 import type { Logger } from '../../logger';
 import { DuckMixer, type PcmFormat } from '../../media/duck-mix';
 import { DuckVoice } from '../../media/duck-voice';
-import type { DuckRequest } from '../driver';
+import type { DuckRequest, OverlayEnd, OverlayHandle } from '../driver';
 
 /** The PCM an AirPlay stream encodes: what the announcement is decoded to for the mix. */
 export const AIRPLAY_PCM: PcmFormat = { rate: 44100, bits: 16, channels: 2 };
@@ -25,6 +25,8 @@ export class AirPlayDuck {
   readonly targets = new Set<string>();
   /** The music is back at full level at the receivers. */
   onOver?: () => void;
+  /** Each target's overlay handle (SpeakerDriver.overlay): settled when its part is over. */
+  private readonly ends = new Map<string, (end: OverlayEnd) => void>();
 
   constructor(
     private readonly url: string,
@@ -42,16 +44,40 @@ export class AirPlayDuck {
     return this.voice.start(this.mixer);
   }
 
+  /** A target's handle: its end, and stop() (leaves the mix; the last one leaving fades the music back up). */
+  handle(speakerId: string): OverlayHandle {
+    const ended = new Promise<OverlayEnd>((resolve) => this.ends.set(speakerId, resolve));
+    return { ended, stop: async () => this.leave(speakerId) };
+  }
+
+  /** A target leaves the mix (stopped, paused, its handle stopped); with the last one, the music fades back up. */
+  leave(speakerId: string): void {
+    this.end(speakerId, { reason: 'stopped' });
+    if (this.targets.delete(speakerId) && !this.targets.size) this.release();
+  }
+
+  /** Every target's part is over: heard to its end. */
+  over(): void {
+    for (const id of [...this.ends.keys()]) this.end(id, { reason: 'ended' });
+  }
+
+  private end(speakerId: string, end: OverlayEnd): void {
+    const resolve = this.ends.get(speakerId);
+    this.ends.delete(speakerId);
+    resolve?.(end);
+  }
+
   /** Cuts the voice short (its targets left): the music fades back up from where it is. */
   release(): void {
     this.stop();
     this.mixer.release();
   }
 
-  /** Ends the decode and any pending timer (the stream ended, or another duck took over). */
+  /** Ends the decode and any pending timer (the stream ended, or another duck took over): parts not yet over end 'stopped'. */
   stop(): void {
     clearTimeout(this.ending);
     this.ending = undefined;
     this.voice?.stop();
+    for (const id of [...this.ends.keys()]) this.end(id, { reason: 'stopped' });
   }
 }

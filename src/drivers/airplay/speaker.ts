@@ -16,9 +16,6 @@ export interface SpeakerHost {
 const QUARANTINE_MIN_MS = 10_000;
 const QUARANTINE_MAX_MS = 10 * 60_000;
 
-/** How long a receiver whose ducked announcement is over keeps the music without being given back to it (ms). */
-const LENT_MS = 15_000;
-
 /** What snapshot() keeps: the stream the speaker was part of, to rejoin it in sync. */
 interface AirPlaySnapshotData {
   stream?: AirPlayStream;
@@ -42,8 +39,6 @@ export class AirPlaySpeaker extends BaseSpeaker {
   };
   stream?: AirPlayStream;
   member?: StreamMember;
-  /** After a ducked announcement: the speaker still hears the music, until the hub gives it back (or this fires). */
-  private lentTimer?: NodeJS.Timeout;
   /** After a protocol fault: inactive until then, whatever the reachability probe says. */
   private quarantineUntil = 0;
   private quarantineMs = 0;
@@ -86,37 +81,12 @@ export class AirPlaySpeaker extends BaseSpeaker {
   }
 
   markPlaying(): void {
-    this.unlend();
     this.setPlayState('playing');
   }
   markPaused(): void {
-    this.unlend();
     this.setPlayState('paused');
   }
-  /**
-   * A ducked announcement has played out: the speaker is done with it for the hub ('ended'),
-   * but the music it never stopped hearing goes on (it stays in the stream) until the
-   * announcement gives it back to the music (rejoin of the same stream), within LENT_MS.
-   */
-  markLent(): void {
-    const { stream, member } = this;
-    this.unlend();
-    this.lentTimer = setTimeout(() => {
-      this.lentTimer = undefined;
-      if (this.state !== 'stopped' || this.stream !== stream || !stream || !member) return;
-      this.log.info('not given back to the music after a ducked announcement; the receiver leaves the stream');
-      this.stream = undefined;
-      this.member = undefined;
-      void stream.remove(member);
-    }, LENT_MS);
-    this.setPlayState('stopped', 'ended');
-  }
-  private unlend(): void {
-    clearTimeout(this.lentTimer);
-    this.lentTimer = undefined;
-  }
   markStopped(reason: 'ended' | 'error' | 'stopped', detail?: string): void {
-    this.unlend();
     this.stream = undefined;
     this.member = undefined;
     this.setPlayState('stopped', reason, detail);
@@ -132,6 +102,8 @@ export class AirPlaySpeaker extends BaseSpeaker {
 
   async pause(): Promise<void> {
     if (!this.stream || this.state !== 'playing') return;
+    // Paused during its ducked announcement: it leaves the mix (the announcement is over for it).
+    this.stream.duck?.leave(this.id);
     await this.stream.pause();
     this.markPaused();
   }
@@ -162,8 +134,7 @@ export class AirPlaySpeaker extends BaseSpeaker {
   async stop(): Promise<void> {
     const { stream, member } = this;
     // Stopped during its ducked announcement: once no target is left, the music fades back up for the others.
-    const d = stream?.duck;
-    if (d?.targets.delete(this.id) && !d.targets.size) d.release();
+    stream?.duck?.leave(this.id);
     if (stream && member) await stream.remove(member);
     if (this.state !== 'stopped') this.markStopped('stopped');
   }

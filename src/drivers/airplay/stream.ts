@@ -264,6 +264,7 @@ export class AirPlayStream {
       d.ending = setTimeout(() => {
         if (this._duck !== d) return;
         this._duck = undefined;
+        d.over();
         d.stop();
         d.onOver?.();
       }, this.latencyMs);

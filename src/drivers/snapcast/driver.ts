@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Clock } from '../../core/clock';
 import type { Logger } from '../../logger';
-import type { DriverEvents, MediaRequest, Speaker, SpeakerDriver } from '../driver';
+import type { DriverEvents, MediaRequest, OverlayHandle, OverlayRequest, Speaker, SpeakerDriver } from '../driver';
 import { SnapcastSpeaker } from './client-speaker';
 import { resolveServers, SnapcastConfigSchema, type SnapcastConfig } from './config';
 import { SnapServer } from './server';
@@ -83,7 +83,19 @@ export class SnapcastDriver extends EventEmitter<DriverEvents> implements Speake
    * one group: sample-synchronous within a server. Servers play independently.
    */
   async playGroup(speakers: Speaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
-    const results: PromiseSettledResult<void>[] = speakers.map(() => ({
+    return this.perServer(speakers, (server, list) => server.playGroup(list, media));
+  }
+
+  /** A ducked announcement mixed into the music in place, per server (SnapServer.overlay). */
+  overlay(speakers: Speaker[], request: OverlayRequest): Promise<PromiseSettledResult<OverlayHandle>[]> {
+    return this.perServer(speakers, (server, list) => server.overlay(list, request));
+  }
+
+  private async perServer<T>(
+    speakers: Speaker[],
+    run: (server: SnapServer, list: SnapcastSpeaker[]) => Promise<PromiseSettledResult<T>[]>,
+  ): Promise<PromiseSettledResult<T>[]> {
+    const results: PromiseSettledResult<T>[] = speakers.map(() => ({
       status: 'rejected',
       reason: new Error('not a speaker of this Snapcast driver'),
     }));
@@ -91,9 +103,9 @@ export class SnapcastDriver extends EventEmitter<DriverEvents> implements Speake
       this.servers.map(async (server) => {
         const idx = speakers.flatMap((s, i) => (s instanceof SnapcastSpeaker && server.owns(s) ? [i] : []));
         if (!idx.length) return;
-        const settled = await server.playGroup(
+        const settled = await run(
+          server,
           idx.map((i) => speakers[i] as SnapcastSpeaker),
-          media,
         );
         idx.forEach((i, k) => (results[i] = settled[k]));
       }),

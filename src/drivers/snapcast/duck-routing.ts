@@ -1,6 +1,6 @@
 import type { Logger } from '../../logger';
 import { voiceGainDb } from '../../media/duck-mix';
-import type { MediaRequest } from '../driver';
+import { OverlayUnavailable, type MediaRequest, type OverlayHandle, type OverlayRequest } from '../driver';
 import type { SnapcastSpeaker } from './client-speaker';
 import type { ResolvedServerConfig } from './config';
 import { duckOverlaySetup } from './duck-overlay';
@@ -34,71 +34,73 @@ function musicOf(host: DuckHost, clientId: string): HubStream | undefined {
 }
 
 /**
- * A ducked announcement (issue 21). Per zone: when the targets are every client that hears
- * that zone's music, it is mixed into the zone's own feed (HubStream.duck): nobody changes
- * stream, so the music does not miss a sample. When others hear the same music, the targets
- * move to the announcement stream, fed with the announcement mixed over a copy of the music
- * (see duck-overlay.ts), and the others keep the music unchanged; a snapclient changing
- * streams starts its buffer afresh, so the targets miss about a buffer's length of music at
- * each move. One announcement stream carries one such mix: targets of a second shared zone
- * hear that same mix. Targets with no music play it as an overlay, as interrupt does. Without
- * an announcement stream of the music's format it is an interrupt (the core asked
- * duckUnavailable first, so only when that changed in between), and the log says why.
+ * A ducked announcement as the driver's overlay (SpeakerDriver.overlay, issue 27): per zone,
+ * when the targets are every client that hears that zone's music, it is mixed into the zone's
+ * own feed (HubStream.duck): nobody changes stream or group, the music does not miss a sample,
+ * and the clients stay in their zone. Any other target is answered OverlayUnavailable: the
+ * hub then takes it out of its zone for the announcement and plays it with
+ * MediaRequest.duck (playDucked below), over a copy of the music.
+ */
+export async function overlayDucked(host: DuckHost, list: SnapcastSpeaker[], req: OverlayRequest): Promise<PromiseSettledResult<OverlayHandle>[]> {
+  const targets = new Set(list.map((s) => s.clientId));
+  const byStream = new Map<HubStream, SnapcastSpeaker[]>();
+  const results = new Map<SnapcastSpeaker, PromiseSettledResult<OverlayHandle>>();
+  for (const s of list) {
+    const music = musicOf(host, s.clientId);
+    if (music && music.listeners().every((id) => targets.has(id))) byStream.set(music, [...(byStream.get(music) ?? []), s]);
+    else {
+      const why = music ? 'its music is shared with clients the announcement does not target' : 'it hears no music of the hub here';
+      results.set(s, { status: 'rejected', reason: new OverlayUnavailable(`Snapcast cannot mix in place: ${why}`) });
+    }
+  }
+  const media: MediaRequest = { url: req.url, contentType: req.contentType, title: req.title, duration: req.duration, duck: req.duck };
+  await Promise.all(
+    [...byStream].map(async ([stream, mixed]) => {
+      const r = await stream.duck(mixed, media, gainFor(mixed, media));
+      r.forEach((x, i) => results.set(mixed[i], x));
+    }),
+  );
+  return list.map((s) => results.get(s) ?? { status: 'rejected', reason: new Error('the announcement was not routed') });
+}
+
+/**
+ * A ducked announcement played to clients the hub took out of their zones for it (the
+ * overlay's fallback, see overlayDucked): when others hear the same music, the targets move to
+ * the announcement stream, fed with the announcement mixed over a copy of the music (see
+ * duck-overlay.ts), and the others keep the music unchanged; a snapclient changing streams
+ * starts its buffer afresh, so the targets miss about a buffer's length of music at each move,
+ * and the hub gives them back to their zone after. One announcement stream carries one such
+ * mix: targets of a second shared zone hear that same mix. Targets with no music play it as an
+ * overlay, as interrupt does. Without an announcement stream of the music's format it is an
+ * interrupt (the core asked duckUnavailable first, so only when that changed in between), and
+ * the log says why.
  */
 export async function playDucked(host: DuckHost, list: SnapcastSpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
   const plain: MediaRequest = { ...media, duck: undefined };
   const targets = new Set(list.map((s) => s.clientId));
-  const byStream = new Map<HubStream, SnapcastSpeaker[]>();
-  for (const s of list) {
-    const music = musicOf(host, s.clientId);
-    if (music) byStream.set(music, [...(byStream.get(music) ?? []), s]);
+  const mixed = list.filter((s) => musicOf(host, s.clientId));
+  const music = mixed.length ? musicOf(host, mixed[0].clientId) : undefined;
+  if (!music) return host.playPlain(list, plain);
+  const others = music.listeners().filter((id) => !targets.has(id));
+  const why = overlayDuckUnavailable(host, music);
+  if (why) {
+    host.log.warn(
+      { clients: mixed.map((s) => s.clientId), others, reason: why },
+      'the announcement cannot be mixed over the music: it interrupts it',
+    );
+    return host.playPlain(list, plain);
   }
-  if (!byStream.size) return host.playPlain(list, plain);
-  const results = new Map<SnapcastSpeaker, PromiseSettledResult<void>>();
-  const jobs: Promise<void>[] = [];
-  /** Targets whose zone's music takes the mix in its own feed. */
-  const ducked = new Set<SnapcastSpeaker>();
-  let shared: { stream: HubStream; mixed: SnapcastSpeaker[]; others: string[] } | undefined;
-  for (const [stream, mixed] of byStream) {
-    const others = stream.listeners().filter((id) => !targets.has(id));
-    if (others.length) {
-      shared ??= { stream, mixed, others };
-      continue;
-    }
-    for (const m of mixed) ducked.add(m);
-    jobs.push(stream.duck(mixed, media, gainFor(mixed, media)).then((r) => r.forEach((x, i) => results.set(mixed[i], x))));
-  }
-  const rest = list.filter((s) => !ducked.has(s));
-  if (rest.length) {
-    let played: Promise<PromiseSettledResult<void>[]>;
-    const why = shared ? overlayDuckUnavailable(host, shared.stream) : undefined;
-    if (shared && why) {
-      host.log.warn(
-        { clients: shared.mixed.map((s) => s.clientId), others: shared.others, reason: why },
-        'the music is shared with clients not announced: the announcement interrupts it',
-      );
-      played = host.playPlain(rest, plain);
-    } else if (shared) {
-      const music = shared.stream;
-      const setup = duckOverlaySetup({
-        tapMusic: (fn, replayMs) => music.tapMusic(fn, replayMs),
-        format: music.feedFormat!,
-        duck: media.duck!,
-        voiceGainDb: gainFor(shared.mixed, media),
-        ...(music.musicLufs !== undefined ? { musicLufs: music.musicLufs } : {}),
-        ...(media.duration !== undefined ? { voiceSeconds: media.duration } : {}),
-      });
-      host.log.info(
-        { clients: shared.mixed.map((s) => s.clientId), others: shared.others },
-        'announcement mixed over a copy of the music on the announcement stream (ducked)',
-      );
-      // Targets without music (or of another shared zone) hear the same mix: the music of the room next door, lowered, is no harm.
-      played = host.playPlain(rest, { ...media, overlay: true }, setup);
-    } else played = host.playPlain(rest, plain);
-    jobs.push(played.then((r) => r.forEach((x, i) => results.set(rest[i], x))));
-  }
-  await Promise.all(jobs);
-  return list.map((s) => results.get(s) ?? { status: 'rejected', reason: new Error('the announcement was not routed') });
+  const setup = duckOverlaySetup({
+    tapMusic: (fn, replayMs) => music.tapMusic(fn, replayMs),
+    format: music.feedFormat!,
+    duck: media.duck!,
+    voiceGainDb: gainFor(mixed, media),
+    ...(music.musicLufs !== undefined ? { musicLufs: music.musicLufs } : {}),
+    ...(media.duration !== undefined ? { voiceSeconds: media.duration } : {}),
+  });
+  host.log.info({ clients: mixed.map((s) => s.clientId), others }, 'announcement mixed over a copy of the music on the announcement stream (ducked)');
+  // Targets without music (or of another shared zone) hear the same mix: the music of the room next door, lowered, is no harm.
+  return host.playPlain(list, { ...media, overlay: true }, setup);
 }
 
 /** One mix for every target of a stream: the voice's level against their average volume. */

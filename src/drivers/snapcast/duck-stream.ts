@@ -1,51 +1,35 @@
 import type { TimerHandle } from '../../core/clock';
 import { DuckMixer } from '../../media/duck-mix';
 import { DuckVoice } from '../../media/duck-voice';
-import type { MediaRequest, StopReason } from '../driver';
+import type { MediaRequest, OverlayEnd, OverlayHandle, StopReason } from '../driver';
 import { type Feed, safeUrl } from './feeder';
-import { HeldMusicStream, JOIN_TOLERANCE_S } from './held-music';
+import { HeldMusicStream } from './held-music';
 import type { StreamMember } from './stream-core';
-
-/**
- * How long a member whose ducked announcement is over keeps listening to the music while it
- * waits to be given back to it (the hub restores its volume first, or plays the next
- * announcement); one nobody claims by then leaves the stream.
- */
-const RECLAIM_MS = 15_000;
 
 /** A ducked announcement mixed into the running feed (issue 21). */
 interface Ducking {
   mixer: DuckMixer;
   voice: DuckVoice;
-  /** The announced members (client ids): the overlay is theirs, the music goes on under it. */
+  /** The announced members (client ids) whose overlay still runs: the music goes on under it. */
   ids: Set<string>;
+  /** Each announced member's handle: settled when its part of the overlay is over. */
+  ends: Map<string, (end: OverlayEnd) => void>;
   /** After the mix is over: what was fed still plays out of snapserver's buffer before the members hear of the end. */
   ending?: TimerHandle;
 }
 
 /**
- * The ducking mode of a hub stream (issue 21): an announcement mixed into the running music
- * for every client that hears it; afterwards those clients go on hearing the music, lent,
- * until the hub gives them back to their zone; a new play meanwhile waits for the mix.
+ * The ducking mode of a hub stream (issue 21, issue 27's overlays): an announcement mixed into
+ * the running music for every client that hears it, who stay members of the stream (and of
+ * their zone) the whole time; a new play meanwhile waits for the mix.
  */
 export abstract class DuckingStream extends HeldMusicStream {
   /** The ducked announcement being mixed into the feed, if any. */
   protected ducking?: Ducking;
   /** Music played while a ducked announcement is mixed into the feed: it starts when that is over (deferPlay). */
   protected deferred?: { ready: StreamMember[]; media: MediaRequest; startAt: number; since: number };
-  /**
-   * Members whose ducked announcement is over (stopped, 'ended', for the hub) and who go on
-   * listening to the music in place until the hub gives them back to it (a play of the same
-   * media), so that coming back is no restart and no regroup: no gap.
-   */
-  protected readonly lent = new Map<string, TimerHandle>();
-
   protected get isDucking(): boolean {
     return !!this.ducking || !!this.deferred;
-  }
-
-  protected isLent(clientId: string): boolean {
-    return this.lent.has(clientId);
   }
 
   /** Replaces whatever plays with a new decode (HubStream.start); a deferred play starts with it. */
@@ -66,32 +50,51 @@ export abstract class DuckingStream extends HeldMusicStream {
     return this.feed?.running ? this.feed.format : undefined;
   }
 
-  /** Client ids that hear this stream's music now: playing members, and those lent to a ducked announcement that is over. */
+  /** Client ids that hear this stream's music now (its playing members). */
   listeners(): string[] {
     if (!this.feed?.running) return [];
-    return [...this.members.values()].filter((m) => m.state === 'playing' || this.lent.has(m.clientId)).map((m) => m.clientId);
+    return [...this.members.values()].filter((m) => m.state === 'playing').map((m) => m.clientId);
   }
 
   /**
    * Mixes an announcement into the running music for `list`, who are all its listeners (the
    * caller checks): the music fades down by the duck level, the voice plays over it, the
    * music fades back up, in the PCM on its way to snapserver. The decode goes on untouched
-   * and nobody changes group, so the music neither stops nor loses its place. Resolves once
-   * the voice is decoding; the members stop ('ended') when the mix is over and has played
-   * out of snapserver's buffer, and go on hearing the music until they are given back to it.
+   * and nobody changes group, so the music neither stops nor loses its place, and the members
+   * stay playing it. Resolves once the voice is decoding, with a handle per member whose end
+   * settles when the mix is over and has played out of snapserver's buffer.
    */
-  duck(list: StreamMember[], media: MediaRequest, voiceGainDb: number): Promise<PromiseSettledResult<void>[]> {
+  duck(list: StreamMember[], media: MediaRequest, voiceGainDb: number): Promise<PromiseSettledResult<OverlayHandle>[]> {
     return this.exclusive(async () => {
       try {
-        await this.startDuck(list, media, voiceGainDb);
-        return list.map((): PromiseSettledResult<void> => ({ status: 'fulfilled', value: undefined }));
+        const d = await this.startDuck(list, media, voiceGainDb);
+        return list.map((m): PromiseSettledResult<OverlayHandle> => ({ status: 'fulfilled', value: this.handle(d, m.clientId) }));
       } catch (e) {
-        return list.map((): PromiseSettledResult<void> => ({ status: 'rejected', reason: e }));
+        return list.map((): PromiseSettledResult<OverlayHandle> => ({ status: 'rejected', reason: e }));
       }
     });
   }
 
-  private async startDuck(list: StreamMember[], media: MediaRequest, voiceGainDb: number): Promise<void> {
+  /** A member's part of a ducked mix: its end, and stop() (the last one stopping fades the music back up). */
+  private handle(d: Ducking, clientId: string): OverlayHandle {
+    const ended = new Promise<OverlayEnd>((resolve) => d.ends.set(clientId, resolve));
+    return {
+      ended,
+      stop: async () => {
+        if (this.ducking === d) this.unduck(clientId);
+        else this.endOf(d, clientId, { reason: 'stopped' });
+      },
+    };
+  }
+
+  /** Settles one member's handle (once). */
+  private endOf(d: Ducking, clientId: string, end: OverlayEnd): void {
+    const resolve = d.ends.get(clientId);
+    d.ends.delete(clientId);
+    resolve?.(end);
+  }
+
+  private async startDuck(list: StreamMember[], media: MediaRequest, voiceGainDb: number): Promise<Ducking> {
     const feed = this.feed;
     const duck = media.duck;
     if (!duck) throw new Error('not a ducked announcement');
@@ -121,12 +124,9 @@ export abstract class DuckingStream extends HeldMusicStream {
     if (prev) {
       prev.voice.stop();
       prev.ending?.cancel();
+      for (const id of [...prev.ends.keys()]) this.endOf(prev, id, { reason: 'stopped', detail: 'another announcement took over the mix' });
     }
-    const d: Ducking = { mixer, voice, ids: new Set(list.map((m) => m.clientId)) };
-    for (const m of list) {
-      this.unlend(m.clientId);
-      m.changeState('playing');
-    }
+    const d: Ducking = { mixer, voice, ids: new Set(list.map((m) => m.clientId)), ends: new Map() };
     this.mixInto(feed, d);
     this.log.info(
       {
@@ -140,6 +140,7 @@ export abstract class DuckingStream extends HeldMusicStream {
       },
       'announcement mixed into the music (ducked)',
     );
+    return d;
   }
 
   /** Runs `feed`'s PCM through the duck's mixer until the mix is over (then, once it has played out of snapserver's buffer, duckOver). */
@@ -209,72 +210,27 @@ export abstract class DuckingStream extends HeldMusicStream {
     }).catch((e) => this.log.warn({ err: String(e) }, 'the music played during a ducked announcement could not start'));
   }
 
-  /** The ducked announcement has played out: its members stop for the hub ('ended') and keep hearing the music, lent, until reclaimed. */
+  /** The ducked announcement has played out: its members, who never stopped playing the music, are done with it. */
   private duckOver(d: Ducking): void {
     if (this.ducking !== d) return;
     this.ducking = undefined;
     d.voice.stop();
-    for (const id of d.ids) {
-      const m = this.members.get(id);
-      if (!m || m.state !== 'playing') continue;
-      this.lent.set(
-        id,
-        this.opts.clock.setTimer(() => {
-          this.exclusive(() => this.unclaimed(id)).catch((e) =>
-            this.log.warn({ err: String(e) }, 'could not release a client after its announcement'),
-          );
-        }, RECLAIM_MS),
-      );
-      m.changeState('stopped', 'ended');
-    }
+    for (const id of [...d.ends.keys()]) this.endOf(d, id, { reason: 'ended' });
     this.log.info({ clients: [...d.ids] }, 'ducked announcement over; the music is back at full level');
     this.scheduleDeferred();
   }
 
-  /** Nobody gave the member back to the music in time: it leaves the stream. */
-  private async unclaimed(clientId: string): Promise<void> {
-    if (!this.lent.has(clientId)) return;
-    this.lent.delete(clientId);
-    this.members.delete(clientId);
-    this.log.info({ clientId }, 'a client was not given back to the music after its ducked announcement; it leaves the stream');
-    if (!this.members.size) this.stopFeed();
-    await this.reconcile();
-  }
-
-  /**
-   * The members being given back are lent ones, and the play is the music they still hear:
-   * nothing to do but say so. The engine names the zone it gives them back to; a play
-   * without one (an embedder's) is recognised by URL and position.
-   */
-  protected canReclaim(ready: StreamMember[], media: MediaRequest, startAt: number): boolean {
-    if (media.overlay || !this.feed?.running) return false;
-    if (!ready.every((m) => this.lent.has(m.clientId) && this.members.has(m.clientId))) return false;
-    if (media.zone !== undefined || this.zone !== undefined) return media.zone === this.zone;
-    return this.media?.url === media.url && Math.abs(this.feed.position - startAt) <= JOIN_TOLERANCE_S;
-  }
-
-  protected reclaim(ready: StreamMember[]): void {
-    for (const m of ready) {
-      this.unlend(m.clientId);
-      m.changeState('playing');
-    }
-    this.log.info({ clients: ready.map((m) => m.clientId) }, 'back to the music after a ducked announcement (it never stopped)');
-  }
-
-  protected unlend(clientId: string): void {
-    this.lent.get(clientId)?.cancel();
-    this.lent.delete(clientId);
-  }
-
-  /** A member leaves the ducked announcement (stopped, gone); with the last one, the music fades back up. */
+  /** A member leaves the ducked announcement (stopped, gone, or its handle stopped); with the last one, the music fades back up. */
   protected unduck(clientId: string): void {
     const d = this.ducking;
-    if (!d?.ids.delete(clientId) || d.ids.size) return;
+    if (!d) return;
+    this.endOf(d, clientId, { reason: 'stopped' });
+    if (!d.ids.delete(clientId) || d.ids.size) return;
     d.voice.stop();
     d.mixer.release();
   }
 
-  /** The feed is gone: no mix, no lent members (they leave with it). */
+  /** The feed is gone: no mix (its members' overlays end with it). */
   protected endDuck(): void {
     const d = this.ducking;
     this.ducking = undefined;
@@ -282,11 +238,7 @@ export abstract class DuckingStream extends HeldMusicStream {
     if (d) {
       d.voice.stop();
       d.ending?.cancel();
+      for (const id of [...d.ends.keys()]) this.endOf(d, id, { reason: 'stopped', detail: 'the music it was mixed into stopped' });
     }
-    for (const [id, timer] of this.lent) {
-      timer.cancel();
-      this.members.delete(id);
-    }
-    this.lent.clear();
   }
 }

@@ -32,8 +32,7 @@ export class HubStream extends DuckingStream {
       if (!ready.length) return results;
       const startAt = Math.max(0, media.startAt ?? 0);
       try {
-        if (this.canReclaim(ready, media, startAt)) this.reclaim(ready);
-        else if (!setup && this.canJoin(ready, media, startAt)) await this.join(ready);
+        if (!setup && this.canJoin(ready, media, startAt)) await this.join(ready);
         else await this.start(ready, media, startAt, setup);
       } catch (e) {
         list.forEach((m, i) => {
@@ -105,7 +104,6 @@ export class HubStream extends DuckingStream {
         await this.reconcile().catch((e) => this.log.warn({ err: String(e) }, 'could not release the group after stop'));
         return;
       }
-      this.unlend(m.clientId);
       this.unduck(m.clientId);
       this.undefer(m.clientId);
       if (!this.members.delete(m.clientId)) {
@@ -123,15 +121,15 @@ export class HubStream extends DuckingStream {
 
   /**
    * The clients that carry this stream's zone for the hub: members of its music (playing or
-   * paused, starting, or waiting for a ducked announcement to end) and of the music held back;
-   * not clients an announcement borrowed (the overlay's own, the ducked and the lent ones),
-   * which the hub gives back to whichever zone it wants. The pool hands a stream to a new
+   * paused, starting, hearing a ducked announcement over it, or waiting for one to end) and of
+   * the music held back; not the clients of an overlay's own stream, which the hub gives back
+   * to whichever zone it wants. The pool hands a stream to a new
    * zone only when every carrier is among that zone's speakers.
    */
   carriers(): Set<string> {
     const out = new Set<string>();
     if (!this.media?.overlay) {
-      for (const id of this.members.keys()) if (!this.lent.has(id) && !this.ducking?.ids.has(id)) out.add(id);
+      for (const id of this.members.keys()) out.add(id);
       for (const id of this.pending?.ids ?? []) out.add(id);
     }
     for (const id of this.held?.members.keys() ?? []) out.add(id);
@@ -194,7 +192,6 @@ export class HubStream extends DuckingStream {
     }
     const m = this.members.get(clientId);
     if (!m) return;
-    this.unlend(clientId);
     this.unduck(clientId);
     this.members.delete(clientId);
     this.pausedPositions.delete(clientId);
@@ -220,7 +217,6 @@ export class HubStream extends DuckingStream {
       if (held && this.dropHeld(id)) held.changeState('stopped', 'stopped', detail);
       const m = this.members.get(id);
       if (!m) continue;
-      this.unlend(id);
       this.unduck(id);
       this.members.delete(id);
       this.pausedPositions.delete(id);

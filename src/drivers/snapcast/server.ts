@@ -1,9 +1,9 @@
 import type { Clock } from '../../core/clock';
 import type { Logger } from '../../logger';
-import type { MediaRequest, SpeakerSnapshot } from '../driver';
+import type { MediaRequest, OverlayHandle, OverlayRequest, SpeakerSnapshot } from '../driver';
 import { describeClient, hubVolume, snapcastDeviceId, snapVolume, SnapcastSpeaker, type SpeakerControl } from './client-speaker';
 import type { ResolvedServerConfig, SnapcastConfig } from './config';
-import { duckUnavailable, playDucked, type DuckHost } from './duck-routing';
+import { duckUnavailable, overlayDucked, playDucked, type DuckHost } from './duck-routing';
 import { HubStream, type FeedSetup } from './hub-stream';
 import { parseNotification, readServerAnswer, readVolumeAnswer, ServerModel, type ModelChange, type Notification, type RawServer } from './model';
 import { ServerConnection } from './server-connection';
@@ -131,6 +131,11 @@ export class SnapServer {
   async playGroup(list: SnapcastSpeaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {
     if (media.duck) return playDucked(this.duckHost, list, media);
     return this.playPlain(list, media);
+  }
+
+  /** A ducked announcement mixed into its targets' music in place; targets it cannot are answered OverlayUnavailable (duck-routing.ts). */
+  overlay(list: SnapcastSpeaker[], request: OverlayRequest): Promise<PromiseSettledResult<OverlayHandle>[]> {
+    return overlayDucked(this.duckHost, list, request);
   }
 
   /** Every hub-fed stream of this server: the zone pool's and the announcement stream. */

@@ -112,7 +112,7 @@ export abstract class StreamCore {
 
   // ---- hooks of the modes built on this base ------------------------------------------
 
-  /** The feed is gone: the ducked announcement mixed into it ends, and lent members leave. */
+  /** The feed is gone: the ducked announcement mixed into it ends. */
   protected abstract endDuck(): void;
   /** Whether a ducked announcement is mixed into the feed (or a play waits for one). */
   protected abstract get isDucking(): boolean;
@@ -120,8 +120,6 @@ export abstract class StreamCore {
   protected abstract get isHolding(): boolean;
   /** Client ids of the held music's members (parked off the stream). */
   protected abstract heldIds(): Set<string>;
-  /** Whether a member is lent to a ducked announcement that is over (it still hears the music). */
-  protected abstract isLent(clientId: string): boolean;
   /** Starts the held music again (queued); called when the announcement that held it is over. */
   protected abstract scheduleResumeHeld(): void;
   /** Starts the held music again now (inside exclusive). */
@@ -334,8 +332,7 @@ export abstract class StreamCore {
   /** Makes snapserver's grouping match the members: only the listening ones on the hub stream. */
   protected async reconcile(): Promise<void> {
     const members = [...this.members.values()].filter((m) => m.available && this.opts.model.clients.has(m.clientId));
-    // A member lent to a ducked announcement that is over still hears the music (see lent).
-    const hears = (m: StreamMember) => m.state === 'playing' || this.isLent(m.clientId);
+    const hears = (m: StreamMember) => m.state === 'playing';
     const anyPlaying = members.some(hears);
     // While everyone is paused the group stays together (silent); a member paused alone leaves it.
     const listening = members.filter((m) => hears(m) || !anyPlaying).map((m) => m.clientId);
