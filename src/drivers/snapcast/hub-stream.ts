@@ -121,15 +121,15 @@ export class HubStream extends DuckingStream {
 
   /**
    * The clients that carry this stream's zone for the hub: members of its music (playing or
-   * paused, starting, hearing a ducked announcement over it, or waiting for one to end) and of
-   * the music held back; not the clients of an overlay's own stream, which the hub gives back
-   * to whichever zone it wants. The pool hands a stream to a new
+   * paused, starting, or waiting for a ducked announcement to end) and of the music held back;
+   * not clients an announcement borrowed (the overlay's own, and the ducked ones: a new zone
+   * that claims them while the voice plays takes the stream, its play waiting for the mix). The pool hands a stream to a new
    * zone only when every carrier is among that zone's speakers.
    */
   carriers(): Set<string> {
     const out = new Set<string>();
     if (!this.media?.overlay) {
-      for (const id of this.members.keys()) out.add(id);
+      for (const id of this.members.keys()) if (!this.ducking?.ids.has(id)) out.add(id);
       for (const id of this.pending?.ids ?? []) out.add(id);
     }
     for (const id of this.held?.members.keys() ?? []) out.add(id);
