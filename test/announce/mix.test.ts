@@ -65,7 +65,7 @@ describe('announcements mixed over the music by the driver (virtual speakers tha
     expect(s.Mode).toBe('duck');
     expect(s).not.toHaveProperty('ModeReason');
     // The driver fetched the voice as an overlay; the music went on: same zone, no new fetch, still playing.
-    expect(overlays(0).length).toBeGreaterThan(0);
+    await eventually(() => overlays(0).length > 0, 15_000, 'the voice fetched as an overlay');
     expect(await zones()).toEqual(before);
     expect(speaker(0).state).toBe('playing');
     expect(music(0).length).toBe(fetched);
@@ -103,7 +103,7 @@ describe('announcements mixed over the music by the driver (virtual speakers tha
     await eventually(async () => (await status(urgent.AnnouncementID)).State === 'playing', 15_000, 'urgent playing');
     expect(await status(ducked.AnnouncementID)).toMatchObject({ ReasonCode: 'interrupted' });
     // Interrupt: the speaker plays the announcement itself (a fetch of its own), the zone holds it as lent.
-    expect(music(0).length).toBe(fetched + 1);
+    await eventually(() => music(0).length === fetched + 1, 15_000, 'the urgent announcement fetched as a play of its own');
     clock.advance(15_000);
     await untilState(urgent.AnnouncementID, 'done');
     await untilState(ducked.AnnouncementID, 'done');
