@@ -12,9 +12,13 @@ export interface FestivalOptions {
   voice?: string;
   /** A synthesis still running after this is killed. Default 60 s. */
   timeoutMs?: number;
-  /** A synthesis writing more than this (bytes of WAV) is killed. Default 64 MiB (~17 min at 32 kHz). */
+  /** A synthesis writing more than this (bytes of WAV) is killed. Default 64 MiB (~25 min of speech). */
   maxOutputBytes?: number;
-  /** Syntheses running at once (each a festival process, ~40 MB, one core). Default 2. */
+  /**
+   * Syntheses running at once. Each is a festival process peaking at ~330 MB (the CMU lexicon
+   * and the HTS voice) on one core, so by default one; the others wait their turn (TtsService
+   * bounds how many wait: limits.ttsQueue). Default 1.
+   */
   maxConcurrent?: number;
 }
 
@@ -26,10 +30,11 @@ export const FESTIVAL_INSTALL_HINT = 'apt-get install festival festvox-us-slt-ht
 // Scheme the hub writes, so it is only ever lower-case letters, digits and underscores.
 const FESTIVAL_VOICE = /^[a-z][a-z0-9_]{0,63}$/;
 const RIFF_HEADER = 44;
+const FESTIVAL_RATE = 22_050;
 
 /**
  * festival (Debian's, through its text2wave script) with an HTS voice: offline, clearer than
- * espeak, slower to start. The text goes in on stdin as plain text (text2wave's text mode reads
+ * espeak, slower to start. Writes 22.05 kHz mono WAV. The text goes in on stdin as plain text (text2wave's text mode reads
  * words, never Scheme); the WAV comes back on stdout, capped.
  */
 export class FestivalProvider implements TtsProvider {
@@ -49,7 +54,7 @@ export class FestivalProvider implements TtsProvider {
     if (!FESTIVAL_VOICE.test(this.voice)) throw new Error(`invalid festival voice "${this.voice}"`);
     this.timeoutMs = options.timeoutMs ?? 60_000;
     this.maxOutputBytes = options.maxOutputBytes ?? 64 * 1024 * 1024;
-    this.slots = new SlotQueue(options.maxConcurrent ?? 2);
+    this.slots = new SlotQueue(options.maxConcurrent ?? 1);
   }
 
   /** The festival voice for a hub voice: a language tag means the configured voice. */
@@ -74,7 +79,9 @@ export class FestivalProvider implements TtsProvider {
    * until festival's first byte of output (the bench's time to first audio).
    */
   async render(text: string, festivalVoice: string, signal?: AbortSignal): Promise<{ wav: Buffer; firstOutputMs?: number }> {
-    const args = ['-eval', `(voice_${festivalVoice})`, '-o', '-'];
+    // 22.05 kHz, the rate of espeak's speech and the chime: an announcement clip joins them
+    // without ffmpeg (the HTS voice speaks at 32 kHz; speech loses nothing a speaker would play).
+    const args = ['-eval', `(voice_${festivalVoice})`, '-F', String(FESTIVAL_RATE), '-o', '-'];
     const result = await runChild(this.binaryPath, args, text, this.timeoutMs, { maxStdoutBytes: this.maxOutputBytes, signal }).catch(
       (e: NodeJS.ErrnoException) => {
         if (e.code === 'ENOENT') {

@@ -41,6 +41,24 @@ describe('tts.provider festival', () => {
       'announcement done',
     );
   });
+
+  test('with the chime: chime, gap and festival speech in one clip, joined without resampling (all 22.05 kHz)', async () => {
+    const speaker = virtualOf(t.hub).speakers()[0];
+    const before = speaker.fetches.at(-1);
+    const r = await t.op('announce', { Text: 'Dinner is ready.', DeviceIDList: speaker.id, Chime: 'true' });
+    await eventually(() => speaker.state === 'playing' && speaker.fetches.at(-1) !== before, 30_000, 'the speaker playing the announcement');
+    const s = speechStats(Buffer.from(await (await fetch(speaker.fetches.at(-1)!.url)).arrayBuffer()));
+    expect(s.rate).toBe(22050);
+    // The chime, the 300 ms gap (a pause a listener hears), then the speech.
+    expect(s.longestPauseMs).toBeGreaterThanOrEqual(280);
+    expect(s.seconds).toBeGreaterThan(1.5);
+    clock.advance(10_000);
+    await eventually(
+      async () => (await t.op('announcement_status', { AnnouncementID: r.AnnouncementID })).State === 'done',
+      10_000,
+      'announcement done',
+    );
+  });
 });
 
 test('festival not installed: the hub starts, and an announcement fails with TtsFailed saying how to install it', async () => {
