@@ -16,6 +16,7 @@ const UNIT = [
   'test/dlna/unit.test.ts',
   'test/cloud/{oauth,relay,link-protocol}.test.ts',
   'test/tts/voicerss.test.ts',
+  'test/tts/spoken-text.test.ts',
   'test/drivers/registry.test.ts',
   'test/front-ends/embedded-hub.test.ts',
   'test/web-client.test.ts',
