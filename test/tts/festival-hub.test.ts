@@ -4,6 +4,7 @@
  * the test downloads the same URL and checks it is speech. Without festival the hub still
  * starts and the announcement fails saying how to install it.
  */
+import { execFileSync } from 'node:child_process';
 import { ManualClock } from '../../src/core/clock';
 import { parseConfig } from '../../src/hub-config';
 import { eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
@@ -92,4 +93,27 @@ test('the config takes tts.provider festival with a voice name, and refuses a vo
     /tts\.festival\.voice: .*festival voice name/,
   );
   expect(() => parseConfig({ tts: { provider: 'festivals' } })).toThrow(/tts\.provider/);
+});
+
+/** festival processes that are children of this (jest worker) process. */
+function festivalChildren(): string[] {
+  const out = execFileSync('ps', ['-o', 'pid=,comm=', '--ppid', String(process.pid)], { encoding: 'utf8' }).trim();
+  return out ? out.split('\n').filter((l) => /festival|text2wave/.test(l)) : [];
+}
+
+test('stopping the hub kills a festival synthesis still running (the log names TtsAborted)', async () => {
+  const t = await startHub({ speakers: { virtual: { count: 1 } }, tts: { provider: 'festival', maxTextLength: 5000 } });
+  let closed = false;
+  try {
+    const long = Array.from({ length: 25 }, (_, i) => `This is sentence number ${i + 1} of a very long announcement.`).join(' ');
+    const r = await t.op('announce', { Text: long });
+    expect(r.Result).toBe('true');
+    await eventually(() => festivalChildren().length > 0, 10_000, 'festival running');
+    await t.close();
+    closed = true;
+    await eventually(() => festivalChildren().length === 0, 5000, 'festival killed');
+    expect(t.logs.some((l) => l.includes('"code":"TtsAborted"'))).toBe(true);
+  } finally {
+    if (!closed) await t.close();
+  }
 });
