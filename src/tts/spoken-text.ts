@@ -78,10 +78,10 @@ const UNITS: Record<string, [string, string, string, string]> = {
 function moneyWords(symbol: string, whole: string, cents?: string): string {
   const [one, many, centOne, centMany] = UNITS[symbol];
   const n = Number(whole.replace(/,/g, ''));
-  let out = `${numberWords(whole)} ${n === 1 ? one : many}`;
   const c = cents ? Number(cents) : 0;
-  if (c) out += ` and ${words(c)} ${c === 1 ? centOne : centMany}`;
-  return out;
+  const centWords = `${words(c)} ${c === 1 ? centOne : centMany}`;
+  if (n === 0 && c) return centWords;
+  return `${numberWords(whole)} ${n === 1 ? one : many}${c ? ` and ${centWords}` : ''}`;
 }
 
 /** The decade of a year: 1990s → "nineteen nineties". */
@@ -108,9 +108,9 @@ const RULES: Array<[RegExp, (...m: string[]) => string]> = [
     (_m, n, scale) =>
       `${numberWords(n)} ${Number(n.replace(/,/g, '')) === 1 ? 'degree' : 'degrees'}${scale ? (scale === 'C' ? ' Celsius' : ' Fahrenheit') : ''}`,
   ],
-  // 12-hour times: 7am, 7 pm, 7:30 p.m. (the full stop of "p.m." is kept: it may end the sentence).
+  // 12-hour times: 7am, 7 pm, 7:30 p.m., 7.30pm (the full stop of "p.m." is kept: it may end the sentence).
   [
-    /(?<![\d:.,])(1[0-2]|0?[1-9])(?::([0-5]\d))?\s?([ap])\.?\s?m\b\.?/gi,
+    /(?<![\d:.,])(1[0-2]|0?[1-9])(?:[:.]([0-5]\d))?\s?([ap])\.?\s?m\b\.?/gi,
     (_m, h, m, half) => timeWords(Number(h), Number(m ?? 0), `${half.toLowerCase()}.m.`),
   ],
   // Times with seconds: 12:34:56 → "twelve thirty four and fifty six seconds".

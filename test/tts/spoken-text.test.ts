@@ -14,6 +14,7 @@ const CASES: Array<[string, string]> = [
   ['at 7 a.m. sharp', 'at seven a.m. sharp'],
   ['12:45 PM', 'twelve forty five p.m.'],
   ['at 9:05am', 'at nine oh five a.m.'],
+  ['from 7.30pm', 'from seven thirty p.m.'],
   ['12:34:56 and 0:07:01', 'twelve thirty four and fifty six seconds and twelve oh seven a.m. and one second'],
   ['a score of 1:2', 'a score of one:two'],
   // Numbers
@@ -39,6 +40,7 @@ const CASES: Array<[string, string]> = [
   ['-5 °F tonight, 1°C, 30°', 'minus five degrees Fahrenheit tonight, one degree Celsius, thirty degrees'],
   ['50% done, 3.5 % up', 'fifty percent done, three point five percent up'],
   ['costs $5.50.', 'costs five dollars and fifty cents.'],
+  ['only $0.99 or £0.01', 'only ninety nine cents or one penny'],
   ['£1, €20 and $1,200', 'one pound, twenty euros and one thousand two hundred dollars'],
   // Left to the engine: versions, lists, figures glued to letters
   ['Version 1.2.3, list 1,2,3, mp3, A4', 'Version 1.2.3, list 1,2,3, mp3, A4'],
