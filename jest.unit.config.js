@@ -5,6 +5,7 @@ const base = require('./jest.config');
 
 const UNIT = [
   'test/core/**/*.test.ts',
+  'test/tts/spoken-text.test.ts',
   'test/operations/**/*.test.ts',
   'test/docs.test.ts',
   'test/rest/!(config-cli|secrets).test.ts',
@@ -16,7 +17,6 @@ const UNIT = [
   'test/dlna/unit.test.ts',
   'test/cloud/{oauth,relay,link-protocol}.test.ts',
   'test/tts/voicerss.test.ts',
-  'test/tts/spoken-text.test.ts',
   'test/drivers/registry.test.ts',
   'test/front-ends/embedded-hub.test.ts',
   'test/web-client.test.ts',
