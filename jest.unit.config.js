@@ -5,6 +5,7 @@ const base = require('./jest.config');
 
 const UNIT = [
   'test/core/**/*.test.ts',
+  'test/tts/spoken-text.test.ts',
   'test/operations/**/*.test.ts',
   'test/docs.test.ts',
   'test/rest/!(config-cli|secrets).test.ts',

@@ -26,6 +26,7 @@ declare -A NEEDED=(
   [squeezelite]=squeezelite     # three real Squeezebox players for the squeezebox driver tests (loopback, -o - read at real time through a FIFO)
   [redis-server]=redis-server       # the cloud cluster tests run a real redis-server (routing, shared rate limits, revocations)
   [haproxy]=haproxy                 # … behind a real HAProxy (round robin, no stickiness)
+  [text2wave]=festival              # the festival TTS provider's tests run the real festival (and its bench)
 )
 
 # npm-installed test tools (Homebridge 1 and 2, Node 24, hap-controller) go into .cache/homebridge:
@@ -46,6 +47,8 @@ compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/
 /usr/bin/python3 -c 'import jinja2' >/dev/null 2>&1 || missing+=(python3-jinja2)
 # PyYAML: the README's Home Assistant rest_command script is read as HA reads it.
 /usr/bin/python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
+# festival's clearest English voice (HTS): the festival provider's default voice.
+[ -d /usr/share/festival/voices/us/cmu_us_slt_arctic_hts ] || missing+=(festvox-us-slt-hts)
 # GUPnP 1.6 through GObject introspection: a real control point no one here wrote, for the DLNA renderer tests.
 [ -e "/usr/lib/$(uname -m)-linux-gnu/girepository-1.0/GUPnP-1.6.typelib" ] || missing+=(gir1.2-gupnp-1.6)
 /usr/bin/python3 -c 'import gi' >/dev/null 2>&1 || missing+=(python3-gi)

@@ -198,6 +198,8 @@ export class SpeakerHub {
     await mkdir(config.dataDir, { recursive: true });
     await checkMediaFolders(config.media.folders);
     this.undo.push({ what: 'metadata reader', run: () => this.metadata.close() });
+    // A synthesis still running (festival can take seconds) is killed, not left to outlive the hub.
+    this.undo.push({ what: 'text-to-speech', run: () => this.tts.close() });
     const folders = [...config.media.folders];
     const samples = config.media.samples ? await sampleMediaDir(config.dataDir) : undefined;
     if (samples) folders.push(samples);

@@ -217,7 +217,7 @@ export function hubCommand(optionRegistrars: readonly HubOptionRegistrar[]): Com
           .filter(Boolean),
       )
       .option('-i, --interface <name>', 'network interface for SSDP discovery and media serving (e.g. eth0)')
-      .option('--tts <provider>', 'text-to-speech provider: espeak (default) or voicerss')
+      .option('--tts <provider>', 'text-to-speech provider: espeak (default), festival or voicerss')
       .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent')
       .option('--log-format <format>', 'json, pretty, or auto (default: pretty on a terminal, JSON otherwise)');
     const mappers = optionRegistrars.map((r) => r(cmd)).filter((m): m is (flags: Record<string, unknown>) => FlagConfig => typeof m === 'function');

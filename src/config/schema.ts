@@ -73,8 +73,8 @@ export const CoreConfigShape = {
     .prefault({}),
   tts: z
     .object({
-      provider: z.enum(['espeak', 'voicerss']).default('espeak'),
-      /** espeak-ng voice (e.g. en, en-us, de) or VoiceRSS language[:voice] (e.g. en-us:Linda). */
+      provider: z.enum(['espeak', 'voicerss', 'festival']).default('espeak'),
+      /** espeak-ng voice (e.g. en, en-us, de), VoiceRSS language[:voice] (e.g. en-us:Linda) or festival voice (en, or a name like cmu_us_slt_arctic_hts). */
       voice: z.string().min(1).optional(),
       maxTextLength: z.number().int().min(1).max(100_000).default(1000),
       maxCacheEntries: z.number().int().min(1).default(500),
@@ -84,6 +84,17 @@ export const CoreConfigShape = {
         .prefault({}),
       voicerss: z
         .object({ key: z.string().min(1).optional(), baseUrl: z.url().optional() })
+        .strict()
+        .prefault({}),
+      /** festival's text2wave (Debian: apt-get install festival festvox-us-slt-hts) and the voice an English tag means. */
+      festival: z
+        .object({
+          binaryPath: z.string().min(1).optional(),
+          voice: z
+            .string()
+            .regex(/^[a-z][a-z0-9_]{0,63}$/, 'a festival voice name: lower-case letters, digits and underscores')
+            .optional(),
+        })
         .strict()
         .prefault({}),
     })

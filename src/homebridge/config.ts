@@ -95,8 +95,8 @@ const Hub = z
     virtualSpeakers: z.array(z.string().min(1)).max(100).optional().meta({ title: 'Virtual speaker names' }),
     mediaFolders: z.array(z.string().min(1)).optional().meta({ title: 'Music folders' }),
     samples: z.boolean().optional().meta({ title: 'Include the sample tracks' }),
-    ttsProvider: z.enum(['espeak', 'voicerss']).optional().meta({ title: 'Text-to-speech' }),
-    ttsVoice: z.string().min(1).optional().meta({ title: 'Voice (espeak-ng voice or VoiceRSS language[:voice])' }),
+    ttsProvider: z.enum(['espeak', 'voicerss', 'festival']).optional().meta({ title: 'Text-to-speech' }),
+    ttsVoice: z.string().min(1).optional().meta({ title: 'Voice (espeak-ng voice, VoiceRSS language[:voice] or festival voice)' }),
     voicerssKey: z.string().min(1).optional().meta({ title: 'VoiceRSS key' }),
     rest: Rest.optional(),
     mqtt: z

@@ -34,9 +34,9 @@ export function wasmRunnerScript(): string {
 }
 
 /** Synthesizes with the npm WebAssembly build of espeak-ng in a child node process. */
-export async function synthesizeWasm(text: string, voice: string, outFile: string, timeoutMs: number): Promise<void> {
+export async function synthesizeWasm(text: string, voice: string, outFile: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
   const modulePath = require.resolve('espeak-ng');
-  const result = await runChild(process.execPath, [wasmRunnerScript(), modulePath, voice, outFile], text, timeoutMs);
+  const result = await runChild(process.execPath, [wasmRunnerScript(), modulePath, voice, outFile], text, timeoutMs, { signal });
   if (result.code !== 0) {
     const why = result.stderr || (result.signal ? `killed by ${result.signal}` : `exit code ${result.code}`);
     throw new Error(`espeak-ng (wasm) failed: ${why}`);

@@ -1,7 +1,10 @@
 import { access } from 'node:fs/promises';
-import { runChild } from './child-process';
+import { ChildStopped, runChild } from './child-process';
+import { TtsEngineError } from './errors';
 import { synthesizeWasm } from './espeak-wasm';
 import type { TtsProvider } from './provider';
+import { SlotQueue } from './slots';
+import { SPOKEN_TEXT_REVISION, textForEngine } from './spoken-text';
 
 export type EspeakMode = 'auto' | 'binary' | 'wasm';
 
@@ -24,20 +27,19 @@ const VOICE = /^[A-Za-z0-9][A-Za-z0-9_+\-/]*$/;
 export class EspeakProvider implements TtsProvider {
   readonly name = 'espeak';
   readonly format = { ext: 'wav', contentType: 'audio/wav' };
+  readonly revision = SPOKEN_TEXT_REVISION;
 
   private readonly mode: EspeakMode;
   private readonly binaryPath: string;
   private readonly timeoutMs: number;
-  private readonly maxConcurrent: number;
+  private readonly slots: SlotQueue;
   private binaryWorks?: Promise<boolean>;
-  private active = 0;
-  private readonly waiting: Array<() => void> = [];
 
   constructor(options: EspeakOptions = {}) {
     this.mode = options.mode ?? 'auto';
     this.binaryPath = options.binaryPath ?? 'espeak-ng';
     this.timeoutMs = options.timeoutMs ?? 60_000;
-    this.maxConcurrent = Math.max(1, options.maxConcurrent ?? 2);
+    this.slots = new SlotQueue(options.maxConcurrent ?? 2);
   }
 
   /** Which engine synthesize() uses; 'auto' probes the binary once. */
@@ -47,26 +49,36 @@ export class EspeakProvider implements TtsProvider {
     return (await this.binaryWorks) ? 'binary' : 'wasm';
   }
 
-  async synthesize(text: string, voice: string, outFile: string): Promise<void> {
+  async synthesize(text: string, voice: string, outFile: string, signal?: AbortSignal): Promise<void> {
     // Voices may be written VoiceRSS-style ('en-us:Linda'); espeak only understands the language part.
     const espeakVoice = voice.split(':')[0].trim() || 'en';
-    if (!VOICE.test(espeakVoice)) throw new Error(`invalid espeak voice "${voice}"`);
+    if (!VOICE.test(espeakVoice)) throw new TtsEngineError('TtsVoiceInvalid', `invalid espeak voice "${voice}"`);
+    const spoken = textForEngine(text, espeakVoice, 'espeak');
     const mode = await this.resolvedMode();
-    await this.withSlot(() =>
-      mode === 'binary' ? this.synthesizeBinary(text, espeakVoice, outFile) : synthesizeWasm(text, espeakVoice, outFile, this.timeoutMs),
-    );
+    await this.slots
+      .run(() =>
+        mode === 'binary'
+          ? this.synthesizeBinary(spoken, espeakVoice, outFile, signal)
+          : synthesizeWasm(spoken, espeakVoice, outFile, this.timeoutMs, signal),
+      )
+      .catch((e: unknown) => {
+        if (e instanceof ChildStopped && e.reason === 'aborted') throw new TtsEngineError('TtsAborted', e.message, { cause: e });
+        throw e;
+      });
     // espeak exits 0 without writing anything when there is nothing to say.
     await access(outFile).catch(() => {
       throw new Error('espeak-ng wrote no audio');
     });
   }
 
-  private async synthesizeBinary(text: string, voice: string, outFile: string): Promise<void> {
+  private async synthesizeBinary(text: string, voice: string, outFile: string, signal?: AbortSignal): Promise<void> {
     // Text on stdin: no shell, no length limit of argv, and a text starting with '-' is never an option.
     const args = ['--stdin', '-b', '1', '-v', voice, '-w', outFile];
-    const result = await runChild(this.binaryPath, args, text, this.timeoutMs).catch((e: NodeJS.ErrnoException) => {
+    const result = await runChild(this.binaryPath, args, text, this.timeoutMs, { signal }).catch((e: NodeJS.ErrnoException) => {
       if (e.code === 'ENOENT') {
-        throw new Error(`espeak-ng binary not found (${this.binaryPath}); install espeak-ng or use espeak mode 'wasm'`);
+        throw new TtsEngineError('TtsEngineMissing', `espeak-ng binary not found (${this.binaryPath}); install espeak-ng or use espeak mode 'wasm'`, {
+          cause: e,
+        });
       }
       throw e;
     });
@@ -82,17 +94,6 @@ export class EspeakProvider implements TtsProvider {
       return result.code === 0;
     } catch {
       return false;
-    }
-  }
-
-  private async withSlot<T>(fn: () => Promise<T>): Promise<T> {
-    while (this.active >= this.maxConcurrent) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.active++;
-    try {
-      return await fn();
-    } finally {
-      this.active--;
-      this.waiting.shift()?.();
     }
   }
 }

@@ -4,8 +4,16 @@ export interface TtsProvider {
   readonly name: string;
   /** File extension and MIME type of what synthesize() writes. */
   readonly format: { ext: string; contentType: string };
-  /** Writes the spoken text to outFile. Rejects with an Error whose message says why. */
-  synthesize(text: string, voice: string, outFile: string): Promise<void>;
+  /**
+   * Part of the cache key when set: a change in what the provider makes of the same text
+   * (src/tts/spoken-text.ts's rules) is new audio.
+   */
+  readonly revision?: string;
+  /**
+   * Writes the spoken text to outFile. Rejects with an Error whose message says why (a
+   * TtsEngineError with a code from the local engines). `signal` stops it (the hub stopping).
+   */
+  synthesize(text: string, voice: string, outFile: string, signal?: AbortSignal): Promise<void>;
 }
 
 /** What TtsService.speak() gives the playback engine. */

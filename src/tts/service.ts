@@ -8,7 +8,9 @@ import type { MetadataReader } from '../media/metadata-reader';
 import { HubError } from '../core/errors';
 import { messageOf } from '../util/error-message';
 import type { Logger } from '../logger';
+import { TtsEngineError } from './errors';
 import { EspeakProvider, type EspeakMode } from './espeak';
+import { FestivalProvider } from './festival';
 import type { TtsAudio, TtsProvider } from './provider';
 import { VoiceRssProvider } from './voicerss';
 
@@ -62,6 +64,8 @@ export class TtsService {
   private readonly normaliser?: TtsNormaliser;
   private readonly inFlight = new Map<string, Promise<TtsAudio>>();
   private readonly trimmer: CacheTrimmer;
+  /** Stops the running syntheses (their engines are killed) when the hub stops. */
+  private stopping = new AbortController();
 
   constructor(options: TtsServiceOptions) {
     this.provider = options.provider;
@@ -96,7 +100,9 @@ export class TtsService {
     const spoken = this.validate(text);
     const useVoice = voice?.trim() || this.voice;
     const hash = createHash('sha256')
-      .update(`${this.provider.name}\0${useVoice}\0${spoken}${this.normaliser ? `\0${this.normaliser.tag}` : ''}`)
+      .update(
+        `${this.provider.name}\0${useVoice}\0${spoken}${this.normaliser ? `\0${this.normaliser.tag}` : ''}${this.provider.revision ? `\0${this.provider.revision}` : ''}`,
+      )
       .digest('hex');
 
     const pending = this.inFlight.get(hash);
@@ -142,7 +148,7 @@ export class TtsService {
     let synthMs = 0;
     let loudnessMs: Record<string, number> | undefined;
     try {
-      await this.provider.synthesize(text, voice, temp);
+      await this.provider.synthesize(text, voice, temp, this.stopping.signal);
       synthMs = Math.round(performance.now() - started);
       if (!(await isNonEmptyFile(temp))) throw new Error('no audio was written');
       let ready = temp;
@@ -164,7 +170,8 @@ export class TtsService {
     } catch (e) {
       await unlink(temp).catch(() => undefined);
       const reason = messageOf(e);
-      this.log.warn({ provider: this.provider.name, voice, reason }, 'text-to-speech failed');
+      const code = e instanceof TtsEngineError ? e.code : undefined;
+      this.log.warn({ provider: this.provider.name, voice, code, reason }, 'text-to-speech failed');
       throw new HubError('TtsFailed', `Text-to-speech (${this.provider.name}) failed: ${reason}`, { cause: e });
     }
     const file = join(this.cacheDir, `${hash}.${ext}`);
@@ -187,6 +194,15 @@ export class TtsService {
     }
   }
 
+  /** Kills the running syntheses (they fail with TtsFailed, cause TtsAborted) and waits for them to end. */
+  async close(): Promise<void> {
+    this.stopping.abort();
+    await Promise.allSettled([...this.inFlight.values()]);
+    // A hub started again synthesizes again.
+    this.stopping = new AbortController();
+    await this.idle();
+  }
+
   /** Resolves when no cache trim is running (tests, shutdown). */
   idle(): Promise<void> {
     return this.trimmer.idle();
@@ -199,10 +215,11 @@ async function isNonEmptyFile(file: string): Promise<boolean> {
 }
 
 export interface TtsConfig {
-  provider: 'espeak' | 'voicerss';
+  provider: 'espeak' | 'voicerss' | 'festival';
   /** The service's default voice; the factory does not need it. */
   voice?: string;
   espeak?: { mode?: EspeakMode; binaryPath?: string };
+  festival?: { binaryPath?: string; voice?: string };
   voicerss?: { key?: string; baseUrl?: string };
 }
 
@@ -211,6 +228,10 @@ export function createTtsProvider(config: TtsConfig): TtsProvider {
   switch (config.provider) {
     case 'espeak':
       return new EspeakProvider({ mode: config.espeak?.mode, binaryPath: config.espeak?.binaryPath });
+    case 'festival':
+      // Built even when festival is not installed: the hub starts and each TTS request fails
+      // with TtsFailed (cause TtsEngineMissing) saying how to install it.
+      return new FestivalProvider({ binaryPath: config.festival?.binaryPath, voice: config.festival?.voice });
     case 'voicerss':
       // Built even without a key: the hub starts and each TTS request fails with TtsFailed saying why.
       return new VoiceRssProvider({ key: config.voicerss?.key, baseUrl: config.voicerss?.baseUrl });

@@ -49,3 +49,46 @@ export class CountingProvider implements TtsProvider {
     return this.inner.synthesize(text, voice, outFile);
   }
 }
+
+/** What a spoken WAV file holds, measured in 20 ms windows (first channel). */
+export interface SpeechStats {
+  rate: number;
+  seconds: number;
+  /** RMS of the whole file, dBFS. */
+  rmsDb: number;
+  /** Share of windows louder than -45 dBFS: speech, not silence or hiss. */
+  voiced: number;
+  /** The longest run of quiet windows (< -45 dBFS) between the first and the last voiced one, ms. */
+  longestPauseMs: number;
+}
+
+export function speechStats(wav: Buffer): SpeechStats {
+  // Imported here so helpers.ts stays loadable without the media modules for the other suites.
+  const { decodeWav } = require('../../src/media/pcm-wav') as typeof import('../../src/media/pcm-wav');
+  const { rate, channels } = decodeWav(wav);
+  const x = channels[0];
+  const win = Math.round(rate * 0.02);
+  const loud: boolean[] = [];
+  let sum = 0;
+  for (let i = 0; i + win <= x.length; i += win) {
+    let e = 0;
+    for (let j = i; j < i + win; j++) e += x[j] * x[j];
+    sum += e;
+    loud.push(10 * Math.log10(e / win + 1e-12) > -45);
+  }
+  const first = loud.indexOf(true);
+  const last = loud.lastIndexOf(true);
+  let longest = 0;
+  let run = 0;
+  for (let i = first; i >= 0 && i <= last; i++) {
+    run = loud[i] ? 0 : run + 1;
+    longest = Math.max(longest, run);
+  }
+  return {
+    rate,
+    seconds: x.length / rate,
+    rmsDb: 10 * Math.log10(sum / Math.max(1, x.length) + 1e-12),
+    voiced: loud.filter(Boolean).length / Math.max(1, loud.length),
+    longestPauseMs: longest * 20,
+  };
+}
