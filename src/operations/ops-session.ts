@@ -48,11 +48,15 @@ export const sessionAndDevices = [
   define({
     name: 'device_info',
     group: 'device',
-    summary: 'One speaker, as a bare device object.',
+    summary: 'One speaker, as a bare device object; beyond the spec, PlaybackID names the zone (playback) it is in, when it is in one.',
     params: z.object({ DeviceID: DeviceIDParam }),
-    response: DeviceSchema,
+    response: DeviceSchema.extend({ PlaybackID: z.string().optional() }),
     example: { DeviceID: EXAMPLE.deviceId },
-    handler: (hub, p) => hub.speakers.record(hub.speakers.get(p.DeviceID)),
+    handler: (hub, p) => {
+      const record = hub.speakers.record(hub.speakers.get(p.DeviceID));
+      const zone = hub.playback.playbackOf(p.DeviceID);
+      return zone !== undefined ? { ...record, PlaybackID: zone } : record;
+    },
   }),
   define({
     name: 'add_device_to_session',

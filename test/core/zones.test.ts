@@ -73,6 +73,10 @@ describe('zones (virtual speakers)', () => {
     expect(list[0].StartedBy).not.toBe(list[1].StartedBy);
     expect(list[0].StartedBy).toMatch(/^s-/);
     expect(JSON.stringify(list)).not.toContain(kitchen.session);
+    // device_info names the zone each speaker is in (beyond the spec), and none for an idle one.
+    expect((await t.op('device_info', { DeviceID: ids[0] })).PlaybackID).toBe(list[0].PlaybackID);
+    expect((await t.op('device_info', { DeviceID: ids[1] })).PlaybackID).toBe(list[1].PlaybackID);
+    expect(await t.op('device_info', { DeviceID: ids[2] })).not.toHaveProperty('PlaybackID');
 
     // pause_play in the kitchen pauses the kitchen only.
     expect(await kitchen.op('pause_play')).toEqual({ Result: 'true' });
