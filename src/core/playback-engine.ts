@@ -93,10 +93,25 @@ export class PlaybackEngine extends ZoneBook {
       // Speakers lent to an overlay become members now and join when it gives them back.
       const speakers = targets.filter((s) => !this.lent.has(s.id));
       const lent = targets.filter((s) => this.lent.has(s.id));
+      // What each speaker carried, so that a play that starts nowhere gives it back (nothing is lost).
+      const carried = new Map<string, Playback>();
+      for (const s of speakers) {
+        const was = this.playbackOf(s.id);
+        const p = was !== undefined ? this.playbacks.get(was) : undefined;
+        if (p && p.speakers.has(s.id) && p.state === 'PlayerStatePlaying') carried.set(s.id, p);
+      }
       // They switch media directly: detached from their old playbacks, not stopped.
-      this.takeOut(new Set(targets.map((s) => s.id)), 'interrupted');
+      const emptied = this.takeOut(new Set(targets.map((s) => s.id)), 'interrupted', true);
       const id = `pb-${++this.seq}`;
-      const started = speakers.length ? await this.starter.start(id, speakers, media, 0, false, priority) : [];
+      let started: Speaker[];
+      try {
+        started = speakers.length ? await this.starter.start(id, speakers, media, 0, false, priority) : [];
+      } catch (e) {
+        await this.giveBackCarried(carried);
+        for (const p of emptied) if (isEmpty(p)) this.finish(p, 'interrupted');
+        throw e;
+      }
+      for (const p of emptied) if (isEmpty(p)) this.finish(p, 'interrupted');
       const p: Playback = {
         id,
         owner: options.owner,
@@ -134,6 +149,39 @@ export class PlaybackEngine extends ZoneBook {
       this.scheduleTick(p);
       return p.id;
     });
+  }
+
+  /**
+   * A play that started on none of its speakers (a web URL that answers 404): each speaker it
+   * took from a playing playback goes back to it, at its current position (a web stream from
+   * its start), as after an overlay — the music it played is not lost to a failed play.
+   */
+  private async giveBackCarried(carried: Map<string, Playback>): Promise<void> {
+    for (const [sid, p] of carried) {
+      const s = this.registry.find(sid);
+      if (!s?.available || this.playbacks.get(p.id) !== p || p.state !== 'PlayerStatePlaying' || hasMember(p, sid)) continue;
+      const joined = await this.starter.start(p.id, [s], p.media, this.rejoinPosition(p), true).catch(() => []);
+      for (const j of joined) this.watch(p, j);
+      if (joined.length) {
+        this.logger.info({ deviceId: sid, playback: p.id }, 'the new play failed; the speaker is back in the playback it played');
+        this.changed(p);
+      }
+    }
+  }
+
+  /**
+   * Where a speaker rejoining a playback starts: its position; a web stream (no known length)
+   * from its start — and when no other speaker carries it, the playback's clock starts again
+   * with it, so that its status counts what is heard.
+   */
+  private rejoinPosition(p: Playback): number {
+    const at = rejoinAt(p, this.clock.now());
+    if (at === 0 && p.media.kind === 'web' && p.speakers.size === 0) {
+      p.offset = 0;
+      p.startedAt = this.clock.now();
+      this.scheduleTick(p);
+    }
+    return at;
   }
 
   /** Pauses a playback (hub media); web media and TTS stop for good, as the spec says. */
@@ -361,7 +409,7 @@ export class PlaybackEngine extends ZoneBook {
       }
       p.idle.delete(speakerId);
       this.lent.delete(speakerId);
-      const joined = speaker.available ? await this.starter.start(p.id, [speaker], p.media, rejoinAt(p, this.clock.now()), true).catch(() => []) : [];
+      const joined = speaker.available ? await this.starter.start(p.id, [speaker], p.media, this.rejoinPosition(p), true).catch(() => []) : [];
       if (this.playbacks.get(p.id) !== p) {
         for (const s of joined) s.stop().catch(() => undefined);
         return 'none';

@@ -104,10 +104,13 @@ export abstract class ZoneBook {
 
   /**
    * Takes speakers out of the playbacks they are members of (they are about to play
-   * something else, so they are not stopped); a playback left with none ends with `reason`.
+   * something else, so they are not stopped); a playback left with none ends with `reason`,
+   * unless `keepEmpty` (a play not yet sure to start): those are returned, live, for the
+   * caller to end or to give the speakers back to.
    */
-  protected takeOut(ids: ReadonlySet<string>, reason: PlaybackEndReason): void {
-    if (!ids.size) return;
+  protected takeOut(ids: ReadonlySet<string>, reason: PlaybackEndReason, keepEmpty = false): Playback[] {
+    const emptied: Playback[] = [];
+    if (!ids.size) return emptied;
     for (const p of [...this.playbacks.values()]) {
       let touched = false;
       for (const id of ids) {
@@ -120,9 +123,11 @@ export abstract class ZoneBook {
         if (p.idle.delete(id)) touched = true;
       }
       if (!touched) continue;
-      if (isEmpty(p)) this.finish(p, reason);
+      if (isEmpty(p) && keepEmpty) emptied.push(p);
+      else if (isEmpty(p)) this.finish(p, reason);
       else this.changed(p);
     }
+    return emptied;
   }
 
   /** Stops speakers that play although no playback and no overlay holds them (within `area`, if given). */

@@ -2,7 +2,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { encodeWav } from '../../src/media/wav';
 
-/** A loopback web server for media URLs: any path serves a 20 s WAV; /hang… accepts and never answers. */
+/** A loopback web server for media URLs: any path serves a 20 s WAV; /hang… accepts and never answers; /missing… is a 404. */
 export async function webServer(title: string) {
   const rate = 8000;
   const wav = encodeWav(new Int16Array(rate * 20), rate, { title, artist: '', album: '' });
@@ -10,6 +10,10 @@ export async function webServer(title: string) {
   const server: Server = createServer((req, res) => {
     if (req.url?.startsWith('/hang')) {
       hanging.add(res);
+      return;
+    }
+    if (req.url?.startsWith('/missing')) {
+      res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found');
       return;
     }
     res.writeHead(200, { 'Content-Type': 'audio/wav', 'Content-Length': wav.length }).end(wav);

@@ -229,7 +229,7 @@ describe('playback', () => {
     t.hub.core.events.off('device', on);
   });
 
-  test('speaker faults: one failing speaker does not fail the play; all failing is PlaybackFailed', async () => {
+  test('speaker faults: one failing speaker does not fail the play; all failing is PlaybackFailed, and what played goes on', async () => {
     speaker(0).failNextPlay('amplifier on fire');
     expect(await t.op('play_web_media_party_mode', { MediaUrl: web.url('/f.wav') })).toEqual({ Result: 'true' });
     expect((await playing()).sort()).toEqual([ids[1], ids[2]].sort());
@@ -237,7 +237,10 @@ describe('playback', () => {
     const r = await t.op('play_web_media_party_mode', { MediaUrl: web.url('/g.wav') });
     expect(r).toMatchObject({ Result: 'false', ErrorCode: 'PlaybackFailed' });
     expect(r.ErrorMessage).toContain('injected speaker fault');
-    expect(await status()).toEqual({ PlaybackState: 'PlayerStateStopped', TimeElapsed: '-1' });
+    // Nothing is lost to a play that started nowhere: the speakers that played f.wav play it again (a web stream, from its start).
+    expect(await status()).toEqual({ PlaybackState: 'PlayerStatePlaying', TimeElapsed: '0' });
+    expect((await playing()).sort()).toEqual([ids[1], ids[2]].sort());
+    expect([1, 2].map((i) => speaker(i).fetches.at(-1)!.url)).toEqual([web.url('/f.wav'), web.url('/f.wav')]);
   });
 
   test('web media that cannot be fetched fails with PlaybackFailed, one message whatever the cause (no port oracle); the cause is logged at debug', async () => {

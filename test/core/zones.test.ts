@@ -201,6 +201,50 @@ describe('zones (virtual speakers)', () => {
     expect((await a.op('session_status')).ErrorCode).toBe('SessionNotFound');
   });
 
+  test('a play that starts on none of its speakers (a 404) gives each back to the zone it played: nothing is lost', async () => {
+    const kitchen = await client();
+    for (const i of [0, 1]) expect(await kitchen.op('add_device_to_session', { DeviceID: ids[i] })).toEqual({ Result: 'true' });
+    expect(await kitchen.op('play_hub_media', { PersistentID: pid })).toEqual({ Result: 'true' });
+    const office = await client();
+    expect(await office.op('add_device_to_session', { DeviceID: ids[2] })).toEqual({ Result: 'true' });
+    expect(await office.op('play_web_media', { MediaUrl: web.url('/office.wav') })).toEqual({ Result: 'true' });
+    clock.advance(3000);
+    const before = (await t.op('playback_list')).PlaybackList.map((p: any) => [p.PlaybackID, [...p.DeviceIDList].sort()]);
+    const seen = states.length;
+    const music = playing(0);
+    const fetched = [0, 2].map(fetchCount);
+    // One speaker of a two-speaker zone, and the only speaker of another: both plays fail.
+    for (const [c, i] of [
+      [kitchen, 0],
+      [office, 2],
+    ] as const) {
+      const r = await c.op('play_web_media_selected_speakers', { MediaUrl: web.url('/missing.mp3'), DeviceIDList: ids[i] });
+      expect(r).toMatchObject({ Result: 'false', ErrorCode: 'PlaybackFailed' });
+    }
+    // Both zones live on with the same ids and members; each speaker plays its zone's media again, in place.
+    expect((await t.op('playback_list')).PlaybackList.map((p: any) => [p.PlaybackID, [...p.DeviceIDList].sort()])).toEqual(before);
+    expect(playing(0)).toBe(music);
+    expect(playing(2)).toBe(web.url('/office.wav'));
+    expect([0, 2].map(fetchCount)).toEqual([fetched[0] + 1, fetched[1] + 1]);
+    expect(speaker(0).position()).toBeCloseTo(speaker(1).position()!, 1);
+    expect(states.slice(seen).filter((x) => x.state === 'PlayerStateStopped')).toEqual([]);
+  });
+
+  test('a web stream given back after an announcement starts again from its start, and its status counts from there', async () => {
+    const office = await client();
+    expect(await office.op('add_device_to_session', { DeviceID: ids[3] })).toEqual({ Result: 'true' });
+    expect(await office.op('play_web_media', { MediaUrl: web.url('/radio') })).toEqual({ Result: 'true' });
+    clock.advance(6000);
+    expect(Number((await office.op('playback_status')).TimeElapsed)).toBe(6);
+    const a = await t.op('announce', { Text: 'Back to the radio', DeviceIDList: ids[3] });
+    await eventually(async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'playing', 15_000, 'announcing');
+    clock.advance(10_000);
+    await eventually(async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done', 15_000, 'done');
+    expect(playing(3)).toBe(web.url('/radio'));
+    expect(speaker(3).position()).toBeLessThan(1);
+    expect(Number((await office.op('playback_status')).TimeElapsed)).toBeLessThan(1);
+  });
+
   test('bad zone parameters get clear errors', async () => {
     const bad = await t.get(`/api/v1/stop_play?SessionToken=${t.session}&PlaybackID=nope`, { Authorization: `Bearer ${TEST_TOKEN}` });
     expect(bad.status).toBe(400);
