@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import type { ExtensionContext, HubExtension } from '../extensions/extension';
-import { CLOSE_SHUTDOWN, LINK_PATH, parseLinkRequest, type LinkResponse } from '../protocols/cloud-link';
+import { CLOSE_LINK_LIMIT, CLOSE_SHUTDOWN, LINK_PATH, parseLinkRequest, type LinkResponse } from '../protocols/cloud-link';
 import { HubError } from '../core/errors';
 import type { DispatchResult } from '../operations/dispatch';
 import { runOperation } from '../hub-client/run';
@@ -127,14 +127,35 @@ export class CloudLinkExtension implements HubExtension {
     });
     ws.on('message', (data) => this.onRequest(ws, String(data)));
     ws.on('error', (e) => this.ctx!.logger.debug({ err: e.message }, 'cloud link error'));
-    ws.on('close', () => {
+    ws.on('close', (code) => {
       if (this.ws !== ws) return;
       clearInterval(this.heartbeat);
       this.ws = undefined;
       if (this._state === 'stopped') return;
+      this.noteLimitRefusal(code === CLOSE_LINK_LIMIT);
       this.setState('offline');
       this.scheduleReconnect(refused);
     });
+  }
+
+  private limitRefusals = 0;
+
+  /**
+   * The cloud refused this link because the account already holds its maximum of live links:
+   * back off as after a failure (the open had reset the count), and tell the owner, once and
+   * then every 10th time, since links they did not open mean someone else holds a link token.
+   */
+  private noteLimitRefusal(refused: boolean): void {
+    if (!refused) {
+      this.limitRefusals = 0;
+      return;
+    }
+    this.attempt = ++this.limitRefusals;
+    if (this.limitRefusals % 10 === 1)
+      this.ctx!.logger.warn(
+        { refusals: this.limitRefusals },
+        'the cloud refused this link: your account already holds its maximum of live hub links. If you do not run that many hubs, someone else holds a link token of yours (retrying meanwhile)',
+      );
   }
 
   private scheduleReconnect(reauthenticate: boolean): void {

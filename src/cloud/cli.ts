@@ -5,6 +5,7 @@ import { createLogger } from '../logger';
 import { CloudAccountError, cloudOrigin, cloudSignin, cloudSignup, readPasswordFile, saveCredential } from '../cloud-link/credentials';
 import { addCloudHubOptions } from '../cloud-link/definition';
 import { askPassword } from './prompt';
+import { parseTrustProxy } from './http/trust-proxy';
 
 /**
  * The cloud's command line: `speakerhub cloud` (the server), `speakerhub cloud client add`,
@@ -43,7 +44,7 @@ interface ServeFlags {
   redis?: string;
   maxConnections?: number;
   relayLimit: number;
-  trustProxy?: boolean;
+  trustProxy?: boolean | string;
   logLevel: string;
   logFormat: 'auto' | 'json' | 'pretty';
 }
@@ -162,7 +163,18 @@ export function registerCloudCommands(program: Command, hub?: Command): void {
       },
       1000,
     )
-    .option('--trust-proxy', 'behind a reverse proxy: client addresses (for rate limits) from X-Forwarded-For')
+    .option(
+      '--trust-proxy [proxies]',
+      "behind a reverse proxy: the balancers' addresses/CIDRs (comma-separated), or a hop count (bare: 1); client addresses (for rate limits) from their X-Forwarded-For entries only",
+      (v: string) => {
+        try {
+          parseTrustProxy(v);
+        } catch (e) {
+          throw new InvalidArgumentError((e as Error).message);
+        }
+        return v;
+      },
+    )
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent', 'info')
     .option(
       '--log-format <format>',

@@ -36,6 +36,8 @@ import { relayFastPath, relayRoutes } from './relay/relay-routes';
 import { isDatabaseUnavailable, type Database } from './storage/database';
 import { LimitedLog } from '../logging/limited-log';
 import { openDatabase } from './storage/open';
+import { healthRoutes, unavailableBody, UNAVAILABLE_RETRY_S } from './http/health-routes';
+import { fastifyTrustProxy, isTrustedProxy, parseTrustProxy } from './http/trust-proxy';
 
 export interface CloudOptions {
   host?: string;
@@ -45,8 +47,12 @@ export interface CloudOptions {
   publicUrl?: string;
   /** postgres://… for PostgreSQL; default: the embedded SQLite file in dataDir. */
   database?: string;
-  /** Behind a reverse proxy: take the client address from X-Forwarded-For (for the rate limits). */
-  trustProxy?: boolean;
+  /**
+   * Behind a reverse proxy: which hops' X-Forwarded-For entries give the client address (for
+   * the rate limits): `true` or a number = that many hops (true = 1), else the proxies'
+   * addresses/CIDRs. See trust-proxy.ts; a client-written X-Forwarded-For never counts.
+   */
+  trustProxy?: boolean | number | string | string[];
   clock?: Clock;
   logger?: Logger;
   link?: Partial<LinkServerOptions> & { recentlyOnlineMs?: number; reconnectWaitMs?: number };
@@ -108,16 +114,19 @@ export class CloudServer {
   private clusterHubs?: ClusterHubs;
   readonly connectionLimits: CloudConnectionLimits;
   private readonly dbDown: LimitedLog;
+  private stopping = false;
 
   constructor(private readonly options: CloudOptions) {
     this.logger = options.logger ?? createLogger();
     this.clock = options.clock ?? systemClock;
     const conn = (this.connectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...options.connections });
+    const trust = parseTrustProxy(options.trustProxy);
+    const fromProxy = isTrustedProxy(trust);
     this.dbDown = new LimitedLog(this.logger, 'request failed: the database is unreachable');
     this.app = Fastify({
       logger: false,
       exposeHeadRoutes: false,
-      trustProxy: options.trustProxy ?? false,
+      trustProxy: fastifyTrustProxy(trust),
       bodyLimit: 64 * 1024,
       routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true, maxParamLength: 500 },
       serverFactory: (handler) => {
@@ -136,10 +145,10 @@ export class CloudServer {
           timeoutMs: conn.headersTimeoutMs,
           maxBytes: maxHeaderBytes(DEFAULT_REST_LIMITS.maxTextLength),
         });
-        // Behind a balancer (--trust-proxy) every connection comes from it: only the total applies
-        // here, and the balancer caps each client (README "Running a cluster"). The loopback address
+        // Behind a balancer (--trust-proxy) its connections carry many clients: only the total applies
+        // to them, and the balancer caps each client (README "Running a cluster"). The loopback address
         // is a proxy on the same machine (or the operator): exempt as well.
-        installConnectionLimits(server, { ...conn, perAddressExempt: options.trustProxy ? () => true : isLocalHost }, this.logger, 'cloud');
+        installConnectionLimits(server, { ...conn, perAddressExempt: (a) => fromProxy(a) || isLocalHost(a) }, this.logger, 'cloud');
         return server;
       },
     });
@@ -276,6 +285,7 @@ export class CloudServer {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     clearInterval(this.housekeeping);
     this.links?.close();
     this.links = undefined;
@@ -346,19 +356,11 @@ export class CloudServer {
     webRoutes(app, ctx);
     accountApi(app, ctx);
     adminRoutes(app, ctx.clients, () => this.adminToken);
-    // For balancers' health checks: 200 only while this instance can serve.
-    app.get('/healthz', async (_req, reply) => {
-      const h = await this.healthy();
-      return reply
-        .code(h.ok ? 200 : 503)
-        .header('cache-control', 'no-store')
-        .send({
-          status: h.ok ? 'ok' : 'unavailable',
-          database: h.database ? 'ok' : 'unreachable',
-          ...(h.redis === undefined ? {} : { redis: h.redis ? 'ok' : 'unreachable', instance: this.bus?.instanceId }),
-          // Where hubs landed, for operators (and the cluster test): a count, nothing about whose.
-          links: ctx.registry.count,
-        });
+    healthRoutes(app, {
+      dependencies: () => this.healthy(),
+      links: () => ctx.registry.count,
+      instance: () => this.bus?.instanceId,
+      stopping: () => this.stopping,
     });
     registerBrowserClient(app, () => ({
       mode: 'cloud',
@@ -374,11 +376,9 @@ export class CloudServer {
     });
     app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
       if (isDatabaseUnavailable(err)) {
-        this.dbDown.warn({ path: req.url.split('?')[0] });
-        return reply
-          .code(503)
-          .header('retry-after', '5')
-          .send(errorBody(new HubError('Busy', 'The cloud cannot reach its database now; retry shortly.')));
+        const path = req.url.split('?')[0];
+        this.dbDown.warn({ path });
+        return reply.code(503).header('retry-after', String(UNAVAILABLE_RETRY_S)).header('cache-control', 'no-store').send(unavailableBody(path));
       }
       const status = err.statusCode ?? 500;
       if (status >= 500) this.logger.error({ err: err.message, path: req.url.split('?')[0] }, 'request failed');

@@ -1,6 +1,6 @@
 import type { WebSocket } from 'ws';
 import { HubError, ERROR_CODES, type ErrorCode } from '../../core/errors';
-import { CLOSE_REPLACED, parseHubToCloud, type LinkRequest } from '../../protocols/cloud-link';
+import { CLOSE_LINK_LIMIT, CLOSE_REPLACED, parseHubToCloud, type LinkRequest } from '../../protocols/cloud-link';
 
 /** Requests one hub may have in flight; more get HubBusy instead of queueing without bound. */
 export const MAX_IN_FLIGHT = 256;
@@ -57,9 +57,47 @@ export class HubLink {
     });
   }
 
-  /** The account opened more links than it may hold and this is its oldest: close it. */
+  /** This link failed a liveness ping and a newer link of the account takes its place. */
   replaced(): void {
     this.ws.close(CLOSE_REPLACED, 'replaced by a newer link of the same account');
+    // It did not answer a ping: a close handshake would wait for it in vain.
+    this.ws.terminate();
+  }
+
+  /** The account holds its maximum of live links: this newer one is refused. */
+  refused(): void {
+    this.ws.close(CLOSE_LINK_LIMIT, 'the account holds its maximum of live hub links');
+  }
+
+  private probing?: Promise<boolean>;
+
+  /**
+   * Whether the hub answers a ping within `ms` (any pong counts, the heartbeat's too). Probes
+   * asked for while one is out share it: a flood of newcomers costs the hub one ping.
+   */
+  probe(ms: number): Promise<boolean> {
+    if (this.probing) return this.probing;
+    const p = new Promise<boolean>((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        this.ws.off('pong', onPong);
+        this.ws.off('close', onClose);
+        this.probing = undefined;
+        resolve(ok);
+      };
+      const onPong = () => done(true);
+      const onClose = () => done(false);
+      const timer = setTimeout(() => done(false), ms);
+      this.ws.on('pong', onPong);
+      this.ws.on('close', onClose);
+      try {
+        this.ws.ping();
+      } catch {
+        done(false);
+      }
+    });
+    this.probing = p;
+    return p;
   }
 
   /** The link went away: every request in flight fails now (it may or may not have run). */

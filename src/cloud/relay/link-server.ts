@@ -14,6 +14,8 @@ export interface LinkServerOptions {
   maxLinks: number;
   /** Largest message a hub may send (a device_list of thousands of speakers fits). */
   maxPayload: number;
+  /** How long an account's oldest link has to answer a ping before a newcomer beyond the cap replaces it. */
+  probeMs?: number;
 }
 
 /**
@@ -61,9 +63,6 @@ export class LinkServer {
   private accept(ws: WebSocket, userId: string): void {
     const link = new HubLink(userId, ws, this.options.requestTimeoutMs);
     this.sockets.add(ws);
-    this.ctx.registry.add(link);
-    this.opened++;
-    this.ctx.logger.debug({ userId, links: this.sockets.size }, 'hub linked');
     ws.on('error', () => undefined);
     ws.on('close', () => {
       this.sockets.delete(ws);
@@ -71,7 +70,37 @@ export class LinkServer {
       this.closed++;
       this.ctx.logger.debug({ userId, links: this.sockets.size }, 'hub link closed');
     });
+    void this.admit(link);
   }
+
+  /**
+   * A newcomer beyond the account's cap takes the place of the oldest link only if that one
+   * fails a liveness ping (a hub restarted elsewhere, its old link half-open); while every
+   * link answers, the newcomer is refused (CLOSE_LINK_LIMIT). So whoever else holds the link
+   * token cannot evict the real hub by opening links; refusals are logged once per heartbeat.
+   */
+  private async admit(link: HubLink): Promise<void> {
+    const reg = this.ctx.registry;
+    if (reg.full(link.userId)) {
+      const oldest = reg.hubsOf(link.userId)[0];
+      const alive = await oldest.probe(this.options.probeMs ?? Math.min(5000, this.options.heartbeatMs));
+      if (link.ws.readyState !== link.ws.OPEN) return;
+      if (!alive && reg.hubsOf(link.userId).includes(oldest)) {
+        reg.remove(oldest);
+        oldest.replaced();
+        this.replacedDead++;
+      }
+    }
+    if (!reg.add(link)) {
+      this.refusedFull++;
+      return link.refused();
+    }
+    this.opened++;
+    this.ctx.logger.debug({ userId: link.userId, links: this.sockets.size }, 'hub linked');
+  }
+
+  private refusedFull = 0;
+  private replacedDead = 0;
 
   private opened = 0;
   private closed = 0;
@@ -80,7 +109,12 @@ export class LinkServer {
     // One line per heartbeat for all links together: thousands of links (or a relink storm)
     // must not mean thousands of lines.
     if (this.opened || this.closed) this.ctx.logger.info({ opened: this.opened, closed: this.closed, links: this.sockets.size }, 'hub links');
-    this.opened = this.closed = 0;
+    if (this.refusedFull || this.replacedDead)
+      this.ctx.logger.warn(
+        { refused: this.refusedFull, replacedDead: this.replacedDead },
+        'hub links beyond an account cap: refused while its links answer pings (someone else may hold a link token)',
+      );
+    this.opened = this.closed = this.refusedFull = this.replacedDead = 0;
     for (const link of this.ctx.registry.all()) {
       if (!link.alive) {
         link.ws.terminate();
