@@ -14,6 +14,7 @@ import { registerBrowserClient } from '../web-client/routes';
 import { Accounts } from './accounts/accounts';
 import { Clients, WEB_CLIENT_ID } from './accounts/clients';
 import { LinkTokens } from './accounts/link-tokens';
+import { LocalSigninMemory, SigninGuard } from './accounts/signin-guard';
 import { WebSessions } from './accounts/web-sessions';
 import type { CloudContext } from './context';
 import { adminRoutes, removeAdminInfo, runningCloud, writeAdminInfo } from './admin';
@@ -87,7 +88,8 @@ export const DEFAULT_CONNECTION_LIMITS: CloudConnectionLimits = {
 const DEFAULT_LIMITS: Record<Exclude<LimitName, 'relay'>, RateLimit> = {
   signinByAddress: { burst: 30, perSecond: 0.5 },
   signinByUser: { burst: 10, perSecond: 0.1 },
-  // Whatever the address: 400 guesses from 40 addresses meet this one (about one a minute after the burst).
+  // Whatever the address: 400 guesses from 40 addresses meet this one (about one a minute after the
+  // burst). Only addresses the user never signed in from draw on it (signin-guard.ts).
   signinByUsername: { burst: 20, perSecond: 1 / 60 },
   token: { burst: 60, perSecond: 2 },
   signup: { burst: 10, perSecond: 0.05 },
@@ -236,6 +238,14 @@ export class CloudServer {
         tokens.cacheEnabled = up;
       });
     }
+    const rl: Record<LimitName, Limiter> = {
+      signinByAddress: limiter('signinByAddress'),
+      signinByUser: limiter('signinByUser'),
+      signinByUsername: limiter('signinByUsername'),
+      token: limiter('token'),
+      signup: limiter('signup'),
+      relay: limiter('relay'),
+    };
     const ctx: CloudContext = {
       db,
       accounts,
@@ -250,14 +260,12 @@ export class CloudServer {
       hubs,
       clock: this.clock,
       logger: this.logger,
-      limits: {
-        signinByAddress: limiter('signinByAddress'),
-        signinByUser: limiter('signinByUser'),
-        signinByUsername: limiter('signinByUsername'),
-        token: limiter('token'),
-        signup: limiter('signup'),
-        relay: limiter('relay'),
-      },
+      limits: rl,
+      signin: new SigninGuard(
+        { byAddress: rl.signinByAddress, byUser: rl.signinByUser, byUsername: rl.signinByUsername },
+        bus ? new (await import('./cluster/redis-signin-memory')).RedisSigninMemory(bus, this.clock, this.logger) : new LocalSigninMemory(this.clock),
+        this.clock,
+      ),
       publicUrl: () => (o.publicUrl ?? this.url).replace(/\/+$/, ''),
     };
     this.ctx = ctx;
@@ -275,6 +283,7 @@ export class CloudServer {
         requestTimeoutMs: o.link?.requestTimeoutMs ?? 30_000,
         maxLinks: o.link?.maxLinks ?? this.connectionLimits.maxConnections,
         maxPayload: o.link?.maxPayload ?? 16 * 1024 * 1024,
+        probeMs: o.link?.probeMs,
       });
     } catch (e) {
       await this.stop();

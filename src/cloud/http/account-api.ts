@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import { AccountError } from '../accounts/accounts';
 import type { CloudContext } from '../context';
 import { bearerUser } from '../relay/relay-routes';
-import { signinDelay } from './web-routes';
 
 type Body = Record<string, unknown>;
 
@@ -34,7 +33,8 @@ export function accountApi(app: FastifyInstance, ctx: CloudContext): void {
 
   app.post('/api/account/signin', async (req, reply) => {
     const b = (req.body ?? {}) as Body;
-    const wait = await signinDelay(ctx, req.ip, String(b.username ?? ''));
+    const username = String(b.username ?? '');
+    const wait = await ctx.signin.delay(req.ip, username);
     if (wait)
       return reply
         .code(429)
@@ -42,10 +42,12 @@ export function accountApi(app: FastifyInstance, ctx: CloudContext): void {
         .send({ error: 'rate_limited', error_description: `Too many sign-in attempts; retry in ${wait} s.` });
     try {
       const user = await ctx.accounts.signin(b.username, b.password);
+      await ctx.signin.record(req.ip, username, true);
       const linkToken = await ctx.linkTokens.create(user.id);
       return reply.header('cache-control', 'no-store').send({ username: user.username, link_token: linkToken });
     } catch (e) {
       if (!(e instanceof AccountError)) throw e;
+      await ctx.signin.record(req.ip, username, false);
       return reply.code(401).send({ error: e.code, error_description: e.message });
     }
   });

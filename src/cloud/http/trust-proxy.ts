@@ -31,11 +31,11 @@ export function parseTrustProxy(v: boolean | number | string | string[] | undefi
     if (!Number.isSafeInteger(hops) || hops < 1 || hops > 10) throw new TrustProxyError('--trust-proxy takes a hop count from 1 to 10.');
     return { hops };
   }
-  const list = (Array.isArray(v) ? v : v.split(','))
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const list = (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter(Boolean);
   if (!list.length) throw new TrustProxyError('--trust-proxy takes a hop count or a comma-separated list of proxy addresses or CIDRs.');
-  for (const a of list) if (!PRESETS[a] && !validCidr(a)) throw new TrustProxyError(`--trust-proxy: "${a}" is not an IP address, a CIDR or loopback/linklocal/uniquelocal.`);
+  for (const a of list)
+    if (!PRESETS[a] && !validCidr(a))
+      throw new TrustProxyError(`--trust-proxy: "${a}" is not an IP address, a CIDR or loopback/linklocal/uniquelocal.`);
   if (list.length > 256) throw new TrustProxyError('--trust-proxy takes at most 256 addresses.');
   return { addresses: list };
 }

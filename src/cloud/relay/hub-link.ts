@@ -35,7 +35,10 @@ export class HubLink {
     private readonly timeoutMs: number,
   ) {
     ws.on('message', (data) => this.onMessage(String(data)));
-    ws.on('pong', () => (this.alive = true));
+    ws.on('pong', () => {
+      this.alive = true;
+      this.lastPong = Date.now();
+    });
   }
 
   /** Runs an operation on the hub; always resolves (HubOffline/HubBusy/HubTimeout on link trouble). */
@@ -70,12 +73,15 @@ export class HubLink {
   }
 
   private probing?: Promise<boolean>;
+  private lastPong = 0;
 
   /**
    * Whether the hub answers a ping within `ms` (any pong counts, the heartbeat's too). Probes
-   * asked for while one is out share it: a flood of newcomers costs the hub one ping.
+   * asked for while one is out share it.
    */
   probe(ms: number): Promise<boolean> {
+    // A pong this recent answers for it: newcomers in a row cost the hub at most one ping per `ms`.
+    if (Date.now() - this.lastPong < ms) return Promise.resolve(true);
     if (this.probing) return this.probing;
     const p = new Promise<boolean>((resolve) => {
       const done = (ok: boolean) => {

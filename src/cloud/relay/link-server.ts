@@ -4,6 +4,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { CloudContext } from '../context';
 import { CLOSE_SHUTDOWN, LINK_PATH } from '../../protocols/cloud-link';
 import { HubLink } from './hub-link';
+import { LimitedLog } from '../../logging/limited-log';
 
 export interface LinkServerOptions {
   /** Ping interval; a hub that misses a whole interval's pong is dropped. */
@@ -32,6 +33,7 @@ export class LinkServer {
     private readonly ctx: CloudContext,
     private readonly options: LinkServerOptions,
   ) {
+    this.capLog = new LimitedLog(ctx.logger, 'a hub link beyond its account cap (someone else may hold a link token of the account)');
     this.wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayload, perMessageDeflate: false });
     server.on('upgrade', this.onUpgrade);
     this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs);
@@ -82,25 +84,28 @@ export class LinkServer {
   private async admit(link: HubLink): Promise<void> {
     const reg = this.ctx.registry;
     if (reg.full(link.userId)) {
-      const oldest = reg.hubsOf(link.userId)[0];
-      const alive = await oldest.probe(this.options.probeMs ?? Math.min(5000, this.options.heartbeatMs));
+      const held = [...reg.hubsOf(link.userId)];
+      const ms = this.options.probeMs ?? Math.min(5000, this.options.heartbeatMs);
+      const alive = await Promise.all(held.map((l) => l.probe(ms)));
       if (link.ws.readyState !== link.ws.OPEN) return;
-      if (!alive && reg.hubsOf(link.userId).includes(oldest)) {
-        reg.remove(oldest);
-        oldest.replaced();
-        this.replacedDead++;
+      // The oldest that did not answer gives way (one per newcomer).
+      const dead = held.find((l, i) => !alive[i] && reg.hubsOf(link.userId).includes(l));
+      if (dead) {
+        reg.remove(dead);
+        dead.replaced();
+        this.capLog.warn({ userId: link.userId, outcome: 'replaced a link that did not answer a ping' });
       }
     }
     if (!reg.add(link)) {
-      this.refusedFull++;
+      this.capLog.warn({ userId: link.userId, outcome: 'refused: every link of the account answers pings' });
       return link.refused();
     }
     this.opened++;
     this.ctx.logger.debug({ userId: link.userId, links: this.sockets.size }, 'hub linked');
   }
 
-  private refusedFull = 0;
-  private replacedDead = 0;
+  /** Rate-limited: a token holder opening links in a loop must not flood the log. */
+  private readonly capLog: LimitedLog;
 
   private opened = 0;
   private closed = 0;
@@ -109,12 +114,7 @@ export class LinkServer {
     // One line per heartbeat for all links together: thousands of links (or a relink storm)
     // must not mean thousands of lines.
     if (this.opened || this.closed) this.ctx.logger.info({ opened: this.opened, closed: this.closed, links: this.sockets.size }, 'hub links');
-    if (this.refusedFull || this.replacedDead)
-      this.ctx.logger.warn(
-        { refused: this.refusedFull, replacedDead: this.replacedDead },
-        'hub links beyond an account cap: refused while its links answer pings (someone else may hold a link token)',
-      );
-    this.opened = this.closed = this.refusedFull = this.replacedDead = 0;
+    this.opened = this.closed = 0;
     for (const link of this.ctx.registry.all()) {
       if (!link.alive) {
         link.ws.terminate();
