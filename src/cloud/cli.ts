@@ -222,13 +222,17 @@ export function registerCloudCommands(program: Command, hub?: Command): void {
     .requiredOption('--username <name>', 'your username')
     .option('--password-file <file>', 'read the password from this file (else it is asked for)')
     .option('-d, --data <dir>', `the hub's data folder (default ${DEFAULT_HUB_DATA})`, DEFAULT_HUB_DATA)
+    .option('--revoke-other-links', "revoke every other link token of the account (a leaked or given-away hub's); their links close")
     .action(
-      guard(async (f: { cloud: string; username: string; passwordFile?: string; data: string }) => {
+      guard(async (f: { cloud: string; username: string; passwordFile?: string; data: string; revokeOtherLinks?: boolean }) => {
         const pw = await password(f.passwordFile, `Password for ${f.username}: `);
-        const cred = await cloudSignin(f.cloud, f.username, pw);
+        const { revoked, ...cred } = await cloudSignin(f.cloud, f.username, pw, { revokeOthers: f.revokeOtherLinks });
         await saveCredential(f.data, cred);
         process.stdout.write(
-          `Signed in as ${cred.username} on ${cred.cloud}; link token saved in ${f.data}. Start the hub with: speakerhub hub --cloud ${cred.cloud} --data ${f.data}\n`,
+          `Signed in as ${cred.username} on ${cred.cloud}; link token saved in ${f.data}. Start the hub with: speakerhub hub --cloud ${cred.cloud} --data ${f.data}\n` +
+            (revoked === undefined
+              ? ''
+              : `Revoked ${revoked} other link token${revoked === 1 ? '' : 's'}: every other hub of this account must sign in again.\n`),
         );
       }),
     );

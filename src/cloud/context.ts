@@ -40,6 +40,8 @@ export interface CloudContext {
   limits: Record<LimitName, Limiter>;
   /** Sign-in attempts: limits per address and per (address, username), backoff, known addresses. */
   signin: SigninGuard;
+  /** Closes the user's hub links opened with other link tokens than `keepDigest`'s, on every instance. */
+  linksRevoked(userId: string, keepDigest: string): void;
   /** The cloud's origin as browsers and hubs reach it (https in production). */
   publicUrl(): string;
 }

@@ -266,8 +266,15 @@ export class CloudServer {
         bus ? new (await import('./cluster/redis-signin-memory')).RedisSigninMemory(bus, this.clock, this.logger) : new LocalSigninMemory(this.clock),
         this.clock,
       ),
+      linksRevoked: (userId, keep) => {
+        registry.closeRevoked(userId, keep);
+        void bus
+          ?.publish(EVENTS_CHANNEL, { t: 'links-revoked', userId, keep })
+          .catch((e: Error) => this.logger.warn({ err: e.message }, 'cluster: link revocation not broadcast'));
+      },
       publicUrl: () => (o.publicUrl ?? this.url).replace(/\/+$/, ''),
     };
+    bus?.onMessage((m) => m.t === 'links-revoked' && registry.closeRevoked(m.userId, m.keep));
     this.ctx = ctx;
     this.routes(ctx);
     try {

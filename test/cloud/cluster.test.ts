@@ -262,7 +262,9 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
     const auth = { authorization: basic(client.client_id, client.client_secret) };
     // The victim signed in once from home, through the third instance: every instance knows the address.
     const home = { ...auth, 'x-forwarded-for': '192.0.2.77' };
-    expect((await postForm(`${instances[2].url}/oauth/token`, { grant_type: 'password', username: 'victim', password: PASSWORD }, home)).status).toBe(200);
+    expect((await postForm(`${instances[2].url}/oauth/token`, { grant_type: 'password', username: 'victim', password: PASSWORD }, home)).status).toBe(
+      200,
+    );
     const statuses: number[] = [];
     for (let n = 0; n < 25; n++) {
       const i = instances[n % 3];
@@ -334,6 +336,12 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
       const want = Array.from({ length: 10 }, (_x, n) => `cap-${n}`);
       for (const i of instances)
         await until(`instance ${i.port} lists the 10 first`, async () => JSON.stringify(await uuids(i.url)) === JSON.stringify(want));
+      // The owner revokes every other link token (through any instance): all 10 links close, wherever they are.
+      const closedBefore = closed.length;
+      const fresh = await postJson(`${balancer.url}/api/account/signin`, { username: 'carol', password: PASSWORD, revoke_other_links: true });
+      expect(fresh.body.revoked_link_tokens).toBe(1);
+      await until('every link opened with the revoked token is closed', async () => closed.length === closedBefore + 10);
+      expect(closed.slice(closedBefore).map((c) => c % 10_000)).toEqual(Array(10).fill(4001));
     } finally {
       for (const ws of sockets) ws.close();
     }

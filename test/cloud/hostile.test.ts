@@ -5,13 +5,21 @@
  * through the README's HAProxy, with Redis and PostgreSQL stopped and restarted.
  */
 import WebSocket from 'ws';
-import { cloudSignin } from '../../src/cloud-link/credentials';
+import { cloudSignin, saveCredential } from '../../src/cloud-link/credentials';
 import { ManualClock } from '../../src/core/clock';
 import { parseTrustProxy } from '../../src/cloud/http/trust-proxy';
 import { basic, postForm, registerClient, signup, startCloud, PASSWORD, type TestCloud } from './helpers';
 import { startLinkedHub } from './hub';
 
 jest.setTimeout(60_000);
+
+async function until(fn: () => Promise<boolean>, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await fn().catch(() => false))) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 describe('health endpoints', () => {
   test('/livez and /readyz answer 200 with what the instance holds; /healthz keeps its meaning', async () => {
@@ -169,7 +177,7 @@ describe('password guessing slows the guesser, not the owner', () => {
 });
 
 describe('a link-token holder cannot evict the real hub', () => {
-  test('links beyond the cap are refused (4003) while the real hub answers pings; it keeps serving; a dead link is replaced', async () => {
+  test('links beyond the cap are refused (4003) while the real hub answers pings; a dead link is replaced; revoking other link tokens shuts the holder out', async () => {
     const t = await startCloud({ connections: { maxLinksPerAccount: 2 }, link: { heartbeatMs: 60_000, probeMs: 500 } });
     await signup(t.base, 'owner');
     const hub = await startLinkedHub(t.base, 'owner');
@@ -213,6 +221,22 @@ describe('a link-token holder cannot evict the real hub', () => {
       expect(replacement.ws.readyState).toBe(WebSocket.OPEN);
       expect(hub.link.state).toBe('online');
       expect(t.logs.join('')).toMatch(/a hub link beyond its account cap/);
+
+      // The remedy for the leak: the owner signs in again revoking every other link token.
+      // The attacker's link closes (4001) and cannot come back (401); the real hub relinks with the new token.
+      const cred = await cloudSignin(t.base, 'owner', PASSWORD, { revokeOthers: true });
+      expect(cred.revoked).toBe(2);
+      await saveCredential(hub.dataDir, cred);
+      expect(await replacement.closed).toBe(4001);
+      const back = await new Promise<number>((resolve) => {
+        const ws = new WebSocket(url, { headers: { authorization: `Bearer ${linkToken}` } });
+        ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+        ws.on('open', () => resolve(101));
+        ws.on('error', () => undefined);
+      });
+      expect(back).toBe(401);
+      await until(async () => (await fetch(`${t.base}/api/v1/init_session`, { headers: { authorization: `Bearer ${token}` } })).status === 200);
+      expect(t.cloud.context.registry.hubsOf(t.cloud.context.registry.all()[0].userId)).toHaveLength(1);
     } finally {
       for (const ws of sockets) ws.terminate();
       await hub.close();

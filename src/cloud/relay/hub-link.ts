@@ -1,6 +1,6 @@
 import type { WebSocket } from 'ws';
 import { HubError, ERROR_CODES, type ErrorCode } from '../../core/errors';
-import { CLOSE_LINK_LIMIT, CLOSE_REPLACED, parseHubToCloud, type LinkRequest } from '../../protocols/cloud-link';
+import { CLOSE_AUTH_FAILED, CLOSE_LINK_LIMIT, CLOSE_REPLACED, parseHubToCloud, type LinkRequest } from '../../protocols/cloud-link';
 
 /** Requests one hub may have in flight; more get HubBusy instead of queueing without bound. */
 export const MAX_IN_FLIGHT = 256;
@@ -33,6 +33,8 @@ export class HubLink {
     readonly userId: string,
     readonly ws: WebSocket,
     private readonly timeoutMs: number,
+    /** The digest of the link token it opened with (revoking that token closes it). */
+    readonly tokenDigest = '',
   ) {
     ws.on('message', (data) => this.onMessage(String(data)));
     ws.on('pong', () => {
@@ -65,6 +67,11 @@ export class HubLink {
     this.ws.close(CLOSE_REPLACED, 'replaced by a newer link of the same account');
     // It did not answer a ping: a close handshake would wait for it in vain.
     this.ws.terminate();
+  }
+
+  /** Its link token was revoked (the owner signed in with --revoke-other-links). */
+  revoked(): void {
+    this.ws.close(CLOSE_AUTH_FAILED, 'the link token was revoked');
   }
 
   /** The account holds its maximum of live links: this newer one is refused. */

@@ -101,6 +101,13 @@ export class HubRegistry implements HubRouter {
     link.failAll();
   }
 
+  /** Closes the user's links opened with any link token but the one whose digest is `keep`; how many. */
+  closeRevoked(userId: string, keep: string): number {
+    const gone = this.hubsOf(userId).filter((l) => l.tokenDigest !== keep);
+    for (const l of gone) l.revoked();
+    return gone.length;
+  }
+
   hubsOf(userId: string): readonly HubLink[] {
     return this.links.get(userId) ?? [];
   }

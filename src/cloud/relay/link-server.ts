@@ -5,6 +5,7 @@ import type { CloudContext } from '../context';
 import { CLOSE_SHUTDOWN, LINK_PATH } from '../../protocols/cloud-link';
 import { HubLink } from './hub-link';
 import { LimitedLog } from '../../logging/limited-log';
+import { digest } from '../secrets';
 
 export interface LinkServerOptions {
   /** Ping interval; a hub that misses a whole interval's pong is dropped. */
@@ -53,7 +54,7 @@ export class LinkServer {
       (userId) => {
         if (!userId) return refuse(socket, 401, 'Unauthorized');
         if (socket.destroyed) return;
-        this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, userId));
+        this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, userId, digest(m[1])));
       },
       (e: Error) => {
         this.ctx.logger.error({ err: e.message }, 'hub link authentication failed');
@@ -62,8 +63,8 @@ export class LinkServer {
     );
   };
 
-  private accept(ws: WebSocket, userId: string): void {
-    const link = new HubLink(userId, ws, this.options.requestTimeoutMs);
+  private accept(ws: WebSocket, userId: string, tokenDigest: string): void {
+    const link = new HubLink(userId, ws, this.options.requestTimeoutMs, tokenDigest);
     this.sockets.add(ws);
     ws.on('error', () => undefined);
     ws.on('close', () => {
