@@ -1,7 +1,7 @@
 /**
  * The cloud as a cluster, with real peers on loopback: a private PostgreSQL, a real
  * redis-server, three `speakerhub cloud --database … --redis …` processes (started at once:
- * their migrations race) behind a real HAProxy (round robin, no stickiness, /healthz
+ * their migrations race) behind a real HAProxy (round robin, no stickiness, /readyz
  * checks), and a real hub linked through the balancer (`speakerhub hub --cloud <balancer>`).
  * Relayed requests through every instance reach the hub wherever its link landed; OAuth
  * state (codes, refresh rotation, revocations) and rate limits hold across instances;
