@@ -75,11 +75,21 @@ export async function cloudSignup(cloud: string, username: string, email: string
   await postJson(`${cloudOrigin(cloud)}/api/account/signup`, { username, email, password });
 }
 
-/** Signs in and returns a fresh link token. */
-export async function cloudSignin(cloud: string, username: string, password: string): Promise<LinkCredential> {
+/**
+ * Signs in and returns a fresh link token; with `revokeOthers` every other link token of the
+ * account stops working (and their links close): `revoked` says how many there were.
+ */
+export async function cloudSignin(
+  cloud: string,
+  username: string,
+  password: string,
+  o: { revokeOthers?: boolean } = {},
+): Promise<LinkCredential & { revoked?: number }> {
   const origin = cloudOrigin(cloud);
-  const r = await postJson(`${origin}/api/account/signin`, { username, password });
-  return { cloud: origin, username: r.username, linkToken: r.link_token };
+  const r = await postJson(`${origin}/api/account/signin`, { username, password, ...(o.revokeOthers ? { revoke_other_links: true } : {}) });
+  const cred: LinkCredential & { revoked?: number } = { cloud: origin, username: r.username, linkToken: r.link_token };
+  if (o.revokeOthers) cred.revoked = Number(r.revoked_link_tokens ?? 0);
+  return cred;
 }
 
 /** A password file's content; one trailing newline (as editors and `echo` leave) is not part of it. */

@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import type { ExtensionContext, HubExtension } from '../extensions/extension';
-import { CLOSE_SHUTDOWN, LINK_PATH, parseLinkRequest, type LinkResponse } from '../protocols/cloud-link';
+import { CLOSE_AUTH_FAILED, CLOSE_LINK_LIMIT, CLOSE_SHUTDOWN, LINK_PATH, parseLinkRequest, type LinkResponse } from '../protocols/cloud-link';
 import { HubError } from '../core/errors';
 import type { DispatchResult } from '../operations/dispatch';
 import { runOperation } from '../hub-client/run';
@@ -127,38 +127,73 @@ export class CloudLinkExtension implements HubExtension {
     });
     ws.on('message', (data) => this.onRequest(ws, String(data)));
     ws.on('error', (e) => this.ctx!.logger.debug({ err: e.message }, 'cloud link error'));
-    ws.on('close', () => {
+    ws.on('close', (code) => {
       if (this.ws !== ws) return;
       clearInterval(this.heartbeat);
       this.ws = undefined;
       if (this._state === 'stopped') return;
+      this.noteLimitRefusal(code === CLOSE_LINK_LIMIT);
       this.setState('offline');
-      this.scheduleReconnect(refused);
+      // 4001: the link token was revoked while linked (its owner signed in with --revoke-other-links).
+      this.scheduleReconnect(refused || code === CLOSE_AUTH_FAILED);
     });
+  }
+
+  private limitRefusals = 0;
+
+  /**
+   * The cloud refused this link because the account already holds its maximum of live links:
+   * back off as after a failure (the open had reset the count), and tell the owner, once and
+   * then every 10th time, since links they did not open mean someone else holds a link token.
+   */
+  private noteLimitRefusal(refused: boolean): void {
+    if (!refused) {
+      this.limitRefusals = 0;
+      return;
+    }
+    this.attempt = ++this.limitRefusals;
+    if (this.limitRefusals % 10 === 1)
+      this.ctx!.logger.warn(
+        { refusals: this.limitRefusals },
+        'the cloud refused this link: your account already holds its maximum of live hub links. If you do not run that many hubs, someone else holds a link token of yours: `speakerhub account signin --revoke-other-links` on the machine of this hub shuts them out (retrying meanwhile)',
+      );
   }
 
   private scheduleReconnect(reauthenticate: boolean): void {
     const c = this.ctx!.config.cloud;
     const delay = backoffDelay(this.attempt++, c.reconnectBaseMs, c.maxBackoffSeconds * 1000);
-    this.timer = setTimeout(() => {
-      if (reauthenticate && c.username && this.password !== undefined) {
-        this.signin(this.origin).then(
-          (cred) => {
-            this.credential = cred;
-            this.connect();
-          },
-          (e: Error) => {
-            this.ctx!.logger.warn({ err: e.message }, 'cloud sign-in failed; retrying');
-            this.scheduleReconnect(true);
-          },
-        );
-      } else {
-        if (reauthenticate)
-          this.ctx!.logger.error('the cloud refused the saved link token: run `speakerhub account signin` again (retrying meanwhile)');
-        this.connect();
-      }
-    }, delay);
+    this.timer = setTimeout(() => void this.reconnect(reauthenticate), delay);
     this.timer.unref();
+  }
+
+  private async reconnect(reauthenticate: boolean): Promise<void> {
+    const c = this.ctx!.config.cloud;
+    // `speakerhub account signin` may have saved a new link token meanwhile (after revoking this one): take it.
+    if (reauthenticate && this.credential) {
+      const saved = await readCredential(this.ctx!.config.dataDir).catch(() => undefined);
+      if (this._state === 'stopped') return;
+      if (saved && saved.cloud === this.credential.cloud && saved.linkToken !== this.credential.linkToken) {
+        this.ctx!.logger.info('using the link token saved by a newer sign-in');
+        this.credential = saved;
+        return this.connect();
+      }
+    }
+    if (reauthenticate && c.username && this.password !== undefined) {
+      this.signin(this.origin).then(
+        (cred) => {
+          this.credential = cred;
+          this.connect();
+        },
+        (e: Error) => {
+          this.ctx!.logger.warn({ err: e.message }, 'cloud sign-in failed; retrying');
+          this.scheduleReconnect(true);
+        },
+      );
+    } else {
+      if (reauthenticate)
+        this.ctx!.logger.error('the cloud refused the saved link token: run `speakerhub account signin` again (retrying meanwhile)');
+      this.connect();
+    }
   }
 
   /** A ping each interval; one still unanswered at the next means the link is dead. */

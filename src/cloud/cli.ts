@@ -5,6 +5,7 @@ import { createLogger } from '../logger';
 import { CloudAccountError, cloudOrigin, cloudSignin, cloudSignup, readPasswordFile, saveCredential } from '../cloud-link/credentials';
 import { addCloudHubOptions } from '../cloud-link/definition';
 import { askPassword } from './prompt';
+import { parseTrustProxy } from './http/trust-proxy';
 
 /**
  * The cloud's command line: `speakerhub cloud` (the server), `speakerhub cloud client add`,
@@ -43,7 +44,7 @@ interface ServeFlags {
   redis?: string;
   maxConnections?: number;
   relayLimit: number;
-  trustProxy?: boolean;
+  trustProxy?: boolean | string;
   logLevel: string;
   logFormat: 'auto' | 'json' | 'pretty';
 }
@@ -162,7 +163,18 @@ export function registerCloudCommands(program: Command, hub?: Command): void {
       },
       1000,
     )
-    .option('--trust-proxy', 'behind a reverse proxy: client addresses (for rate limits) from X-Forwarded-For')
+    .option(
+      '--trust-proxy [proxies]',
+      "behind a reverse proxy: the balancers' addresses/CIDRs (comma-separated), or a hop count (bare: 1); client addresses (for rate limits) from their X-Forwarded-For entries only",
+      (v: string) => {
+        try {
+          parseTrustProxy(v);
+        } catch (e) {
+          throw new InvalidArgumentError((e as Error).message);
+        }
+        return v;
+      },
+    )
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent', 'info')
     .option(
       '--log-format <format>',
@@ -210,13 +222,17 @@ export function registerCloudCommands(program: Command, hub?: Command): void {
     .requiredOption('--username <name>', 'your username')
     .option('--password-file <file>', 'read the password from this file (else it is asked for)')
     .option('-d, --data <dir>', `the hub's data folder (default ${DEFAULT_HUB_DATA})`, DEFAULT_HUB_DATA)
+    .option('--revoke-other-links', "revoke every other link token of the account (a leaked or given-away hub's); their links close")
     .action(
-      guard(async (f: { cloud: string; username: string; passwordFile?: string; data: string }) => {
+      guard(async (f: { cloud: string; username: string; passwordFile?: string; data: string; revokeOtherLinks?: boolean }) => {
         const pw = await password(f.passwordFile, `Password for ${f.username}: `);
-        const cred = await cloudSignin(f.cloud, f.username, pw);
+        const { revoked, ...cred } = await cloudSignin(f.cloud, f.username, pw, { revokeOthers: f.revokeOtherLinks });
         await saveCredential(f.data, cred);
         process.stdout.write(
-          `Signed in as ${cred.username} on ${cred.cloud}; link token saved in ${f.data}. Start the hub with: speakerhub hub --cloud ${cred.cloud} --data ${f.data}\n`,
+          `Signed in as ${cred.username} on ${cred.cloud}; link token saved in ${f.data}. Start the hub with: speakerhub hub --cloud ${cred.cloud} --data ${f.data}\n` +
+            (revoked === undefined
+              ? ''
+              : `Revoked ${revoked} other link token${revoked === 1 ? '' : 's'}: every other hub of this account must sign in again.\n`),
         );
       }),
     );

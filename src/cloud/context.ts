@@ -6,6 +6,7 @@ import type { Clients } from './accounts/clients';
 import type { LinkTokens } from './accounts/link-tokens';
 import type { WebSessions } from './accounts/web-sessions';
 import type { Limiter } from './http/rate-limit';
+import type { SigninGuard } from './accounts/signin-guard';
 import type { CodeStore } from './oauth/code-store';
 import type { TokenStore } from './oauth/token-store';
 import type { HubDirectory, HubRegistry, HubRouter } from './relay/hub-registry';
@@ -37,6 +38,10 @@ export interface CloudContext {
   clock: Clock;
   logger: Logger;
   limits: Record<LimitName, Limiter>;
+  /** Sign-in attempts: limits per address and per (address, username), backoff, known addresses. */
+  signin: SigninGuard;
+  /** Closes the user's hub links opened with other link tokens than `keepDigest`'s, on every instance. */
+  linksRevoked(userId: string, keepDigest: string): void;
   /** The cloud's origin as browsers and hubs reach it (https in production). */
   publicUrl(): string;
 }

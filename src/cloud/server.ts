@@ -14,6 +14,7 @@ import { registerBrowserClient } from '../web-client/routes';
 import { Accounts } from './accounts/accounts';
 import { Clients, WEB_CLIENT_ID } from './accounts/clients';
 import { LinkTokens } from './accounts/link-tokens';
+import { LocalSigninMemory, SigninGuard } from './accounts/signin-guard';
 import { WebSessions } from './accounts/web-sessions';
 import type { CloudContext } from './context';
 import { adminRoutes, removeAdminInfo, runningCloud, writeAdminInfo } from './admin';
@@ -36,6 +37,8 @@ import { relayFastPath, relayRoutes } from './relay/relay-routes';
 import { isDatabaseUnavailable, type Database } from './storage/database';
 import { LimitedLog } from '../logging/limited-log';
 import { openDatabase } from './storage/open';
+import { healthRoutes, unavailableBody, UNAVAILABLE_RETRY_S } from './http/health-routes';
+import { fastifyTrustProxy, isTrustedProxy, parseTrustProxy } from './http/trust-proxy';
 
 export interface CloudOptions {
   host?: string;
@@ -45,8 +48,12 @@ export interface CloudOptions {
   publicUrl?: string;
   /** postgres://… for PostgreSQL; default: the embedded SQLite file in dataDir. */
   database?: string;
-  /** Behind a reverse proxy: take the client address from X-Forwarded-For (for the rate limits). */
-  trustProxy?: boolean;
+  /**
+   * Behind a reverse proxy: which hops' X-Forwarded-For entries give the client address (for
+   * the rate limits): `true` or a number = that many hops (true = 1), else the proxies'
+   * addresses/CIDRs. See trust-proxy.ts; a client-written X-Forwarded-For never counts.
+   */
+  trustProxy?: boolean | number | string | string[];
   clock?: Clock;
   logger?: Logger;
   link?: Partial<LinkServerOptions> & { recentlyOnlineMs?: number; reconnectWaitMs?: number };
@@ -81,7 +88,8 @@ export const DEFAULT_CONNECTION_LIMITS: CloudConnectionLimits = {
 const DEFAULT_LIMITS: Record<Exclude<LimitName, 'relay'>, RateLimit> = {
   signinByAddress: { burst: 30, perSecond: 0.5 },
   signinByUser: { burst: 10, perSecond: 0.1 },
-  // Whatever the address: 400 guesses from 40 addresses meet this one (about one a minute after the burst).
+  // Whatever the address: 400 guesses from 40 addresses meet this one (about one a minute after the
+  // burst). Only addresses the user never signed in from draw on it (signin-guard.ts).
   signinByUsername: { burst: 20, perSecond: 1 / 60 },
   token: { burst: 60, perSecond: 2 },
   signup: { burst: 10, perSecond: 0.05 },
@@ -108,16 +116,19 @@ export class CloudServer {
   private clusterHubs?: ClusterHubs;
   readonly connectionLimits: CloudConnectionLimits;
   private readonly dbDown: LimitedLog;
+  private stopping = false;
 
   constructor(private readonly options: CloudOptions) {
     this.logger = options.logger ?? createLogger();
     this.clock = options.clock ?? systemClock;
     const conn = (this.connectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...options.connections });
+    const trust = parseTrustProxy(options.trustProxy);
+    const fromProxy = isTrustedProxy(trust);
     this.dbDown = new LimitedLog(this.logger, 'request failed: the database is unreachable');
     this.app = Fastify({
       logger: false,
       exposeHeadRoutes: false,
-      trustProxy: options.trustProxy ?? false,
+      trustProxy: fastifyTrustProxy(trust),
       bodyLimit: 64 * 1024,
       routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true, maxParamLength: 500 },
       serverFactory: (handler) => {
@@ -136,10 +147,10 @@ export class CloudServer {
           timeoutMs: conn.headersTimeoutMs,
           maxBytes: maxHeaderBytes(DEFAULT_REST_LIMITS.maxTextLength),
         });
-        // Behind a balancer (--trust-proxy) every connection comes from it: only the total applies
-        // here, and the balancer caps each client (README "Running a cluster"). The loopback address
+        // Behind a balancer (--trust-proxy) its connections carry many clients: only the total applies
+        // to them, and the balancer caps each client (README "Running a cluster"). The loopback address
         // is a proxy on the same machine (or the operator): exempt as well.
-        installConnectionLimits(server, { ...conn, perAddressExempt: options.trustProxy ? () => true : isLocalHost }, this.logger, 'cloud');
+        installConnectionLimits(server, { ...conn, perAddressExempt: (a) => fromProxy(a) || isLocalHost(a) }, this.logger, 'cloud');
         return server;
       },
     });
@@ -227,6 +238,14 @@ export class CloudServer {
         tokens.cacheEnabled = up;
       });
     }
+    const rl: Record<LimitName, Limiter> = {
+      signinByAddress: limiter('signinByAddress'),
+      signinByUser: limiter('signinByUser'),
+      signinByUsername: limiter('signinByUsername'),
+      token: limiter('token'),
+      signup: limiter('signup'),
+      relay: limiter('relay'),
+    };
     const ctx: CloudContext = {
       db,
       accounts,
@@ -241,16 +260,21 @@ export class CloudServer {
       hubs,
       clock: this.clock,
       logger: this.logger,
-      limits: {
-        signinByAddress: limiter('signinByAddress'),
-        signinByUser: limiter('signinByUser'),
-        signinByUsername: limiter('signinByUsername'),
-        token: limiter('token'),
-        signup: limiter('signup'),
-        relay: limiter('relay'),
+      limits: rl,
+      signin: new SigninGuard(
+        { byAddress: rl.signinByAddress, byUser: rl.signinByUser, byUsername: rl.signinByUsername },
+        bus ? new (await import('./cluster/redis-signin-memory')).RedisSigninMemory(bus, this.clock, this.logger) : new LocalSigninMemory(this.clock),
+        this.clock,
+      ),
+      linksRevoked: (userId, keep) => {
+        registry.closeRevoked(userId, keep);
+        void bus
+          ?.publish(EVENTS_CHANNEL, { t: 'links-revoked', userId, keep })
+          .catch((e: Error) => this.logger.warn({ err: e.message }, 'cluster: link revocation not broadcast'));
       },
       publicUrl: () => (o.publicUrl ?? this.url).replace(/\/+$/, ''),
     };
+    bus?.onMessage((m) => m.t === 'links-revoked' && registry.closeRevoked(m.userId, m.keep));
     this.ctx = ctx;
     this.routes(ctx);
     try {
@@ -266,6 +290,7 @@ export class CloudServer {
         requestTimeoutMs: o.link?.requestTimeoutMs ?? 30_000,
         maxLinks: o.link?.maxLinks ?? this.connectionLimits.maxConnections,
         maxPayload: o.link?.maxPayload ?? 16 * 1024 * 1024,
+        probeMs: o.link?.probeMs,
       });
     } catch (e) {
       await this.stop();
@@ -276,6 +301,7 @@ export class CloudServer {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     clearInterval(this.housekeeping);
     this.links?.close();
     this.links = undefined;
@@ -346,19 +372,11 @@ export class CloudServer {
     webRoutes(app, ctx);
     accountApi(app, ctx);
     adminRoutes(app, ctx.clients, () => this.adminToken);
-    // For balancers' health checks: 200 only while this instance can serve.
-    app.get('/healthz', async (_req, reply) => {
-      const h = await this.healthy();
-      return reply
-        .code(h.ok ? 200 : 503)
-        .header('cache-control', 'no-store')
-        .send({
-          status: h.ok ? 'ok' : 'unavailable',
-          database: h.database ? 'ok' : 'unreachable',
-          ...(h.redis === undefined ? {} : { redis: h.redis ? 'ok' : 'unreachable', instance: this.bus?.instanceId }),
-          // Where hubs landed, for operators (and the cluster test): a count, nothing about whose.
-          links: ctx.registry.count,
-        });
+    healthRoutes(app, {
+      dependencies: () => this.healthy(),
+      links: () => ctx.registry.count,
+      instance: () => this.bus?.instanceId,
+      stopping: () => this.stopping,
     });
     registerBrowserClient(app, () => ({
       mode: 'cloud',
@@ -374,11 +392,9 @@ export class CloudServer {
     });
     app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
       if (isDatabaseUnavailable(err)) {
-        this.dbDown.warn({ path: req.url.split('?')[0] });
-        return reply
-          .code(503)
-          .header('retry-after', '5')
-          .send(errorBody(new HubError('Busy', 'The cloud cannot reach its database now; retry shortly.')));
+        const path = req.url.split('?')[0];
+        this.dbDown.warn({ path });
+        return reply.code(503).header('retry-after', String(UNAVAILABLE_RETRY_S)).header('cache-control', 'no-store').send(unavailableBody(path));
       }
       const status = err.statusCode ?? 500;
       if (status >= 500) this.logger.error({ err: err.message, path: req.url.split('?')[0] }, 'request failed');

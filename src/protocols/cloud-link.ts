@@ -63,5 +63,14 @@ function parseFrame<S extends z.ZodType>(text: string, schema: S): z.output<S> |
 /** Close codes the cloud uses; the hub re-authenticates on AUTH_FAILED. */
 export const CLOSE_AUTH_FAILED = 4001;
 export const CLOSE_SHUTDOWN = 1001;
-/** The account holds its maximum of links and a newer one came: the oldest is closed (the hub relinks after its backoff). */
+/**
+ * The account's link that failed a liveness ping was closed for a newer one (older clouds
+ * closed the oldest link, live or not, with it). The hub relinks after its backoff.
+ */
 export const CLOSE_REPLACED = 4002;
+/**
+ * The account already holds its maximum of live links (each answered a ping): this newer one
+ * is refused, so that whoever else holds a link token cannot push the real hubs out. The hub
+ * keeps retrying with its backoff and says so in its log.
+ */
+export const CLOSE_LINK_LIMIT = 4003;

@@ -86,7 +86,7 @@ export class PrivateRedis {
   }
 }
 
-/** HAProxy in front of the instances: round robin, no stickiness, /healthz checks. */
+/** HAProxy in front of the instances: round robin, no stickiness, /readyz checks. */
 export class Balancer {
   private child?: ChildProcess;
   private dir = '';
@@ -110,7 +110,7 @@ export class Balancer {
     // Ready when it answers through to an instance.
     for (;;) {
       if (child.exitCode !== null) throw new Error(`haproxy exited at start: ${out.slice(-2000)}`);
-      const ok = await fetch(`${this.url}/healthz`).then(
+      const ok = await fetch(`${this.url}/readyz`).then(
         (r) => r.status === 200,
         () => false,
       );
@@ -228,5 +228,10 @@ export class CloudInstance {
   async health(): Promise<{ status: number; body: { status: string; links: number; instance?: string; redis?: string; database: string } }> {
     const r = await fetch(`${this.url}/healthz`);
     return { status: r.status, body: (await r.json()) as never };
+  }
+
+  /** The balancer's check (README): 200 while the instance takes work, whatever its dependencies. */
+  async ready(): Promise<number> {
+    return (await fetch(`${this.url}/readyz`)).status;
   }
 }

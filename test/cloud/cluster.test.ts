@@ -1,7 +1,7 @@
 /**
  * The cloud as a cluster, with real peers on loopback: a private PostgreSQL, a real
  * redis-server, three `speakerhub cloud --database … --redis …` processes (started at once:
- * their migrations race) behind a real HAProxy (round robin, no stickiness, /healthz
+ * their migrations race) behind a real HAProxy (round robin, no stickiness, /readyz
  * checks), and a real hub linked through the balancer (`speakerhub hub --cloud <balancer>`).
  * Relayed requests through every instance reach the hub wherever its link landed; OAuth
  * state (codes, refresh rotation, revocations) and rate limits hold across instances;
@@ -89,6 +89,7 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
   let client: { client_id: string; client_secret: string };
   let aliceToken: string;
   let bobToken: string;
+  const recovery: { redis?: number; postgres?: number } = {};
 
   const sql = async <T>(query: string): Promise<T[]> => {
     const c = new Client({ connectionString: database });
@@ -257,21 +258,30 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
     expect(late.body.error).toBe('invalid_grant');
   });
 
-  test('password guessing spread over instances and 40 addresses meets one per-username limit', async () => {
+  test('password guessing spread over instances and 40 addresses meets one per-username limit; the owner at a known address still gets in', async () => {
+    const auth = { authorization: basic(client.client_id, client.client_secret) };
+    // The victim signed in once from home, through the third instance: every instance knows the address.
+    const home = { ...auth, 'x-forwarded-for': '192.0.2.77' };
+    expect((await postForm(`${instances[2].url}/oauth/token`, { grant_type: 'password', username: 'victim', password: PASSWORD }, home)).status).toBe(
+      200,
+    );
     const statuses: number[] = [];
     for (let n = 0; n < 25; n++) {
       const i = instances[n % 3];
       const r = await postForm(
         `${i.url}/oauth/token`,
         { grant_type: 'password', username: 'victim', password: `guess-${n}-wrong` },
-        { authorization: basic(client.client_id, client.client_secret), 'x-forwarded-for': `198.51.100.${n % 40}` },
+        { ...auth, 'x-forwarded-for': `198.51.100.${n % 40}` },
       );
       statuses.push(r.status);
     }
-    // The default per-username burst is 20: each instance alone would have allowed all 25.
-    expect(statuses.slice(0, 20)).toEqual(Array(20).fill(400));
-    expect(statuses.slice(20)).toEqual(Array(5).fill(429));
-    // The victim's own sign-in from elsewhere is limited too (the price of stopping the guessing), not its hub.
+    // The default per-username burst is 20 (the victim's first sign-in, from an address new then, took one):
+    // each instance alone would have allowed all 25.
+    expect(statuses.slice(0, 19)).toEqual(Array(19).fill(400));
+    expect(statuses.slice(19)).toEqual(Array(6).fill(429));
+    // The owner from home, on any instance, is not locked out; nor is the victim's hub.
+    for (const i of instances)
+      expect((await postForm(`${i.url}/oauth/token`, { grant_type: 'password', username: 'victim', password: PASSWORD }, home)).status).toBe(200);
     expect((await call(instances[1].url, '/api/v1/init_session', aliceToken)).status).toBe(200);
   });
 
@@ -300,7 +310,7 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
     for (const i of instances) expect((await call(i.url, '/api/account/hubs', bobToken)).body).toEqual({ username: 'bob', hubs: [] });
   });
 
-  test('the cap of 10 hub links per account holds across instances: an 11th link (on any instance) closes the oldest, wherever it is', async () => {
+  test('the cap of 10 hub links per account holds across instances: an 11th link (on any instance) is refused while the 10 answer pings: a link-token holder cannot evict hubs', async () => {
     const linkToken: string = (await postJson(`${balancer.url}/api/account/signin`, { username: 'carol', password: PASSWORD })).body.link_token;
     const carolToken: string = (await passwordGrant(balancer.url, client, 'carol')).body.access_token;
     const uuids = async (base: string) =>
@@ -318,14 +328,20 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
           ws.once('error', reject);
         });
         ws.send(JSON.stringify({ t: 'hello', uuid: `cap-${n}`, version: 'test' }));
-        await until(`link ${n} is listed`, async () => (await uuids(instances[(n + 1) % 3].url)).includes(`cap-${n}`));
+        if (n < 10) await until(`link ${n} is listed`, async () => (await uuids(instances[(n + 1) % 3].url)).includes(`cap-${n}`));
       }
-      // The oldest (on the first instance) was closed as replaced; the newest (on the second) stays.
-      await until('the oldest link is closed', async () => closed.length > 0);
-      expect(closed).toEqual([4002]);
-      const want = Array.from({ length: 10 }, (_x, n) => `cap-${n + 1}`);
+      // The newest (the 11th, on the second instance) was refused; the 10 live ones stay, listed everywhere.
+      await until('the newest link is refused', async () => closed.length > 0);
+      expect(closed).toEqual([10 * 10_000 + 4003]);
+      const want = Array.from({ length: 10 }, (_x, n) => `cap-${n}`);
       for (const i of instances)
-        await until(`instance ${i.port} lists the 10 newest`, async () => JSON.stringify(await uuids(i.url)) === JSON.stringify(want));
+        await until(`instance ${i.port} lists the 10 first`, async () => JSON.stringify(await uuids(i.url)) === JSON.stringify(want));
+      // The owner revokes every other link token (through any instance): all 10 links close, wherever they are.
+      const closedBefore = closed.length;
+      const fresh = await postJson(`${balancer.url}/api/account/signin`, { username: 'carol', password: PASSWORD, revoke_other_links: true });
+      expect(fresh.body.revoked_link_tokens).toBe(1);
+      await until('every link opened with the revoked token is closed', async () => closed.length === closedBefore + 10);
+      expect(closed.slice(closedBefore).map((c) => c % 10_000)).toEqual(Array(10).fill(4001));
     } finally {
       for (const ws of sockets) ws.close();
     }
@@ -358,58 +374,116 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
     expect((await call(h.url, '/api/v1/init_session', aliceToken)).status).toBe(200);
   });
 
-  test('Redis lost: hubs on other instances answer HubOffline, the holder still serves its own; Redis back: all recover by themselves', async () => {
+  /** Requests through the balancer, each on a new connection (round robin): every answer is JSON, none HAProxy's own page. */
+  const throughBalancer = async (n: number, token: string) => {
+    const out: { status: number; body: any }[] = [];
+    for (let k = 0; k < n; k++) out.push(await callFresh(balancer.url, '/api/v1/init_session', token));
+    for (const r of out) expect(typeof r.body).toBe('object');
+    return out;
+  };
+  const signupThrough = (base: string, username: string) =>
+    fetch(`${base}/api/account/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username, email: `${username}@example.org`, password: PASSWORD }),
+    });
+
+  test('Redis lost: every instance stays in the balancer; the holder serves its hub, the others answer JSON HubOffline; sign-up works; back: all recover by themselves', async () => {
     const h = (await holder())!;
     const other = live().find((i) => i !== h)!;
     await redis.kill();
+    const lostAt = Date.now();
     await until('the other instance reports Redis unreachable', async () => (await other.health()).status === 503);
+    // Ready all the same: the balancer keeps them (its checks every 500 ms, 2 failures to take one out).
+    for (const i of live()) expect(await i.ready()).toBe(200);
     const r = await call(other.url, '/api/v1/init_session', aliceToken);
     expect(r.status).toBe(503);
     expect(JSON.stringify(r.body)).toContain('HubOffline');
     expect((await call(h.url, '/api/v1/init_session', aliceToken)).status).toBe(200);
+    // Through the balancer, past its checks: the holder's third answers 200, the rest JSON 503 with Retry-After.
+    await new Promise((r2) => setTimeout(r2, 1200));
+    const through = await throughBalancer(6, aliceToken);
+    expect(through.filter((x) => x.status === 200)).toHaveLength(2);
+    for (const x of through.filter((y) => y.status !== 200)) expect(x).toMatchObject({ status: 503, body: { ErrorCode: 'HubOffline' } });
+    // Sign-up needs only PostgreSQL.
+    expect((await signupThrough(balancer.url, 'redisless')).status).toBe(201);
     // Hub lists fall back to each instance's own links, and say so.
     expect((await call(other.url, '/api/account/hubs', aliceToken)).body).toEqual({ username: 'alice', hubs: [], partial: true });
     expect((await call(h.url, '/api/account/hubs', aliceToken)).body).toMatchObject({ hubs: [{ HKWHubUUID: expect.any(String) }], partial: true });
     await redis.start();
+    const backAt = Date.now();
     await until('the other instance is healthy again', async () => (await other.health()).status === 200);
     await until(
       'requests through the other instance reach the hub again',
       async () => (await call(other.url, '/api/v1/init_session', aliceToken)).status === 200,
     );
+    recovery.redis = Date.now() - backAt;
     for (const i of live()) expect((await call(i.url, '/api/v1/init_session', aliceToken)).status).toBe(200);
+    expect((await throughBalancer(3, aliceToken)).map((x) => x.status)).toEqual([200, 200, 200]);
     // The lists are written back to the new Redis by the instances holding the links.
     for (const i of live())
       await until('every instance lists the hub again, whole', async () => {
         const b = (await call(i.url, '/api/account/hubs', aliceToken)).body;
         return b.hubs.length === 1 && b.partial === undefined;
       });
+    process.stdout.write(`Redis outage ${backAt - lostAt} ms; relays through every instance again ${recovery.redis} ms after it was back\n`);
   });
 
-  test('PostgreSQL lost: requests that need it fail cleanly with 503, none hangs; back: every instance recovers by itself', async () => {
+  test('PostgreSQL lost: relays with cached tokens keep answering through the balancer; sign-up and token issue answer JSON 503 + Retry-After; back: recovered, nothing lost', async () => {
     const before = await counts();
     await pg.pause();
+    let backAt = 0;
     try {
       for (const i of live()) await until(`${i.url} reports the database unreachable`, async () => (await i.health()).status === 503);
+      for (const i of live()) expect(await i.ready()).toBe(200);
       const i = live()[0];
       expect((await i.health()).body.database).toBe('unreachable');
+      // Past the balancer's checks (500 ms, fall 2): nobody was taken out; cached tokens relay everywhere.
+      await new Promise((r) => setTimeout(r, 1200));
+      expect((await throughBalancer(6, aliceToken)).map((x) => x.status)).toEqual(Array(6).fill(200));
       const grant = await postForm(
-        `${i.url}/oauth/token`,
-        { grant_type: 'password', username: 'alice', password: 'correct horse battery' },
-        {
-          authorization: basic(client.client_id, client.client_secret),
-        },
+        `${balancer.url}/oauth/token`,
+        { grant_type: 'password', username: 'alice', password: PASSWORD },
+        { authorization: basic(client.client_id, client.client_secret) },
       );
       expect(grant.status).toBe(503);
       expect(grant.body.error).toBe('temporarily_unavailable');
-      const unknownToken = await call(i.url, '/api/v1/init_session', 'A'.repeat(43));
+      expect(grant.headers.get('retry-after')).toBe('5');
+      const signupRes = await signupThrough(balancer.url, 'pgless');
+      expect(signupRes.status).toBe(503);
+      expect(signupRes.headers.get('retry-after')).toBe('5');
+      expect(await signupRes.json()).toEqual({ error: 'temporarily_unavailable', error_description: expect.stringContaining('database') });
+      const unknownToken = await call(balancer.url, '/api/v1/init_session', 'A'.repeat(43));
       expect(unknownToken.status).toBe(503);
       expect(unknownToken.body.ErrorCode).toBe('Busy');
     } finally {
       await pg.resume();
+      backAt = Date.now();
     }
+    // Polled on /healthz (each sign-up attempt would spend the address's sign-up allowance).
     for (const i of live()) await until(`${i.url} is healthy again`, async () => (await i.health()).status === 200);
+    expect((await signupThrough(balancer.url, 'pgback')).status).toBe(201);
+    recovery.postgres = Date.now() - backAt;
     expect((await passwordGrant(live()[1].url, client, 'alice')).status).toBe(200);
     const after = await counts();
-    expect({ users: after.users, clients: after.clients }).toEqual({ users: before.users, clients: before.clients });
+    // Nothing lost: every account and client from before, plus the one signed up after recovery.
+    expect({ users: Number(after.users), clients: after.clients }).toEqual({ users: Number(before.users) + 1, clients: before.clients });
+    process.stdout.write(`PostgreSQL back: every instance healthy and a sign-up through the balancer done ${recovery.postgres} ms later\n`);
+  });
+
+  test('a client-written X-Forwarded-For through the README HAProxy never counts: forged sign-ups meet the per-address limit of 10', async () => {
+    // Last in the suite: it spends the balancer address's sign-up allowance.
+    const statuses: number[] = [];
+    for (let n = 0; n < 20; n++) {
+      const r = await fetch(`${balancer.url}/api/account/signup`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': `203.0.113.${n}` },
+        body: JSON.stringify({ username: `forged${n}`, email: `forged${n}@example.org`, password: PASSWORD }),
+      });
+      statuses.push(r.status);
+    }
+    // This suite signed up from the same (loopback) address before: at most the burst of 10 in all.
+    expect(statuses.filter((x) => x === 201).length).toBeLessThanOrEqual(10);
+    expect(statuses.slice(-8)).toEqual(Array(8).fill(429));
   });
 });

@@ -9,6 +9,7 @@ import { WEB_CLIENT_ID } from '../../src/cloud/accounts/clients';
 import {
   authorize,
   basic,
+  onCluster,
   passwordGrant,
   pkcePair,
   postForm,
@@ -398,7 +399,9 @@ describe('rate limits', () => {
         );
       expect((await from('192.0.2.1')).status).toBe(400);
       expect((await from('192.0.2.1')).status).toBe(429);
-      expect((await from('192.0.2.2')).status).toBe(400);
+      // Straight to the instance (one hop: this test is the proxy) the entry counts; through the
+      // cluster's HAProxy it is the client's own writing, left of the address HAProxy appends: ignored.
+      expect((await from('192.0.2.2')).status).toBe(onCluster() ? 429 : 400);
     } finally {
       await limited.close();
     }

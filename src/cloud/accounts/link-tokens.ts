@@ -16,6 +16,14 @@ export class LinkTokens {
     return token;
   }
 
+  /**
+   * Deletes every link token of the user but `keep` (a token leaked with a hub's data folder,
+   * or a hub given away): links opened with them are closed by the caller. The count deleted.
+   */
+  async revokeOthers(userId: string, keep: string): Promise<number> {
+    return this.db.run('DELETE FROM link_tokens WHERE user_id = $1 AND token_hash <> $2', [userId, digest(keep)]);
+  }
+
   async user(token: string): Promise<string | undefined> {
     return (await first<{ user_id: string }>(this.db, 'SELECT user_id FROM link_tokens WHERE token_hash = $1', [digest(token)]))?.user_id;
   }

@@ -2,13 +2,13 @@ import type { Logger } from '../../logger';
 import type { HubLink } from '../relay/hub-link';
 import type { HubDirectory, HubList, HubRegistry, HubSummary } from '../relay/hub-registry';
 import type { ClusterBus } from './bus';
-import { instanceChannel, KEY_PREFIX } from './keys';
+import { KEY_PREFIX } from './keys';
 import type { BusMessage } from './messages';
 
 export interface ClusterHubsOptions {
   /** How long a link stays listed without renewal (a dead instance's links drop out after it). */
   leaseMs: number;
-  /** Hub links one account may hold across the cluster; a further one replaces the oldest. */
+  /** Hub links one account may hold across the cluster; a further one is refused while they are live. */
   maxLinksPerUser: number;
   /** How long a listing waits for Redis before answering with this instance's links alone. */
   listTimeoutMs: number;
@@ -20,9 +20,10 @@ const hubsKey = (userId: string) => `${KEY_PREFIX}hubs:${userId}`;
  * The cluster's list of each user's linked hubs, kept in Redis next to the link leases: a
  * hash per user, one field per link with its own expiry (scripts.ts), renewed with the
  * leases. Any instance lists a user's hubs from it, whichever instances hold the links; and
- * the cap of links per account is counted there, so it holds across instances (the oldest
- * link is closed by the instance holding it, told over the bus). Without Redis each instance
- * lists its own links (marked partial) and caps them alone (the registry's own cap).
+ * the cap of links per account is counted there, so it holds across instances: a new link
+ * beyond it is refused by its instance (listed links are live: their instances renew only
+ * links that answer heartbeats). Without Redis each instance lists its own links (marked
+ * partial) and caps them alone (the registry's own cap).
  */
 export class ClusterHubs implements HubDirectory {
   private readonly renewTimer: NodeJS.Timeout;
@@ -82,8 +83,11 @@ export class ClusterHubs implements HubDirectory {
   private async put(link: HubLink, max: number): Promise<void> {
     if (!this.bus.up) return;
     try {
-      const evicted = await this.bus.scripts.shPutHub(hubsKey(link.userId), this.field(link), link.connectedAt, link.uuid, this.options.leaseMs, max);
-      for (const f of evicted) await this.drop(link.userId, f);
+      const over = await this.bus.scripts.shPutHub(hubsKey(link.userId), this.field(link), link.connectedAt, link.uuid, this.options.leaseMs, max);
+      if (Number(over) === 1) {
+        this.logger.warn({ userId: link.userId }, 'cluster: a hub link beyond the account cap refused (its links elsewhere answer pings)');
+        link.refused();
+      }
     } catch (e) {
       // The renewal timer writes it once Redis is back.
       this.logger.debug({ err: (e as Error).message }, 'cluster: listing a hub link failed');
@@ -95,17 +99,6 @@ export class ClusterHubs implements HubDirectory {
     await this.bus.redis.hdel(hubsKey(link.userId), this.field(link)).catch(() => undefined);
   }
 
-  /** An account went over its cap: the instance holding its oldest link closes it. */
-  private async drop(userId: string, field: string): Promise<void> {
-    const dot = field.lastIndexOf('.');
-    const instance = field.slice(0, dot);
-    const seq = Number(field.slice(dot + 1));
-    if (!Number.isSafeInteger(seq)) return;
-    if (instance === this.me) return this.closeLink(userId, seq);
-    // Nobody listening: that instance is gone, and its link with it (the entry is removed already).
-    await this.bus.publish(instanceChannel(instance), { t: 'drop', userId, seq });
-  }
-
   private closeLink(userId: string, seq: number): void {
     this.registry
       .hubsOf(userId)
@@ -114,6 +107,7 @@ export class ClusterHubs implements HubDirectory {
   }
 
   private onMessage(m: BusMessage): void {
+    // Sent by instances of an older version (which evicted the oldest link at the cap).
     if (m.t === 'drop') this.closeLink(m.userId, m.seq);
   }
 

@@ -38,7 +38,10 @@ const Revoked = z.object({ t: z.literal('revoked'), familyId: z.string().min(1).
 /** On an instance's channel: close this link of yours, the account holds more than its cap across the cluster. */
 const DropLink = z.object({ t: z.literal('drop'), userId: UserId, seq: Id });
 
-const BusMessageSchema = z.discriminatedUnion('t', [RelayRequest, RelayAnswer, Linked, Revoked, DropLink]);
+/** On the events channel: the user's link tokens but the one with digest `keep` were revoked; close their links. */
+const LinksRevoked = z.object({ t: z.literal('links-revoked'), userId: UserId, keep: z.string().min(1).max(100) });
+
+const BusMessageSchema = z.discriminatedUnion('t', [RelayRequest, RelayAnswer, Linked, Revoked, DropLink, LinksRevoked]);
 export type BusMessage = z.output<typeof BusMessageSchema>;
 export type RelayRequestMessage = z.output<typeof RelayRequest>;
 export type RelayAnswerMessage = z.output<typeof RelayAnswer>;

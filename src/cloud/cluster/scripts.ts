@@ -41,23 +41,20 @@ for i = 1, #all, 2 do
   local exp, at = string.match(all[i + 1], '^(%d+)|(%d+)|')
   if exp == nil or tonumber(exp) < now then redis.call('HDEL', KEYS[1], all[i]) else table.insert(live, {all[i], tonumber(at), all[i + 1]}) end
 end`;
-// Put (or renew) one link; with a cap > 0 also evict the oldest others beyond it and return
-// their fields (their instances are told to close them): the account's cap, cluster-wide.
+// Put (or renew) one link; with a cap > 0 a new link that would take the account over it is
+// not listed (removed again) and 1 returned: its instance refuses it. Links listed are live
+// (renewed by the instance whose heartbeat they answer), so a newcomer never evicts one.
 export const PUT_HUB = `local t0 = redis.call('TIME')
 local lease = tonumber(ARGV[4])
 redis.call('HSET', KEYS[1], ARGV[1], (tonumber(t0[1]) * 1000 + math.floor(tonumber(t0[2]) / 1000) + lease) .. '|' .. ARGV[2] .. '|' .. ARGV[3])
 ${LIVE_HUBS}
-local evicted = {}
 local max = tonumber(ARGV[5])
 if max > 0 and #live > max then
-  table.sort(live, function(a, b) return a[2] < b[2] end)
-  local n = #live - max
-  for i = 1, #live do
-    if n > 0 and live[i][1] ~= ARGV[1] then redis.call('HDEL', KEYS[1], live[i][1]) table.insert(evicted, live[i][1]) n = n - 1 end
-  end
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  return 1
 end
 if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease) end
-return evicted`;
+return 0`;
 // The live links: field, value, field, value…
 export const LIST_HUBS = `${LIVE_HUBS}
 local out = {}
@@ -69,7 +66,7 @@ export interface ClusterScripts {
   shRenewLease(key: string, instance: string, leaseMs: number): Promise<number>;
   shReleaseLease(key: string, instance: string): Promise<number>;
   shTakeToken(key: string, burst: number, perSecond: number, nowMs: number, ttlMs: number): Promise<number>;
-  shPutHub(key: string, field: string, connectedAt: number, uuid: string, leaseMs: number, max: number): Promise<string[]>;
+  shPutHub(key: string, field: string, connectedAt: number, uuid: string, leaseMs: number, max: number): Promise<number>;
   shListHubs(key: string): Promise<string[]>;
 }
 

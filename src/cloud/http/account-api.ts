@@ -2,15 +2,16 @@ import type { FastifyInstance } from 'fastify';
 import { AccountError } from '../accounts/accounts';
 import type { CloudContext } from '../context';
 import { bearerUser } from '../relay/relay-routes';
-import { signinDelay } from './web-routes';
+import { digest } from '../secrets';
 
 type Body = Record<string, unknown>;
 
 /**
  * The JSON account API the hub application uses (`speakerhub account signup|signin`):
  * POST /api/account/signup {username,email,password} → 201 {username};
- * POST /api/account/signin {username,password} → {username, link_token} (the hub's link
- * credential); GET /api/account/hubs (OAuth bearer) → the user's connected hubs
+ * POST /api/account/signin {username,password[,revoke_other_links: true]} → {username,
+ * link_token[, revoked_link_tokens]} (the hub's link credential; with revoke_other_links every
+ * other link token of the account is deleted and the links opened with them close); GET /api/account/hubs (OAuth bearer) → the user's connected hubs
  * (cluster-wide; `partial: true` when only the answering instance's could be listed).
  * Errors: {error, error_description, field?}.
  */
@@ -34,7 +35,8 @@ export function accountApi(app: FastifyInstance, ctx: CloudContext): void {
 
   app.post('/api/account/signin', async (req, reply) => {
     const b = (req.body ?? {}) as Body;
-    const wait = await signinDelay(ctx, req.ip, String(b.username ?? ''));
+    const username = String(b.username ?? '');
+    const wait = await ctx.signin.delay(req.ip, username);
     if (wait)
       return reply
         .code(429)
@@ -42,10 +44,18 @@ export function accountApi(app: FastifyInstance, ctx: CloudContext): void {
         .send({ error: 'rate_limited', error_description: `Too many sign-in attempts; retry in ${wait} s.` });
     try {
       const user = await ctx.accounts.signin(b.username, b.password);
+      await ctx.signin.record(req.ip, username, true);
       const linkToken = await ctx.linkTokens.create(user.id);
+      // The remedy for a leaked link token: only this new one stays valid, other links close.
+      if (b.revoke_other_links === true) {
+        const revoked = await ctx.linkTokens.revokeOthers(user.id, linkToken);
+        ctx.linksRevoked(user.id, digest(linkToken));
+        return reply.header('cache-control', 'no-store').send({ username: user.username, link_token: linkToken, revoked_link_tokens: revoked });
+      }
       return reply.header('cache-control', 'no-store').send({ username: user.username, link_token: linkToken });
     } catch (e) {
       if (!(e instanceof AccountError)) throw e;
+      await ctx.signin.record(req.ip, username, false);
       return reply.code(401).send({ error: e.code, error_description: e.message });
     }
   });

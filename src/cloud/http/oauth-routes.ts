@@ -5,7 +5,7 @@ import type { CloudContext } from '../context';
 import { isDatabaseUnavailable } from '../storage/database';
 import { ACCESS_TOKEN_LIFETIME_S } from '../oauth/lifetimes';
 import { errorLine, esc, hidden, page, signinForm } from './html';
-import { html, signinDelay, webUser } from './web-routes';
+import { html, webUser } from './web-routes';
 
 type Form = Record<string, string | undefined>;
 
@@ -34,13 +34,15 @@ export function oauthRoutes(app: FastifyInstance, ctx: CloudContext): void {
       return oauthError(reply, 400, 'invalid_request', 'The token request must be application/x-www-form-urlencoded.');
     }
     const wait = await ctx.limits.token.take(req.ip);
-    const userWait = body.grant_type === 'password' ? await signinDelay(ctx, req.ip, String(body.username ?? '')) : 0;
+    const password = body.grant_type === 'password';
+    const userWait = password && !wait ? await ctx.signin.delay(req.ip, String(body.username ?? '')) : 0;
     if (wait || userWait) {
       reply.header('retry-after', String(Math.max(wait, userWait)));
       return oauthError(reply, 429, 'invalid_request', `Too many token requests; retry in ${Math.max(wait, userWait)} s.`);
     }
     try {
       const token = await ctx.oauth.token(libRequest(req, body), new Response({ headers: {} }));
+      if (password) await ctx.signin.record(req.ip, String(body.username ?? ''), true);
       return noStore(reply).send({
         token_type: 'bearer',
         access_token: token.accessToken,
@@ -53,6 +55,8 @@ export function oauthRoutes(app: FastifyInstance, ctx: CloudContext): void {
         reply.header('retry-after', '5');
         return oauthError(reply, 503, 'temporarily_unavailable', 'The cloud cannot reach its database now; retry shortly.');
       }
+      // A wrong password (invalid_grant on the password grant) counts toward the backoff.
+      if (password && e.name === 'invalid_grant') await ctx.signin.record(req.ip, String(body.username ?? ''), false);
       // RFC 6749 §5.2 names a redirect_uri differing from the authorization request's invalid_grant.
       if (e.name === 'invalid_request' && /redirect_uri/.test(e.message) && body.grant_type === 'authorization_code') {
         return oauthError(reply, 400, 'invalid_grant', 'redirect_uri does not match the one of the authorization request.');

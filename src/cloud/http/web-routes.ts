@@ -32,20 +32,6 @@ export function html(reply: FastifyReply, status: number, body: string): Fastify
 }
 
 /**
- * 0 or the seconds to wait; three limits apply to sign-ins: per address, per address and
- * username, and per username alone (guessing one password from many addresses).
- */
-export async function signinDelay(ctx: CloudContext, ip: string, username: string): Promise<number> {
-  const user = username.toLowerCase();
-  const waits = await Promise.all([
-    ctx.limits.signinByAddress.take(ip),
-    ctx.limits.signinByUser.take(`${ip}\n${user}`),
-    ctx.limits.signinByUsername.take(user),
-  ]);
-  return Math.max(...waits);
-}
-
-/**
  * Login CSRF: a browser posting our sign-in or sign-up form from another site says so in
  * Origin (and Sec-Fetch-Site); such posts are refused, so no other site can sign a visitor
  * in to an account of its choosing. Clients that are not browsers send neither header.
@@ -101,7 +87,7 @@ export function webRoutes(app: FastifyInstance, ctx: CloudContext): void {
     const f = (req.body ?? {}) as Form;
     const next = safeNext(f.next);
     if (crossSiteForm(ctx, req)) return html(reply, 403, page('Sign in', signinForm(next, 'This form was sent from another site; sign in here.')));
-    const wait = await signinDelay(ctx, req.ip, f.username ?? '');
+    const wait = await ctx.signin.delay(req.ip, f.username ?? '');
     if (wait)
       return html(
         reply.header('retry-after', String(wait)),
@@ -110,10 +96,12 @@ export function webRoutes(app: FastifyInstance, ctx: CloudContext): void {
       );
     try {
       const user = await ctx.accounts.signin(f.username, f.password);
+      await ctx.signin.record(req.ip, f.username ?? '', true);
       await startSession(reply, user.id);
       return reply.redirect(next, 303);
     } catch (e) {
       if (!(e instanceof AccountError)) throw e;
+      await ctx.signin.record(req.ip, f.username ?? '', false);
       return html(reply, 401, page('Sign in', signinForm(next, e.message, f.username)));
     }
   });

@@ -1,6 +1,6 @@
 import type { WebSocket } from 'ws';
 import { HubError, ERROR_CODES, type ErrorCode } from '../../core/errors';
-import { CLOSE_REPLACED, parseHubToCloud, type LinkRequest } from '../../protocols/cloud-link';
+import { CLOSE_AUTH_FAILED, CLOSE_LINK_LIMIT, CLOSE_REPLACED, parseHubToCloud, type LinkRequest } from '../../protocols/cloud-link';
 
 /** Requests one hub may have in flight; more get HubBusy instead of queueing without bound. */
 export const MAX_IN_FLIGHT = 256;
@@ -33,9 +33,14 @@ export class HubLink {
     readonly userId: string,
     readonly ws: WebSocket,
     private readonly timeoutMs: number,
+    /** The digest of the link token it opened with (revoking that token closes it). */
+    readonly tokenDigest = '',
   ) {
     ws.on('message', (data) => this.onMessage(String(data)));
-    ws.on('pong', () => (this.alive = true));
+    ws.on('pong', () => {
+      this.alive = true;
+      this.lastPong = Date.now();
+    });
   }
 
   /** Runs an operation on the hub; always resolves (HubOffline/HubBusy/HubTimeout on link trouble). */
@@ -57,9 +62,55 @@ export class HubLink {
     });
   }
 
-  /** The account opened more links than it may hold and this is its oldest: close it. */
+  /** This link failed a liveness ping and a newer link of the account takes its place. */
   replaced(): void {
     this.ws.close(CLOSE_REPLACED, 'replaced by a newer link of the same account');
+    // It did not answer a ping: a close handshake would wait for it in vain.
+    this.ws.terminate();
+  }
+
+  /** Its link token was revoked (the owner signed in with --revoke-other-links). */
+  revoked(): void {
+    this.ws.close(CLOSE_AUTH_FAILED, 'the link token was revoked');
+  }
+
+  /** The account holds its maximum of live links: this newer one is refused. */
+  refused(): void {
+    this.ws.close(CLOSE_LINK_LIMIT, 'the account holds its maximum of live hub links');
+  }
+
+  private probing?: Promise<boolean>;
+  private lastPong = 0;
+
+  /**
+   * Whether the hub answers a ping within `ms` (any pong counts, the heartbeat's too). Probes
+   * asked for while one is out share it.
+   */
+  probe(ms: number): Promise<boolean> {
+    // A pong this recent answers for it: newcomers in a row cost the hub at most one ping per `ms`.
+    if (Date.now() - this.lastPong < ms) return Promise.resolve(true);
+    if (this.probing) return this.probing;
+    const p = new Promise<boolean>((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        this.ws.off('pong', onPong);
+        this.ws.off('close', onClose);
+        this.probing = undefined;
+        resolve(ok);
+      };
+      const onPong = () => done(true);
+      const onClose = () => done(false);
+      const timer = setTimeout(() => done(false), ms);
+      this.ws.on('pong', onPong);
+      this.ws.on('close', onClose);
+      try {
+        this.ws.ping();
+      } catch {
+        done(false);
+      }
+    });
+    this.probing = p;
+    return p;
   }
 
   /** The link went away: every request in flight fails now (it may or may not have run). */

@@ -8,7 +8,7 @@ export interface RegistryOptions {
   reconnectWaitMs: number;
   /** Bound on requests waiting for hubs to come back, all users together. */
   maxWaiting: number;
-  /** Hub links one user may hold here; a further one replaces the oldest (one account cannot hold thousands). */
+  /** Hub links one user may hold here; a further one is refused (one account cannot hold thousands). */
   maxLinksPerUser?: number;
 }
 
@@ -55,7 +55,18 @@ export class HubRegistry implements HubRouter {
     this.events.add(l);
   }
 
-  add(link: HubLink): void {
+  /** Whether the user holds their maximum of links here. */
+  full(userId: string): boolean {
+    return (this.links.get(userId)?.length ?? 0) >= (this.options.maxLinksPerUser ?? Infinity);
+  }
+
+  /**
+   * Lists a new link; false (and nothing listed) when the user already holds their maximum:
+   * the caller refuses it. Live links are never displaced by a newcomer (LinkServer first
+   * replaces one that fails a liveness ping), so a stolen link token cannot push hubs out.
+   */
+  add(link: HubLink): boolean {
+    if (this.full(link.userId)) return false;
     link.onHello = () => {
       for (const l of this.events) l(link, 'hello');
     };
@@ -63,12 +74,10 @@ export class HubRegistry implements HubRouter {
     const list = this.links.get(link.userId) ?? [];
     list.push(link);
     this.links.set(link.userId, list);
-    const max = this.options.maxLinksPerUser ?? Infinity;
-    // The newest replaces the oldest: a hub being restarted elsewhere is never locked out.
-    while (list.length > max) list.shift()?.replaced();
     if (list.length === 1) for (const l of this.changes) l(link.userId, true);
     const waiters = this.waiting.get(link.userId);
     if (waiters) for (const w of [...waiters]) w();
+    return true;
   }
 
   /** Users with a hub linked here. */
@@ -80,7 +89,8 @@ export class HubRegistry implements HubRouter {
     const list = this.links.get(link.userId);
     if (!list) return link.failAll();
     const i = list.indexOf(link);
-    if (i >= 0) list.splice(i, 1);
+    if (i < 0) return link.failAll();
+    list.splice(i, 1);
     for (const l of this.events) l(link, 'removed');
     if (!list.length) {
       this.links.delete(link.userId);
@@ -89,6 +99,13 @@ export class HubRegistry implements HubRouter {
     this.lastSeen.set(link.userId, Date.now());
     if (this.lastSeen.size > 100_000) this.lastSeen.delete(this.lastSeen.keys().next().value as string);
     link.failAll();
+  }
+
+  /** Closes the user's links opened with any link token but the one whose digest is `keep`; how many. */
+  closeRevoked(userId: string, keep: string): number {
+    const gone = this.hubsOf(userId).filter((l) => l.tokenDigest !== keep);
+    for (const l of gone) l.revoked();
+    return gone.length;
   }
 
   hubsOf(userId: string): readonly HubLink[] {

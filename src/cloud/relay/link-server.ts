@@ -4,6 +4,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { CloudContext } from '../context';
 import { CLOSE_SHUTDOWN, LINK_PATH } from '../../protocols/cloud-link';
 import { HubLink } from './hub-link';
+import { LimitedLog } from '../../logging/limited-log';
+import { digest } from '../secrets';
 
 export interface LinkServerOptions {
   /** Ping interval; a hub that misses a whole interval's pong is dropped. */
@@ -14,6 +16,8 @@ export interface LinkServerOptions {
   maxLinks: number;
   /** Largest message a hub may send (a device_list of thousands of speakers fits). */
   maxPayload: number;
+  /** How long an account's oldest link has to answer a ping before a newcomer beyond the cap replaces it. */
+  probeMs?: number;
 }
 
 /**
@@ -30,6 +34,7 @@ export class LinkServer {
     private readonly ctx: CloudContext,
     private readonly options: LinkServerOptions,
   ) {
+    this.capLog = new LimitedLog(ctx.logger, 'a hub link beyond its account cap (someone else may hold a link token of the account)');
     this.wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayload, perMessageDeflate: false });
     server.on('upgrade', this.onUpgrade);
     this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs);
@@ -49,7 +54,7 @@ export class LinkServer {
       (userId) => {
         if (!userId) return refuse(socket, 401, 'Unauthorized');
         if (socket.destroyed) return;
-        this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, userId));
+        this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, userId, digest(m[1])));
       },
       (e: Error) => {
         this.ctx.logger.error({ err: e.message }, 'hub link authentication failed');
@@ -58,12 +63,9 @@ export class LinkServer {
     );
   };
 
-  private accept(ws: WebSocket, userId: string): void {
-    const link = new HubLink(userId, ws, this.options.requestTimeoutMs);
+  private accept(ws: WebSocket, userId: string, tokenDigest: string): void {
+    const link = new HubLink(userId, ws, this.options.requestTimeoutMs, tokenDigest);
     this.sockets.add(ws);
-    this.ctx.registry.add(link);
-    this.opened++;
-    this.ctx.logger.debug({ userId, links: this.sockets.size }, 'hub linked');
     ws.on('error', () => undefined);
     ws.on('close', () => {
       this.sockets.delete(ws);
@@ -71,7 +73,40 @@ export class LinkServer {
       this.closed++;
       this.ctx.logger.debug({ userId, links: this.sockets.size }, 'hub link closed');
     });
+    void this.admit(link);
   }
+
+  /**
+   * A newcomer beyond the account's cap takes the place of the oldest link only if that one
+   * fails a liveness ping (a hub restarted elsewhere, its old link half-open); while every
+   * link answers, the newcomer is refused (CLOSE_LINK_LIMIT). So whoever else holds the link
+   * token cannot evict the real hub by opening links; refusals are logged once per heartbeat.
+   */
+  private async admit(link: HubLink): Promise<void> {
+    const reg = this.ctx.registry;
+    if (reg.full(link.userId)) {
+      const held = [...reg.hubsOf(link.userId)];
+      const ms = this.options.probeMs ?? Math.min(5000, this.options.heartbeatMs);
+      const alive = await Promise.all(held.map((l) => l.probe(ms)));
+      if (link.ws.readyState !== link.ws.OPEN) return;
+      // The oldest that did not answer gives way (one per newcomer).
+      const dead = held.find((l, i) => !alive[i] && reg.hubsOf(link.userId).includes(l));
+      if (dead) {
+        reg.remove(dead);
+        dead.replaced();
+        this.capLog.warn({ userId: link.userId, outcome: 'replaced a link that did not answer a ping' });
+      }
+    }
+    if (!reg.add(link)) {
+      this.capLog.warn({ userId: link.userId, outcome: 'refused: every link of the account answers pings' });
+      return link.refused();
+    }
+    this.opened++;
+    this.ctx.logger.debug({ userId: link.userId, links: this.sockets.size }, 'hub linked');
+  }
+
+  /** Rate-limited: a token holder opening links in a loop must not flood the log. */
+  private readonly capLog: LimitedLog;
 
   private opened = 0;
   private closed = 0;

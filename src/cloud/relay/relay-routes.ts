@@ -12,6 +12,7 @@ import {
 } from '../../http/operation-routes';
 import type { CloudContext } from '../context';
 import { isDatabaseUnavailable } from '../storage/database';
+import { UNAVAILABLE_RETRY_S } from '../http/health-routes';
 
 const ROUTES = operationRoutes();
 
@@ -34,6 +35,8 @@ export function relayRoutes(app: FastifyInstance, ctx: CloudContext): void {
         const userId = await bearerUser(ctx, req.headers.authorization);
         if (!userId) return unauthorized(reply);
         const a = await forward(ctx, userId, route, d.legacy, req.url);
+        // Unavailable (hub offline, the cluster or database away) is temporary: say when to retry.
+        if (a.status === 503) reply.header('retry-after', String(UNAVAILABLE_RETRY_S));
         return reply.code(a.status).send(a.body);
       });
     }
@@ -90,6 +93,7 @@ export function relayFastPath(ctx: CloudContext, req: IncomingMessage, res: Serv
         'access-control-allow-origin': '*',
         'content-type': 'application/json; charset=utf-8',
         'content-length': Buffer.byteLength(json),
+        ...(a.status === 503 ? { 'retry-after': String(UNAVAILABLE_RETRY_S) } : {}),
       });
       res.end(json);
     });
