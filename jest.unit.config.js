@@ -10,7 +10,7 @@ const UNIT = [
   'test/docs.test.ts',
   'test/rest/!(config-cli|secrets).test.ts',
   'test/media/!(drm|pcm-decoder).test.ts',
-  'test/announce/{engine,virtual,two-hubs,mix}.test.ts',
+  'test/announce/{engine,virtual,two-hubs,mix,no-burst}.test.ts',
   'test/mqtt/{broker,channel,extension}.test.ts',
   'test/snapcast/units.test.ts',
   'test/upnp/unit.test.ts',

@@ -293,6 +293,12 @@ export class AnnouncementManager extends AnnouncementLanes {
       );
       // Ducking leaves the speaker's level alone (the music goes on at it); the driver sets the voice's.
       if (a.volume !== undefined && !a.duck) {
+        // Never the music louder: a speaker still sounding what it played is silenced before its
+        // level goes up for the announcement (AirPlay receivers played a burst of the music at
+        // the announcement's level, up to 40 dB above it, before the voice). The announcement
+        // replaces that audio anyway, and the restore brings it back.
+        const louder = fresh.filter((l) => l.speaker.state === 'playing' && a.volume! > l.speaker.volume);
+        await Promise.all(louder.map((l) => l.speaker.stop().catch((e) => this.logger.warn({ deviceId: l.id, err: String(e) }, 'not silenced'))));
         await Promise.all(
           usable.map(async (l) => {
             try {
