@@ -15,7 +15,11 @@ export interface EntityDef {
   /** 0: the hub device; otherwise the speaker's sub-device. */
   deviceId: number;
   objectId: string;
-  /** '' for a speaker's entity: it takes its device's name in Home Assistant (as ESPHome's unnamed entities). */
+  /**
+   * 'Speaker' for a speaker's entity: Home Assistant prefixes the device's name ("Kitchen
+   * Speaker", media_player.kitchen_speaker). Not '' (an ESPHome entity named after its
+   * device): some clients (esphome-client) drop unnamed entities.
+   */
   name: string;
   /** The speaker it drives, or 'party'. */
   target: string;
@@ -90,7 +94,7 @@ export function buildModel(speakers: SpeakerView[]): DeviceModel {
     let objectId = slug(s.name);
     if (objectIds.has(objectId)) objectId = `${objectId}_${s.id.slice(-6)}`;
     objectIds.add(objectId);
-    entities.push({ key: unique(keys, hash32(`entity:${s.id}`)), deviceId, objectId, name: '', target: s.id });
+    entities.push({ key: unique(keys, hash32(`entity:${s.id}`)), deviceId, objectId, name: 'Speaker', target: s.id });
   }
   const areaList = [...areas].map(([name, area_id]) => ({ area_id, name: name.slice(0, 120) }));
   const signature = JSON.stringify([devices, areaList, entities.map((e) => [e.key, e.deviceId, e.objectId])]);

@@ -7,9 +7,7 @@ import { mediaServer } from './media-server';
  * behind node-red-contrib-esphome (written by others, from ESPHome's api.proto). The virtual
  * speakers really fetch what they play, so a play is proven by the speaker's download.
  */
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { Client } = require('@2colors/esphome-native-api');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { pb } = require('@2colors/esphome-native-api/lib/utils/messages');
 
 const IDLE = 1;
