@@ -3,6 +3,7 @@
 // Prints JSON lines: {evt:'connected', entities, devices}, {evt:'state', …} for every
 // media_player state, {evt:'error', message}; reads JSON lines {id, options} on stdin and
 // sends each as a media_player command.
+import process from 'node:process';
 import { createInterface } from 'node:readline';
 
 // esphome-client asks for Node 22; on Node 20 it lacks only Promise.withResolvers.
