@@ -62,7 +62,11 @@ function startHub(tmp) {
     } catch {
       return;
     }
-    for (const w of [...waiters]) if (w.match(m)) waiters.splice(waiters.indexOf(w), 1) && w.resolve(m);
+    for (const w of [...waiters]) {
+      if (!w.match(m)) continue;
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve(m);
+    }
   });
   const next = (match) => new Promise((resolve) => waiters.push({ match, resolve }));
   return { child, next };
