@@ -140,7 +140,12 @@ export class EsphomeServer implements ConnectionHost {
   private accept(socket: Socket): void {
     const ref: { conn?: ApiConnection } = {};
     const transport = this.psk
-      ? new NoiseTransport(this.psk, { name: this.id.name, mac: this.id.mac }, (b) => ref.conn?.writeRaw(b))
+      ? new NoiseTransport(
+          this.psk,
+          // ESPHome's server hello carries the MAC as aioesphomeapi's expected_mac: lower case, no separators.
+          { name: this.id.name, mac: this.id.mac.replace(/:/g, '').toLowerCase() },
+          (b) => ref.conn?.writeRaw(b),
+        )
       : new PlaintextTransport(MAX_MESSAGE_BYTES);
     const conn = new ApiConnection(socket, transport, this, this.log, this.cfg.maxWriteBufferBytes, (c) => this.conns.delete(c));
     ref.conn = conn;

@@ -131,7 +131,10 @@ describe('ESPHome native API, encrypted, bad input', () => {
     const n = await rawClient(port);
     n.socket.write(Buffer.from([0x01, 0x00, 0x00]));
     await eventually(() => n.received().length > 4 && n.received()[3] === 0x01, 5000, 'the server hello');
-    expect(n.received().toString('latin1')).toContain('speakerhub-');
+    const mac = (t.hub.extension('esphome') as EsphomeExtension).status!.mac.replace(/:/g, '').toLowerCase();
+    // As ESPHome's: protocol 1, the name, the MAC in aioesphomeapi's expected_mac form, each NUL-terminated.
+    await eventually(() => n.received().toString('latin1').includes(`\0${mac}\0`), 5000, 'the server hello’s MAC');
+    expect(n.received().toString('latin1')).toMatch(/speakerhub-[0-9a-f]{6}\0/);
     n.socket.destroy();
   });
 });
