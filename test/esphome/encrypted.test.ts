@@ -103,6 +103,21 @@ describe('ESPHome native API, Noise encryption (esphome-client)', () => {
     await t.op('stop_play', { DeviceID: await deviceId('Living Room') });
   });
 
+  test('a second Noise implementation (@2colors/esphome-native-api over noise-c.wasm) connects and lists the same', async () => {
+    const { Client } = require('@2colors/esphome-native-api');
+    const client = new Client({ host: '127.0.0.1', port, encryptionKey: KEY, reconnect: false, clientInfo: 'jest-noise' });
+    client.on('error', () => undefined);
+    try {
+      const initialized = new Promise<void>((r) => client.once('initialized', r));
+      client.connect();
+      await initialized;
+      expect(Object.values(client.entities as Record<string, { type: string }>).filter((e) => e.type === 'MediaPlayer')).toHaveLength(3);
+      expect((client.deviceInfo.devicesList as { name: string }[]).map((d) => d.name).sort()).toEqual(['Kitchen', 'Living Room']);
+    } finally {
+      client.disconnect();
+    }
+  });
+
   test('a wrong key is refused as ESPHome refuses it; the hub and the right client are unaffected', async () => {
     const wrong = start(WRONG);
     const err = await wrong.waitFor((e) => e.evt === 'error', 20_000, 'the refusal');
