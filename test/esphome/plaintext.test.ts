@@ -94,7 +94,7 @@ describe('ESPHome native API, plaintext (@2colors/esphome-native-api)', () => {
     await eventually(() => kitchen.state?.state === IDLE, 5000, 'the initial IDLE state');
   });
 
-  test('a stable identity: the same MAC and keys after a restart of the front end', async () => {
+  test('the identity: the MAC the banner shows, one key per media_player (derived, see units.test.ts)', async () => {
     const before = ext()
       .entities()
       .map((e) => [e.key, e.deviceId]);
@@ -178,5 +178,25 @@ describe('ESPHome native API, plaintext (@2colors/esphome-native-api)', () => {
     await eventually(() => all.state?.state === PLAYING, 5000, 'All speakers PLAYING again');
     all.setCommand(pb.MediaPlayerCommand.MEDIA_PLAYER_COMMAND_STOP);
     await eventually(() => all.state?.state === IDLE && player('Kitchen').state?.state === IDLE, 5000, 'all IDLE');
+  });
+  test('a renamed speaker: the hub asks clients to reconnect (as a device after an update), and they list the new name', async () => {
+    const c = new Client({ host: '127.0.0.1', port, reconnect: true, reconnectInterval: 200, clientInfo: 'jest-relist' });
+    c.on('error', () => undefined);
+    try {
+      const first = new Promise<void>((r) => c.once('initialized', r));
+      c.connect();
+      await first;
+      const i = await speakerIndex('Kitchen');
+      virtualOf(t.hub).speaker(i).update({ name: 'Pantry' });
+      await eventually(
+        () => ((c.deviceInfo?.devicesList ?? []) as { name: string }[]).some((d) => d.name === 'Pantry'),
+        15_000,
+        'the new name listed',
+      );
+      expect(Object.values(c.entities as Record<string, unknown>)).toHaveLength(3);
+    } finally {
+      c.connection.reconnect = false;
+      c.disconnect();
+    }
   });
 });
