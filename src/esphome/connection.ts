@@ -39,6 +39,8 @@ export class ApiConnection {
   /** The model signature of the entities it listed: it must list again when they change. */
   listed?: string;
   clientInfo = '';
+  /** Its commands running now (the server bounds them). */
+  inflight = 0;
   private heard = true;
   private pinged = false;
   private readonly timers: NodeJS.Timeout[] = [];

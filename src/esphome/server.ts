@@ -1,6 +1,7 @@
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
 import type { Logger } from '../logger';
+import { LimitedLog } from '../logging/limited-log';
 import { installConnectionLimits } from '../net/connection-limits';
 import { ApiConnection, type ConnectionHost } from './connection';
 import { CommandRunner, type PlayerCommandRequest } from './commands';
@@ -16,6 +17,8 @@ const API_VERSION = { major: 1, minor: 12 };
 const ESPHOME_VERSION = '2025.10.0';
 /** Largest message a client may send: ESPHome's clients send small requests; 64 KiB bounds a frame's buffer. */
 const MAX_MESSAGE_BYTES = 64 * 1024;
+/** Commands of one client running at once (Home Assistant sends one at a time). */
+const MAX_INFLIGHT = 16;
 /** Waits this long after the speakers change before telling clients to list again (a scan adds many at once). */
 const RELIST_DEBOUNCE_MS = 2000;
 
@@ -40,6 +43,7 @@ export class EsphomeServer implements ConnectionHost {
   private readonly runner: CommandRunner;
   private relistTimer?: NodeJS.Timeout;
   private limits?: { open(): number };
+  private readonly flooded: LimitedLog;
 
   constructor(
     private readonly cfg: EsphomeConfig,
@@ -50,10 +54,12 @@ export class EsphomeServer implements ConnectionHost {
   ) {
     this.model = buildModel([]);
     this.runner = new CommandRunner(hub, { mode: cfg.announcementMode }, log);
+    this.flooded = new LimitedLog(log, 'ESPHome: a client sent commands faster than they run; dropped');
     this.server = createServer((socket) => this.accept(socket));
   }
 
   async listen(): Promise<number> {
+    // The REST server's connection cap, on this plain TCP server (it uses only 'connection' events).
     this.limits = installConnectionLimits(
       this.server as unknown as HttpServer,
       { maxConnections: this.cfg.maxConnections, maxConnectionsPerAddress: this.cfg.maxConnections },
@@ -204,10 +210,17 @@ export class EsphomeServer implements ConnectionHost {
     }
   }
 
-  command(_c: ApiConnection, body: Record<string, unknown>): void {
+  command(c: ApiConnection, body: Record<string, unknown>): void {
     const req = body as unknown as PlayerCommandRequest;
     const entity = this.model.byKey.get(req.key);
     if (!entity) return;
-    void this.runner.run(entity, req);
+    // A client's commands run at most MAX_INFLIGHT at a time; a flood beyond is dropped (and
+    // logged, rate-limited), never queued: the state the client then gets tells what happened.
+    if (c.inflight >= MAX_INFLIGHT) {
+      this.flooded.warn({ client: c.clientInfo || undefined, inflight: c.inflight });
+      return;
+    }
+    c.inflight++;
+    void this.runner.run(entity, req).finally(() => c.inflight--);
   }
 }

@@ -1,5 +1,6 @@
 import type { EsphomeExtension } from '../../src/esphome/extension';
 import { eventually, startHub, type TestHub } from '../helpers/hub';
+import { encodeMessage } from '../../src/esphome/messages';
 import { frame, HELLO, rawClient } from './raw-client';
 
 /**
@@ -83,6 +84,19 @@ describe('ESPHome native API, bad input', () => {
     expect(t.logs.some((l) => l.includes('client does not read'))).toBe(true);
     c.socket.destroy();
     await goodStillServed();
+  });
+
+  test('a flood of commands: at most 16 run at once, the rest dropped; the hub stays responsive', async () => {
+    const c = await rawClient(port);
+    const key = ext().entities()[1].key;
+    const cmds = Array.from({ length: 5000 }, (_, i) => {
+      const { id, data } = encodeMessage('MediaPlayerCommandRequest', { key, has_volume: true, volume: (i % 50) / 50 });
+      return frame(id, data);
+    });
+    c.socket.write(Buffer.concat([HELLO, ...cmds]));
+    await eventually(() => t.logs.some((l) => l.includes('faster than they run')), 10_000, 'the flood noticed');
+    await goodStillServed();
+    c.socket.destroy();
   });
 
   test('1,000 connections: the cap holds, the rest are refused, the good client is served', async () => {
