@@ -27,6 +27,11 @@ export const EsphomeConfigSchema = z
       .string()
       .regex(/^[a-z0-9-]{1,31}$/, 'must be 1–31 characters of a-z, 0-9 and -')
       .optional(),
+    /**
+     * The room of each speaker, by DeviceID or name → area name: Home Assistant suggests it as
+     * the speaker's area (api.proto AreaInfo). A speaker not listed has no area hint.
+     */
+    areas: z.record(z.string().min(1).max(200), z.string().min(1).max(120)).default({}),
     /** Its friendly name in Home Assistant. */
     friendlyName: z.string().min(1).max(120).default('SpeakerHub'),
     /**

@@ -5,7 +5,7 @@ import { PlayerState, type PlayerStateValue } from './api-proto';
 /**
  * What the hub is as an ESPHome device: the main device (the hub, whose one media_player is
  * "All speakers", the party) and one sub-device per speaker (api.proto DeviceInfo, 2025.7+),
- * each with its media_player entity, the speaker's group as its area. Ids and keys are
+ * each with its media_player entity and its area hint (esphome.areas). Ids and keys are
  * hashes of the DeviceID, so a speaker keeps its Home Assistant device and entity across
  * restarts; a collision (rare) takes the next free number in DeviceID order.
  */
@@ -71,7 +71,15 @@ function unique(taken: Set<number>, n: number): number {
   return v;
 }
 
-export function buildModel(speakers: SpeakerView[]): DeviceModel {
+/**
+ * The area hint of a speaker: esphome.areas by DeviceID, then by name. None otherwise: a
+ * speaker's GroupName is mostly its driver's family ("Virtual Speakers", "AirPlay"), no room.
+ */
+export function areaFor(areas: Record<string, string>, s: SpeakerView): string {
+  return areas[s.id] ?? areas[s.name] ?? '';
+}
+
+export function buildModel(speakers: SpeakerView[], areaOf: (s: SpeakerView) => string = () => ''): DeviceModel {
   const sorted = [...speakers].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const keys = new Set<number>();
   const deviceIds = new Set<number>([0]);
@@ -85,9 +93,10 @@ export function buildModel(speakers: SpeakerView[]): DeviceModel {
   objectIds.add('all_speakers');
   for (const s of sorted) {
     let areaId = 0;
-    if (s.group) {
-      areaId = areas.get(s.group) ?? unique(areaIds, hash32(`area:${s.group}`));
-      areas.set(s.group, areaId);
+    const area = areaOf(s);
+    if (area) {
+      areaId = areas.get(area) ?? unique(areaIds, hash32(`area:${area}`));
+      areas.set(area, areaId);
     }
     const deviceId = unique(deviceIds, hash32(`device:${s.id}`));
     devices.push({ device_id: deviceId, name: s.name.slice(0, 120), area_id: areaId });

@@ -16,8 +16,6 @@ import type { Logger } from '../logger';
 export interface SpeakerView {
   id: string;
   name: string;
-  /** The speaker's group/room name, the area hint ('' when none). */
-  group: string;
   active: boolean;
   /** 0–50. */
   volume: number;
@@ -191,7 +189,7 @@ export class EsphomeHubPort {
         const before = this.byId.get(e.data.device.DeviceID);
         const view = viewOf(e.data.device);
         this.byId.set(view.id, view);
-        if (!before || before.name !== view.name || before.group !== view.group) this.onChange({ kind: 'speakers' });
+        if (!before || before.name !== view.name) this.onChange({ kind: 'speakers' });
         else this.onChange({ kind: 'speaker', ids: [view.id] });
         return;
       }
@@ -254,5 +252,5 @@ export class EsphomeHubPort {
 }
 
 function viewOf(d: DeviceRecord): SpeakerView {
-  return { id: d.DeviceID, name: d.DeviceName, group: d.GroupName ?? '', active: d.Active, volume: d.Volume };
+  return { id: d.DeviceID, name: d.DeviceName, active: d.Active, volume: d.Volume };
 }

@@ -6,7 +6,7 @@ import { installConnectionLimits } from '../net/connection-limits';
 import { ApiConnection, type ConnectionHost } from './connection';
 import { CommandRunner, type PlayerCommandRequest } from './commands';
 import type { EsphomeConfig } from './config';
-import { buildModel, FEATURE_FLAGS, stateOf, SUPPORTED_FORMATS, type DeviceModel, type EntityState } from './entities';
+import { areaFor, buildModel, FEATURE_FLAGS, stateOf, SUPPORTED_FORMATS, type DeviceModel, type EntityState } from './entities';
 import { PlaintextTransport } from './frame-codec';
 import type { EsphomeHubPort, HubChange } from './hub-port';
 import { NoiseTransport } from './noise-transport';
@@ -105,7 +105,7 @@ export class EsphomeServer implements ConnectionHost {
           { speakers: speakers.length, published: this.cfg.maxSpeakers },
           'ESPHome: more speakers than esphome.maxSpeakers; the rest are not published',
         );
-      const next = buildModel(speakers.slice(0, this.cfg.maxSpeakers));
+      const next = buildModel(speakers.slice(0, this.cfg.maxSpeakers), (sp) => areaFor(this.cfg.areas, sp));
       const changed = next.signature !== this.model.signature;
       this.model = next;
       for (const key of [...this.states.keys()]) if (!next.byKey.has(key)) this.states.delete(key);

@@ -45,7 +45,7 @@ describe('ESPHome native API, plaintext (@2colors/esphome-native-api)', () => {
     web = await mediaServer();
     t = await startHub({
       speakers: { virtual: { count: 2, names: ['Kitchen', 'Living Room'] } },
-      esphome: { enabled: true, port: 0, host: '127.0.0.1' },
+      esphome: { enabled: true, port: 0, host: '127.0.0.1', areas: { Kitchen: 'Kitchen', 'Living Room': 'Lounge' } },
     });
     port = ext().status!.port;
     client = new Client({ host: '127.0.0.1', port, reconnect: false, clientInfo: 'jest' });
@@ -85,6 +85,10 @@ describe('ESPHome native API, plaintext (@2colors/esphome-native-api)', () => {
     expect(info.macAddress).toMatch(/^[0-9A-F]{2}(:[0-9A-F]{2}){5}$/);
     expect(info.name).toMatch(/^speakerhub-[0-9a-f]{6}$/);
     expect((info.devicesList as { name: string }[]).map((d) => d.name).sort()).toEqual(['Kitchen', 'Living Room']);
+    // The area hints (esphome.areas): Home Assistant suggests them as the devices' areas.
+    const areas = Object.fromEntries((info.areasList as { areaId: number; name: string }[]).map((a) => [a.areaId, a.name]));
+    const areaOf = Object.fromEntries((info.devicesList as { name: string; areaId: number }[]).map((d) => [d.name, areas[d.areaId]]));
+    expect(areaOf).toEqual({ Kitchen: 'Kitchen', 'Living Room': 'Lounge' });
     const players = entities().filter((e) => e.type === 'MediaPlayer');
     expect(players).toHaveLength(3);
     expect(players.find((e) => e.config.deviceId === 0)?.config.name).toBe('All speakers');
@@ -159,7 +163,8 @@ describe('ESPHome native API, plaintext (@2colors/esphome-native-api)', () => {
       20_000,
       'PLAYING after the announcement',
     );
-    expect(virtualOf(t.hub).speaker(i).state).toBe('playing');
+    // The speaker itself plays the music again (the restore may still be fetching it).
+    await eventually(() => virtualOf(t.hub).speaker(i).state === 'playing', 10_000, 'the speaker playing the music again');
     await t.op('stop_play', { DeviceID: (await ids())['Living Room'] });
   });
 

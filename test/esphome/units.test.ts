@@ -1,13 +1,13 @@
 import { EsphomeConfigSchema } from '../../src/esphome/config';
-import { buildModel, macFor } from '../../src/esphome/entities';
+import { areaFor, buildModel, macFor } from '../../src/esphome/entities';
 import { FrameError, PlaintextTransport, writeVarint } from '../../src/esphome/frame-codec';
 import { decodeMessage, encodeMessage } from '../../src/esphome/messages';
 import { CipherState, decodeNoiseKey, NoiseAuthError } from '../../src/esphome/noise';
 
 /** The ESPHome front end's pure parts: framing, messages, the device model, the config. */
 
-const speakers = (n: number, group = '') =>
-  Array.from({ length: n }, (_, i) => ({ id: `1000000000${i}`, name: `Speaker ${i}`, group, active: true, volume: 20 }));
+const speakers = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `1000000000${i}`, name: `Speaker ${i}`, active: true, volume: 20 }));
+const kitchen = { 'Speaker 0': 'Kitchen', 'Speaker 1': 'Kitchen', 'Speaker 2': 'Kitchen', 'Speaker 3': 'Kitchen', 10000000004: 'Kitchen' };
 
 describe('plaintext framing', () => {
   test('a frame fed byte by byte comes out whole, once', () => {
@@ -49,8 +49,8 @@ describe('plaintext framing', () => {
 
 describe('the device model', () => {
   test('the same speakers give the same keys and device ids, whatever their order', () => {
-    const a = buildModel(speakers(5, 'Kitchen'));
-    const b = buildModel(speakers(5, 'Kitchen').reverse());
+    const a = buildModel(speakers(5), (s) => areaFor(kitchen, s));
+    const b = buildModel(speakers(5).reverse(), (s) => areaFor(kitchen, s));
     expect(a.signature).toBe(b.signature);
     expect(a.entities).toHaveLength(6);
     expect(new Set(a.entities.map((e) => e.key)).size).toBe(6);
@@ -59,7 +59,7 @@ describe('the device model', () => {
   });
 
   test('a speaker added changes the signature (clients list again); names that slug alike stay apart', () => {
-    const two = [...speakers(1), { id: '2000000000001', name: 'Speaker-0', group: '', active: true, volume: 1 }];
+    const two = [...speakers(1), { id: '2000000000001', name: 'Speaker-0', active: true, volume: 1 }];
     const m = buildModel(two);
     expect(new Set(m.entities.map((e) => e.objectId)).size).toBe(3);
     expect(buildModel(speakers(1)).signature).not.toBe(m.signature);
