@@ -134,5 +134,7 @@ describe('ESPHome native API, Noise encryption (esphome-client)', () => {
       'the right client still served',
       from,
     );
+    // Neither key is ever written to the log.
+    expect(t.logs.some((l) => l.includes(KEY) || l.includes(WRONG))).toBe(false);
   });
 });

@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventually } from '../helpers/hub';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { labSuite } from '../helpers/labs';
 import { Lan, LAN_IFNAME, lanUnavailableReason } from '../upnp/lan';
@@ -71,6 +73,15 @@ labSuite('the ESPHome mDNS lab', lanUnavailableReason())('ESPHome mDNS advertise
       api_encryption: 'Noise_NNpsk0_25519_ChaChaPoly_SHA256',
     });
     expect(up.txt!.version).toMatch(/^\d{4}\.\d+\.\d+$/);
+
+    // Reachable where it is advertised: its Noise server hello names it.
+    const sock = connect(up.port!, up.addresses![0]);
+    sock.on('error', () => undefined);
+    let got = '';
+    sock.on('data', (d: Buffer) => (got += d.toString('latin1')));
+    sock.write(Buffer.from([0x01, 0x00, 0x00]));
+    await eventually(() => got.includes(`${status.name}\0`), 10_000, 'the server hello at the advertised address');
+    sock.destroy();
 
     hub.child.kill('SIGTERM');
     await browser.waitFor((e) => e.evt === 'down' && e.name === status.name, 10_000, 'the goodbye at shutdown');
