@@ -21,6 +21,7 @@ const UNIT = [
   'test/front-ends/embedded-hub.test.ts',
   'test/web-client.test.ts',
   'test/lab-networks.test.ts',
+  'test/esphome/{units,plaintext,encrypted,hostile}.test.ts',
 ];
 
 // In-process suites: one worker per core (jest's default leaves one core idle).

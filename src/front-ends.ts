@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { cloudLinkFrontEnd } from './cloud-link/definition';
 import { dlnaFrontEnd } from './dlna/definition';
+import { esphomeFrontEnd } from './esphome/definition';
 import type { HubExtension } from './extensions/extension';
 import type { FrontEndDefinition } from './extensions/front-end';
 import { lazyExtension } from './extensions/lazy';
@@ -12,7 +13,7 @@ import { mqttFrontEnd } from './mqtt/definition';
  * is a folder with a `definition.ts` plus one line here: its config parts, its CLI flags,
  * its banner lines and whether it runs follow from this list, for the CLI and every embedder.
  */
-export const FRONT_ENDS = [mqttFrontEnd, cloudLinkFrontEnd, dlnaFrontEnd] as const;
+export const FRONT_ENDS = [mqttFrontEnd, cloudLinkFrontEnd, dlnaFrontEnd, esphomeFrontEnd] as const;
 
 type Registered = (typeof FRONT_ENDS)[number];
 type UnionToIntersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;

@@ -18,4 +18,6 @@ export const LAB_NETWORKS = {
   party: { prefix: 'shparty', subnet: '10.231.21' },
   /** test/upnp/zones.test.ts: two gmediarender renderers, one zone each. */
   upnpZones: { prefix: 'shupz', subnet: '10.231.23' },
+  /** test/esphome/mdns.test.ts: the hub's _esphomelib._tcp advertisement, browsed from another namespace. */
+  esphome: { prefix: 'shesp', subnet: '10.231.25' },
 } as const;
