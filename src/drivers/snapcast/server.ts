@@ -43,6 +43,12 @@ export class SnapServer {
   /** Announcements' own stream (snapcast.announceStream), used while snapserver declares it. */
   readonly overlayStream?: HubStream;
   private readonly speakers = new Map<string, SnapcastSpeaker>();
+  /**
+   * The stream each client was last stopped on (one entry per client, so bounded by them): an
+   * announcement the hub plays on a client it silenced first goes where that client's music
+   * is, as it would have while the client still played it.
+   */
+  private readonly leftStream = new Map<string, { stream: HubStream; at: number }>();
   private serverVersion = '';
   /** Why announcements fall back to the hub stream (no usable announcement stream), or undefined; as last logged. */
   private fallback?: string;
@@ -178,7 +184,15 @@ export class SnapServer {
    */
   private overlayFor(targets: ReadonlySet<string>, media: MediaRequest, setup?: FeedSetup): HubStream {
     const overlay = this.fallback === undefined ? this.overlayStream : undefined;
-    if (!overlay) return this.pool.forOverlay(targets);
+    if (!overlay) {
+      // Only just now (the hub silences a client right before its announcement): an old stop says nothing of where music is.
+      const recent = this.opts.clock.now() - 10_000;
+      const left = [...targets].flatMap((id) => {
+        const l = this.leftStream.get(id);
+        return l && l.at >= recent ? [l.stream] : [];
+      });
+      return this.pool.forOverlay(targets, left);
+    }
     // A ducked mix is made in the announcement stream's sample format; more clients of the same announcement join it.
     if (setup || overlay.mediaUrl === media.url) return overlay;
     const others = [...this.pool.occupants(overlay)].filter((id) => !targets.has(id));
@@ -241,6 +255,8 @@ export class SnapServer {
    */
   private async stopClient(s: SnapcastSpeaker): Promise<void> {
     const on = this.streams().filter((x) => x.involves(s.clientId) || this.pool.playingTowards(x, s.clientId));
+    const music = on.find((x) => x !== this.overlayStream);
+    if (music) this.leftStream.set(s.clientId, { stream: music, at: this.opts.clock.now() });
     if (!on.length) {
       if (s.state !== 'stopped') s.changeState('stopped', 'stopped');
       return;

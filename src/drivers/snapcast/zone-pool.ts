@@ -99,12 +99,14 @@ export class ZonePool {
    * of its clients carry (their zone's music is held there while it plays, as before zones),
    * else a free one, else one only announcements hold.
    */
-  forOverlay(targets: ReadonlySet<string>): HubStream {
+  forOverlay(targets: ReadonlySet<string>, left: readonly HubStream[] = []): HubStream {
     this.dropStale();
     const usable = this.declared();
     const count = (s: HubStream) => [...targets].filter((id) => s.has(id)).length;
     const best = usable.filter((s) => count(s) > 0).sort((a, b) => count(b) - count(a))[0];
-    const pick = best ?? usable.find((s) => this.isFree(s)) ?? usable.find((s) => !this.inFlight.has(s) && s.carriers().size === 0);
+    // Targets just stopped (silenced before a louder announcement) go where their music still plays for others.
+    const wasOn = left.find((s) => usable.includes(s) && s.mediaUrl !== undefined);
+    const pick = best ?? wasOn ?? usable.find((s) => this.isFree(s)) ?? usable.find((s) => !this.inFlight.has(s) && s.carriers().size === 0);
     if (!pick) throw this.exhausted(undefined, usable);
     return pick;
   }
