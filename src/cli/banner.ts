@@ -41,7 +41,7 @@ export function bannerLines(hub: SpeakerHub, options: { tty: boolean }): string[
   );
   if (virtual && virtual === speakers.length) {
     lines.push('              Real speakers: --drivers upnp --interface eth0 (UPnP/DLNA), --renderer <url>, --snapcast <host> (Snapcast),');
-    lines.push('                             --mpd <host:port> (MPD), --airplay <host:port> (AirPlay)');
+    lines.push('                             --mpd <host:port> (MPD), --airplay <host:port> (AirPlay), --drivers squeezebox (Squeezebox)');
   }
   lines.push(`  Media:      ${hub.library.list().length} items`);
   if (hub.url) {

@@ -126,10 +126,16 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
     logger.warn(warning);
   }
   // The hub composes its front ends from the config (src/front-ends.ts), as an embedded hub does.
-  const hub = new SpeakerHub(config, {
-    logger,
-    onScanProgress: scanProgressLine(process.stderr),
-  });
+  let hub: SpeakerHub;
+  try {
+    hub = new SpeakerHub(config, {
+      logger,
+      onScanProgress: scanProgressLine(process.stderr),
+    });
+  } catch (e) {
+    // A start-up error like any other (exit 2), e.g. --interface naming no interface of this machine.
+    fail(explainStartError(e, config));
+  }
   // Bound before start so that the start's own lines already name speakers (hub.core throws until then).
   const quiet = <T>(f: () => T): T | undefined => {
     try {
