@@ -6,7 +6,7 @@ import { createLogger, prettyLogs } from '../logger';
 import type { LogNames } from '../logging/pretty';
 import { collect, intFlag } from '../util/flags';
 import { DRIVER_NAMES } from '../drivers/registry';
-import { bannerLines } from './banner';
+import { bannerLines, ffmpegWarning } from './banner';
 import { scanProgressLine } from './scan-progress';
 import { EXIT_USAGE, type CommandRegistrar } from './program';
 import { explainStartError } from './start-errors';
@@ -193,6 +193,8 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
   // Start-up is over either way: V8's optimizing compiler is back on (src/cli/heap.ts).
   void startupDone();
   if (!started || stopping) return;
+  const noFfmpeg = ffmpegWarning(hub);
+  if (noFfmpeg) hub.logger.warn(noFfmpeg);
   const tty = process.stdout.isTTY === true;
   // On a terminal with pretty logs the banner goes first and stands out; otherwise it is plain lines on stdout.
   const banner = [...bannerLines(hub, { tty }), ...extra.flatMap((x) => x.banner?.(hub, { tty }) ?? [])];
