@@ -55,7 +55,11 @@ export function bannerLines(hub: SpeakerHub, options: { tty: boolean }): string[
   return lines;
 }
 
-const FAMILY: Record<(typeof FFMPEG_DRIVERS)[number], string> = { squeezebox: 'Squeezebox players', snapcast: 'Snapcast clients', airplay: 'AirPlay speakers' };
+const FAMILY: Record<(typeof FFMPEG_DRIVERS)[number], string> = {
+  squeezebox: 'Squeezebox players',
+  snapcast: 'Snapcast clients',
+  airplay: 'AirPlay speakers',
+};
 
 /** Drivers that decode with ffmpeg are on and ffmpeg is not on PATH: what cannot play, and the fix (else undefined). */
 export function ffmpegWarning(hub: Pick<SpeakerHub, 'driver'>, env: NodeJS.ProcessEnv = process.env): string | undefined {

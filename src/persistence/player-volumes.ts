@@ -36,7 +36,8 @@ export class PlayerVolumes {
     try {
       text = await readFile(this.path, 'utf8');
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') this.logger.warn(`cannot read ${this.path} (${(e as NodeJS.ErrnoException).code}); players start at the default volume`);
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
+        this.logger.warn(`cannot read ${this.path} (${(e as NodeJS.ErrnoException).code}); players start at the default volume`);
       return;
     }
     const parsed = SavedSchema.safeParse(safeJson(text));

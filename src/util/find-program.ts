@@ -7,7 +7,12 @@ import { delimiter, isAbsolute, join } from 'node:path';
  * naming the fix instead of a `spawn … ENOENT` on every play.
  */
 export function findProgram(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const candidates = isAbsolute(name) ? [name] : (env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, name));
+  const candidates = isAbsolute(name)
+    ? [name]
+    : (env.PATH ?? '')
+        .split(delimiter)
+        .filter(Boolean)
+        .map((dir) => join(dir, name));
   for (const file of candidates) {
     try {
       accessSync(file, constants.X_OK);

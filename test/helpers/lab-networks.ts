@@ -18,4 +18,6 @@ export const LAB_NETWORKS = {
   party: { prefix: 'shparty', subnet: '10.231.21' },
   /** test/upnp/zones.test.ts: two gmediarender renderers, one zone each. */
   upnpZones: { prefix: 'shupz', subnet: '10.231.23' },
+  /** test/mpd/remote.test.ts: an MPD in its own namespace, on "another machine" (issue 31 item 1). */
+  mpdRemote: { prefix: 'shmpr', subnet: '10.231.41' },
 } as const;

@@ -34,8 +34,13 @@ describeIf('Squeezebox for a newcomer: ffmpeg missing, volume across restarts', 
 
   async function startHub(data: string, slimPort: number, env: Record<string, string> = {}): Promise<{ hub: Cli; url: string }> {
     const hub = runCli(
-      ['hub', '--port', '0', '--host', '127.0.0.1', '--data', data, '--drivers', 'squeezebox', '--slimproto-port', String(slimPort)]
-        .concat(['--no-slimproto-discovery', '--mqtt', 'off', '--log-format', 'json']),
+      ['hub', '--port', '0', '--host', '127.0.0.1', '--data', data, '--drivers', 'squeezebox', '--slimproto-port', String(slimPort)].concat([
+        '--no-slimproto-discovery',
+        '--mqtt',
+        'off',
+        '--log-format',
+        'json',
+      ]),
       env,
     );
     const { base } = await waitForBanner(hub);
@@ -71,11 +76,21 @@ describeIf('Squeezebox for a newcomer: ffmpeg missing, volume across restarts', 
     const slimPort = await freePort();
     const { hub, url } = await startHub(data, slimPort, { PATH: bin });
     try {
-      expect(hub.stdout()).toMatch(/Warning: +ffmpeg is not installed: Squeezebox players cannot play anything until it is \(sudo apt install ffmpeg\)/);
-      await waitFor(() => /ffmpeg is not installed/.test(hub.stdout() + hub.stderr()) && /"level":40/.test(hub.stdout()), 5000, 'the warning in the log');
+      expect(hub.stdout()).toMatch(
+        /Warning: +ffmpeg is not installed: Squeezebox players cannot play anything until it is \(sudo apt install ffmpeg\)/,
+      );
+      await waitFor(
+        () => /ffmpeg is not installed/.test(hub.stdout() + hub.stderr()) && /"level":40/.test(hub.stdout()),
+        5000,
+        'the warning in the log',
+      );
       const player = squeezelite('Kitchen', '00:01:02:03:04:51', slimPort);
       const token = readFileSync(path.join(data, 'api-token'), 'utf8').trim();
-      await waitFor(async () => (await cliResult(['speakers', '--url', url], { SPEAKERHUB_TOKEN: token })).stdout.includes('Kitchen'), 20_000, () => `Kitchen in the speakers (${player.log().slice(-500)})`);
+      await waitFor(
+        async () => (await cliResult(['speakers', '--url', url], { SPEAKERHUB_TOKEN: token })).stdout.includes('Kitchen'),
+        20_000,
+        () => `Kitchen in the speakers (${player.log().slice(-500)})`,
+      );
       const r = await cliResult(['play', 'Little Waltz', '--speakers', 'Kitchen', '--url', url], { SPEAKERHUB_TOKEN: token }, 30_000);
       expect(r.code).toBe(1);
       expect(r.stderr).toContain('ffmpeg is not installed');
@@ -96,7 +111,11 @@ describeIf('Squeezebox for a newcomer: ffmpeg missing, volume across restarts', 
     const volumeLine = async () => (await run('volume')).stdout.split('\n').find((l) => l.includes('Kitchen')) ?? '';
     const gains = () => [...player.log().matchAll(/audg gainL: (\d+)/g)].map((m) => Number(m[1]));
     try {
-      await waitFor(async () => (await volumeLine()) !== '', 20_000, () => `Kitchen in the speakers (${player.log().slice(-500)})`);
+      await waitFor(
+        async () => (await volumeLine()) !== '',
+        20_000,
+        () => `Kitchen in the speakers (${player.log().slice(-500)})`,
+      );
       expect(await volumeLine()).toMatch(/\b20\b/);
       const set = await run('volume', 'Kitchen', '33');
       expect(set.code).toBe(0);
@@ -108,7 +127,11 @@ describeIf('Squeezebox for a newcomer: ffmpeg missing, volume across restarts', 
       ({ hub, url } = await startHub(data, slimPort));
       const before = gains().length;
       // squeezelite reconnects by itself; the hub sends it its volume at HELO.
-      await waitFor(() => gains().length > before, 30_000, () => `the player's HELO after the restart (${player.log().slice(-500)})`);
+      await waitFor(
+        () => gains().length > before,
+        30_000,
+        () => `the player's HELO after the restart (${player.log().slice(-500)})`,
+      );
       expect(gains().at(-1)).toBe(gainAt33);
       expect(await volumeLine()).toMatch(/\b33\b/);
     } finally {
