@@ -17,12 +17,10 @@ test('README names every operation and every error code', () => {
 
 test("README's flag table names every flag of `speakerhub hub` (drivers' and front ends' from their registries)", () => {
   // Imported here: the registries load every driver's and front end's definition.
-  /* eslint-disable @typescript-eslint/no-require-imports */
   const { buildProgram } = require('../src/cli/program') as typeof import('../src/cli/program');
   const { hubCommand } = require('../src/cli/hub-command') as typeof import('../src/cli/hub-command');
   const { driverHubOptions } = require('../src/cli/driver-options') as typeof import('../src/cli/driver-options');
   const { frontEndHubOptions } = require('../src/cli/front-end-options') as typeof import('../src/cli/front-end-options');
-  /* eslint-enable @typescript-eslint/no-require-imports */
   const hub = buildProgram([hubCommand([driverHubOptions, frontEndHubOptions])]).commands.find((c) => c.name() === 'hub')!;
   const start = readme.indexOf('| Flag | Config key |');
   const table = readme.slice(start, readme.indexOf('\n\n', start));

@@ -29,7 +29,9 @@ test('--interface naming no interface of this machine: exit 2, one line naming -
   expect(r.code).toBe(2);
   const lines = r.stderr.trim().split('\n');
   expect(lines).toHaveLength(1);
-  expect(lines[0]).toMatch(/^speakerhub: cannot start: network interface "eth9" has no IPv4 address \(interfaces here: .*lo.*\); name one of them with --interface/);
+  expect(lines[0]).toMatch(
+    /^speakerhub: cannot start: network interface "eth9" has no IPv4 address \(interfaces here: .*lo.*\); name one of them with --interface/,
+  );
   expect(r.stdout).not.toContain('REST API');
 });
 
@@ -45,7 +47,10 @@ test('a mistyped REST operation answers UnknownOperation with the nearest operat
     expect(body.ErrorCode).toBe('UnknownOperation');
     expect(body.ErrorMessage).toContain('Did you mean set_volume?');
     // Nothing near: no guess.
-    const far = (await (await fetch(`${base}/api/v1/xyzzyplugh`, { headers: { Authorization: `Bearer ${token}` } })).json()) as Record<string, string>;
+    const far = (await (await fetch(`${base}/api/v1/xyzzyplugh`, { headers: { Authorization: `Bearer ${token}` } })).json()) as Record<
+      string,
+      string
+    >;
     expect(far.ErrorMessage).not.toContain('Did you mean');
   } finally {
     hub.child.kill('SIGTERM');
