@@ -29,3 +29,11 @@ export const FFMPEG_DRIVERS = ['squeezebox', 'snapcast', 'airplay'] as const;
 
 /** What to tell the user when ffmpeg is missing (Debian: the ffmpeg package; squeezelite does not bring it). */
 export const FFMPEG_MISSING = 'ffmpeg is not installed (not found on PATH): install it (sudo apt install ffmpeg) and play again';
+
+/** A play that needs ffmpeg on a hub without it: its message names the fix. */
+export class FfmpegMissingError extends Error {
+  readonly code = 'FfmpegMissing';
+  constructor() {
+    super(FFMPEG_MISSING);
+  }
+}

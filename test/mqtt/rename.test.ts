@@ -180,4 +180,24 @@ describeIf('MQTT topics follow the name a speaker settles on', () => {
     expect(got.filter((m) => m.topic === 'speakerhub/bridge/event' && m.json?.type === 'device_renamed')).toEqual([]);
     expect(JSON.parse(readFileSync(path.join(data, 'mqtt-names.json'), 'utf8'))[id]).toBe('kitchen');
   }, 90_000);
+
+  test('a fresh hub: a squeezelite started as -n Office is reached at speakerhub/office', async () => {
+    await client?.endAsync();
+    client = undefined;
+    hub!.child.kill('SIGTERM');
+    await within(hub!.exit, 15_000, 'hub exit');
+    rmSync(data, { recursive: true, force: true });
+    got.length = 0;
+    const slimPort = await freePort();
+    const mqttPort = await freePort();
+    hub = await startHub(slimPort, mqttPort);
+    client = await connect(mqttPort);
+    const player = spawn('squeezelite', ['-s', `127.0.0.1:${slimPort}`, '-n', 'Office', '-m', '00:04:de:ad:04:62', '-o', '-'], {
+      stdio: ['ignore', 'ignore', 'ignore'],
+    });
+    procs.push(player);
+    await wait((m) => m.topic === 'speakerhub/office' && m.json?.name === 'Office', 'Office on speakerhub/office');
+    await client.publishAsync('speakerhub/office/set', JSON.stringify({ volume: 11, transaction: 'f1' }), { qos: 1 });
+    expect((await wait((m) => m.topic === 'speakerhub/office/response' && m.json?.transaction === 'f1', 'the answer')).json.status).toBe('ok');
+  }, 90_000);
 });

@@ -1,6 +1,6 @@
 import { clampVolume, VOLUME_MAX } from '../../core/volume-range';
 import type { Logger } from '../../logger';
-import { FFMPEG_MISSING, findProgram } from '../../util/find-program';
+import { FfmpegMissingError, findProgram } from '../../util/find-program';
 import { BaseSpeaker } from '../base-speaker';
 import type { MediaRequest, SpeakerCapabilities, SpeakerInfo, SpeakerSnapshot } from '../driver';
 import { STREAM_FORMATS, type AudioOffer } from './audio-server';
@@ -265,7 +265,7 @@ export class SqueezeboxSpeaker extends BaseSpeaker {
     if (!conn || !this.available) throw new Error('speaker is not reachable');
     // Every media goes through ffmpeg: without it the play fails here, saying so, instead of
     // the player getting a dead stream (`spawn ffmpeg ENOENT`). Looked up per play: installing it needs no restart.
-    if (!findProgram('ffmpeg')) throw new Error(FFMPEG_MISSING);
+    if (!findProgram('ffmpeg')) throw new FfmpegMissingError();
     this.leave();
     const codec = this.codec();
     const cur: Current = {
