@@ -165,7 +165,8 @@ export class ReadModelState {
    */
   setPlayback(snapshot: PlaybackSnapshot): void {
     const id = snapshot.playbackId ?? '';
-    const wasBusy = new Set([...this.ownPlaying].filter((d) => this.busy(d)));
+    // Who is in a playing zone, before and after: one pass over the zones (a party holds every speaker).
+    const before = this.playingIds();
     if (snapshot.state === 'PlayerStateStopped') {
       if (snapshot.playbackId === undefined) this.zones.clear();
       else this.zones.delete(id);
@@ -173,14 +174,30 @@ export class ReadModelState {
       if (snapshot.playbackId === undefined) this.zones.clear();
       this.zones.set(id, snapshot);
     }
+    const after = this.playingIds();
     for (const d of this.devices.values()) {
+      const own = this.ownPlaying.has(d.DeviceID);
       // A speaker playing its own media stays playing when a zone elsewhere changes.
-      const now = d.Active && (this.ownPlaying.has(d.DeviceID) || this.inPlayingZone(d.DeviceID));
+      const now = d.Active && (own || after.has(d.DeviceID));
       if (now !== d.IsPlaying) this.upsert({ ...d, IsPlaying: now });
-      // Taken over by a zone, or left to its own media again: its record is the same, what it shows is not.
-      else if (wasBusy.has(d.DeviceID) !== this.busy(d.DeviceID)) this.onChange({ kind: 'device', device: d });
+      // Taken over by a zone, or left to its own media again (busy): its record is the same, what it shows is not.
+      else if (d.Active && own && before.has(d.DeviceID) !== after.has(d.DeviceID)) this.onChange({ kind: 'device', device: d });
     }
     this.onChange({ kind: 'playback', playback: snapshot });
+  }
+
+  /** The speakers whose zone (the first that lists them, as playbackOf) is playing. */
+  private playingIds(): Set<string> {
+    const seen = new Set<string>();
+    const playing = new Set<string>();
+    for (const z of this.zones.values()) {
+      for (const d of z.deviceIds) {
+        if (seen.has(d)) continue;
+        seen.add(d);
+        if (z.state === 'PlayerStatePlaying') playing.add(d);
+      }
+    }
+    return playing;
   }
 
   /** One wire event (SSE, the in-process feed, the cloud link): the same shape everywhere. */
