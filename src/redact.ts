@@ -24,7 +24,9 @@ const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>\\]+@/gi;
 // name=value pairs wherever they stand (a query, a form body, a message, a JSON string);
 // the value ends at a separator, a quote or a backslash (so JSON escapes stay intact).
 const PAIR = /(^|[^A-Za-z0-9_.%-])([A-Za-z0-9_.%-]{1,64})=([^\s&#;"'<>\\,)]*)/g;
-const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi;
+// Not the words themselves in prose ("the bearer token is missing"): a credential is never
+// the word "token", and redacting it made the 401 log line unreadable.
+const BEARER = /\b(Bearer|Basic)\s+(?!token\b|tokens\b)[A-Za-z0-9._~+/=-]+/gi;
 const MEDIA_ID = /\/media\/[A-Za-z0-9_-]{16,}(?=[/?#"'\s]|$)/g;
 
 /** Redacts every secret the rules above recognise in a text (URLs, messages, log lines). */

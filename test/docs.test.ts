@@ -14,3 +14,18 @@ test('README names every operation and every error code', () => {
   for (const op of OPERATIONS) expect(readme).toContain(`\`${op.name}\``);
   for (const code of Object.keys(ERROR_CODES)) expect(readme).toContain(`\`${code}\``);
 });
+
+test("README's flag table names every flag of `speakerhub hub` (drivers' and front ends' from their registries)", () => {
+  // Imported here: the registries load every driver's and front end's definition.
+  const { buildProgram } = require('../src/cli/program') as typeof import('../src/cli/program');
+  const { hubCommand } = require('../src/cli/hub-command') as typeof import('../src/cli/hub-command');
+  const { driverHubOptions } = require('../src/cli/driver-options') as typeof import('../src/cli/driver-options');
+  const { frontEndHubOptions } = require('../src/cli/front-end-options') as typeof import('../src/cli/front-end-options');
+  const hub = buildProgram([hubCommand([driverHubOptions, frontEndHubOptions])]).commands.find((c) => c.name() === 'hub')!;
+  const start = readme.indexOf('| Flag | Config key |');
+  const table = readme.slice(start, readme.indexOf('\n\n', start));
+  const inTable = new Set([...table.matchAll(/--[a-z][a-z0-9-]*/g)].map((m) => m[0]));
+  const flags = hub.options.map((o) => o.long!).filter((l) => l && l !== '--help');
+  expect(flags.length).toBeGreaterThan(30);
+  expect(flags.filter((f) => !inTable.has(f))).toEqual([]);
+});

@@ -18,7 +18,7 @@
  *   init_session), and stopped after the test.
  * - ```js blocks that use the package run with node, the package resolved to this checkout.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -345,4 +345,36 @@ describe('the cloud walkthrough', () => {
 
     expect(lastJson(out.get(blockWith('set_party_mode'))!)).toEqual({ Result: 'true', ResponseOf: 'set_party_mode' });
   }, 120_000);
+});
+
+describe('the Quick start makes `speakerhub` a command without root (issue 31 item 8)', () => {
+  test('the ~/.local link block runs as written with a fresh HOME, and the linked command runs', async () => {
+    const [block] = shell.filter((b) => b.code.split('\n')[0].includes('links into ~/.local'));
+    expect(block).toBeDefined();
+    const home = mkdtempSync(path.join(tmpdir(), 'speakerhub-readme-home-'));
+    tmpDirs.push(home);
+    const npmCache = (await run('npm', ['config', 'get', 'cache'], undefined, {})).out.trim();
+    // No npm_config_* of the npm that runs this test (its prefix would win over the block's).
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
+    const r = spawnSync('bash', ['-euo', 'pipefail', '-c', `${block.code}\ncommand -v speakerhub`], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 170_000,
+      env: {
+        ...env,
+        HOME: home,
+        npm_config_cache: npmCache,
+        npm_config_prefer_offline: 'true',
+        npm_config_audit: 'false',
+        npm_config_fund: 'false',
+        npm_config_update_notifier: 'false',
+      },
+    });
+    const out = `${r.stdout}${r.stderr}`;
+    if (r.status !== 0) throw new Error(`README example at line ${block.line} failed (exit ${r.status}):\n${out}`);
+    const lines = r.stdout.trim().split('\n');
+    // `speakerhub --version` printed the version, and the command found is the one in ~/.local/bin.
+    expect(lines.at(-2)).toBe(JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version);
+    expect(lines.at(-1)).toBe(path.join(home, '.local/bin/speakerhub'));
+  }, 180_000);
 });

@@ -2,6 +2,7 @@ import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import type { SpeakerHub } from '../hub';
 import { VERSION } from '../version';
+import { FFMPEG_DRIVERS, findProgram } from '../util/find-program';
 
 /** The non-internal IPv4 addresses other machines on the LAN may reach the hub at. */
 export function lanAddresses(): string[] {
@@ -41,8 +42,10 @@ export function bannerLines(hub: SpeakerHub, options: { tty: boolean }): string[
   );
   if (virtual && virtual === speakers.length) {
     lines.push('              Real speakers: --drivers upnp --interface eth0 (UPnP/DLNA), --renderer <url>, --snapcast <host> (Snapcast),');
-    lines.push('                             --mpd <host:port> (MPD), --airplay <host:port> (AirPlay)');
+    lines.push('                             --mpd <host:port> (MPD), --airplay <host:port> (AirPlay), --drivers squeezebox (Squeezebox)');
   }
+  const missing = ffmpegWarning(hub);
+  if (missing) lines.push(`  Warning:    ${missing}`);
   lines.push(`  Media:      ${hub.library.list().length} items`);
   if (hub.url) {
     // The CLI looks for a hub at port 8090 unless told: on another port the hint says where.
@@ -50,4 +53,17 @@ export function bannerLines(hub: SpeakerHub, options: { tty: boolean }): string[
     lines.push(`  Try:        speakerhub speakers${at}      speakerhub say "Hello"${at}      speakerhub --help`);
   }
   return lines;
+}
+
+const FAMILY: Record<(typeof FFMPEG_DRIVERS)[number], string> = {
+  squeezebox: 'Squeezebox players',
+  snapcast: 'Snapcast clients',
+  airplay: 'AirPlay speakers',
+};
+
+/** Drivers that decode with ffmpeg are on and ffmpeg is not on PATH: what cannot play, and the fix (else undefined). */
+export function ffmpegWarning(hub: Pick<SpeakerHub, 'driver'>, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const on = FFMPEG_DRIVERS.filter((d) => hub.driver(d));
+  if (!on.length || findProgram('ffmpeg', env)) return undefined;
+  return `ffmpeg is not installed: ${on.map((d) => FAMILY[d]).join(', ')} cannot play anything until it is (sudo apt install ffmpeg)`;
 }

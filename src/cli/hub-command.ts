@@ -6,7 +6,7 @@ import { createLogger, prettyLogs } from '../logger';
 import type { LogNames } from '../logging/pretty';
 import { collect, intFlag } from '../util/flags';
 import { DRIVER_NAMES } from '../drivers/registry';
-import { bannerLines } from './banner';
+import { bannerLines, ffmpegWarning } from './banner';
 import { scanProgressLine } from './scan-progress';
 import { EXIT_USAGE, type CommandRegistrar } from './program';
 import { explainStartError } from './start-errors';
@@ -126,10 +126,16 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
     logger.warn(warning);
   }
   // The hub composes its front ends from the config (src/front-ends.ts), as an embedded hub does.
-  const hub = new SpeakerHub(config, {
-    logger,
-    onScanProgress: scanProgressLine(process.stderr),
-  });
+  let hub: SpeakerHub;
+  try {
+    hub = new SpeakerHub(config, {
+      logger,
+      onScanProgress: scanProgressLine(process.stderr),
+    });
+  } catch (e) {
+    // A start-up error like any other (exit 2), e.g. --interface naming no interface of this machine.
+    fail(explainStartError(e, config));
+  }
   // Bound before start so that the start's own lines already name speakers (hub.core throws until then).
   const quiet = <T>(f: () => T): T | undefined => {
     try {
@@ -187,6 +193,8 @@ async function runHub(flags: HubFlags, extra: FlagConfig[]): Promise<void> {
   // Start-up is over either way: V8's optimizing compiler is back on (src/cli/heap.ts).
   void startupDone();
   if (!started || stopping) return;
+  const noFfmpeg = ffmpegWarning(hub);
+  if (noFfmpeg) hub.logger.warn(noFfmpeg);
   const tty = process.stdout.isTTY === true;
   // On a terminal with pretty logs the banner goes first and stands out; otherwise it is plain lines on stdout.
   const banner = [...bannerLines(hub, { tty }), ...extra.flatMap((x) => x.banner?.(hub, { tty }) ?? [])];

@@ -13,6 +13,9 @@ export function explainStartError(e: unknown, config: HubConfig): string {
   const hostFlag = isMedia ? '--media-host (mediaServer.host)' : '--host (server.host)';
   const host = isMedia ? (config.mediaServer.host ?? '127.0.0.1') : config.server.host;
   const port = err.port ?? (isMedia ? config.mediaServer.port : config.server.port);
+  if (/^network interface "/.test(String(err?.message))) {
+    return `cannot start: ${err.message}; name one of them with --interface (network.interface), or leave it out to serve on loopback only.`;
+  }
   switch (err.code) {
     case 'EADDRINUSE':
       return `cannot start: port ${port} on ${host} is in use (another SpeakerHub or program listens there); stop it or choose another port with ${portFlag}.`;

@@ -47,6 +47,8 @@ export interface DriverDeps {
     webMedia: { refuseLocalAddresses: boolean };
     mediaServer: { host?: string; advertiseHost?: string };
     network: { interface?: string };
+    /** The hub's data folder (drivers that keep state across restarts keep it there). */
+    dataDir?: string;
   }>;
 }
 

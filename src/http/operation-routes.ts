@@ -1,5 +1,5 @@
 import { HubError, errorBody } from '../core/errors';
-import { SESSION_PARAM_ALIASES, type DispatchResult } from '../operations/dispatch';
+import { SESSION_PARAM_ALIASES, nearest, type DispatchResult } from '../operations/dispatch';
 import { OPERATIONS, parameterNames, type Operation } from '../operations/table';
 import { clip } from '../redact';
 import { legacyErrorBody } from './legacy-errors';
@@ -104,11 +104,16 @@ export function apiCorsOptions(origin: string, methods: string[] = ['GET', 'OPTI
   };
 }
 
+const OPERATION_NAMES = OPERATIONS.map((o) => o.name);
+
 /** The error for a request no route took: a non-GET method, or an unknown operation. */
 export function unroutedError(method: string, url: string): HubError {
   if (method !== 'GET' && method !== 'OPTIONS') return new HubError('MethodNotAllowed', `${method} is not supported; operations are GET requests.`);
   // Cut short: a 15 KB path must not come back (or reach the log) whole.
   const path = clip(url.split('?')[0], 200);
   const name = path.split('/').filter(Boolean).pop() ?? '';
-  return new HubError('UnknownOperation', `No operation at ${method} ${path} (${name || 'empty'}); see /api/v1/openapi.json.`);
+  // The operation table's nearest name, as the CLI and unknown parameters answer ("did you mean").
+  const near = name ? nearest(name.slice(0, 64), OPERATION_NAMES) : undefined;
+  const hint = near && near !== name ? ` Did you mean ${near}?` : '';
+  return new HubError('UnknownOperation', `No operation at ${method} ${path} (${name || 'empty'}).${hint} See /api/v1/openapi.json.`);
 }

@@ -44,6 +44,8 @@ export class ReadModelState {
   private readonly mutedIds = new Set<string>();
   /** Speakers speaking an announcement now (between its 'started' and 'ended'), with its id. */
   private readonly announcingIds = new Map<string, string>();
+  /** Speakers whose own record says they play (IsPlaying from the hub), zone or not: an MPD playing its own queue is one. */
+  private readonly ownPlaying = new Set<string>();
   /** The live playbacks (zones) by PlaybackID ('' for one read in full, which has none), oldest first. */
   private readonly zones = new Map<string, PlaybackSnapshot>();
 
@@ -88,6 +90,15 @@ export class ReadModelState {
     return !!this.devices.get(id)?.IsPlaying;
   }
 
+  /**
+   * Busy: the speaker plays media the hub did not start (an MPD's own queue, another app's
+   * stream): its record says it plays, and no playing zone holds it. Front ends show it as busy,
+   * not as ready (nothing plays) nor as the hub's playing.
+   */
+  busy(id: string): boolean {
+    return !!this.devices.get(id)?.Active && this.ownPlaying.has(id) && !this.inPlayingZone(id);
+  }
+
   muted(id: string): boolean {
     return this.mutedIds.has(id);
   }
@@ -120,11 +131,13 @@ export class ReadModelState {
     const seen = new Set<string>();
     for (const d of list) {
       seen.add(d.DeviceID);
+      this.noteOwn(d);
       this.upsert(d);
     }
     for (const id of [...this.devices.keys()]) {
       if (!seen.has(id)) {
         this.devices.delete(id);
+        this.ownPlaying.delete(id);
         this.mutedIds.delete(id);
         this.announcingIds.delete(id);
         this.onChange({ kind: 'missing', deviceId: id });
@@ -135,6 +148,7 @@ export class ReadModelState {
 
   /** The hub is out of reach: every speaker reads as unavailable until the next full list. */
   markUnreachable(): void {
+    this.ownPlaying.clear();
     for (const d of this.all()) if (d.Active) this.upsert({ ...d, Active: false, IsPlaying: false });
   }
 
@@ -151,6 +165,8 @@ export class ReadModelState {
    */
   setPlayback(snapshot: PlaybackSnapshot): void {
     const id = snapshot.playbackId ?? '';
+    // Who is in a playing zone, before and after: one pass over the zones (a party holds every speaker).
+    const before = this.playingIds();
     if (snapshot.state === 'PlayerStateStopped') {
       if (snapshot.playbackId === undefined) this.zones.clear();
       else this.zones.delete(id);
@@ -158,11 +174,30 @@ export class ReadModelState {
       if (snapshot.playbackId === undefined) this.zones.clear();
       this.zones.set(id, snapshot);
     }
+    const after = this.playingIds();
     for (const d of this.devices.values()) {
-      const now = d.Active && this.inPlayingZone(d.DeviceID);
+      const own = this.ownPlaying.has(d.DeviceID);
+      // A speaker playing its own media stays playing when a zone elsewhere changes.
+      const now = d.Active && (own || after.has(d.DeviceID));
       if (now !== d.IsPlaying) this.upsert({ ...d, IsPlaying: now });
+      // Taken over by a zone, or left to its own media again (busy): its record is the same, what it shows is not.
+      else if (d.Active && own && before.has(d.DeviceID) !== after.has(d.DeviceID)) this.onChange({ kind: 'device', device: d });
     }
     this.onChange({ kind: 'playback', playback: snapshot });
+  }
+
+  /** The speakers whose zone (the first that lists them, as playbackOf) is playing. */
+  private playingIds(): Set<string> {
+    const seen = new Set<string>();
+    const playing = new Set<string>();
+    for (const z of this.zones.values()) {
+      for (const d of z.deviceIds) {
+        if (seen.has(d)) continue;
+        seen.add(d);
+        if (z.state === 'PlayerStatePlaying') playing.add(d);
+      }
+    }
+    return playing;
   }
 
   /** One wire event (SSE, the in-process feed, the cloud link): the same shape everywhere. */
@@ -172,6 +207,7 @@ export class ReadModelState {
         const d = e.data.device;
         // The record carries the speaker's own IsPlaying; the playback decides what front ends show.
         const inPlayback = this.inPlayingZone(d.DeviceID);
+        this.noteOwn(d);
         this.upsert({ ...d, IsPlaying: d.Active && (d.IsPlaying || inPlayback) });
         break;
       }
@@ -212,6 +248,12 @@ export class ReadModelState {
       default:
         break;
     }
+  }
+
+  /** The speaker's own IsPlaying, as the hub's record (device_list, a device event) says it. */
+  private noteOwn(d: DeviceRecord): void {
+    if (d.Active && d.IsPlaying) this.ownPlaying.add(d.DeviceID);
+    else this.ownPlaying.delete(d.DeviceID);
   }
 
   private upsert(d: DeviceRecord): void {

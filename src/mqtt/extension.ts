@@ -80,6 +80,7 @@ export class MqttExtension implements HubExtension {
   private local?: LocalConnection;
   private ctx?: ExtensionContext;
   private names?: FriendlyNames;
+  private speakerTopics?: SpeakerTopics;
   private _status?: MqttStatus;
   private watch?: NetworkWatch;
 
@@ -168,6 +169,7 @@ export class MqttExtension implements HubExtension {
     const channel = new PubsubChannel(ctx, link, pubsub.channel, faults);
     const requests = new BridgeRequests(ctx, link, topics, session);
     const speakers = new SpeakerTopics(ctx, link, topics, this.names, session, cfg.timeUpdates, model);
+    this.speakerTopics = speakers;
     const ha = cfg.haDiscovery
       ? new HaDiscovery(
           link,
@@ -182,6 +184,12 @@ export class MqttExtension implements HubExtension {
         )
       : undefined;
     if (ha) speakers.onChange(() => void ha.publish());
+    // A renamed speaker's entities are re-created under its new name (their entity ids follow it).
+    if (ha)
+      speakers.onRename((deviceId) => {
+        ha.clear(deviceId);
+        void ha.publish();
+      });
 
     const info = {
       version: ctx.version,
@@ -289,6 +297,8 @@ export class MqttExtension implements HubExtension {
   }
 
   async stop(): Promise<void> {
+    this.speakerTopics?.close();
+    this.speakerTopics = undefined;
     this.watch?.stop();
     this.watch = undefined;
     this.unfollow?.();

@@ -9,6 +9,9 @@ import type { HubLink } from './link';
 import type { Topics } from './topics';
 import { SerialQueues } from './serial';
 
+/** How long a changed device name must stay before the speaker's topics follow it (ms). */
+export const NAME_SETTLE_MS = 2000;
+
 export interface SpeakerView {
   id: string;
   name: string;
@@ -44,6 +47,7 @@ export class SpeakerTopics {
     model.on('device', (d) => {
       this.publishSpeaker(this.view(d));
       this.publishDevices();
+      this.followName(d);
     });
     model.on('playback', (snapshot) => {
       // The zone's speakers before and after the change (a Stopped zone's event may list none).
@@ -67,6 +71,58 @@ export class SpeakerTopics {
       for (const d of list) this.seen.add(d.DeviceID);
       if (joined) for (const l of this.listeners) l();
     });
+  }
+
+  /** Per speaker, the pending check of a changed name (one timer each, bounded by the speakers). */
+  private readonly settling = new Map<string, NodeJS.Timeout>();
+  private renameListeners: ((deviceId: string, from: string, to: string) => void)[] = [];
+
+  /** Called after a speaker's topics moved to its new name (HA discovery re-creates its entities). */
+  onRename(listener: (deviceId: string, from: string, to: string) => void): void {
+    this.renameListeners.push(listener);
+  }
+
+  /**
+   * A speaker whose device name no longer matches its topic name is renamed once the name has
+   * settled (NAME_SETTLE_MS unchanged): a squeezelite is "Squeezebox 04:53" for the moment
+   * before it tells its name, at every start; following that moment would move its topics (and
+   * HA's entities) away and back each time.
+   */
+  private followName(d: DeviceRecord): void {
+    const id = d.DeviceID;
+    clearTimeout(this.settling.get(id));
+    this.settling.delete(id);
+    if (!this.names.differs(id, d.DeviceName)) return;
+    const timer = setTimeout(() => {
+      this.settling.delete(id);
+      const now = this.model.device(id);
+      if (!now) return;
+      const r = this.names.follow(id, now.DeviceName);
+      if (r.from !== undefined) this.renamed(now, r.from, r.name);
+    }, NAME_SETTLE_MS);
+    timer.unref();
+    this.settling.set(id, timer);
+  }
+
+  /** Its topics move: the old retained ones are emptied, the new ones published, the move announced on the bridge. */
+  private renamed(d: DeviceRecord, from: string, to: string): void {
+    for (const topic of [this.topics.speaker(from), this.topics.availability(from)]) this.link.publish(topic, '', { qos: 1, retain: true });
+    this.published.delete(`speaker:${d.DeviceID}`);
+    this.published.delete(`availability:${d.DeviceID}`);
+    this.publishSpeaker(this.view(d));
+    this.publishDevices();
+    this.link.publish(
+      this.topics.event,
+      JSON.stringify({ type: 'device_renamed', data: { from, to, friendly_name: to, device_id: d.DeviceID, name: d.DeviceName } }),
+      { qos: 1 },
+    );
+    for (const l of this.renameListeners) l(d.DeviceID, from, to);
+  }
+
+  /** Stops the pending name checks (the bridge stops). */
+  close(): void {
+    for (const t of this.settling.values()) clearTimeout(t);
+    this.settling.clear();
   }
 
   /** Each zone's speakers as last published (to republish those that left it), by PlaybackID. */
@@ -151,10 +207,10 @@ export class SpeakerTopics {
   set(segment: string, payload: Buffer): Promise<void> | void {
     const s = this.find(segment);
     if (!s) return this.answerUnknown(segment, payload);
-    return this.order.run(s.id, () => this.setNow(s, payload));
+    return this.order.run(s.id, () => this.setNow(s, payload, segment));
   }
 
-  private async setNow(s: SpeakerView, payload: Buffer): Promise<void> {
+  private async setNow(s: SpeakerView, payload: Buffer, segment = s.name): Promise<void> {
     const parsed = objectPayload(payload);
     let transaction: unknown;
     let result: DispatchResult;
@@ -166,7 +222,11 @@ export class SpeakerTopics {
       // before the speaker's next set looks at the playback (an announce, then a stop).
       await new Promise((r) => setImmediate(r));
     }
-    this.link.publish(this.topics.setResponse(s.name), JSON.stringify(bridgeResponse(result, transaction)), { qos: 1 });
+    const answer = bridgeResponse(result, transaction);
+    this.link.publish(this.topics.setResponse(s.name), JSON.stringify(answer), { qos: 1 });
+    // Sent to an old name (the speaker was renamed): answered there too, saying where it went.
+    if (this.names.movedTo(segment) !== undefined)
+      this.link.publish(this.topics.setResponse(segment), JSON.stringify({ ...answer, moved_to: this.topics.speaker(s.name) }), { qos: 1 });
   }
 
   private async apply(s: SpeakerView, cmd: Record<string, unknown>): Promise<DispatchResult> {

@@ -112,7 +112,7 @@ function unknownParameter(op: Operation, name: string): HubError {
 }
 
 /** The candidate closest to name (case-insensitive edit distance, or one contains the other), if close enough. */
-function nearest(name: string, candidates: string[]): string | undefined {
+export function nearest(name: string, candidates: string[]): string | undefined {
   const n = name.toLowerCase().slice(0, 64);
   let best: string | undefined;
   let bestScore = Infinity;

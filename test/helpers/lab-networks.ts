@@ -20,4 +20,6 @@ export const LAB_NETWORKS = {
   upnpZones: { prefix: 'shupz', subnet: '10.231.23' },
   /** test/esphome/mdns.test.ts: the hub's _esphomelib._tcp advertisement, browsed from another namespace. */
   esphome: { prefix: 'shesp', subnet: '10.231.25' },
+  /** test/mpd/remote.test.ts: an MPD in its own namespace, on "another machine" (issue 31 item 1). */
+  mpdRemote: { prefix: 'shmpr', subnet: '10.231.41' },
 } as const;

@@ -125,7 +125,9 @@ describe('hostile MPD servers against a real hub (child process)', () => {
         servers: Object.entries(fakes).map(([name, f]) => ({ host: '127.0.0.1', port: f.port, name })),
         reconnectMinMs: 100,
         reconnectMaxMs: 3000,
-        requestTimeoutMs: 1000,
+        // Long enough for the 20 MB answer to cross the 8 MB bound on a loaded machine (at 1 s it
+        // sometimes timed out first, and the size fault was never logged).
+        requestTimeoutMs: 3000,
       },
     });
   });

@@ -362,7 +362,12 @@
     if (!box) return;
     const li = box.closest('li');
     const badge = li.querySelector('.badge');
-    badge.textContent = !d.Active ? 'unavailable' : model.announcing(d.DeviceID) ? 'announcing' : d.IsPlaying ? 'playing' : 'ready';
+    // busy: it plays media the hub did not start (an MPD's own queue); the same reading as the CLI's.
+    const busy = d.Active && !model.announcing(d.DeviceID) && model.busy(d.DeviceID);
+    badge.textContent = !d.Active ? 'unavailable' : model.announcing(d.DeviceID) ? 'announcing' : busy ? 'busy' : d.IsPlaying ? 'playing' : 'ready';
+    badge.title = busy
+      ? `playing ${/^MPD\b/.test(d.ModelName) ? 'its own queue' : 'media the hub did not start'}, not the hub's (a play from the hub takes it over)`
+      : '';
     badge.className = `badge ${d.Active ? 'on' : 'off'}`;
     box.disabled = !d.Active;
     if (!setting.has(d.DeviceID)) li.querySelector('input[type=range]').value = li.querySelector('output').textContent = d.Volume;

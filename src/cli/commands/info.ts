@@ -16,18 +16,20 @@ export function registerInfoCommands(program: Command): void {
     async ({ client, flags }) => {
       const { DeviceList } = await client.call('device_list');
       if (flags.json) return printJson(DeviceList);
+      const busy = busySpeakers(DeviceList, await playbacks(client));
       printTable(
         ['NAME', 'DEVICE ID', 'ACTIVE', 'PLAYING', 'VOLUME', 'MODEL', 'ADDRESS'],
         DeviceList.map((d) => [
           d.DeviceName,
           d.DeviceID,
           d.Active ? 'yes' : 'no',
-          d.IsPlaying ? 'yes' : 'no',
+          busy.includes(d) ? 'busy' : d.IsPlaying ? 'yes' : 'no',
           String(d.Volume),
           d.ModelName,
           `${d.IPAddress}${d.Port ? `:${d.Port}` : ''}`,
         ]),
       );
+      for (const d of busy) process.stdout.write(`${d.DeviceName} busy: playing ${ownMedia(d)}, not the hub's (a play from the hub takes it over)\n`);
     },
   );
 
@@ -56,6 +58,7 @@ export function registerInfoCommands(program: Command): void {
       const byId = new Map(DeviceList.map((d) => [d.DeviceID, d]));
       const named = (ids: string[]) => ids.map((id) => ({ DeviceID: id, DeviceName: byId.get(id)?.DeviceName ?? id }));
       const available = DeviceList.filter((d) => d.Active);
+      const busy = busySpeakers(DeviceList, zones);
       const volume = available.length ? (await client.call('get_volume')).Volume : undefined;
       // The zone started last first: with one zone the first line reads as it always did.
       const latest = [...zones].reverse();
@@ -71,6 +74,7 @@ export function registerInfoCommands(program: Command): void {
           Volume: volume ?? null,
           Playing: first ? named(first.DeviceIDList) : [],
           Zones: latest.map((z) => ({ ...z, Speakers: named(z.DeviceIDList) })),
+          Busy: busy.map((d) => ({ DeviceID: d.DeviceID, DeviceName: d.DeviceName })),
         });
       }
       if (!latest.length) process.stdout.write('Stopped\n');
@@ -85,11 +89,30 @@ export function registerInfoCommands(program: Command): void {
           : '';
         process.stdout.write(`${state}${what}${at}${where}\n`);
       }
+      // Speakers that play what the hub did not start (an MPD's own queue): said, not shown as stopped.
+      for (const d of busy) process.stdout.write(`Busy: ${d.DeviceName} is playing ${ownMedia(d)} (not the hub's)\n`);
       process.stdout.write(
         `Speakers: ${available.length} of ${DeviceList.length} available${volume !== undefined ? `, average volume ${volume}` : ''}\n`,
       );
     },
   );
+}
+
+type Device = ResponseOf<'device_list'>['DeviceList'][number];
+
+/**
+ * Speakers busy with media the hub did not start (an MPD playing its own queue, a renderer
+ * another app plays on): device_list says they play (IsPlaying: the speaker's own state),
+ * no playing zone holds them. One reading in the CLI and on the page (src/hub-client's busy()).
+ */
+function busySpeakers(devices: Device[], zones: Zone[]): Device[] {
+  const inZone = new Set(zones.filter((z) => z.PlaybackState === 'PlayerStatePlaying').flatMap((z) => z.DeviceIDList));
+  return devices.filter((d) => d.Active && d.IsPlaying && !inZone.has(d.DeviceID));
+}
+
+/** What a busy speaker plays, as its family calls it. */
+function ownMedia(d: Device): string {
+  return /^MPD\b/.test(d.ModelName) ? 'its own queue' : 'media the hub did not start';
 }
 
 /** What plays, for a person: a title in quotes, a URL as is, a spoken text cut short. */

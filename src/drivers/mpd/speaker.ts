@@ -7,6 +7,7 @@ import { digitId, type MediaRequest, type SpeakerCapabilities, type SpeakerPlayS
 import type { MpdConfig, ResolvedMpdServer } from './config';
 import { LimitedLog } from '../../logging/limited-log';
 import { arg, MpdClient, MpdConnectionError, parseFields } from '../../protocols/mpd';
+import { interfaceOf, isLoopback, mediaHostChosen, urlForMpd, type MediaRoute } from './media-route';
 
 /** What an MPD had before the hub took it (for an announcement): all of it goes back. */
 export interface MpdSnapshotData {
@@ -81,6 +82,8 @@ export class MpdSpeaker extends BaseSpeaker {
     private readonly config: MpdConfig,
     private readonly clock: Clock,
     private readonly log: Logger,
+    /** Where the hub's media server is reached: media URLs for an MPD on another machine are made to reach it. */
+    private readonly route?: MediaRoute,
   ) {
     super(
       digitId(`mpd:${server.address}`),
@@ -149,7 +152,23 @@ export class MpdSpeaker extends BaseSpeaker {
     if (this.conn !== conn || conn.closed) return;
     this.connectedAt = this.clock.now();
     this.log.info({ version: conn.version }, `mpd: connected to ${this.server.address}`);
+    this.warnUnreachableMedia(conn);
     this.setAvailable(true);
+  }
+
+  private mediaWarned = false;
+
+  /** Once: an MPD on another machine while the media server listens on loopback only (the fix named). */
+  private warnUnreachableMedia(conn: MpdClient): void {
+    const { local, remote } = conn.addresses;
+    const route = this.route;
+    if (this.mediaWarned || !route || isLoopback(remote) || mediaHostChosen(route) || route.bindHost === '0.0.0.0' || route.bindHost === '::') return;
+    this.mediaWarned = true;
+    const iface = local ? interfaceOf(local) : undefined;
+    this.log.warn(
+      { local, interface: iface },
+      `mpd: ${this.server.address} is on another machine, but the hub's media server listens on 127.0.0.1 only: plays of the hub's media, TTS and announcements on it fail until the hub is started with --interface ${iface ?? '<the interface that reaches it>'} (or --media-host 0.0.0.0)`,
+    );
   }
 
   private lost(conn: MpdClient, err: MpdConnectionError): void {
@@ -245,7 +264,9 @@ export class MpdSpeaker extends BaseSpeaker {
     this.hubSongId = undefined;
     this.stopRequested = false;
     this.intended = 'playing';
-    const added = parseFields(await this.send(`addid ${arg(media.url)}`));
+    // Before anything changes on the MPD: a URL it cannot fetch fails here, saying how to fix it.
+    const url = this.route && this.conn ? urlForMpd(media.url, this.conn.addresses, this.route, this.server.address) : media.url;
+    const added = parseFields(await this.send(`addid ${arg(url)}`));
     const id = added.Id;
     if (!id || !/^\d+$/.test(id)) throw new Error('MPD did not add the media');
     this.added.add(id);

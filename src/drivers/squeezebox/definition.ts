@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { intFlag } from '../../util/flags';
 import { defineDriver } from '../definition';
 import { SqueezeboxConfigSchema } from './config';
@@ -30,6 +31,13 @@ export const squeezeboxDriver = defineDriver({
   },
   load: async () => {
     const { SqueezeboxDriver } = await import('./driver');
-    return (part, deps) => new SqueezeboxDriver({ config: part, logger: deps.logger });
+    const { PlayerVolumes } = await import('../../persistence/player-volumes');
+    return (part, deps) =>
+      new SqueezeboxDriver({
+        config: part,
+        logger: deps.logger,
+        // squeezelite keeps no volume across a reconnect: the hub keeps each player's (by MAC) in its data folder.
+        volumes: deps.hub.dataDir ? new PlayerVolumes(join(deps.hub.dataDir, 'squeezebox-volumes.json'), deps.logger) : undefined,
+      });
   },
 });

@@ -4,6 +4,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from '../../logger';
 import { digitId, type DriverEvents, type MediaRequest, type SpeakerDriver } from '../driver';
 import { AudioServer, type AudioOffer } from './audio-server';
+import type { PlayerVolumes } from '../../persistence/player-volumes';
 import type { SqueezeboxConfig } from './config';
 import { hubMs, PlayerConnection } from './connection';
 import { discoveryReply, type Helo } from './protocol';
@@ -40,7 +41,7 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
   private discoveryWindow = { at: 0, count: 0 };
   private readonly log: Logger;
 
-  constructor(private readonly opts: { config: SqueezeboxConfig; logger: Logger }) {
+  constructor(private readonly opts: { config: SqueezeboxConfig; logger: Logger; volumes?: PlayerVolumes }) {
     super();
     this.log = opts.logger;
     this.audio = new AudioServer({ host: opts.config.host, port: opts.config.audioPort, logger: opts.logger, maxStreams: 64 });
@@ -63,6 +64,7 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
 
   async start(): Promise<void> {
     const cfg = this.opts.config;
+    await this.opts.volumes?.load();
     await this.audio.start();
     const server = createServer((socket) => this.accept(socket));
     await new Promise<void>((resolve, reject) => {
@@ -88,6 +90,7 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
     this.udp?.close();
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
     await this.audio.stop();
+    await this.opts.volumes?.close();
   }
 
   speakers(): SqueezeboxSpeaker[] {
@@ -160,6 +163,7 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
         },
         this,
         this.log.child({ speaker: id }),
+        this.opts.volumes,
       );
       this.byMac.set(helo.mac, speaker);
     }

@@ -1,5 +1,6 @@
 import { clampVolume, VOLUME_MAX } from '../../core/volume-range';
 import type { Logger } from '../../logger';
+import { FfmpegMissingError, findProgram } from '../../util/find-program';
 import { BaseSpeaker } from '../base-speaker';
 import type { MediaRequest, SpeakerCapabilities, SpeakerInfo, SpeakerSnapshot } from '../driver';
 import { STREAM_FORMATS, type AudioOffer } from './audio-server';
@@ -58,6 +59,12 @@ const DEVIATION_SAMPLES = 5;
 const MAX_CORRECTION_MS = 2000;
 const DEFAULT_VOLUME = 20;
 
+/** The hub's memory of players' volumes (src/persistence/player-volumes.ts), by MAC. */
+export interface VolumeMemory {
+  get(mac: string): number | undefined;
+  set(mac: string, volume: number): void;
+}
+
 /** What snapshot() keeps: the group the speaker played in, to rejoin it in sync. */
 interface SqueezeboxSnapshotData {
   group?: SyncGroup;
@@ -86,8 +93,12 @@ export class SqueezeboxSpeaker extends BaseSpeaker {
     info: SpeakerInfo,
     private readonly host: SpeakerHost,
     private readonly log: Logger,
+    /** Where the player's volume is kept across hub restarts (squeezelite forgets it): sent at HELO. */
+    memory?: VolumeMemory,
   ) {
-    super(id, 'squeezebox', info, { volume: DEFAULT_VOLUME, available: false });
+    super(id, 'squeezebox', info, { volume: memory?.get(info.macAddress) ?? DEFAULT_VOLUME, available: false });
+    // Every volume the player is given (a set, an announcement's level and its restore) is its last one.
+    if (memory) this.on('volume', (v: number) => memory.set(info.macAddress, v));
   }
 
   // ---- connection ----------------------------------------------------------------------------
@@ -252,6 +263,9 @@ export class SqueezeboxSpeaker extends BaseSpeaker {
   async load(group: SyncGroup, offset: number): Promise<void> {
     const conn = this.conn;
     if (!conn || !this.available) throw new Error('speaker is not reachable');
+    // Every media goes through ffmpeg: without it the play fails here, saying so, instead of
+    // the player getting a dead stream (`spawn ffmpeg ENOENT`). Looked up per play: installing it needs no restart.
+    if (!findProgram('ffmpeg')) throw new FfmpegMissingError();
     this.leave();
     const codec = this.codec();
     const cur: Current = {

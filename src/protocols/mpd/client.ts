@@ -109,6 +109,11 @@ export class MpdClient {
     this.socket = netConnect({ host: opts.host, port: opts.port });
   }
 
+  /** The two ends' addresses (the hub's own is the one on the route to the MPD: media URLs may need it). */
+  get addresses(): { local?: string; remote?: string } {
+    return { local: this.socket.localAddress, remote: this.socket.remoteAddress };
+  }
+
   /** Connects, reads the greeting, sends the password; rejects with a typed error on any fault. */
   static async connect(opts: MpdClientOptions): Promise<MpdClient> {
     const client = new MpdClient(opts);
