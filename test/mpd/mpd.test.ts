@@ -191,6 +191,7 @@ describeIf('MPD driver against two real mpd instances', () => {
     const tone = toneWav(20, 440, 'Web Tone');
     // MPD's decoders seek (Range requests) while probing a WAV: a web server without ranges garbles it.
     const web = createServer((req, res) => {
+      if (req.url?.startsWith('/missing')) return void res.writeHead(404).end('not found');
       const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
       const start = m ? Number(m[1]) : 0;
       const end = m && m[2] ? Math.min(Number(m[2]), tone.length - 1) : tone.length - 1;
@@ -203,9 +204,20 @@ describeIf('MPD driver against two real mpd instances', () => {
     try {
       const url = `http://127.0.0.1:${(web.address() as AddressInfo).port}/web-tone.wav`;
       let from = fileSize(a.out);
-      expect((await op('play_web_media_selected_speakers', { MediaUrl: url, DeviceIDList: idA })).Result).toBe('true');
+      expect(await op('play_web_media_selected_speakers', { MediaUrl: url, DeviceIDList: idA })).toEqual({ Result: 'true' });
       await expectTone(a, from, 440);
       expect((await queue(a.port)).slice(0, 2)).toEqual(['user-1.wav', 'user-2.wav']);
+
+      // A URL MPD cannot play (a 404) is a failed play with MPD's reason (issue 31 item 2), not
+      // "playing" followed by a stop; the web tone it played goes on (nothing is lost).
+      const missing = `http://127.0.0.1:${(web.address() as AddressInfo).port}/missing.mp3`;
+      const failed = await op('play_web_media_selected_speakers', { MediaUrl: missing, DeviceIDList: idA });
+      expect(failed).toMatchObject({ Result: 'false', ErrorCode: 'PlaybackFailed' });
+      expect(failed.ErrorMessage).toMatch(/404/);
+      from = fileSize(a.out);
+      await expectTone(a, from, 440);
+      expect((await op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
+      expect((await queue(a.port)).filter((e: string) => e.includes('missing'))).toEqual([]);
 
       from = fileSize(a.out);
       expect((await op('play_tts_selected_speakers', { Text: 'Dinner is ready.', DeviceIDList: idA })).Result).toBe('true');

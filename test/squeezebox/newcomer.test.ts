@@ -4,12 +4,17 @@
  * - the hub on a machine without ffmpeg says so at start (banner and log, naming the fix), and a
  *   play then fails at once with an error that says to install ffmpeg (not `spawn ffmpeg ENOENT`);
  * - a player's volume survives a hub restart: the hub keeps it (by MAC) in its data folder and
- *   sends it when the player says HELO again, instead of the default 20.
+ *   sends it when the player says HELO again, instead of the default 20;
+ * - a play the player cannot play (a 404) fails with the reason, exit 1 (issue 31 item 2),
+ *   instead of "Playing … on Kitchen" and a stop 0.8 s later.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { encodeWav } from '../../src/media/wav';
 import { cliResult, ensureBuilt, killAll, runCli, waitForBanner, within, type Cli } from '../helpers/cli';
 import { labSuite } from '../helpers/labs';
 import { freePort, squeezeliteInstalled, waitFor } from './harness';
@@ -98,6 +103,40 @@ describeIf('Squeezebox for a newcomer: ffmpeg missing, volume across restarts', 
       expect(r.stderr + r.stdout).not.toContain('ENOENT');
     } finally {
       await stopHub(hub);
+    }
+  }, 90_000);
+
+  test('a URL that is a 404: the CLI play fails with the reason (exit 1); a playable one plays', async () => {
+    const data = tmp();
+    const slimPort = await freePort();
+    const web = createServer((req, res) => {
+      if (req.url?.startsWith('/missing')) return void res.writeHead(404).end('not found');
+      res
+        .writeHead(200, { 'Content-Type': 'audio/wav' })
+        .end(encodeWav(new Int16Array(8000 * 20).fill(3000), 8000, { title: 'Web', artist: '', album: '' }));
+    });
+    await new Promise<void>((r) => web.listen(0, '127.0.0.1', r));
+    const webUrl = (p: string) => `http://127.0.0.1:${(web.address() as AddressInfo).port}${p}`;
+    const { hub, url } = await startHub(data, slimPort);
+    const token = readFileSync(path.join(data, 'api-token'), 'utf8').trim();
+    const run = (...args: string[]) => cliResult([...args, '--url', url], { SPEAKERHUB_TOKEN: token }, 30_000);
+    const player = squeezelite('Kitchen', '00:01:02:03:04:53', slimPort);
+    try {
+      await waitFor(
+        async () => (await run('speakers')).stdout.includes('Kitchen'),
+        20_000,
+        () => `Kitchen in the speakers (${player.log().slice(-500)})`,
+      );
+      const bad = await run('play', webUrl('/missing.mp3'), '--speakers', 'Kitchen');
+      expect({ code: bad.code, out: bad.stdout }).toEqual({ code: 1, out: expect.not.stringContaining('Playing') });
+      expect(bad.stderr).toMatch(/could not be decoded|404/);
+      expect((await run('status')).stdout).not.toMatch(/Playing/);
+      const good = await run('play', webUrl('/tone.wav'), '--speakers', 'Kitchen');
+      expect(good.code).toBe(0);
+      expect(good.stdout).toContain('Playing');
+    } finally {
+      await stopHub(hub);
+      await new Promise((r) => web.close(r));
     }
   }, 90_000);
 

@@ -27,6 +27,8 @@ export interface MpdSnapshotData {
 }
 
 /** A failed delete of a hub entry is tried again this many times, this far apart. */
+/** How long a play waits for MPD to decode the song before it reads as playing anyway (ms). */
+const START_CONFIRM_MS = 5000;
 const FORGET_ATTEMPTS = 10;
 const FORGET_RETRY_MS = 1000;
 
@@ -272,11 +274,39 @@ export class MpdSpeaker extends BaseSpeaker {
     this.added.add(id);
     const cmds = ['clearerror', `playid ${id}`];
     if (media.startAt && media.startAt > 0) cmds.push(`seekid ${id} ${media.startAt.toFixed(3)}`);
-    await this.send(cmds);
-    this.hubSongId = id;
-    if (old) void this.forget(old);
-    await this.refreshNow();
-    if (this.status.error && this.hubSongId === undefined) throw new Error(`MPD could not play the media: ${this.status.error}`);
+    try {
+      await this.send(cmds);
+      this.hubSongId = id;
+      await this.refreshNow();
+      await this.confirmStart(id);
+    } catch (e) {
+      // A play MPD refused (it decodes the URL at once: a 404 is an ACK) leaves no entry behind.
+      void this.forget(id);
+      if (old) void this.forget(old);
+      throw e;
+    } finally {
+      if (old && this.hubSongId === id) void this.forget(old);
+    }
+  }
+
+  /**
+   * MPD takes any URL at once and fails while it decodes (a 404 ends the song a moment later
+   * with `error`): the play resolves once MPD decodes the song (status `audio` set) and
+   * rejects when it stopped on it, so a play it cannot play is a failed play. A slow stream
+   * that has not decoded within START_CONFIRM_MS reads as playing, as before.
+   */
+  private async confirmStart(id: string): Promise<void> {
+    const end = Date.now() + START_CONFIRM_MS;
+    for (;;) {
+      if (this.hubSongId !== id) throw new Error(`MPD could not play the media${this.status.error ? `: ${this.status.error}` : ''}`);
+      if (this.status.songid === id && this.status.state === 'play' && this.status.audio) return;
+      if (this.status.songid === id && this.status.state === 'pause') return;
+      if (Date.now() >= end) return;
+      await new Promise((r) => setTimeout(r, 50));
+      // Through the one coalescing reader: two status reads in flight could land out of order
+      // and show a pause and resume nobody made (read as the MPD's own app).
+      await this.refresh();
+    }
   }
 
   async pause(): Promise<void> {

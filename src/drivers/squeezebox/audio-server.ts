@@ -111,12 +111,22 @@ export class AudioServer {
       if (errText.length < 2000) errText += String(d);
     });
     ff.stdout!.on('data', (d: Buffer) => (sent += d.length));
+    // The answer waits for ffmpeg's first audio: a media that does not play (a 404, not audio)
+    // is then an error answer the player never buffers, and the play fails at once with the
+    // reason, instead of a player that "plays" an empty stream and ends 0.8 s later.
+    ff.stdout!.once('data', (first: Buffer) => {
+      if (res.destroyed) return;
+      res.writeHead(200, { 'Content-Type': kind.contentType, Connection: 'close' });
+      res.write(first);
+      ff.stdout!.pipe(res);
+    });
     ff.on('error', (e) => (errText ||= e.message));
     ff.on('close', (code) => {
-      if (code && !sent) offer.onError?.(`the media could not be decoded: ${errText.trim().split('\n').pop() || `ffmpeg exit ${code}`}`);
+      if (sent) return;
+      if (!res.headersSent) res.writeHead(502, { Connection: 'close' }).end();
+      const why = errText.trim().split('\n').pop() || (code ? `ffmpeg exit ${code}` : 'it holds no audio');
+      offer.onError?.(`the media could not be decoded: ${why}`);
     });
-    res.writeHead(200, { 'Content-Type': kind.contentType, Connection: 'close' });
-    ff.stdout!.pipe(res);
     res.on('close', () => {
       this.running.delete(res);
       if (ff.exitCode === null) ff.kill('SIGKILL');

@@ -330,6 +330,11 @@ export class SqueezeboxSpeaker extends BaseSpeaker {
     const wait = at - hubMs();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     if (this.current !== cur) throw new Error(cur.error ?? 'the play was replaced');
+    // The media failed to decode while the player took the command: no play.
+    if (cur.error) {
+      this.leave();
+      throw new Error(cur.error);
+    }
     if (cur.phase === 'buffered') {
       cur.phase = 'playing';
       cur.elapsedMs = 0;
