@@ -4,6 +4,8 @@
  * `window` (no require, no node: module). Fed the same wire events as HubReadModel (which MQTT
  * and Homebridge use), it reads the same. The page itself on that model: test/cloud/browser.test.ts.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
 import { runInNewContext } from 'node:vm';
 import { startHub, type TestHub } from './helpers/hub';
 import { HubReadModel } from '../src/hub-client/read-model';
@@ -70,4 +72,38 @@ test('the served read model runs in a bare script context and reads what HubRead
   node.apply(ended);
   expect(page.announcing(office.DeviceID)).toBeUndefined();
   expect(node.announcing(office.DeviceID)).toBeUndefined();
+});
+
+const CLIENT_DIR = join(__dirname, '..', 'web', 'client');
+/** web/client's files, relative to it, at any depth. */
+const clientFiles = (dir = CLIENT_DIR): string[] =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? clientFiles(join(dir, e.name)) : [relative(CLIENT_DIR, join(dir, e.name)).split(sep).join('/')],
+  );
+
+test('every file of the browser page is under 500 lines (small files named for what they hold, as in src/)', () => {
+  const long = clientFiles()
+    .map((f) => ({ f, lines: readFileSync(join(CLIENT_DIR, f), 'utf8').split('\n').length }))
+    .filter(({ lines }) => lines > 500);
+  expect(long).toEqual([]);
+});
+
+test('every script of web/client is on the page and served without a token, in the order index.html names', async () => {
+  const html = await (await fetch(`${hub.base}/`)).text();
+  const scripts = [...html.matchAll(/<script src="([^"]+)" defer><\/script>/g)].map((m) => m[1]);
+  // The page's own files, plus the read model the server builds from src/hub-client.
+  expect(scripts.filter((s) => s !== '/client/read-model.js').sort()).toEqual(
+    clientFiles()
+      .filter((f) => f.endsWith('.js'))
+      .map((f) => `/client/${f}`)
+      .sort(),
+  );
+  // page.js makes window.SpeakerHubPage before the parts that fill it; app.js runs main() once they all have.
+  expect(scripts[scripts.indexOf('/client/read-model.js') + 1]).toBe('/client/page.js');
+  expect(scripts.at(-1)).toBe('/client/app.js');
+  for (const src of scripts) {
+    const res = await fetch(`${hub.base}${src}`);
+    expect({ src, status: res.status, type: res.headers.get('content-type') }).toEqual({ src, status: 200, type: 'text/javascript; charset=utf-8' });
+    expect(res.headers.get('content-security-policy')).toMatch(/^default-src 'self';/);
+  }
 });

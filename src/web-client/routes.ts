@@ -11,8 +11,22 @@ import type { FastifyInstance } from 'fastify';
  */
 const FILES: Record<string, string> = {
   '/': 'index.html',
-  '/client/app.js': 'app.js',
-  '/client/mqtt-transport.js': 'mqtt-transport.js',
+  // The page's scripts, one file per part (index.html loads them in order): each adds what it holds to window.SpeakerHubPage.
+  ...Object.fromEntries(
+    [
+      'page.js',
+      'signin.js',
+      'api.js',
+      'views/model.js',
+      'views/speakers.js',
+      'views/now-playing.js',
+      'views/announce.js',
+      'events.js',
+      'lifecycle.js',
+      'app.js',
+      'mqtt-transport.js',
+    ].map((f) => [`/client/${f}`, f]),
+  ),
   '/client/style.css': 'style.css',
   // Browsers ask for it on every page; answered (an SVG), not refused as a request without a token.
   '/favicon.ico': 'favicon.svg',

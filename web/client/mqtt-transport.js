@@ -4,7 +4,7 @@
  * /mqtt on the hub's own port (username = subscribe key, password = publish key). Commands go
  * on the shared channel as {"Command", "HKWHubUUID", "SessionToken", ...params, "transaction"};
  * the answer is the message with ResponseOf and the same transaction. The operation names,
- * parameters and response JSON are those of REST, so app.js runs unchanged on top of it.
+ * parameters and response JSON are those of REST, so the page (api.js) runs unchanged on top of it.
  */
 (function () {
   const MAX_IN_FLIGHT = 64; // bounded: a hub that stops answering cannot grow this map
@@ -16,7 +16,7 @@
     if (window.SPEAKERHUB_DEBUG) console.debug('[mqtt]', ...what);
   };
 
-  /** An error with the code app.js turns into plain words. */
+  /** An error with the code api.js turns into plain words. */
   const coded = (code, message) => Object.assign(new Error(message), { code });
 
   /** mqtt.js's browser build, from this server (only loaded when this sign-in is used). */
