@@ -18,4 +18,6 @@ export const LAB_NETWORKS = {
   party: { prefix: 'shparty', subnet: '10.231.21' },
   /** test/upnp/zones.test.ts: two gmediarender renderers, one zone each. */
   upnpZones: { prefix: 'shupz', subnet: '10.231.23' },
+  /** bench/first-sound.js (plain JS, so it spells these out in bench/first-sound-peers.js; keep them equal): one gmediarender. */
+  firstSoundBench: { prefix: 'shfsb', subnet: '10.231.55' },
 } as const;
