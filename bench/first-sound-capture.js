@@ -27,7 +27,12 @@ function readBytes(file, from, to) {
   const len = Math.max(0, to - from);
   const buf = Buffer.alloc(len);
   if (!len) return buf;
-  const fd = openSync(file, 'r');
+  let fd;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return Buffer.alloc(0); // not written yet
+  }
   try {
     const n = readSync(fd, buf, 0, len, from);
     return buf.subarray(0, n);

@@ -112,7 +112,11 @@ async function virtualFamily(dir) {
     deviceId,
     capture,
     clipUrl: clips.url,
-    floor: { how: "the speaker's play() called in process", play: (url) => speaker.play({ url, contentType: 'audio/wav' }), stop: () => speaker.stop() },
+    floor: {
+      how: "the speaker's play() called in process",
+      play: (url) => speaker.play({ url, contentType: 'audio/wav' }),
+      stop: () => speaker.stop(),
+    },
     close: async () => {
       capture.close();
       await t.hub.stop();
@@ -216,13 +220,12 @@ async function snapcastFamily(dir) {
       ...t,
       deviceId,
       capture,
-      clipUrl: (file) => file,
+      // The clip as the stream's PCM, converted once before the runs (not on the timed path).
+      clipUrl: (file) =>
+        execFileSync('ffmpeg', ['-loglevel', 'error', '-i', file, '-f', 's16le', '-ar', '48000', '-ac', '2', '-'], { maxBuffer: 64 << 20 }),
       floor: {
         how: "Snapcast: the client's group set to a stream of its own (JSON-RPC Group.SetStream), the clip's PCM written to that stream's TCP source",
-        play: async (file) => {
-          const pcm = execFileSync('ffmpeg', ['-loglevel', 'error', '-i', file, '-f', 's16le', '-ar', '48000', '-ac', '2', '-'], {
-            maxBuffer: 64 << 20,
-          });
+        play: async (pcm) => {
           await env.rpc('Group.SetStream', { id: await groupId(), stream_id: 'FirstSoundFloor' });
           sock = connect({ host: '127.0.0.1', port: floorPort });
           sock.on('error', () => undefined);

@@ -115,7 +115,9 @@ async function measureFamily(name, dir) {
       r.floor.push(await floorRun());
       r.cached.push(await announce(f, CACHED_TEXT));
       r.uncached.push(await announce(f, `Parcel ${i} delivered ${stamp}`));
-      process.stderr.write(`[first-sound] ${name} ${i + 1}/${N}: floor ${fmt(r.floor[i])}, cached ${fmt(r.cached[i])}, uncached ${fmt(r.uncached[i])} ms\n`);
+      process.stderr.write(
+        `[first-sound] ${name} ${i + 1}/${N}: floor ${fmt(r.floor[i])}, cached ${fmt(r.cached[i])}, uncached ${fmt(r.uncached[i])} ms\n`,
+      );
     }
     return { label: f.label, floorHow: f.floor.how, ...r };
   } finally {
@@ -173,7 +175,9 @@ function print(results) {
     for (const c of ['cached', 'uncached']) {
       const h95 = pct(r[c], 95);
       const d = h95 - f95;
-      out.push(`| ${name} | ${c} TTS | ${fmt(f50)} / ${fmt(f95)} | ${fmt(pct(r[c], 50))} / ${fmt(h95)} | ${fmt(d)} | ${d <= GOAL_MS ? 'PASS' : 'MISS'} |`);
+      out.push(
+        `| ${name} | ${c} TTS | ${fmt(f50)} / ${fmt(f95)} | ${fmt(pct(r[c], 50))} / ${fmt(h95)} | ${fmt(d)} | ${d <= GOAL_MS ? 'PASS' : 'MISS'} |`,
+      );
     }
   }
   process.stdout.write(`${[...out, '', ...notes].join('\n')}\n\n`);
