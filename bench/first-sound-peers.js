@@ -24,7 +24,6 @@ const realFetch = globalThis.fetch;
 const UPNP_LAN = { prefix: 'shfsb', subnet: '10.231.55' };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const skip = (reason) => Object.assign(new Error(reason), { skip: reason });
-const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
 
 async function until(check, ms, what) {
   const end = Date.now() + ms;
@@ -343,4 +342,4 @@ function compileHarnesses() {
   mkdirSync(build, { recursive: true });
 }
 
-module.exports = { FAMILIES, compileHarnesses, has, until, sleep, UPNP_LAN };
+module.exports = { FAMILIES, compileHarnesses, until, sleep, UPNP_LAN };
