@@ -25,4 +25,10 @@ describe('the lab networks', () => {
     const { prefix, subnet } = LAB_NETWORKS.announceUpnpBench;
     expect(bench).toContain(`prefix: '${prefix}', subnet: '${subnet}'`);
   });
+
+  test('bench/first-sound-peers.js (plain JS) builds the LAN the table gives it', () => {
+    const bench = readFileSync(join(__dirname, '..', 'bench', 'first-sound-peers.js'), 'utf8');
+    const { prefix, subnet } = LAB_NETWORKS.firstSoundBench;
+    expect(bench).toContain(`prefix: '${prefix}', subnet: '${subnet}'`);
+  });
 });

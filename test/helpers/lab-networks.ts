@@ -22,4 +22,6 @@ export const LAB_NETWORKS = {
   esphome: { prefix: 'shesp', subnet: '10.231.25' },
   /** test/mpd/remote.test.ts: an MPD in its own namespace, on "another machine" (issue 31 item 1). */
   mpdRemote: { prefix: 'shmpr', subnet: '10.231.41' },
+  /** bench/first-sound.js (plain JS, so it spells these out in bench/first-sound-peers.js; keep them equal): one gmediarender. */
+  firstSoundBench: { prefix: 'shfsb', subnet: '10.231.55' },
 } as const;
