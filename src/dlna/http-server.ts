@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../logger';
+import type { AllowList } from '../net/allow-list';
 import { installConnectionLimits } from '../net/connection-limits';
 import type { GenaAnswer } from './gena';
 import type { ServiceName } from './scpd';
@@ -38,6 +39,8 @@ export class DlnaHttpServer {
     private readonly routes: DlnaRoutes,
     private readonly serverHeader: string,
     private readonly log: Logger,
+    /** dlna.allow: connections from other hosts are reset before any byte is read. */
+    private readonly allow?: AllowList,
   ) {}
 
   async listen(host: string, port: number): Promise<AddressInfo> {
@@ -56,7 +59,8 @@ export class DlnaHttpServer {
       if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
       else socket.destroy();
     });
-    installConnectionLimits(server, HTTP_LIMITS, this.log, 'DLNA');
+    const allow = this.allow;
+    installConnectionLimits(server, { ...HTTP_LIMITS, ...(allow && !allow.any ? { admits: (a: string) => allow.allows(a) } : {}) }, this.log, 'DLNA');
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => {

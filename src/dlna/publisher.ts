@@ -99,6 +99,7 @@ export class Publisher implements DlnaRoutes {
         ...(duckLevel !== undefined ? { duckLevel } : {}),
         ...(fadeMs !== undefined ? { fadeMs } : {}),
       });
+      r.allowLocalUrls = this.config.allowLocalUrls;
       this.renderers.set(slug, r);
       this.announcedAs.set(slug, r.friendlyName);
       this.ssdp.add({ udn: id.udn, location: this.location(r), services: SERVICE_NAMES.map((n) => SERVICES[n].type) });
