@@ -18,4 +18,8 @@ export const LAB_NETWORKS = {
   party: { prefix: 'shparty', subnet: '10.231.21' },
   /** test/upnp/zones.test.ts: two gmediarender renderers, one zone each. */
   upnpZones: { prefix: 'shupz', subnet: '10.231.23' },
+  /** test/dlna/hostile.test.ts: hostile control points beside a real one (issue 32). */
+  dlnaHostile: { prefix: 'shdlx', subnet: '10.231.47' },
+  /** bench/hostile-lan.js (npm run bench:hostile): the same attacks, measured. */
+  dlnaHostileBench: { prefix: 'shdlb', subnet: '10.231.49' },
 } as const;
