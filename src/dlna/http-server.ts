@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from '../logger';
 import type { AllowList } from '../net/allow-list';
 import { installConnectionLimits } from '../net/connection-limits';
+import { LimitedLog } from '../logging/limited-log';
+import { KeyedBuckets } from '../net/token-bucket';
 import type { GenaAnswer } from './gena';
 import type { ServiceName } from './scpd';
 import { MAX_SOAP_BYTES } from './soap';
@@ -28,12 +30,21 @@ export const HTTP_LIMITS = {
   maxHeaderSize: 8 * 1024,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 15_000,
+  /**
+   * SOAP actions (POSTs, the requests with bodies) a second from one address (burst:
+   * actionBurst). A control point sends a few a second per renderer, polling ones a few more;
+   * a host sending thousands of 64 KB bodies gets 503 before its body is read.
+   */
+  actionsPerSecond: 200,
+  actionBurst: 400,
 };
 
 const SERVICE_RE = /^\/r\/([A-Za-z0-9_-]{1,64})\/(AVTransport|RenderingControl|ConnectionManager)\/(control|event)$/;
 
 export class DlnaHttpServer {
   private server?: Server;
+  private readonly rate = new KeyedBuckets(HTTP_LIMITS.actionBurst, HTTP_LIMITS.actionsPerSecond, 1024);
+  private readonly throttled: LimitedLog;
 
   constructor(
     private readonly routes: DlnaRoutes,
@@ -41,7 +52,9 @@ export class DlnaHttpServer {
     private readonly log: Logger,
     /** dlna.allow: connections from other hosts are reset before any byte is read. */
     private readonly allow?: AllowList,
-  ) {}
+  ) {
+    this.throttled = new LimitedLog(log, 'DLNA: SOAP action refused (rate limit per address)');
+  }
 
   async listen(host: string, port: number): Promise<AddressInfo> {
     const server = createServer(
@@ -85,6 +98,16 @@ export class DlnaHttpServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];
     const method = req.method ?? 'GET';
+    const from = req.socket.remoteAddress ?? '?';
+    if (method === 'POST' && !this.rate.get(from)?.take()) {
+      // Answered without reading the body, and the connection is not kept.
+      this.throttled.warn({ from, method, path: path.slice(0, 100) });
+      res.setHeader('Connection', 'close');
+      res.setHeader('Retry-After', '1');
+      this.reply(res, 503, 'text/plain', 'too many requests from this address');
+      req.socket.destroySoon?.();
+      return;
+    }
     if (method === 'GET' || method === 'HEAD') {
       req.resume();
       const desc = /^\/r\/([A-Za-z0-9_-]{1,64})\/description\.xml$/.exec(path);

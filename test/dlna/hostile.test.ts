@@ -54,14 +54,15 @@ d('hostile control points against a real hub with --dlna, beside a real control 
         await new Promise((r) => setTimeout(r, 50));
       }
     })();
+    let result: T;
     try {
-      const result = await attack();
-      return { result, worstHealthMs: worst };
+      result = await attack();
     } finally {
       done = true;
       await poll;
-      if (failure) throw failure;
     }
+    if (failure) throw failure;
+    return { result, worstHealthMs: worst };
   }
 
   const kitchen = () => hub.renderer('Kitchen').location;

@@ -1,5 +1,6 @@
 import type { Logger } from '../../logger';
 import type { AllowList } from '../../net/allow-list';
+import { KeyedBuckets } from '../../net/token-bucket';
 import type { SqueezeboxConfig } from './config';
 import { hubMs, type PlayerConnection } from './connection';
 import { strm, type Helo } from './protocol';
@@ -10,6 +11,15 @@ export const PROBE_MS = 1500;
 export const MAX_PLAYERS = 256;
 /** Most MACs remembered as claimed twice (one log line each). */
 const MAX_CONTESTED = 1024;
+/**
+ * New connections a second from one address (burst: CONNECT_BURST). A player connects once
+ * and reconnects every few seconds at most; a host opening thousands a second is refused at
+ * accept, before a HELO is parsed or a live player probed.
+ */
+export const CONNECTS_PER_SECOND = 10;
+const CONNECT_BURST = 20;
+/** After a MAC's holder answered a probe, newcomers with that MAC are refused without probing for this long. */
+export const CONTESTED_BACKOFF_MS = 5000;
 
 /** What admission needs of the driver: its players by MAC, and a way to forget one. */
 export interface PlayerTable {
@@ -30,9 +40,11 @@ export interface PlayerTable {
  * - a HELO makes a player only once the connection answers `strm t` with a STAT within
  *   statTimeoutMs: a client that only says HELO never appears in the speaker list and is
  *   closed; a player that stops reporting for statTimeoutMs is closed too;
+ * - new connections are rate-limited per address (CONNECTS_PER_SECOND), refused at accept;
  * - a MAC claimed while its player's connection is alive: the old connection is asked for a
  *   STAT; if it answers, the newcomer is refused (and logged once per MAC: two players with
- *   one MAC, usually squeezelite's -m); if it does not (a player back after a network blip,
+ *   one MAC, usually squeezelite's -m), and so is every newcomer with that MAC for
+ *   CONTESTED_BACKOFF_MS without asking again; if it does not (a player back after a network blip,
  *   its old socket half-dead), the newcomer takes over. No ping-pong: the live one keeps it;
  * - new MACs are capped per address (maxPlayersPerAddress, offline ones count: they hold
  *   table slots); a full table forgets its longest-offline player to make room, and refuses
@@ -42,6 +54,9 @@ export class PlayerAdmission {
   private readonly perAddress = new Map<string, number>();
   private readonly offlineSince = new Map<string, number>();
   private readonly contested = new Set<string>();
+  /** MAC → until when newcomers claiming it are refused without a probe (its holder answered one). */
+  private readonly backoff = new Map<string, number>();
+  private readonly connectRate = new KeyedBuckets(CONNECT_BURST, CONNECTS_PER_SECOND, 1024);
 
   constructor(
     private readonly config: SqueezeboxConfig,
@@ -53,6 +68,8 @@ export class PlayerAdmission {
   /** A refusal reason for a new connection from that address, or undefined (then it counts). */
   connect(peer: string, open: number): string | undefined {
     if (!this.allow.allows(peer)) return `connection from ${peer} refused: not in squeezebox.allow`;
+    if (!this.connectRate.get(peer)?.take())
+      return `connection from ${peer} refused: more than ${CONNECTS_PER_SECOND} new connections a second from that address`;
     if (open >= this.config.maxConnections) return `connection refused: ${this.config.maxConnections} SlimProto connections are open already`;
     const mine = this.perAddress.get(peer) ?? 0;
     if (mine >= this.config.maxConnectionsPerAddress) {

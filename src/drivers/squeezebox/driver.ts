@@ -70,7 +70,8 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
   async start(): Promise<void> {
     const cfg = this.opts.config;
     await this.audio.start();
-    const server = createServer((socket) => this.accept(socket));
+    // Paused until admitted: a refused connection (a flood) costs no read before it is reset.
+    const server = createServer({ pauseOnConnect: true }, (socket) => this.accept(socket));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(cfg.port, cfg.host, () => resolve());
@@ -128,10 +129,12 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
     if (refused) {
       this.refuse(refused.startsWith('connection refused') ? 'limit' : 'limit-address', refused, { peer });
       socket.on('error', () => undefined);
-      socket.destroy();
+      // Reset rather than FIN: nothing is owed to a refused client, and no TIME_WAIT is kept.
+      socket.resetAndDestroy();
       return;
     }
     const conn = new PlayerConnection(socket, this.opts.config.heloTimeoutMs);
+    socket.resume();
     this.connections.add(conn);
     let speaker: SqueezeboxSpeaker | undefined;
     conn.on('fault', (err) => this.refuse(err.code, `connection from ${peer} closed: ${err.message}`, { peer, code: err.code }));
