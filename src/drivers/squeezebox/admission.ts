@@ -11,13 +11,6 @@ export const PROBE_MS = 1500;
 export const MAX_PLAYERS = 256;
 /** Most MACs remembered as claimed twice (one log line each). */
 const MAX_CONTESTED = 1024;
-/**
- * New connections a second from one address (burst: CONNECT_BURST). A player connects once
- * and reconnects every few seconds at most; a host opening thousands a second is refused at
- * accept, before a HELO is parsed or a live player probed.
- */
-export const CONNECTS_PER_SECOND = 10;
-const CONNECT_BURST = 20;
 /** After a MAC's holder answered a probe, newcomers with that MAC are refused without probing for this long. */
 export const CONTESTED_BACKOFF_MS = 5000;
 
@@ -40,7 +33,7 @@ export interface PlayerTable {
  * - a HELO makes a player only once the connection answers `strm t` with a STAT within
  *   statTimeoutMs: a client that only says HELO never appears in the speaker list and is
  *   closed; a player that stops reporting for statTimeoutMs is closed too;
- * - new connections are rate-limited per address (CONNECTS_PER_SECOND), refused at accept;
+ * - new connections are rate-limited per address (newConnectionsPerSecond), refused at accept;
  * - a MAC claimed while its player's connection is alive: the old connection is asked for a
  *   STAT; if it answers, the newcomer is refused (and logged once per MAC: two players with
  *   one MAC, usually squeezelite's -m), and so is every newcomer with that MAC for
@@ -56,24 +49,41 @@ export class PlayerAdmission {
   private readonly contested = new Set<string>();
   /** MAC → until when newcomers claiming it are refused without a probe (its holder answered one). */
   private readonly backoff = new Map<string, number>();
-  private readonly connectRate = new KeyedBuckets(CONNECT_BURST, CONNECTS_PER_SECOND, 1024);
+  /**
+   * New connections per address (squeezebox.newConnectionsPerSecond, burst twice that). A player
+   * connects once and reconnects every few seconds at most; a host opening thousands a second
+   * is refused at accept, before a HELO is parsed or a live player probed.
+   */
+  private readonly connectRate: KeyedBuckets;
 
   constructor(
     private readonly config: SqueezeboxConfig,
     private readonly allow: AllowList,
     private readonly table: PlayerTable,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.connectRate = new KeyedBuckets(config.newConnectionsPerSecond * 2, config.newConnectionsPerSecond, 1024);
+  }
 
-  /** A refusal reason for a new connection from that address, or undefined (then it counts). */
-  connect(peer: string, open: number): string | undefined {
-    if (!this.allow.allows(peer)) return `connection from ${peer} refused: not in squeezebox.allow`;
-    if (!this.connectRate.get(peer)?.take())
-      return `connection from ${peer} refused: more than ${CONNECTS_PER_SECOND} new connections a second from that address`;
-    if (open >= this.config.maxConnections) return `connection refused: ${this.config.maxConnections} SlimProto connections are open already`;
+  /** Why a new connection from that address is refused (a kind, for the log's rate limit, and a message), or undefined: then it counts. */
+  connect(peer: string, open: number): { kind: string; message: string } | undefined {
+    if (!this.allow.allows(peer)) return { kind: 'allow', message: `connection from ${peer} refused: not in squeezebox.allow` };
+    if (!this.connectRate.get(peer)?.take()) {
+      return {
+        kind: 'rate',
+        message: `connection from ${peer} refused: more than ${this.config.newConnectionsPerSecond} new connections a second from that address (squeezebox.newConnectionsPerSecond)`,
+      };
+    }
+    if (open >= this.config.maxConnections) {
+      return { kind: 'limit', message: `connection refused: ${this.config.maxConnections} SlimProto connections are open already` };
+    }
     const mine = this.perAddress.get(peer) ?? 0;
     if (mine >= this.config.maxConnectionsPerAddress) {
-      return `connection from ${peer} refused: ${this.config.maxConnectionsPerAddress} SlimProto connections from that address are open already (squeezebox.maxConnectionsPerAddress)`;
+      const max = this.config.maxConnectionsPerAddress;
+      return {
+        kind: 'limit-address',
+        message: `connection from ${peer} refused: ${max} SlimProto connections from that address are open already (squeezebox.maxConnectionsPerAddress)`,
+      };
     }
     this.perAddress.set(peer, mine + 1);
     return undefined;

@@ -22,6 +22,8 @@ export const SqueezeboxConfigSchema = z
     maxConnections: z.number().int().min(1).max(10_000).default(64),
     /** Most SlimProto connections from one address (a host running several squeezelites needs one each). */
     maxConnectionsPerAddress: z.number().int().min(1).max(10_000).default(8),
+    /** New SlimProto connections a second from one address (burst: twice this); more are reset at accept. */
+    newConnectionsPerSecond: z.number().int().min(1).max(10_000).default(10),
     /** Most players (MACs) first seen from one address; offline ones count until forgotten. */
     maxPlayersPerAddress: z.number().int().min(1).max(256).default(16),
     /**

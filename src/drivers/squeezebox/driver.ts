@@ -127,7 +127,7 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
     const peer = (socket.remoteAddress ?? '').replace(/^::ffff:/, '');
     const refused = this.admission.connect(peer, this.connections.size);
     if (refused) {
-      this.refuse(refused.startsWith('connection refused') ? 'limit' : 'limit-address', refused, { peer });
+      this.refuse(refused.kind, refused.message, { peer });
       socket.on('error', () => undefined);
       // Reset rather than FIN: nothing is owed to a refused client, and no TIME_WAIT is kept.
       socket.resetAndDestroy();
