@@ -73,7 +73,11 @@ export class DlnaHttpServer {
       else socket.destroy();
     });
     const allow = this.allow;
-    installConnectionLimits(server, { ...HTTP_LIMITS, ...(allow && !allow.any ? { admits: (a: string) => allow.allows(a) } : {}) }, this.log, 'DLNA');
+    // An address out of SOAP actions (a flood of bodies) is reset at accept until its bucket
+    // refills: cheaper than reading its requests to answer 503, and a real control point
+    // never gets there.
+    const admits = (a: string) => (!allow || allow.allows(a)) && this.rate.could(a);
+    installConnectionLimits(server, { ...HTTP_LIMITS, admits }, this.log, 'DLNA');
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => {

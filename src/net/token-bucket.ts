@@ -35,6 +35,12 @@ export class TokenBucket {
     this.tokens = Math.min(this.burst, this.tokens + n);
   }
 
+  /** Whether n tokens are there now (nothing taken). */
+  has(n = 1, now = Date.now()): boolean {
+    this.refill(now);
+    return this.tokens >= n;
+  }
+
   full(now = Date.now()): boolean {
     this.refill(now);
     return this.tokens >= this.burst;
@@ -61,6 +67,12 @@ export class KeyedBuckets {
     b = new TokenBucket(this.burst, this.perSecond, now);
     this.buckets.set(key, b);
     return b;
+  }
+
+  /** Whether the key could take a token now (a key without a bucket could: its bucket would be full). */
+  could(key: string, now = Date.now()): boolean {
+    const b = this.buckets.get(key);
+    return !b || b.has(1, now);
   }
 
   get size(): number {
