@@ -2,7 +2,7 @@
 /**
  * The hostile LAN host of bench/hostile-lan.js, run inside its own network namespace:
  *   node hostile-lan-attacker.js <mode> <own address> <target json> <seconds>
- * Modes (issue 32): xml (32 SOAP bodies of 64 KB "<a<a<a…" at a time, again and again), gena
+ * Modes (issue 32): xml (32 SOAP bodies of 64 KB "<a<a<a…" at a time, ten rounds a second), gena
  * (SUBSCRIBE to every service of every renderer, renewing what it got), ssdp (ssdp:all
  * M-SEARCH flood), slimproto (HELOs with random MACs that answer, idle HELOs, a reused MAC).
  * Bounded in count and time: it stops by itself after <seconds> and prints one JSON line of
@@ -46,6 +46,7 @@ async function xml() {
     const answers = await Promise.all(Array.from({ length: 32 }, () => request('POST', control, headers, body)));
     stats.sent += 32;
     for (const a of answers) if (a.status === 500) stats.answers++;
+    await pause(100); // ~300 bodies (20 MB) a second: the issue's 32 bodies, ten times a second
   }
 }
 
@@ -107,12 +108,12 @@ const stmt = (() => {
 })();
 
 /**
- * Each loop reconnects 10 ms after its last connection closed (~100 a second a loop, ~900 in
+ * Each SlimProto loop reconnects 10 ms after its last connection closed (~100 a second a loop, ~900 in
  * all): the issue's attacks (300 MACs, 62 idle HELOs, a MAC fought over 147 times in 20 s),
  * many times over, without turning into a bare SYN flood, which no application-level server can
  * make free (that is a firewall's job).
  */
-const pause = () => new Promise((r) => setTimeout(r, 10));
+const pause = (ms = 10) => new Promise((r) => setTimeout(r, ms));
 
 async function slimproto() {
   let n = 0;
