@@ -10,6 +10,8 @@
  *     p99 for the legitimate client on 127.0.0.1 against its p99 without them (goal < 50 ms).
  *  3. 3,000 requests with a 15 KB path and a wrong token: log bytes written per refused
  *     request (goal < 300).
+ *  4. bench/hostile-lan.js: hostile DLNA control points and SlimProto clients on a namespace
+ *     LAN (issue 32), REST p99 during each attack against quiet (goal < 2x).
  *
  * The hub runs in a forked child (bench/hub-server.js) on 127.0.0.1; the hostile clients and
  * the load generator run here. Exit code 0 whatever the figures say; 1 if the hub crashed.
@@ -253,7 +255,9 @@ async function main() {
       `  ${what.padEnd(62)} ${Number.isFinite(value) ? value.toFixed(2).padStart(9) : String(value).padStart(9)}  ${goal.padEnd(12)} ${ok ? 'ok' : 'MISSED'}`,
     );
   }
-  process.exit(crashed ? 1 : 0);
+  // Issue 32's LAN peers (DLNA control points, SlimProto clients): a namespace LAN of their own.
+  const lan = require('node:child_process').spawnSync(process.execPath, [join(__dirname, 'hostile-lan.js')], { stdio: 'inherit' });
+  process.exit(crashed || lan.status !== 0 ? 1 : 0);
 }
 
 if (process.argv[2] === '--trickle') {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AllowListSchema } from '../net/allow-list';
 
 /**
  * DLNA renderers (config `dlna`, flag `--dlna`): every speaker the hub drives published as a
@@ -35,6 +36,24 @@ export const DlnaConfigSchema = z
     /** GENA subscriptions kept per renderer service, and in all. */
     maxSubscribersPerService: z.number().int().min(1).max(1000).default(16),
     maxSubscribers: z.number().int().min(1).max(100_000).default(512),
+    /**
+     * GENA subscriptions one address may hold, per service and in all: one host renewing
+     * can never take every slot from the other control points (beyond: 503).
+     */
+    maxSubscribersPerAddressPerService: z.number().int().min(1).max(1000).default(4),
+    maxSubscribersPerAddress: z.number().int().min(1).max(100_000).default(64),
+    /**
+     * Hosts the renderers answer (SSDP, HTTP, SOAP, GENA): addresses or CIDR subnets. UPnP
+     * carries no API token, so any host that can reach the hub may control every speaker;
+     * empty (the default) = any host.
+     */
+    allow: AllowListSchema,
+    /**
+     * Let control points hand the hub URLs at loopback, link-local or the hub's own addresses
+     * (a media server on the hub's machine). Off: such a URL is refused with UPnP error 716,
+     * so a LAN host cannot make the hub fetch services on its own machine.
+     */
+    allowLocalUrls: z.boolean().default(false),
     /** Longest GENA subscription granted (a control point asking for more gets this). */
     maxSubscriptionSeconds: z.number().int().min(60).max(86_400).default(1800),
   })

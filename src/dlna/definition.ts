@@ -36,5 +36,8 @@ export const dlnaFrontEnd = defineFrontEnd({
 export function dlnaBannerLines(ext: DlnaExtension | undefined): string[] {
   const s = ext?.status;
   if (!s) return [];
-  return [`  DLNA:       ${s.renderers} renderer${s.renderers === 1 ? '' : 's'} on ${s.interfaceName} (${s.address}), ${s.url}/`];
+  return [
+    `  DLNA:       ${s.renderers} renderer${s.renderers === 1 ? '' : 's'} on ${s.interfaceName} (${s.address}), ${s.url}/`,
+    `              no API token: ${s.allow === 'any host' ? 'any LAN host' : s.allow} may control the speakers (dlna.allow)`,
+  ];
 }

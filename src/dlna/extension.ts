@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { networkInterfaces, release } from 'node:os';
 import type { ExtensionContext, HubExtension } from '../extensions/extension';
 import type { Logger } from '../logger';
+import { AllowList } from '../net/allow-list';
 import { interfaceAddress } from '../net/interface-address';
 import { Gena } from './gena';
 import { ClientHubPort, type HubPort } from './hub-port';
@@ -14,6 +15,8 @@ export interface DlnaStatus {
   address: string;
   /** Base URL of the renderers' HTTP server. */
   url: string;
+  /** Who may use the renderers (dlna.allow): "any host" or the list. No API token is asked. */
+  allow: string;
   renderers: number;
 }
 
@@ -53,9 +56,16 @@ export class DlnaExtension implements HubExtension {
     const log = ctx.logger;
     const iface = chooseInterface(ctx.config.network.interface);
     const serverHeader = `Linux/${release()} UPnP/1.0 SpeakerHub/${ctx.version}`;
+    const allow = new AllowList(cfg.allow);
     try {
       this.gena = new Gena(
-        { maxPerService: cfg.maxSubscribersPerService, maxTotal: cfg.maxSubscribers, maxSeconds: cfg.maxSubscriptionSeconds },
+        {
+          maxPerService: cfg.maxSubscribersPerService,
+          maxTotal: cfg.maxSubscribers,
+          maxSeconds: cfg.maxSubscriptionSeconds,
+          maxPerAddressPerService: cfg.maxSubscribersPerAddressPerService,
+          maxPerAddress: cfg.maxSubscribersPerAddress,
+        },
         log,
         iface.address,
         serverHeader,
@@ -68,10 +78,10 @@ export class DlnaExtension implements HubExtension {
         control: async (...a: Parameters<Publisher['control']>) => ref.publisher?.control(...a),
         event: (...a: Parameters<Publisher['event']>) => ref.publisher?.event(...a),
       };
-      this.http = new DlnaHttpServer(routes, serverHeader, log);
+      this.http = new DlnaHttpServer(routes, serverHeader, log, allow);
       const bound = await this.http.listen(iface.address, cfg.port);
       const url = `http://${iface.address}:${bound.port}`;
-      this.ssdp = new SsdpServer(iface.address, cfg.maxAgeSeconds, serverHeader, log);
+      this.ssdp = new SsdpServer(iface.address, cfg.maxAgeSeconds, serverHeader, log, allow);
       await this.ssdp.start();
       this.hub = this.options.port?.(ctx, log) ?? new ClientHubPort(ctx, log);
       const publisher = new Publisher(this.hub, cfg, ctx.uuid, ctx.version, url, this.ssdp, this.gena, log);
@@ -94,8 +104,13 @@ export class DlnaExtension implements HubExtension {
         await new Promise((r) => setTimeout(r, UPNP_SEARCH_WAIT_MS));
       }
       await this.hub.start((c) => publisher.hubChanged(c));
-      this._status = { interfaceName: iface.name, address: iface.address, url, renderers: publisher.count };
+      this._status = { interfaceName: iface.name, address: iface.address, url, renderers: publisher.count, allow: allow.describe() };
       log.info({ interface: iface.name, address: iface.address, url, renderers: publisher.count }, 'DLNA renderers published');
+      // UPnP has no way to carry the API token: say so where the operator looks (issue 32 item 6).
+      log.warn(
+        { allow: allow.describe(), allowLocalUrls: cfg.allowLocalUrls },
+        `DLNA takes no API token: ${allow.any ? 'any host on the LAN' : `hosts in ${allow.describe()}`} may play on and set the volume of every speaker (limit with dlna.allow)`,
+      );
     } catch (e) {
       await this.stop();
       throw e;

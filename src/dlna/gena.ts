@@ -19,6 +19,9 @@ import { escapeXml } from './xml';
 export interface GenaLimits {
   maxPerService: number;
   maxTotal: number;
+  /** One address's subscriptions per service and in all (so one host never holds every slot). */
+  maxPerAddressPerService?: number;
+  maxPerAddress?: number;
   maxSeconds: number;
 }
 
@@ -29,6 +32,8 @@ export interface GenaAnswer {
 
 interface Subscription {
   sid: string;
+  /** The subscriber's address (the per-address caps count by it). */
+  source: string;
   /** "<renderer slug>/<service>". */
   key: string;
   callback: URL;
@@ -57,6 +62,7 @@ const SWEEP_MS = 30_000;
 export class Gena {
   private readonly subs = new Map<string, Subscription>();
   private readonly byKey = new Map<string, Set<Subscription>>();
+  private readonly perAddress = new Map<string, number>();
   private readonly sweep: NodeJS.Timeout;
   private readonly dropped: LimitedLog;
   private closed = false;
@@ -107,12 +113,15 @@ export class Gena {
     if (!callback) return { status: 412, headers: {} };
     this.expire();
     const set = this.byKey.get(key);
-    if (this.subs.size >= this.limits.maxTotal || (set?.size ?? 0) >= this.limits.maxPerService) {
-      this.dropped.warn({ key, source, total: this.subs.size, reason: 'limit' });
+    const from = source.replace(/^::ffff:/, '');
+    const reason = this.overLimit(set, from);
+    if (reason) {
+      this.dropped.warn({ key, source: from, total: this.subs.size, reason });
       return { status: 503, headers: {} };
     }
     const s: Subscription = {
       sid: `uuid:${uuidFromBytes(randomBytes(16))}`,
+      source: from,
       key,
       callback,
       expiresAt: Date.now() + seconds * 1000,
@@ -124,6 +133,7 @@ export class Gena {
       reached: false,
     };
     this.subs.set(s.sid, s);
+    this.perAddress.set(from, (this.perAddress.get(from) ?? 0) + 1);
     if (set) set.add(s);
     else this.byKey.set(key, new Set([s]));
     // UDA: the initial event follows the SUBSCRIBE answer.
@@ -158,6 +168,7 @@ export class Gena {
     for (const sub of this.subs.values()) for (const item of sub.queue) item.done();
     this.subs.clear();
     this.byKey.clear();
+    this.perAddress.clear();
   }
 
   private answerHeaders(sid: string, seconds: number): Record<string, string> {
@@ -193,8 +204,22 @@ export class Gena {
     for (const s of [...this.subs.values()]) if (s.expiresAt <= now) this.remove(s);
   }
 
+  /** Which limit a new subscription from that address would pass, if any (issue 32 item 10). */
+  private overLimit(set: Set<Subscription> | undefined, from: string): string | undefined {
+    if (this.subs.size >= this.limits.maxTotal) return 'limit';
+    if ((set?.size ?? 0) >= this.limits.maxPerService) return 'limit per service';
+    if ((this.perAddress.get(from) ?? 0) >= (this.limits.maxPerAddress ?? Infinity)) return 'limit per address';
+    let mine = 0;
+    for (const x of set ?? []) if (x.source === from) mine++;
+    if (mine >= (this.limits.maxPerAddressPerService ?? Infinity)) return 'limit per address and service';
+    return undefined;
+  }
+
   private remove(s: Subscription): void {
-    this.subs.delete(s.sid);
+    if (!this.subs.delete(s.sid)) return;
+    const n = (this.perAddress.get(s.source) ?? 1) - 1;
+    if (n <= 0) this.perAddress.delete(s.source);
+    else this.perAddress.set(s.source, n);
     const set = this.byKey.get(s.key);
     set?.delete(s);
     if (set && set.size === 0) this.byKey.delete(s.key);

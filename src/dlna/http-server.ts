@@ -1,7 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../logger';
+import type { AllowList } from '../net/allow-list';
 import { installConnectionLimits } from '../net/connection-limits';
+import { LimitedLog } from '../logging/limited-log';
+import { KeyedBuckets } from '../net/token-bucket';
 import type { GenaAnswer } from './gena';
 import type { ServiceName } from './scpd';
 import { MAX_SOAP_BYTES } from './soap';
@@ -27,18 +30,31 @@ export const HTTP_LIMITS = {
   maxHeaderSize: 8 * 1024,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 15_000,
+  /**
+   * SOAP actions (POSTs, the requests with bodies) a second from one address (burst:
+   * actionBurst). A control point sends a few a second per renderer, polling ones a few more;
+   * a host sending thousands of 64 KB bodies gets 503 before its body is read.
+   */
+  actionsPerSecond: 200,
+  actionBurst: 400,
 };
 
 const SERVICE_RE = /^\/r\/([A-Za-z0-9_-]{1,64})\/(AVTransport|RenderingControl|ConnectionManager)\/(control|event)$/;
 
 export class DlnaHttpServer {
   private server?: Server;
+  private readonly rate = new KeyedBuckets(HTTP_LIMITS.actionBurst, HTTP_LIMITS.actionsPerSecond, 1024);
+  private readonly throttled: LimitedLog;
 
   constructor(
     private readonly routes: DlnaRoutes,
     private readonly serverHeader: string,
     private readonly log: Logger,
-  ) {}
+    /** dlna.allow: connections from other hosts are reset before any byte is read. */
+    private readonly allow?: AllowList,
+  ) {
+    this.throttled = new LimitedLog(log, 'DLNA: SOAP action refused (rate limit per address)');
+  }
 
   async listen(host: string, port: number): Promise<AddressInfo> {
     const server = createServer(
@@ -56,7 +72,12 @@ export class DlnaHttpServer {
       if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
       else socket.destroy();
     });
-    installConnectionLimits(server, HTTP_LIMITS, this.log, 'DLNA');
+    const allow = this.allow;
+    // An address out of SOAP actions (a flood of bodies) is reset at accept until its bucket
+    // refills: cheaper than reading its requests to answer 503, and a real control point
+    // never gets there.
+    const admits = (a: string) => (!allow || allow.allows(a)) && this.rate.could(a);
+    installConnectionLimits(server, { ...HTTP_LIMITS, admits }, this.log, 'DLNA');
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => {
@@ -81,6 +102,16 @@ export class DlnaHttpServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];
     const method = req.method ?? 'GET';
+    const from = req.socket.remoteAddress ?? '?';
+    if (method === 'POST' && !this.rate.get(from)?.take()) {
+      // Answered without reading the body, and the connection is not kept.
+      this.throttled.warn({ from, method, path: path.slice(0, 100) });
+      res.setHeader('Connection', 'close');
+      res.setHeader('Retry-After', '1');
+      this.reply(res, 503, 'text/plain', 'too many requests from this address');
+      req.socket.destroySoon?.();
+      return;
+    }
     if (method === 'GET' || method === 'HEAD') {
       req.resume();
       const desc = /^\/r\/([A-Za-z0-9_-]{1,64})\/description\.xml$/.exec(path);

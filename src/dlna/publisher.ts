@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from '../logger';
+import { LimitedLog } from '../logging/limited-log';
 import type { DlnaConfig } from './config';
 import { deviceDescription, iconPng, MODEL_NAME, rendererPath, rendererUdn } from './description';
 import { Gena, propertySetOf } from './gena';
@@ -20,6 +21,8 @@ export class Publisher implements DlnaRoutes {
   /** The friendlyName each renderer was announced with: a renamed speaker is announced again. */
   private readonly announcedAs = new Map<string, string>();
   private readonly scpds = new Map<string, string>(SERVICE_NAMES.map((n) => [n, scpdXml(n)]));
+  /** Malformed bodies and URIs at the hub's machine: what a hostile control point sends, logged without flooding. */
+  private readonly refusedLog: LimitedLog;
 
   constructor(
     private readonly hub: HubPort,
@@ -30,7 +33,9 @@ export class Publisher implements DlnaRoutes {
     private readonly ssdp: SsdpServer,
     private readonly gena: Gena,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.refusedLog = new LimitedLog(log, 'DLNA: control request refused');
+  }
 
   get count(): number {
     return this.renderers.size;
@@ -99,6 +104,7 @@ export class Publisher implements DlnaRoutes {
         ...(duckLevel !== undefined ? { duckLevel } : {}),
         ...(fadeMs !== undefined ? { fadeMs } : {}),
       });
+      r.allowLocalUrls = this.config.allowLocalUrls;
       this.renderers.set(slug, r);
       this.announcedAs.set(slug, r.friendlyName);
       this.ssdp.add({ udn: id.udn, location: this.location(r), services: SERVICE_NAMES.map((n) => SERVICES[n].type) });
@@ -134,12 +140,19 @@ export class Publisher implements DlnaRoutes {
     const r = this.renderers.get(slug);
     if (!r) return undefined;
     try {
-      const req = parseSoapRequest(body, soapAction);
+      let req;
+      try {
+        req = parseSoapRequest(body, soapAction);
+      } catch (e) {
+        this.refusedLog.warn({ renderer: r.friendlyName, err: (e as Error).message.slice(0, 200) });
+        throw e;
+      }
       if (req.serviceType !== SERVICES[service].type) throw new UpnpError('InvalidAction', `this is ${SERVICES[service].type}`);
       const out = await r.act(service, req.action, req.args);
       return { status: 200, body: soapResponse(req.serviceType, req.action, out) };
     } catch (e) {
       const err = toUpnpError(e);
+      if (err.message.startsWith('refused:')) this.refusedLog.warn({ renderer: r.friendlyName, code: err.code, err: err.message });
       this.log.debug({ renderer: r.friendlyName, code: err.code, err: err.message }, 'DLNA: action refused');
       return { status: 500, body: soapFault(err) };
     }

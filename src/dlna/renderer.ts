@@ -4,6 +4,7 @@ import { formatTime, parseTime, readDidl, writeDidl } from './didl';
 import { type AnnounceMode, type HubChange, type HubPort, type ZoneRef } from './hub-port';
 import { findAction, type ServiceName, type TransportState } from './scpd';
 import { UpnpError } from './soap';
+import { checkUrlTarget } from './url-policy';
 import { ChangeWaits } from './change-waits';
 import { AVT_EVENTED, checkUrl, lastChange, SINK_PROTOCOLS, toHubVolume, toUpnpError, toUpnpVolume } from './renderer-values';
 
@@ -60,6 +61,8 @@ export class Renderer {
   private readonly inflight = new Set<Promise<void>>();
   /** Waits for the hub's changes to arrive here (Stop for its STOPPED, a play for its zone). */
   private readonly waits = new ChangeWaits();
+  /** dlna.allowLocalUrls: URIs at the hub's own machine are taken (url-policy.ts). */
+  allowLocalUrls = false;
 
   constructor(
     readonly id: RendererIdentity,
@@ -265,6 +268,7 @@ export class Renderer {
         return this.setUri(a.CurrentURI, a.CurrentURIMetaData);
       case 'AVTransport#SetNextAVTransportURI':
         if (a.NextURI) checkUrl(a.NextURI);
+        await checkUrlTarget(a.NextURI.trim(), this.allowLocalUrls);
         this.nextUri = a.NextURI.trim();
         this.nextMeta = a.NextURIMetaData;
         return {};
@@ -351,6 +355,7 @@ export class Renderer {
   private async setUri(uri: string, meta: string): Promise<Record<string, string>> {
     const url = uri.trim();
     if (url) checkUrl(url);
+    await checkUrlTarget(url, this.allowLocalUrls);
     const playing = this.transportState() === 'PLAYING' && this.id.kind !== 'announce';
     this.uri = url;
     this.meta = meta;

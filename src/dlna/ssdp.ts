@@ -2,6 +2,8 @@ import { createSocket, type Socket } from 'node:dgram';
 import { networkInterfaces } from 'node:os';
 import type { Logger } from '../logger';
 import { LimitedLog } from '../logging/limited-log';
+import type { AllowList } from '../net/allow-list';
+import { KeyedBuckets, TokenBucket } from '../net/token-bucket';
 
 /**
  * The renderers' half of SSDP: answers M-SEARCH and announces (NOTIFY alive/byebye) on one
@@ -9,10 +11,14 @@ import { LimitedLog } from '../logging/limited-log';
  * datagrams from other subnets ignored (the kernel hands group traffic of every interface to a
  * socket on port 1900).
  *
- * Bounded: at most MAX_PENDING answers wait to be sent, a sender gets at most
- * SEARCHES_PER_SOURCE searches answered per second, and everything leaves through one paced
- * queue (SEND_PER_TICK datagrams per TICK_MS), so a flood of M-SEARCHes costs neither memory
- * nor a packet storm.
+ * Bounded: at most MAX_PENDING answers wait to be sent, and everything leaves through one
+ * paced queue (SEND_PER_TICK datagrams per TICK_MS), so a flood of M-SEARCHes costs neither
+ * memory nor a packet storm. Answers are rate-limited by token buckets counted in datagrams,
+ * not searches (issue 32 item 11: one 94-byte ssdp:all brings an answer per device and
+ * service, ~42 for a few speakers, and a search with a forged source aims them at a victim):
+ * per source ANSWERS_PER_SOURCE a second (a burst of one full ssdp:all at least), and
+ * ANSWERS_TOTAL a second from all sources together. A search the buckets cannot answer whole
+ * is not answered at all (a partial answer would look like missing renderers).
  */
 
 export const SSDP_GROUP = '239.255.255.250';
@@ -28,7 +34,12 @@ export interface SsdpDevice {
 }
 
 const MAX_PENDING = 4000;
-const SEARCHES_PER_SOURCE = 10;
+/** Answers (datagrams) a second per source, and its burst (raised to one full ssdp:all when that is more). */
+export const ANSWERS_PER_SOURCE = 50;
+const SOURCE_BURST = 100;
+/** Answers a second from all sources together, and the burst. */
+export const ANSWERS_TOTAL = 200;
+const TOTAL_BURST = 400;
 const MAX_SOURCES = 1024;
 const TICK_MS = 20;
 const SEND_PER_TICK = 20;
@@ -48,7 +59,10 @@ export class SsdpServer {
   private queue: Outgoing[] = [];
   private timer?: NodeJS.Timeout;
   private alive?: NodeJS.Timeout;
-  private readonly perSource = new Map<string, { windowStart: number; count: number }>();
+  private readonly perSource = new KeyedBuckets(SOURCE_BURST, ANSWERS_PER_SOURCE, MAX_SOURCES);
+  private readonly total = new TokenBucket(TOTAL_BURST, ANSWERS_TOTAL);
+  /** Answers (datagrams) refused by the rate limits since start (tests, the bench). */
+  refusedAnswers = 0;
   private readonly refused: LimitedLog;
   private readonly onSubnet: (ip: string) => boolean;
   private stopped = false;
@@ -62,6 +76,8 @@ export class SsdpServer {
     private readonly maxAgeSeconds: number,
     private readonly serverHeader: string,
     private readonly log: Logger,
+    /** dlna.allow: searches from other hosts are not answered. */
+    private readonly allow?: AllowList,
   ) {
     this.onSubnet = subnetFilter(address);
     this.refused = new LimitedLog(log, 'DLNA: M-SEARCH not answered (rate limit)');
@@ -159,7 +175,7 @@ export class SsdpServer {
   }
 
   private receive(datagram: Buffer, from: string, port: number): void {
-    if (this.stopped || !this.onSubnet(from) || datagram.length > 4096) return;
+    if (this.stopped || !this.onSubnet(from) || datagram.length > 4096 || (this.allow && !this.allow.allows(from))) return;
     const text = datagram.toString('latin1');
     if (/^NOTIFY \* HTTP\/1\.[01]\r?\n/i.test(text)) return this.heard(datagram, from);
     if (!/^M-SEARCH \* HTTP\/1\.[01]\r?\n/i.test(text)) return;
@@ -172,27 +188,26 @@ export class SsdpServer {
     // The same rule for searches: a SpeakerHub on this very address is not answered; other
     // control points on this machine (a Home Assistant beside the hub) are.
     if (from === this.address && /SpeakerHub/i.test(headers['user-agent'] ?? '')) return;
-    if (!this.admit(from)) return;
     // MX (1–5 s) spreads the answers of many devices; a unicast search without MX is answered at once.
     const mx = Math.max(0, Math.min(5, Number.parseInt(headers.mx ?? '0', 10) || 0));
     const st = headers.st;
-    for (const d of this.devices.values()) {
-      for (const t of this.notifyTargets(d)) {
-        if (st !== 'ssdp:all' && st !== t.nt) continue;
-        const message = [
-          'HTTP/1.1 200 OK',
-          `CACHE-CONTROL: max-age=${this.maxAgeSeconds}`,
-          `DATE: ${new Date().toUTCString()}`,
-          'EXT:',
-          `LOCATION: ${d.location}`,
-          `SERVER: ${this.serverHeader}`,
-          `ST: ${t.nt}`,
-          `USN: ${t.usn}`,
-          'CONTENT-LENGTH: 0',
-        ].join('\r\n');
-        const at = Date.now() + Math.floor(Math.random() * mx * 1000 * 0.5);
-        if (!this.enqueue({ at, message: Buffer.from(message + '\r\n\r\n'), address: from, port })) return;
-      }
+    const answers: { d: SsdpDevice; t: { nt: string; usn: string } }[] = [];
+    for (const d of this.devices.values()) for (const t of this.notifyTargets(d)) if (st === 'ssdp:all' || st === t.nt) answers.push({ d, t });
+    if (!answers.length || !this.admit(from, answers.length)) return;
+    for (const { d, t } of answers) {
+      const message = [
+        'HTTP/1.1 200 OK',
+        `CACHE-CONTROL: max-age=${this.maxAgeSeconds}`,
+        `DATE: ${new Date().toUTCString()}`,
+        'EXT:',
+        `LOCATION: ${d.location}`,
+        `SERVER: ${this.serverHeader}`,
+        `ST: ${t.nt}`,
+        `USN: ${t.usn}`,
+        'CONTENT-LENGTH: 0',
+      ].join('\r\n');
+      const at = Date.now() + Math.floor(Math.random() * mx * 1000 * 0.5);
+      if (!this.enqueue({ at, message: Buffer.from(message + '\r\n\r\n'), address: from, port })) return;
     }
   }
 
@@ -221,26 +236,22 @@ export class SsdpServer {
     if (!this.devices.has(udn)) this.onForeignDevice(udn);
   }
 
-  /** Per-source rate limit of answered searches (the table of sources is bounded too). */
-  private admit(from: string): boolean {
+  /** Takes `answers` tokens from the source's bucket and the total one, or refuses the search. */
+  private admit(from: string, answers: number): boolean {
     const now = Date.now();
-    let e = this.perSource.get(from);
-    if (!e || now - e.windowStart >= 1000) {
-      if (!e && this.perSource.size >= MAX_SOURCES) {
-        for (const [k, v] of this.perSource) if (now - v.windowStart >= 1000) this.perSource.delete(k);
-        if (this.perSource.size >= MAX_SOURCES) {
-          this.refused.warn({ from, reason: 'too many senders' });
-          return false;
-        }
-      }
-      e = { windowStart: now, count: 0 };
-      this.perSource.set(from, e);
+    const mine = this.perSource.get(from, now);
+    let reason: string | undefined;
+    if (!mine) reason = 'too many senders';
+    // A bucket smaller than one full answer would never let a search through: take it all from a full one.
+    else if (!mine.take(Math.min(answers, mine.burst), now)) reason = 'answers per source';
+    else if (!this.total.take(Math.min(answers, this.total.burst), now)) {
+      mine.giveBack(Math.min(answers, mine.burst));
+      reason = 'answers in total';
     }
-    if (++e.count > SEARCHES_PER_SOURCE) {
-      this.refused.warn({ from, reason: 'searches per second' });
-      return false;
-    }
-    return true;
+    if (!reason) return true;
+    this.refusedAnswers += answers;
+    this.refused.warn({ from, reason, answers });
+    return false;
   }
 
   private enqueue(o: Outgoing, bounded = true): boolean {

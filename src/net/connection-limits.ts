@@ -10,6 +10,8 @@ export interface ConnectionLimits {
   maxConnectionsPerAddress: number;
   /** Addresses the per-address limit does not apply to (the global one still does). */
   perAddressExempt?: (address: string) => boolean;
+  /** Addresses served at all (an allow-list); others are reset before any byte is read. */
+  admits?: (address: string) => boolean;
 }
 
 /** Loopback: on the media server, the hub's own virtual speakers (one fetch each). */
@@ -34,6 +36,12 @@ export function installConnectionLimits(server: Server, limits: ConnectionLimits
   const refused = new LimitedLog(log, `${name}: connection refused, limit reached`);
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? '?';
+    if (limits.admits && !limits.admits(address)) {
+      refused.warn({ address, limit: 'allow-list' });
+      socket.on('error', () => undefined);
+      socket.resetAndDestroy();
+      return;
+    }
     const mine = perAddress.get(address) ?? 0;
     const overAddress = mine >= limits.maxConnectionsPerAddress && !limits.perAddressExempt?.(address);
     if (total >= limits.maxConnections || overAddress) {

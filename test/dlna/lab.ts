@@ -164,12 +164,12 @@ export class DlnaLab {
   web!: JsonLines<{ evt: string; method?: string; path?: string; from?: string; t?: number }>;
   hubs: LabHub[] = [];
 
-  /** extraHosts: more namespaces on the LAN (e.g. for gmediarender renderers). */
-  static async start(extraHosts: string[] = []): Promise<DlnaLab> {
+  /** extraHosts: more namespaces on the LAN (e.g. for gmediarender renderers); network: another LAB_NETWORKS entry. */
+  static async start(extraHosts: string[] = [], network: { prefix: string; subnet: string } = LAB_NETWORKS.dlna): Promise<DlnaLab> {
     ensureBuilt();
     const lab = new DlnaLab();
     try {
-      lab.lan = await Lan.create({ prefix: PREFIX, subnet: SUBNET, hosts: ['hub', 'web', 'cp', 'hubb', ...extraHosts] });
+      lab.lan = await Lan.create({ prefix: network.prefix, subnet: network.subnet, hosts: ['hub', 'web', 'cp', 'hubb', ...extraHosts] });
       makeMedia(join(lab.tmp, 'web'));
       const web = lab.lan.host('web');
       lab.web = new JsonLines(

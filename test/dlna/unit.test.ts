@@ -8,6 +8,17 @@ import { parseSoapRequest, soapFault, UpnpError } from '../../src/dlna/soap';
 import { decodeEntities } from '../../src/dlna/xml';
 import { deviceDescription, rendererUdn } from '../../src/dlna/description';
 import { createLogger } from '../../src/logger';
+import { checkUrlTarget } from '../../src/dlna/url-policy';
+import { AllowList, AllowListSchema } from '../../src/net/allow-list';
+import { KeyedBuckets, TokenBucket } from '../../src/net/token-bucket';
+import {
+  attr as sharedAttr,
+  checkShape,
+  child as sharedChild,
+  parseXml as parseShared,
+  text as sharedText,
+  XmlError as SharedXmlError,
+} from '../../src/protocols/upnp/xml';
 
 /** The DLNA front end's pure parts, in process: SOAP parsing, XML bounds, SCPDs, GENA bookkeeping. */
 
@@ -155,5 +166,87 @@ describe('GENA bookkeeping', () => {
     } finally {
       g.close();
     }
+  });
+});
+
+describe('hostile LAN peers (issue 32): the shared XML policy, allow-lists, rate limits, GENA per address', () => {
+  const log = createLogger({ level: 'silent' });
+
+  test('one linear shape check: quadratic inputs, DOCTYPE, unterminated markup, depth and item bounds are refused; good XML parses', () => {
+    const refused = (doc: string, bounds = {}) => {
+      try {
+        parseShared(doc, bounds);
+        return 'parsed';
+      } catch (e) {
+        expect(e).toBeInstanceOf(SharedXmlError);
+        return (e as Error).message;
+      }
+    };
+    expect(refused('<a'.repeat(32_000))).toBe("'<' inside a tag");
+    expect(refused(`<a b="${'<'.repeat(10)}"/>`)).toBe("'<' inside an attribute value");
+    expect(refused('<!DOCTYPE a [<!ENTITY x "y">]><a>&x;</a>')).toMatch(/DOCTYPE/);
+    expect(refused('<a><!-- never closed')).toBe('unterminated comment');
+    expect(refused('<a><![CDATA[ never closed')).toBe('unterminated CDATA section');
+    expect(refused(`<a b="${'x'.repeat(1000)}`)).toBe('unterminated tag');
+    expect(refused('<a>'.repeat(33) + '</a>'.repeat(33))).toMatch(/nested deeper than 32/);
+    expect(refused(`<r>${'<a/>'.repeat(20)}</r>`, { maxItems: 10 })).toMatch(/more than 10 elements and attributes/);
+    expect(refused(`<r ${Array.from({ length: 20 }, (_, i) => `a${i}="1"`).join(' ')}/>`, { maxItems: 10 })).toMatch(/more than 10/);
+    // Quotes may hold '>', comments and CDATA may hold '<': all fine.
+    const doc = parseShared('<?xml version="1.0"?><r a="x>y"><!-- <c> --><t><![CDATA[<b>]]></t><u>&lt;1&amp;2&#x41;&unknown;</u></r>');
+    expect(sharedAttr(sharedChild(doc, 'r'), 'a')).toBe('x>y');
+    expect(sharedText(sharedChild(sharedChild(doc, 'r'), 'u'))).toBe('<1&2A&unknown;');
+    // 64 KB of the attack: one pass (a test asserts no time; bench/hostile-lan.js measures it).
+    expect(() => checkShape('<a'.repeat(32 * 1024), 32, 1024)).toThrow(SharedXmlError);
+  });
+
+  test('allow-lists: addresses and CIDR subnets (IPv4, IPv6, v4-mapped); empty allows any; bad entries are config errors', () => {
+    const any = new AllowList([]);
+    expect(any.any && any.allows('203.0.113.9')).toBe(true);
+    const lan = new AllowList(['192.168.1.0/24', '10.0.0.7', 'fd00::/8']);
+    expect(lan.allows('192.168.1.200')).toBe(true);
+    expect(lan.allows('::ffff:192.168.1.3')).toBe(true);
+    expect(lan.allows('192.168.2.1')).toBe(false);
+    expect(lan.allows('10.0.0.7')).toBe(true);
+    expect(lan.allows('10.0.0.8')).toBe(false);
+    expect(lan.allows('fd12::1')).toBe(true);
+    expect(lan.allows('fe80::1')).toBe(false);
+    expect(lan.allows(undefined)).toBe(false);
+    expect(AllowListSchema.safeParse(['192.168.1.0/24']).success).toBe(true);
+    for (const bad of ['192.168.1.0/33', 'lan', '300.1.1.1', '::/129']) expect(AllowListSchema.safeParse([bad]).success).toBe(false);
+  });
+
+  test('token buckets: a burst, then the rate; a full table of busy keys refuses a new one', () => {
+    const b = new TokenBucket(10, 5, 0);
+    expect(b.take(10, 0)).toBe(true);
+    expect(b.take(1, 0)).toBe(false);
+    expect(b.take(5, 1000)).toBe(true);
+    expect(b.take(1, 1000)).toBe(false);
+    const keyed = new KeyedBuckets(2, 1, 2);
+    expect(keyed.get('a', 0)!.take(2, 0)).toBe(true);
+    expect(keyed.get('b', 0)!.take(2, 0)).toBe(true);
+    expect(keyed.get('c', 0)).toBeUndefined();
+    expect(keyed.get('c', 5000)).toBeDefined(); // a and b refilled: forgotten
+  });
+
+  test('GENA: one address holds at most maxPerAddressPerService of a service and maxPerAddress in all; others still subscribe', () => {
+    const g = new Gena({ maxPerService: 16, maxTotal: 100, maxSeconds: 600, maxPerAddressPerService: 2, maxPerAddress: 3 }, log, '127.0.0.1', 'test');
+    const sub = (key: string, source: string) =>
+      g.handle('SUBSCRIBE', key, { callback: `<http://${source}/cb>`, nt: 'upnp:event', timeout: 'Second-300' }, source, () => '').status;
+    try {
+      expect([1, 2, 3].map(() => sub('a/AVTransport', '10.0.0.5'))).toEqual([200, 200, 503]);
+      expect(sub('b/AVTransport', '10.0.0.5')).toBe(200);
+      expect(sub('c/AVTransport', '10.0.0.5')).toBe(503);
+      expect(sub('a/AVTransport', '10.0.0.6')).toBe(200);
+    } finally {
+      g.close();
+    }
+  });
+
+  test('URIs at the hub’s own machine are refused with 716 unless allowed', async () => {
+    for (const uri of ['http://127.0.0.1:8090/x', 'http://localhost/x', 'http://[::1]/x', 'http://169.254.169.254/', 'http://0.0.0.0/']) {
+      await expect(checkUrlTarget(uri, false)).rejects.toMatchObject({ code: 716 });
+      await expect(checkUrlTarget(uri, true)).resolves.toBeUndefined();
+    }
+    await expect(checkUrlTarget('http://192.0.2.10/song.mp3', false)).resolves.toBeUndefined();
   });
 });

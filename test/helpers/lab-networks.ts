@@ -11,6 +11,10 @@ export const LAB_NETWORKS = {
   /** bench/announce-upnp.js (plain JS, so it spells these out; keep them equal). */
   announceUpnpBench: { prefix: 'shannb', subnet: '10.231.13' },
   dlna: { prefix: 'shdl', subnet: '10.231.15' },
+  /** test/dlna/hostile.test.ts: hostile control points beside a real one (issue 32). */
+  dlnaHostile: { prefix: 'shdlx', subnet: '10.231.47' },
+  /** bench/hostile-lan.js (npm run bench:hostile): the same attacks, measured. */
+  dlnaHostileBench: { prefix: 'shdlb', subnet: '10.231.49' },
   /** Per-process /24s inside these /16s (third octet = pid % 250), so parallel runs never meet. */
   airplay: { prefix: 'ap', subnet: '10.213' },
   squeezeboxDiscovery: { prefix: 'sb', subnet: '10.214' },

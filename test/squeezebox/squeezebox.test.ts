@@ -83,7 +83,14 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
         server: { host: '127.0.0.1', port: 0, token: TOKEN },
         media: { samples: false, folders: [mediaDir] },
         log: { level: 'debug' },
-        squeezebox: { port, host: '127.0.0.1', heloTimeoutMs: 1000, maxConnections: 20 },
+        squeezebox: {
+          port,
+          host: '127.0.0.1',
+          heloTimeoutMs: 1000,
+          maxConnections: 20,
+          maxConnectionsPerAddress: 100,
+          newConnectionsPerSecond: 10_000,
+        },
       } as any,
       { logger },
     );

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AllowListSchema } from '../../net/allow-list';
 
 /** The port Squeezebox players and servers use for SlimProto (TCP) and discovery (UDP). */
 export const SLIMPROTO_PORT = 3483;
@@ -19,6 +20,23 @@ export const SqueezeboxConfigSchema = z
     audioPort: z.number().int().min(0).max(65535).default(0),
     /** Most SlimProto connections at once (players and anything else); more are refused. */
     maxConnections: z.number().int().min(1).max(10_000).default(64),
+    /** Most SlimProto connections from one address (a host running several squeezelites needs one each). */
+    maxConnectionsPerAddress: z.number().int().min(1).max(10_000).default(8),
+    /** New SlimProto connections a second from one address (burst: twice this); more are reset at accept. */
+    newConnectionsPerSecond: z.number().int().min(1).max(10_000).default(10),
+    /** Most players (MACs) first seen from one address; offline ones count until forgotten. */
+    maxPlayersPerAddress: z.number().int().min(1).max(256).default(16),
+    /**
+     * A connection that said HELO becomes a player once it answers a keepalive with a STAT within
+     * this time, and is closed when it stops reporting for this long (players answer every
+     * keepalive, sent every 2 s; ms).
+     */
+    statTimeoutMs: z.number().int().min(500).max(120_000).default(10_000),
+    /**
+     * Hosts the SlimProto server answers: addresses or CIDR subnets. SlimProto carries no API
+     * token, so any host that can reach the port can be a player; empty (the default) = any host.
+     */
+    allow: AllowListSchema,
     /** A connection that has not said HELO within this time is closed (ms). */
     heloTimeoutMs: z.number().int().min(100).max(60_000).default(5000),
     /** A player that does not report its buffer ready (or its start) within this time fails the play (ms). */

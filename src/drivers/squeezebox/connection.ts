@@ -29,6 +29,8 @@ export class PlayerConnection extends EventEmitter<ConnectionEvents> {
   private heloTimer?: NodeJS.Timeout;
   helo?: Helo;
   private closed = false;
+  /** Hub ms of the last STAT (undefined: none yet). A player answers every `strm t` with one. */
+  lastStatAt?: number;
 
   constructor(
     readonly socket: Socket,
@@ -62,12 +64,19 @@ export class PlayerConnection extends EventEmitter<ConnectionEvents> {
           this.emit('helo', this.helo);
           continue;
         }
-        if (f.opcode === 'STAT') this.emit('stat', parseStat(f.body), at);
-        else if (f.opcode === 'SETD') {
+        if (f.opcode === 'STAT') {
+          const stat = parseStat(f.body);
+          this.lastStatAt = at;
+          this.emit('stat', stat, at);
+        } else if (f.opcode === 'SETD') {
           const d = parseSetd(f.body);
           if (d.id === 0 && d.value) this.emit('name', d.value);
-        } else if (f.opcode === 'HELO') this.helo = parseHelo(f.body);
-        else if (f.opcode === 'BYE!') this.socket.end();
+        } else if (f.opcode === 'HELO') {
+          // A player says HELO again after a stream ends; a different MAC on the same connection is not a player.
+          const again = parseHelo(f.body);
+          if (again.mac !== this.helo.mac) throw new SlimProtoError('NotHelo', `a second HELO changed the MAC (${this.helo.mac} → ${again.mac})`);
+          this.helo = again;
+        } else if (f.opcode === 'BYE!') this.socket.end();
         // DSCO, RESP, META, IR, BUTN…: nothing the hub needs.
       }
     } catch (e) {
@@ -81,6 +90,28 @@ export class PlayerConnection extends EventEmitter<ConnectionEvents> {
     clearTimeout(this.heloTimer);
     this.emit('fault', err);
     this.socket.destroy();
+  }
+
+  get isClosed(): boolean {
+    return this.closed || this.socket.destroyed;
+  }
+
+  /** Resolves true at the next STAT, false when none comes within ms or the connection closes first. */
+  nextStat(ms: number): Promise<boolean> {
+    if (this.isClosed) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        this.off('stat', onStat);
+        this.off('close', onClose);
+        resolve(ok);
+      };
+      const onStat = () => done(true);
+      const onClose = () => done(false);
+      const timer = setTimeout(() => done(false), ms);
+      this.on('stat', onStat);
+      this.on('close', onClose);
+    });
   }
 
   send(frame: Buffer): boolean {

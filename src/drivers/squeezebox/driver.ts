@@ -2,7 +2,9 @@ import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { EventEmitter } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from '../../logger';
+import { AllowList } from '../../net/allow-list';
 import { digitId, type DriverEvents, type MediaRequest, type SpeakerDriver } from '../driver';
+import { PlayerAdmission } from './admission';
 import { AudioServer, type AudioOffer } from './audio-server';
 import type { PlayerVolumes } from '../../persistence/player-volumes';
 import type { SqueezeboxConfig } from './config';
@@ -17,8 +19,6 @@ const KEEPALIVE_MS = 2000;
 const REFUSAL_LOG_MS = 10_000;
 /** Most discovery answers per second (a broadcast storm must not make the hub one). */
 const MAX_DISCOVERY_REPLIES_PER_S = 20;
-/** Most players (MACs) the driver keeps: a client inventing MACs cannot grow the speaker list without end. */
-const MAX_PLAYERS = 256;
 /** Least notice a player gets of its start moment (strm u on the way, the player's clock mapped). */
 const MIN_START_NOTICE_MS = 50;
 
@@ -40,10 +40,16 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
   private readonly refusals = new Map<string, { at: number; suppressed: number }>();
   private discoveryWindow = { at: 0, count: 0 };
   private readonly log: Logger;
+  private readonly allow: AllowList;
+  /** Who becomes (and stays) a player: per-address caps, STAT deadline, MAC claims (admission.ts). */
+  private readonly admission: PlayerAdmission;
 
   constructor(private readonly opts: { config: SqueezeboxConfig; logger: Logger; volumes?: PlayerVolumes }) {
     super();
     this.log = opts.logger;
+    this.allow = new AllowList(opts.config.allow);
+    const table = { byMac: this.byMac, forget: (mac: string) => this.forget(mac), refuse: this.refuse.bind(this) };
+    this.admission = new PlayerAdmission(opts.config, this.allow, table, opts.logger);
     this.audio = new AudioServer({ host: opts.config.host, port: opts.config.audioPort, logger: opts.logger, maxStreams: 64 });
   }
 
@@ -66,7 +72,8 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
     const cfg = this.opts.config;
     await this.opts.volumes?.load();
     await this.audio.start();
-    const server = createServer((socket) => this.accept(socket));
+    // Paused until admitted: a refused connection (a flood) costs no read before it is reset.
+    const server = createServer({ pauseOnConnect: true }, (socket) => this.accept(socket));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(cfg.port, cfg.host, () => resolve());
@@ -76,19 +83,27 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
     const addr = server.address();
     this.port = typeof addr === 'object' && addr ? addr.port : cfg.port;
     this.log.info({ port: this.port, audioPort: this.audio.port }, `squeezebox: SlimProto server on port ${this.port}`);
+    // SlimProto has no way to carry the API token: say so where the operator looks (issue 32 item 6).
+    this.log.warn(
+      { allow: this.allow.describe() },
+      `squeezebox: SlimProto takes no API token: ${this.allow.any ? 'any host on the LAN' : `hosts in ${this.allow.describe()}`} may connect as a player (limit with squeezebox.allow)`,
+    );
     if (cfg.discovery) await this.startDiscovery();
     this.keepaliveTimer = setInterval(() => {
       for (const s of this.byMac.values()) s.keepalive();
+      this.admission.closeSilent();
     }, KEEPALIVE_MS);
     this.keepaliveTimer.unref();
   }
 
   async stop(): Promise<void> {
     clearInterval(this.keepaliveTimer);
+    const server = this.server;
+    this.server = undefined;
     for (const s of this.byMac.values()) await s.stop().catch(() => undefined);
     for (const c of this.connections) c.close();
     this.udp?.close();
-    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
     await this.audio.stop();
     await this.opts.volumes?.close();
   }
@@ -113,33 +128,51 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
 
   private accept(socket: Socket): void {
     const peer = (socket.remoteAddress ?? '').replace(/^::ffff:/, '');
-    if (this.connections.size >= this.opts.config.maxConnections) {
-      this.refuse('limit', `connection refused: ${this.opts.config.maxConnections} SlimProto connections are open already`, { peer });
+    const refused = this.admission.connect(peer, this.connections.size);
+    if (refused) {
+      this.refuse(refused.kind, refused.message, { peer });
       socket.on('error', () => undefined);
-      socket.destroy();
+      // Reset rather than FIN: nothing is owed to a refused client, and no TIME_WAIT is kept.
+      socket.resetAndDestroy();
       return;
     }
     const conn = new PlayerConnection(socket, this.opts.config.heloTimeoutMs);
+    socket.resume();
     this.connections.add(conn);
     let speaker: SqueezeboxSpeaker | undefined;
     conn.on('fault', (err) => this.refuse(err.code, `connection from ${peer} closed: ${err.message}`, { peer, code: err.code }));
     conn.on('helo', (helo) => {
-      if (!this.byMac.has(helo.mac) && this.byMac.size >= MAX_PLAYERS) {
-        this.refuse('players', `player ${helo.mac} refused: ${MAX_PLAYERS} players are known already`, { peer });
-        conn.close();
-        return;
-      }
-      speaker = this.playerConnected(conn, helo);
+      this.admission
+        .admit(conn, helo)
+        .then((ok) => {
+          if (ok && !conn.isClosed && this.server) speaker = this.playerConnected(conn, helo);
+        })
+        .catch((e: Error) => {
+          this.log.warn({ err: e.message, peer }, 'squeezebox: player admission failed');
+          conn.close();
+        });
     });
     conn.on('stat', (stat, at) => speaker?.onStat(stat, at));
     conn.on('name', (name) => speaker?.rename(name));
     conn.on('close', () => {
       this.connections.delete(conn);
+      this.admission.disconnected(peer);
       if (speaker) {
         if (speaker.conn === conn) this.log.info({ speaker: speaker.id, mac: conn.helo?.mac }, `squeezebox: ${speaker.info().name} disconnected`);
         speaker.detach(conn);
+        if (!speaker.conn && conn.helo) this.admission.offline(conn.helo.mac);
       }
     });
+  }
+
+  /** Drops an offline player from the speaker list (the table is full; admission.ts chose it). */
+  private forget(mac: string): void {
+    const s = this.byMac.get(mac);
+    if (!s || s.conn) return;
+    this.byMac.delete(mac);
+    this.admission.forgotten(mac);
+    this.emit('speakerRemoved', s);
+    void s.stop().catch(() => undefined);
   }
 
   private playerConnected(conn: PlayerConnection, helo: Helo): SqueezeboxSpeaker {
