@@ -120,10 +120,12 @@ export function driverConformance(name: string, setup: () => Promise<Conformance
     /** Plays and checks the contract: resolves, state event 'playing', state 'playing'. */
     async function playAndExpectPlaying(s: Speaker, media: MediaRequest): Promise<void> {
       const rec = record(s);
+      // A repeated 'playing' is no event (BaseSpeaker.setPlayState): one playing already may go straight on.
+      const was = s.state;
       try {
         await s.play(media);
         expect(s.state).toBe('playing');
-        await rec.until(`${s.id}: a 'playing' state event`, isState('playing'), slow(2000));
+        if (was !== 'playing') await rec.until(`${s.id}: a 'playing' state event`, isState('playing'), slow(2000));
       } finally {
         rec.done();
       }
