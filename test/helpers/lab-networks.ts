@@ -18,4 +18,6 @@ export const LAB_NETWORKS = {
   party: { prefix: 'shparty', subnet: '10.231.21' },
   /** test/upnp/zones.test.ts: two gmediarender renderers, one zone each. */
   upnpZones: { prefix: 'shupz', subnet: '10.231.23' },
+  /** test/drivers/conformance/upnp.test.ts: the driver conformance suite's gmediarender. */
+  conformanceUpnp: { prefix: 'shcfu', subnet: '10.231.41' },
 } as const;

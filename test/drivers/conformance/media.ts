@@ -45,9 +45,25 @@ export async function startConformanceMedia(host = '127.0.0.1'): Promise<Conform
       if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value as string);
       cache.set(key, wav);
     }
-    const head = { 'Content-Type': 'audio/wav', 'Content-Length': wav.length, 'Accept-Ranges': 'none' };
-    if (req.method === 'HEAD') res.writeHead(200, head).end();
-    else res.writeHead(200, head).end(wav);
+    // Byte ranges, as the hub's media server serves them: renderers seek (startAt, restore) by Range.
+    const range = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range ?? '');
+    let body = wav;
+    let status = 200;
+    const head: Record<string, string | number> = { 'Content-Type': 'audio/wav', 'Accept-Ranges': 'bytes' };
+    if (range && (range[1] || range[2])) {
+      const start = range[1] ? Number(range[1]) : Math.max(0, wav.length - Number(range[2]));
+      const end = range[1] && range[2] ? Math.min(Number(range[2]), wav.length - 1) : wav.length - 1;
+      if (start > end || start >= wav.length) {
+        res.writeHead(416, { 'Content-Range': `bytes */${wav.length}` }).end();
+        return;
+      }
+      body = wav.subarray(start, end + 1);
+      status = 206;
+      head['Content-Range'] = `bytes ${start}-${end}/${wav.length}`;
+    }
+    head['Content-Length'] = body.length;
+    if (req.method === 'HEAD') res.writeHead(status, head).end();
+    else res.writeHead(status, head).end(body);
   });
   await new Promise<void>((r) => server.listen(0, host, r));
   const port = (server.address() as AddressInfo).port;

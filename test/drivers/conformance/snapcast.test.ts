@@ -57,9 +57,6 @@ driverConformance(
   },
   {
     gaps: {
-      // src/drivers/snapcast/client-speaker.ts hubVolume(): "a muted client reads volume 0", and
-      // setting volume 0 mutes; the contract (driver.ts Speaker.setMute) says a muted speaker keeps its level.
-      mute: 'a muted snapclient reports volume 0 (hubVolume), not the level it keeps',
       // src/drivers/snapcast/server.ts snapshot()/restore(): by design the snapshot holds the
       // client's group, stream and volume; the hub's own media is replayed by the core, not restored.
       snapshot: "snapshot() holds group, stream and volume but not the hub's own media or position; restore() does not replay it",

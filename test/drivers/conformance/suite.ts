@@ -213,19 +213,22 @@ export function driverConformance(name: string, setup: () => Promise<Conformance
       }
     });
 
-    conformance('mute', 'setMute() when capabilities.mute: isMuted follows, the volume stays', async () => {
+    conformance('mute', 'setMute() when capabilities.mute: isMuted follows, the level is kept and back on unmute', async () => {
       const s = first();
-      if (!caps(s).mute) {
-        expect(s.setMute === undefined || !caps(s).mute).toBe(true);
-        return;
-      }
+      if (!caps(s).mute) return;
+      await s.setVolume(s.volume === 21 ? 22 : 21);
       const volume = s.volume;
       await s.setMute!(true);
       await waitFor(() => s.isMuted!() === true, slow(3000), `${s.id}: muted`);
-      expect(s.volume).toBe(volume);
+      // A muted speaker keeps its level; some report volume 0 while muted (UPnP, Snapcast: the
+      // hub's Volume of a muted speaker), none may report another level.
+      expect([volume, 0]).toContain(s.volume);
       await s.setMute!(false);
-      await waitFor(() => s.isMuted!() === false, slow(3000), `${s.id}: unmuted`);
-      expect(s.volume).toBe(volume);
+      await waitFor(
+        () => s.isMuted!() === false && s.volume === volume,
+        slow(3000),
+        () => `${s.id}: unmuted at ${volume} (${s.volume})`,
+      );
     });
 
     conformance('seek', 'play() honours startAt when capabilities.seek', async () => {
