@@ -19,5 +19,5 @@ export const LAB_NETWORKS = {
   /** test/upnp/zones.test.ts: two gmediarender renderers, one zone each. */
   upnpZones: { prefix: 'shupz', subnet: '10.231.23' },
   /** test/drivers/conformance/upnp.test.ts: the driver conformance suite's gmediarender. */
-  conformanceUpnp: { prefix: 'shcfu', subnet: '10.231.41' },
+  conformanceUpnp: { prefix: 'shcfu', subnet: '10.231.61' },
 } as const;
