@@ -18,6 +18,7 @@ const UNIT = [
   'test/cloud/{oauth,relay,link-protocol}.test.ts',
   'test/tts/voicerss.test.ts',
   'test/drivers/{registry,capabilities}.test.ts',
+  'test/drivers/conformance/virtual.test.ts',
   'test/front-ends/embedded-hub.test.ts',
   'test/web-client.test.ts',
   'test/lab-networks.test.ts',

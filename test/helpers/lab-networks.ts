@@ -28,4 +28,6 @@ export const LAB_NETWORKS = {
   mpdRemote: { prefix: 'shmpr', subnet: '10.231.41' },
   /** bench/first-sound.js (plain JS, so it spells these out in bench/first-sound-peers.js; keep them equal): one gmediarender. */
   firstSoundBench: { prefix: 'shfsb', subnet: '10.231.55' },
+  /** test/drivers/conformance/upnp.test.ts: the driver conformance suite's gmediarender. */
+  conformanceUpnp: { prefix: 'shcfu', subnet: '10.231.61' },
 } as const;

@@ -313,6 +313,12 @@ export class RendererTransport {
         });
     }
     if (snap.state === 'paused' && gen === this.gen) await control.serial(() => control.avt('Pause'));
+    // Reported and watched like playback found on connect (reconcile), so IsPlaying says it and stop_play reaches it.
+    if (gen === this.gen && !this.session) {
+      this.session = { media: { url }, lastAdvanceAt: clock.now(), reportsPosition: false, foreign: true };
+      host.setState(snap.state === 'paused' ? 'paused' : 'playing');
+      this.schedulePoll(POLL_MS);
+    }
     log.info({ url: redactUrl(url), position: snap.position, state: snap.state }, 'restored what the renderer played before');
   }
 
