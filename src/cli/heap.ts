@@ -43,9 +43,16 @@ if (isCliProcess && process.env.SPEAKERHUB_V8_DEFAULTS !== '1') {
   startFlagsSet = true;
 }
 
-/** Start-up is over once the event loop was this idle for one window (the first publications are out)... */
+/**
+ * Start-up is over once the event loop was this idle for QUIET_WINDOWS windows in a row (the
+ * first publications are out)... One quiet window was not enough: the publications come in
+ * bursts, and a gap between two let TurboFan back on in time to optimize the next one (in
+ * about one start in four it compiled one small function, which paged in the compiler and a
+ * malloc arena: +3.5-4 MB of idle RSS, the high mode of `npm run bench` row 5).
+ */
 const QUIET_UTILIZATION = 0.1;
 const QUIET_WINDOW_MS = 100;
+const QUIET_WINDOWS = 5;
 /** ...or this long after the hub started, busy or not: a hub under load from its first second gets optimized. */
 const QUIET_WAIT_MAX_MS = 3000;
 
@@ -62,12 +69,14 @@ export function startupDone(force = false): Promise<void> {
   startFlagsSet = false;
   const began = performance.now();
   let last = performance.eventLoopUtilization();
+  let quiet = 0;
   return new Promise((resolve) => {
     const timer = setInterval(() => {
       const now = performance.eventLoopUtilization();
       const busy = performance.eventLoopUtilization(now, last).utilization;
       last = now;
-      if (busy >= QUIET_UTILIZATION && performance.now() - began < QUIET_WAIT_MAX_MS) return;
+      quiet = busy < QUIET_UTILIZATION ? quiet + 1 : 0;
+      if (quiet < QUIET_WINDOWS && performance.now() - began < QUIET_WAIT_MAX_MS) return;
       clearInterval(timer);
       for (const flag of AFTER_START_FLAGS) setFlagsFromString(flag);
       resolve();

@@ -9,10 +9,10 @@ import { HubError } from '../core/errors';
 import { messageOf } from '../util/error-message';
 import type { Logger } from '../logger';
 import { TtsEngineError } from './errors';
-import { EspeakProvider, type EspeakMode } from './espeak';
-import { FestivalProvider } from './festival';
+import type { EspeakMode } from './espeak';
+import { LazyTtsProvider } from './lazy-provider';
 import type { TtsAudio, TtsProvider } from './provider';
-import { VoiceRssProvider } from './voicerss';
+import { SPOKEN_TEXT_REVISION } from './spoken-text-revision';
 
 export interface TtsServiceOptions {
   provider: TtsProvider;
@@ -223,18 +223,35 @@ export interface TtsConfig {
   voicerss?: { key?: string; baseUrl?: string };
 }
 
-/** The provider named by the hub's tts config. */
-export function createTtsProvider(config: TtsConfig): TtsProvider {
+/** What synthesize() writes, per provider: known before the provider's module loads. */
+const WAV = { ext: 'wav', contentType: 'audio/wav' };
+/** VoiceRSS as the hub configures it: its default codec, MP3. */
+const MP3 = { ext: 'mp3', contentType: 'audio/mpeg' };
+
+/**
+ * The provider named by the hub's tts config. Its engine module loads on the first synthesis
+ * (LazyTtsProvider), so an idle hub does not hold it.
+ */
+export function createTtsProvider(config: TtsConfig): LazyTtsProvider {
   switch (config.provider) {
     case 'espeak':
-      return new EspeakProvider({ mode: config.espeak?.mode, binaryPath: config.espeak?.binaryPath });
+      return new LazyTtsProvider('espeak', WAV, SPOKEN_TEXT_REVISION, async () => {
+        const { EspeakProvider } = await import('./espeak');
+        return new EspeakProvider({ mode: config.espeak?.mode, binaryPath: config.espeak?.binaryPath });
+      });
     case 'festival':
       // Built even when festival is not installed: the hub starts and each TTS request fails
       // with TtsFailed (cause TtsEngineMissing) saying how to install it.
-      return new FestivalProvider({ binaryPath: config.festival?.binaryPath, voice: config.festival?.voice });
+      return new LazyTtsProvider('festival', WAV, SPOKEN_TEXT_REVISION, async () => {
+        const { FestivalProvider } = await import('./festival');
+        return new FestivalProvider({ binaryPath: config.festival?.binaryPath, voice: config.festival?.voice });
+      });
     case 'voicerss':
       // Built even without a key: the hub starts and each TTS request fails with TtsFailed saying why.
-      return new VoiceRssProvider({ key: config.voicerss?.key, baseUrl: config.voicerss?.baseUrl });
+      return new LazyTtsProvider('voicerss', MP3, undefined, async () => {
+        const { VoiceRssProvider } = await import('./voicerss');
+        return new VoiceRssProvider({ key: config.voicerss?.key, baseUrl: config.voicerss?.baseUrl });
+      });
     default:
       throw new Error(`unknown TTS provider "${(config as { provider: unknown }).provider}"`);
   }

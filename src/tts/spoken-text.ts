@@ -144,5 +144,5 @@ export function textForEngine(text: string, voice: string, engine: 'espeak' | 'f
   return speaksEnglish(voice, engine) ? spokenText(text) : text;
 }
 
-/** Part of the TTS cache key: a change to these rules is new audio for the same text. */
-export const SPOKEN_TEXT_REVISION = 'spoken-text-1';
+/** Part of the TTS cache key: a change to these rules is new audio for the same text (bump it there). */
+export { SPOKEN_TEXT_REVISION } from './spoken-text-revision';

@@ -113,9 +113,23 @@ test('evicts the least recently used entries beyond maxCacheEntries', async () =
 });
 
 describe('createTtsProvider', () => {
-  test('builds the configured provider', () => {
-    expect(createTtsProvider({ provider: 'espeak', espeak: { mode: 'wasm' } })).toBeInstanceOf(EspeakProvider);
-    expect(createTtsProvider({ provider: 'voicerss', voicerss: { key: 'k' } })).toBeInstanceOf(VoiceRssProvider);
+  test('builds the configured provider, on first use', async () => {
+    expect(await createTtsProvider({ provider: 'espeak', espeak: { mode: 'wasm' } }).provider()).toBeInstanceOf(EspeakProvider);
+    expect(await createTtsProvider({ provider: 'voicerss', voicerss: { key: 'k' } }).provider()).toBeInstanceOf(VoiceRssProvider);
+  });
+
+  test.each([
+    ['espeak', { provider: 'espeak' as const }],
+    ['festival', { provider: 'festival' as const }],
+    ['voicerss', { provider: 'voicerss' as const, voicerss: { key: 'k' } }],
+  ])("%s: the name, format and revision known before loading are the real provider's (the cache key)", async (_name, config) => {
+    const lazy = createTtsProvider(config);
+    const real = await lazy.provider();
+    expect({ name: lazy.name, format: lazy.format, revision: lazy.revision }).toEqual({
+      name: real.name,
+      format: real.format,
+      revision: real.revision,
+    });
   });
 
   test('voicerss without a key still builds; speaking fails with TtsFailed saying what is missing', async () => {
