@@ -43,7 +43,14 @@ function startHub(tmp) {
     server: { host: '127.0.0.1', port: 0, token: TOKEN },
     media: { samples: false },
     speakers: { virtual: { count: 4 } },
-    esphome: { enabled: true, port: 0, host: '127.0.0.1', maxConnections: Math.max(32, CLIENTS + 8) },
+    // Every bench client connects from 127.0.0.1: the per-address cap is raised with the global one.
+    esphome: {
+      enabled: true,
+      port: 0,
+      host: '127.0.0.1',
+      maxConnections: Math.max(32, CLIENTS + 8),
+      maxConnectionsPerAddress: Math.max(32, CLIENTS + 8),
+    },
     log: { level: 'warn' },
   };
   const child = spawn(

@@ -1,5 +1,6 @@
 import type { Logger } from '../logger';
 import { LimitedLog } from '../logging/limited-log';
+import { refusesClientUrl } from '../net/url-target';
 import { PlayerCommand } from './api-proto';
 import { PARTY, type EntityDef } from './entities';
 import type { EsphomeHubPort } from './hub-port';
@@ -31,22 +32,23 @@ export class CommandRunner {
 
   constructor(
     private readonly hub: EsphomeHubPort,
-    private readonly mode: { mode: 'interrupt' | 'duck' },
+    private readonly opts: { mode: 'interrupt' | 'duck'; allowLocalUrls: boolean },
     log: Logger,
   ) {
     this.refused = new LimitedLog(log, 'ESPHome media_player command refused');
   }
 
-  async run(entity: EntityDef, c: PlayerCommandRequest): Promise<void> {
+  /** `client`: the address of the connection that sent the command. */
+  async run(entity: EntityDef, c: PlayerCommandRequest, client?: string): Promise<void> {
     try {
-      await this.apply(entity, c);
+      await this.apply(entity, c, client);
     } catch (e) {
       const err = e as { code?: string; message?: string };
-      this.refused.warn({ entity: entity.objectId, code: err.code ?? 'InternalError', err: err.message ?? String(e) });
+      this.refused.warn({ entity: entity.objectId, client, code: err.code ?? 'InternalError', err: err.message ?? String(e) });
     }
   }
 
-  private async apply(entity: EntityDef, c: PlayerCommandRequest): Promise<void> {
+  private async apply(entity: EntityDef, c: PlayerCommandRequest, client: string | undefined): Promise<void> {
     const party = entity.target === PARTY;
     const ids = party
       ? this.hub
@@ -58,7 +60,13 @@ export class CommandRunner {
       const url = c.media_url;
       if (url.length > MAX_URL || !/^https?:\/\//i.test(url))
         throw Object.assign(new Error('media_url must be an http(s) URL'), { code: 'InvalidMediaUrl' });
-      if (c.has_announcement && c.announcement) await this.hub.announce(ids, url, this.mode);
+      // Issue 32: a LAN client may not make the hub fetch services on its own machine (see url-target.ts).
+      if (!this.opts.allowLocalUrls && (await refusesClientUrl(url, client)))
+        throw Object.assign(
+          new Error('media_url points at the hub’s own machine (loopback, link-local or one of its addresses); esphome.allowLocalUrls allows it'),
+          { code: 'LocalUrlRefused' },
+        );
+      if (c.has_announcement && c.announcement) await this.hub.announce(ids, url, { mode: this.opts.mode });
       else if (party) await this.hub.playParty(url);
       else await this.hub.playOn(ids, url);
     }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AllowListSchema } from '../net/allow-list';
 
 /**
  * The ESPHome native API (config `esphome`, flags `--esphome`, `--esphome-port`): the hub as
@@ -42,6 +43,25 @@ export const EsphomeConfigSchema = z
     announcementMode: z.enum(['interrupt', 'duck']).default('duck'),
     /** Open API connections at most (Home Assistant holds one). */
     maxConnections: z.number().int().min(1).max(1000).default(32),
+    /**
+     * Open API connections from one address at most (beyond: reset before a byte is read), so
+     * one LAN host cannot take every slot of maxConnections from Home Assistant.
+     */
+    maxConnectionsPerAddress: z.number().int().min(1).max(1000).default(8),
+    /**
+     * Hosts the API answers: addresses or CIDR subnets (e.g. Home Assistant's address). A
+     * connection from any other host is reset before a byte is read. Plaintext carries no
+     * token, so without a list any host that reaches the port controls every speaker;
+     * empty (the default) = any host.
+     */
+    allow: AllowListSchema,
+    /**
+     * Let clients hand the hub media URLs at loopback, link-local, 0.0.0.0 or the hub's own
+     * addresses. Off: such a play is refused (logged, the state unchanged) unless the client
+     * runs on the hub's machine itself or the URL's host is the client's own address (Home
+     * Assistant proxies media from itself).
+     */
+    allowLocalUrls: z.boolean().default(false),
     /** Speakers published at most (each is a sub-device; one DeviceInfoResponse lists them all). */
     maxSpeakers: z.number().int().min(1).max(500).default(250),
     /** Bytes queued for a client that does not read before it is dropped. */

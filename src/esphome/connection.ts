@@ -66,6 +66,11 @@ export class ApiConnection {
     for (const t of this.timers) t.unref();
   }
 
+  /** The client's address (media URLs at the hub's machine are judged against it). */
+  get remoteAddress(): string | undefined {
+    return this.socket.remoteAddress;
+  }
+
   get ready(): boolean {
     return this.state === 'ready';
   }

@@ -42,5 +42,9 @@ export function esphomeBannerLines(ext: EsphomeExtension | undefined): string[] 
     ? 'encrypted (Home Assistant asks for the key: esphome.encryptionKey in your config)'
     : 'plaintext, no token (set esphome.encryptionKey to encrypt)';
   const found = s.mdns ? `advertised on ${s.mdns.interfaceName} as ${s.mdns.instance}` : 'not advertised (no --interface): add it by host and port';
-  return [`  ESPHome:    port ${s.port}, ${players}, ${security}`, `              ${found}`];
+  const who = s.allow === 'any host' ? 'any LAN host' : s.allow;
+  const access = s.encrypted
+    ? `              key required; ${who} may connect (esphome.allow)`
+    : `              no API token: ${who} may control the speakers (esphome.allow)`;
+  return [`  ESPHome:    port ${s.port}, ${players}, ${security}`, access, `              ${found}`];
 }

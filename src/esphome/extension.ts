@@ -12,6 +12,8 @@ export interface EsphomeStatus {
   mac: string;
   port: number;
   encrypted: boolean;
+  /** esphome.allow as a banner shows it: "any host" or the list. */
+  allow: string;
   /** Speakers published (sub-devices), without "All speakers". */
   speakers: number;
   /** Where it is advertised by mDNS; undefined when network.interface is not set. */
@@ -87,8 +89,15 @@ export class EsphomeExtension implements HubExtension {
       } else {
         log.info('ESPHome: no network.interface (--interface), so no mDNS advertisement; add the hub in Home Assistant by host and port');
       }
-      this._status = { name, mac, port, encrypted: psk !== undefined, mdns };
-      log.info({ port, encrypted: psk !== undefined, name, mac, mdns: mdns?.interfaceName }, 'ESPHome native API listening');
+      const allow = server.allow.describe();
+      this._status = { name, mac, port, encrypted: psk !== undefined, allow, mdns };
+      log.info({ port, encrypted: psk !== undefined, allow, name, mac, mdns: mdns?.interfaceName }, 'ESPHome native API listening');
+      // Issue 32: a token-less LAN server says so at start (the banner says it too).
+      if (!psk)
+        log.warn(
+          { allow },
+          `ESPHome: plaintext, no API token: ${allow === 'any host' ? 'any LAN host' : allow} may control the speakers (esphome.allow; esphome.encryptionKey adds a key)`,
+        );
     } catch (e) {
       await this.stop();
       throw e;

@@ -2,6 +2,7 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import type { Server as HttpServer } from 'node:http';
 import type { Logger } from '../logger';
 import { LimitedLog } from '../logging/limited-log';
+import { AllowList } from '../net/allow-list';
 import { installConnectionLimits } from '../net/connection-limits';
 import { ApiConnection, type ConnectionHost } from './connection';
 import { CommandRunner, type PlayerCommandRequest } from './commands';
@@ -30,7 +31,8 @@ export interface ServerIdentity {
 }
 
 /**
- * The native API server: accepts clients (at most maxConnections, the rest reset at once),
+ * The native API server: accepts clients (those on esphome.allow, at most maxConnections in
+ * all and maxConnectionsPerAddress from one address; the rest reset at once),
  * answers their requests from the device model, and sends each subscribed client every
  * media_player state that changes. One model for all clients, rebuilt when the speakers
  * change; a state is sent only when it differs from the last one sent.
@@ -44,6 +46,8 @@ export class EsphomeServer implements ConnectionHost {
   private relistTimer?: NodeJS.Timeout;
   private limits?: { open(): number };
   private readonly flooded: LimitedLog;
+  /** esphome.allow: who may connect at all. */
+  readonly allow: AllowList;
 
   constructor(
     private readonly cfg: EsphomeConfig,
@@ -53,16 +57,22 @@ export class EsphomeServer implements ConnectionHost {
     private readonly log: Logger,
   ) {
     this.model = buildModel([]);
-    this.runner = new CommandRunner(hub, { mode: cfg.announcementMode }, log);
+    this.allow = new AllowList(cfg.allow);
+    this.runner = new CommandRunner(hub, { mode: cfg.announcementMode, allowLocalUrls: cfg.allowLocalUrls }, log);
     this.flooded = new LimitedLog(log, 'ESPHome: a client sent commands faster than they run; dropped');
     this.server = createServer((socket) => this.accept(socket));
   }
 
   async listen(): Promise<number> {
-    // The REST server's connection cap, on this plain TCP server (it uses only 'connection' events).
+    // The REST server's connection caps and allow-list, on this plain TCP server (it uses only
+    // 'connection' events): a host not on esphome.allow, or over its cap, is reset before a byte is read.
     this.limits = installConnectionLimits(
       this.server as unknown as HttpServer,
-      { maxConnections: this.cfg.maxConnections, maxConnectionsPerAddress: this.cfg.maxConnections },
+      {
+        maxConnections: this.cfg.maxConnections,
+        maxConnectionsPerAddress: this.cfg.maxConnectionsPerAddress,
+        admits: this.allow.any ? undefined : (address) => this.allow.allows(address),
+      },
       this.log,
       'esphome',
     );
@@ -221,6 +231,6 @@ export class EsphomeServer implements ConnectionHost {
       return;
     }
     c.inflight++;
-    void this.runner.run(entity, req).finally(() => c.inflight--);
+    void this.runner.run(entity, req, c.remoteAddress).finally(() => c.inflight--);
   }
 }

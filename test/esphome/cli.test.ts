@@ -47,6 +47,7 @@ test('--esphome --esphome-port: the API listens there and the banner says so (pl
     'the banner',
   );
   expect(cli.stdout()).toContain(`ESPHome:    port ${port}, 2 speakers + All speakers, plaintext, no token (set esphome.encryptionKey to encrypt)`);
+  expect(cli.stdout()).toContain('no API token: any LAN host may control the speakers (esphome.allow)');
   expect(cli.stdout()).toContain('not advertised (no --interface)');
   const c = await rawClient(port);
   c.socket.write(HELLO);

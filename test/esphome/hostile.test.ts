@@ -24,7 +24,7 @@ describe('ESPHome native API, bad input', () => {
   beforeAll(async () => {
     t = await startHub({
       speakers: { virtual: { count: 3 } },
-      esphome: { enabled: true, port: 0, host: '127.0.0.1', maxConnections: 32, maxWriteBufferBytes: 256 * 1024 },
+      esphome: { enabled: true, port: 0, host: '127.0.0.1', maxConnections: 32, maxConnectionsPerAddress: 32, maxWriteBufferBytes: 256 * 1024 },
     });
     port = ext().status!.port;
     good = await rawClient(port);

@@ -9,9 +9,9 @@ export function frame(id: number, body: Buffer = Buffer.alloc(0)): Buffer {
 /** HelloRequest { client_info: 'raw' } (field 1, string). */
 export const HELLO = frame(1, Buffer.from([0x0a, 3, ...Buffer.from('raw')]));
 
-/** A raw TCP client that records what it reads and when it closes. */
-export async function rawClient(port: number) {
-  const socket: Socket = connect(port, '127.0.0.1');
+/** A raw TCP client that records what it reads and when it closes (from localAddress, e.g. 127.0.0.2, when given). */
+export async function rawClient(port: number, localAddress?: string) {
+  const socket: Socket = connect({ port, host: '127.0.0.1', localAddress });
   let received = Buffer.alloc(0);
   let closed = false;
   socket.on('data', (d: Buffer) => {

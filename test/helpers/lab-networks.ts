@@ -24,6 +24,8 @@ export const LAB_NETWORKS = {
   upnpZones: { prefix: 'shupz', subnet: '10.231.23' },
   /** test/esphome/mdns.test.ts: the hub's _esphomelib._tcp advertisement, browsed from another namespace. */
   esphome: { prefix: 'shesp', subnet: '10.231.25' },
+  /** test/esphome/lan-lab.test.ts: the hub in one namespace, an ESPHome client on "another machine" (issue 32). */
+  esphomeLan: { prefix: 'shesl', subnet: '10.231.63' },
   /** test/mpd/remote.test.ts: an MPD in its own namespace, on "another machine" (issue 31 item 1). */
   mpdRemote: { prefix: 'shmpr', subnet: '10.231.41' },
   /** bench/first-sound.js (plain JS, so it spells these out in bench/first-sound-peers.js; keep them equal): one gmediarender. */
