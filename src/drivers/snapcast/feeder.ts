@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import type { Logger } from '../../logger';
-import { PcmDecoder } from '../../media/pcm-decoder';
+import { pcmSourceFor, type PcmSource } from '../../media/wav-pcm-decoder';
 import { redactUrl } from '../../redact';
 
 /** snapserver's `sampleformat=rate:bits:channels`. */
@@ -44,6 +44,8 @@ export interface FeedOptions {
   leadMs?: number;
   /** ms of silence after the media (a ducked announcement's music fades back up over it). */
   padMs?: number;
+  /** The media's content type, when known: a WAV is converted in process instead of by ffmpeg. */
+  contentType?: string;
 }
 
 export interface FeedEvents {
@@ -84,7 +86,7 @@ const RECENT_MS = 250;
  * and a URL that cannot be decoded fails before any group is touched.
  */
 export class Feed extends EventEmitter<FeedEvents> {
-  private decoder?: PcmDecoder;
+  private decoder?: PcmSource;
   /** Decoded PCM not yet handed to snapserver (whole frames). */
   private queue: Buffer[] = [];
   private queued = 0;
@@ -155,11 +157,14 @@ export class Feed extends EventEmitter<FeedEvents> {
     return !this.stopped && !this.completed;
   }
 
-  /** Spawns ffmpeg; resolves at the first PCM, rejects if ffmpeg fails, times out or is stopped first. */
+  /**
+   * Starts the decode (ffmpeg, or in process for a WAV); resolves at the first PCM, rejects if
+   * the decode fails, times out or is stopped first.
+   */
   start(): Promise<void> {
     const { url, startAt, format } = this.opts;
-    this.log.debug({ url: safeUrl(url), startAt, format }, 'starting ffmpeg');
-    const decoder = (this.decoder = new PcmDecoder({ ...this.opts, what: 'the media' }));
+    this.log.debug({ url: safeUrl(url), startAt, format }, 'starting the decode');
+    const decoder = (this.decoder = pcmSourceFor({ ...this.opts, what: 'the media' }));
     return decoder
       .start({
         data: (chunk) => {
