@@ -229,7 +229,7 @@ export function* convertWav(wav: Buffer, info: WavInfo, to: PcmFormat, startAt: 
     return at(frame, info.channels === 1 ? 0 : ch % info.channels);
   };
   const last = srcFrames - 1;
-  for (let i = first; i < total; ) {
+  for (let i = first; i < total;) {
     const n = Math.min(perChunk, total - i);
     const out = Buffer.alloc(n * outFrame);
     for (let k = 0; k < n; k++, i++) {
@@ -245,7 +245,7 @@ export function* convertWav(wav: Buffer, info: WavInfo, to: PcmFormat, startAt: 
     }
     yield out;
   }
-  for (let left = pad; left > 0; ) {
+  for (let left = pad; left > 0;) {
     const n = Math.min(perChunk, left);
     left -= n;
     yield Buffer.alloc(n * outFrame);

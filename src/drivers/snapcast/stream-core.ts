@@ -185,7 +185,10 @@ export abstract class StreamCore {
     // The source opens while ffmpeg starts; a rejection is handled below, never left dangling.
     const opening = openSink(source, this.opts.connectTimeoutMs);
     opening.catch(() => undefined);
-    opening.then(() => this.log.debug({ ms: since() }, 'start timing: source connected'), () => undefined);
+    opening.then(
+      () => this.log.debug({ ms: since() }, 'start timing: source connected'),
+      () => undefined,
+    );
     try {
       await feed.start();
       this.log.debug({ ms: since() }, 'start timing: first PCM decoded');
