@@ -178,7 +178,7 @@ export abstract class StreamCore {
       startTimeoutMs: this.opts.startTimeoutMs,
       logger: this.log,
       ...(setup?.padMs ? { padMs: setup.padMs } : {}),
-      ...(media.contentType ? { contentType: media.contentType } : {}),
+      ...(media.overlay ? { clip: true, contentType: media.contentType } : {}),
       ...(this.leadMs !== undefined ? { leadMs: this.leadMs } : {}),
     });
     this.pending = { feed, ids: new Set(listeners.map((m) => m.clientId)) };
