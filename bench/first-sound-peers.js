@@ -70,7 +70,7 @@ async function inProcessHub(dir, config) {
       log: { level: 'silent' },
       ...config,
     },
-    { logger: process.env.SFS_LOG ? createLogger({ level: 'debug', stream: require('node:fs').createWriteStream(process.env.SFS_LOG) }) : createLogger({ level: 'silent' }) },
+    { logger: createLogger({ level: 'silent' }) },
   );
   await hub.start();
   const get = async (path) => (await realFetch(hub.url + path, { headers: { Authorization: `Bearer ${TOKEN}` } })).json();
