@@ -281,12 +281,12 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     await t.op('play_hub_media', { PersistentID: pids['Long Tone'] });
     await expectAudio([1], from);
     const first = t.driver.speakers().find((s) => s.id === ids[0])!;
-    const feedsBefore = t.logs.filter((l) => l.includes('starting ffmpeg')).length;
+    const feedsBefore = t.logs.filter((l) => l.includes('starting the decode')).length;
     from = sizes();
     expect((await t.op('add_device_to_session', { DeviceID: ids[1] })).Result).toBe('true');
     await expectAudio([1, 2], from);
     // One decode still: client 2 joined the stream client 1 hears (sample-synchronous).
-    expect(t.logs.filter((l) => l.includes('starting ffmpeg')).length).toBe(feedsBefore);
+    expect(t.logs.filter((l) => l.includes('starting the decode')).length).toBe(feedsBefore);
     expect(t.logs.some((l) => l.includes('joined the running feed'))).toBe(true);
     const g = groupOf(await env.status(), clientIds[0]);
     expect(g.clients.map((c: any) => c.id).sort()).toEqual([clientIds[0], clientIds[1]]);

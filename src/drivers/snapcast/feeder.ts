@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import type { Logger } from '../../logger';
 import { PcmDecoder } from '../../media/pcm-decoder';
+import { pcmSourceFor, type PcmSource } from '../../media/wav-pcm-decoder';
 import { redactUrl } from '../../redact';
 
 /** snapserver's `sampleformat=rate:bits:channels`. */
@@ -44,6 +45,14 @@ export interface FeedOptions {
   leadMs?: number;
   /** ms of silence after the media (a ducked announcement's music fades back up over it). */
   padMs?: number;
+  /** The media's content type, when known. */
+  contentType?: string;
+  /**
+   * An announcement (or chime) clip: when it is a WAV it is converted in process, no ffmpeg
+   * spawned (bench/first-sound.js: ~100 ms of a busy machine before the first sample). Music
+   * stays with ffmpeg, which streams a long file instead of holding it.
+   */
+  clip?: boolean;
 }
 
 export interface FeedEvents {
@@ -84,7 +93,7 @@ const RECENT_MS = 250;
  * and a URL that cannot be decoded fails before any group is touched.
  */
 export class Feed extends EventEmitter<FeedEvents> {
-  private decoder?: PcmDecoder;
+  private decoder?: PcmSource;
   /** Decoded PCM not yet handed to snapserver (whole frames). */
   private queue: Buffer[] = [];
   private queued = 0;
@@ -155,11 +164,15 @@ export class Feed extends EventEmitter<FeedEvents> {
     return !this.stopped && !this.completed;
   }
 
-  /** Spawns ffmpeg; resolves at the first PCM, rejects if ffmpeg fails, times out or is stopped first. */
+  /**
+   * Starts the decode (ffmpeg, or in process for a WAV clip); resolves at the first PCM, rejects if
+   * the decode fails, times out or is stopped first.
+   */
   start(): Promise<void> {
     const { url, startAt, format } = this.opts;
-    this.log.debug({ url: safeUrl(url), startAt, format }, 'starting ffmpeg');
-    const decoder = (this.decoder = new PcmDecoder({ ...this.opts, what: 'the media' }));
+    this.log.debug({ url: safeUrl(url), startAt, format }, 'starting the decode');
+    const o = { ...this.opts, what: 'the media' };
+    const decoder = (this.decoder = this.opts.clip ? pcmSourceFor(o) : new PcmDecoder(o));
     return decoder
       .start({
         data: (chunk) => {

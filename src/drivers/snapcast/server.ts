@@ -156,6 +156,7 @@ export class SnapServer {
    */
   private async playPlain(list: SnapcastSpeaker[], media: MediaRequest, setup?: FeedSetup): Promise<PromiseSettledResult<void>[]> {
     const targets = new Set(list.map((s) => s.clientId));
+    this.log.debug({ clients: [...targets], overlay: !!media.overlay }, 'start timing: play asked');
     let to: HubStream;
     try {
       to = media.overlay ? this.overlayFor(targets, media, setup) : this.pool.forPlay(media.zone, targets);

@@ -167,6 +167,8 @@ export abstract class StreamCore {
    * group is arranged, so the clients are listening before any audio reaches the stream.
    */
   protected async startFeed(media: MediaRequest, startAt: number, listeners: StreamMember[], setup?: FeedSetup): Promise<void> {
+    const t0 = performance.now();
+    const since = () => Math.round((performance.now() - t0) * 10) / 10;
     const { source, format } = streamSource(this.opts.server, this.opts.model);
     const feed = new Feed({
       url: media.url,
@@ -176,14 +178,20 @@ export abstract class StreamCore {
       startTimeoutMs: this.opts.startTimeoutMs,
       logger: this.log,
       ...(setup?.padMs ? { padMs: setup.padMs } : {}),
+      ...(media.overlay ? { clip: true, contentType: media.contentType } : {}),
       ...(this.leadMs !== undefined ? { leadMs: this.leadMs } : {}),
     });
     this.pending = { feed, ids: new Set(listeners.map((m) => m.clientId)) };
     // The source opens while ffmpeg starts; a rejection is handled below, never left dangling.
     const opening = openSink(source, this.opts.connectTimeoutMs);
     opening.catch(() => undefined);
+    opening.then(
+      () => this.log.debug({ ms: since() }, 'start timing: source connected'),
+      () => undefined,
+    );
     try {
       await feed.start();
+      this.log.debug({ ms: since() }, 'start timing: first PCM decoded');
     } catch (e) {
       opening.then(
         (s) => s.destroy(),
@@ -225,6 +233,7 @@ export abstract class StreamCore {
       // Listening clients are those playing; mark them so before the regroup counts them.
       for (const m of listeners) if (this.members.has(m.clientId)) m.changeState('playing');
       await this.reconcile();
+      this.log.debug({ ms: since() }, 'start timing: clients grouped on the stream');
       // Decoding may have failed while the group was arranged.
       if (feed.failure) throw feed.failure;
     } catch (e) {
@@ -235,7 +244,7 @@ export abstract class StreamCore {
     setup?.install(feed);
     await this.holdUntilStartInstant(media, feed);
     feed.attach(sink);
-    this.log.debug({ source: describeSource(source), format }, 'feeding the snapserver source');
+    this.log.debug({ source: describeSource(source), format, ms: since() }, 'feeding the snapserver source');
   }
 
   /**
