@@ -349,7 +349,7 @@ test('embedded mode maps the editor fields onto the hub configuration (MQTT brok
   const parsed = parseConfig(cfg);
   expect(parsed.dataDir).toBe('/home/nr/.node-red/speakerhub/abc.123');
   expect(parsed.drivers).toEqual(['virtual', 'upnp']);
-  expect(parsed.speakers.virtual).toEqual({ count: 2, names: ['Kitchen', 'Office'], volume: 25, maxLiveAnnouncementSeconds: 600 });
+  expect(parsed.speakers.virtual).toEqual({ count: 2, names: ['Kitchen', 'Office'], volume: 25, maxLiveAnnouncementSeconds: 600, mix: false });
   expect(parsed.upnp.renderers).toEqual(['http://10.0.0.5:49152/d.xml', 'http://10.0.0.6:49152/d.xml']);
   expect(parsed.media.folders).toEqual(['/srv/music']);
   expect(parsed.server).toMatchObject({ enabled: true, host: '127.0.0.1', port: 8099, token: TEST_TOKEN });
