@@ -256,7 +256,8 @@ export function driverConformance(name: string, setup: () => Promise<Conformance
       );
       const snap: SpeakerSnapshot = await s.snapshot!();
       expect(snap).toMatchObject({ state: 'playing', volume: 13 });
-      expect(snap.position).toBeGreaterThanOrEqual(1.5);
+      // Read from the speaker itself, which may lag the driver's own estimate (MPD's elapsed behind its paced output).
+      expect(snap.position).toBeGreaterThanOrEqual(1);
 
       // Something else takes over, at another level.
       await playAndExpectPlaying(s, { url: lab.media.url(20, 880, 'intruder'), contentType: 'audio/wav', duration: 20 });
