@@ -4,7 +4,7 @@ import type { HubEventBus } from './events';
 import type { SpeakerRegistry } from './speaker-registry';
 import { ZoneBook } from './zone-book';
 import { elapsed, hasMember, isEmpty, members, rejoinAt, type PlayableMedia, type Playback, type Target } from './playback';
-import type { MediaRequest, OverlayHandle, OverlayRequest, Speaker, SpeakerDriver } from '../drivers/driver';
+import type { MediaRequest, OverlayHandle, OverlayRequest, Speaker } from '../drivers/driver';
 import { mixesOverlays } from '../drivers/capabilities';
 import type { Logger } from '../logger';
 import { clip, redactUrl } from '../redact';
@@ -450,11 +450,7 @@ export class PlaybackEngine extends ZoneBook {
    * mixesOn first): one call per driver, results in the order of `speakers`.
    */
   async mixOverlay(speakers: Speaker[], request: OverlayRequest): Promise<PromiseSettledResult<OverlayHandle>[]> {
-    const byDriver = new Map<SpeakerDriver | undefined, Speaker[]>();
-    for (const s of speakers) {
-      const d = this.registry.driverOf(s);
-      byDriver.set(d, [...(byDriver.get(d) ?? []), s]);
-    }
+    const byDriver = this.registry.byDriver(speakers);
     const settled = new Map<Speaker, PromiseSettledResult<OverlayHandle>>();
     await Promise.all(
       [...byDriver].map(async ([driver, group]) => {

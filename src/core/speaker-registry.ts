@@ -97,6 +97,20 @@ export class SpeakerRegistry {
     return this.owners.get(speaker);
   }
 
+  /**
+   * Speakers grouped by the driver instance they came from (for one call per driver); those
+   * whose driver `groups` rejects (or that have none) are grouped under undefined.
+   */
+  byDriver(speakers: Speaker[], groups: (d: SpeakerDriver) => boolean = () => true): Map<SpeakerDriver | undefined, Speaker[]> {
+    const out = new Map<SpeakerDriver | undefined, Speaker[]>();
+    for (const s of speakers) {
+      const d = this.owners.get(s);
+      const key = d && groups(d) ? d : undefined;
+      out.set(key, [...(out.get(key) ?? []), s]);
+    }
+    return out;
+  }
+
   find(id: string): Speaker | undefined {
     return this.speakers.get(id);
   }

@@ -79,12 +79,7 @@ export class SpeakerStarter {
 
   /** Plays on every speaker at once; drivers that can start a group together do so. */
   async playAll(speakers: Speaker[], request: MediaRequest): Promise<PromiseSettledResult<void>[]> {
-    const byDriver = new Map<SpeakerDriver | undefined, Speaker[]>();
-    for (const s of speakers) {
-      const d = this.registry.driverOf(s);
-      const group = d?.playGroup ? d : undefined;
-      byDriver.set(group, [...(byDriver.get(group) ?? []), s]);
-    }
+    const byDriver = this.registry.byDriver(speakers, (d) => !!d.playGroup);
     const timed = agreeStartInstant(byDriver, request);
     const settled = new Map<Speaker, PromiseSettledResult<void>>();
     await Promise.all(
