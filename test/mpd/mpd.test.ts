@@ -167,6 +167,14 @@ describeIf('MPD driver against two real mpd instances', () => {
       await waitFor(async () => (await device(idA)).IsPlaying === true, 3000, 'playing after resume_play');
       expect((await op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
       expect(logs.filter((l) => l.includes("from the speaker's own app")).length).toBe(2);
+      // Back to back, the status read the pause wakes lands after the resume: still the hub's own.
+      for (let i = 0; i < 8; i++) {
+        expect((await op('pause_play')).Result).toBe('true');
+        expect((await op('resume_hub_media_selected_speakers', { PersistentID: pids['Hub Tone'], DeviceIDList: idA })).Result).toBe('true');
+      }
+      await waitFor(async () => (await mpdStatus(a.port)).state === 'play', 3000, 'MPD playing after the pauses');
+      await waitFor(async () => (await device(idA)).IsPlaying === true, 3000, 'playing after the pauses');
+      expect(logs.filter((l) => l.includes("from the speaker's own app")).length).toBe(2);
     } finally {
       hub.core.events.off('playbackState', onState);
     }

@@ -16,6 +16,14 @@ import { FakeRenderer, UDN } from './fake-renderer';
 
 const logger = createLogger({ level: 'silent' });
 
+async function waitUntil(ok: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 function alive(fake: FakeRenderer, extra: Partial<SsdpAlive> = {}): SsdpAlive {
   return {
     udn: UDN,
@@ -78,6 +86,9 @@ describe('UpnpDriver discovery bookkeeping', () => {
     // A re-announcement inside max-age keeps it; silence past max-age (and no answer) does not.
     clock.advance(90_000);
     ssdpOf(driver).onAlive(alive(fake));
+    // The re-announcement renews both subscriptions (SUBSCRIBE with their SIDs): wait for both
+    // to arrive, or a renewal still in flight when the renderer stops would count or not by luck.
+    await waitUntil(() => fake.subscribes === 4);
     clock.advance(90_000);
     expect(speaker.available).toBe(true);
     await fake.stop();
@@ -89,7 +100,7 @@ describe('UpnpDriver discovery bookkeeping', () => {
     const back = once(speaker, 'availability');
     ssdpOf(driver).onAlive(alive(fake));
     expect(await back).toEqual([true]);
-    expect(fake.subscribes).toBe(4); // subscriptions restored
+    expect(fake.subscribes).toBe(6); // subscriptions restored: two new SUBSCRIBEs
     expect(driver.speakers()).toHaveLength(1);
 
     const bye = once(speaker, 'availability');

@@ -73,6 +73,12 @@ export class MpdSpeaker extends BaseSpeaker {
    * pause or resume from the user's app (emitted as ownPlayState).
    */
   private intended: 'playing' | 'paused' = 'playing';
+  /**
+   * Counts the hub's own play/pause/resume commands. A status asked for before the latest of
+   * them may show the state before it (a pause, then a quick resume: the first status read
+   * after the pause lands after the resume set `intended`), so it is not read as the app's.
+   */
+  private commands = 0;
   private readonly backoff: Backoff;
   private retry?: TimerHandle;
   private closed = false;
@@ -229,6 +235,7 @@ export class MpdSpeaker extends BaseSpeaker {
   }
 
   private async refreshNow(): Promise<void> {
+    const asked = this.commands;
     const st = parseFields(await this.send('status'));
     this.status = st;
     this.statusAt = this.clock.now();
@@ -246,7 +253,7 @@ export class MpdSpeaker extends BaseSpeaker {
       if (state === 'stopped') return;
     }
     this.setPlayState(state, state === 'stopped' ? (st.error ? 'error' : 'ended') : undefined, st.error);
-    this.followOwnControl(before, state);
+    if (asked === this.commands) this.followOwnControl(before, state);
   }
 
   /** A pause or resume of the hub's song that the hub did not ask for came from the MPD's own app. */
@@ -266,6 +273,7 @@ export class MpdSpeaker extends BaseSpeaker {
     this.hubSongId = undefined;
     this.stopRequested = false;
     this.intended = 'playing';
+    this.commands++;
     // Before anything changes on the MPD: a URL it cannot fetch fails here, saying how to fix it.
     const url = this.route && this.conn ? urlForMpd(media.url, this.conn.addresses, this.route, this.server.address) : media.url;
     const added = parseFields(await this.send(`addid ${arg(url)}`));
@@ -312,12 +320,14 @@ export class MpdSpeaker extends BaseSpeaker {
   async pause(): Promise<void> {
     this.assertAvailable();
     this.intended = 'paused';
+    this.commands++;
     await this.send('pause 1');
   }
 
   async resume(): Promise<void> {
     this.assertAvailable();
     this.intended = 'playing';
+    this.commands++;
     await this.send('pause 0');
   }
 
