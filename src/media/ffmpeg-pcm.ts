@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { startFfmpeg } from './ffmpeg';
 import { decodeWav, type Pcm, WavFormatError } from './pcm-wav';
 
 /**
@@ -109,9 +109,8 @@ export function runFfmpeg(args: string[], o: FfmpegOptions, stdin?: Buffer, watc
     let outBytes = 0;
     let err = '';
     let done = false;
-    const proc = spawn(o.ffmpegPath, ['-hide_banner', '-nostats', '-v', watch?.verbosity ?? 'error', ...(stdin ? [] : ['-nostdin']), '-y', ...args], {
-      stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-    });
+    const run = startFfmpeg(['-y', ...args], { ffmpegPath: o.ffmpegPath, verbosity: watch?.verbosity, stdin: !!stdin, stderrChars: 16_384 });
+    const proc = run.proc;
     const timer = setTimeout(() => finish(new FfmpegError(`ffmpeg took longer than ${o.timeoutMs} ms`)), o.timeoutMs);
     const late = watch && setTimeout(() => inspect(true), watch.checkAfterMs);
     const finish = (e?: Error) => {
@@ -128,13 +127,13 @@ export function runFfmpeg(args: string[], o: FfmpegOptions, stdin?: Buffer, watc
       const problem = watch?.check(err, isLate);
       if (problem) finish(new FfmpegError(problem));
     };
-    proc.stdout!.on('data', (d: Buffer) => {
+    proc.stdout.on('data', (d: Buffer) => {
       outBytes += d.length;
       if (outBytes > o.maxBytes) return finish(new FfmpegError(`ffmpeg's output exceeds ${o.maxBytes} bytes`));
       out.push(d);
     });
-    proc.stderr!.on('data', (d: Buffer) => {
-      err = (err + d.toString()).slice(-16_384);
+    run.watchStderr((tail) => {
+      err = tail;
       if (watch) inspect(false);
     });
     if (stdin) {
@@ -142,7 +141,7 @@ export function runFfmpeg(args: string[], o: FfmpegOptions, stdin?: Buffer, watc
       proc.stdin!.on('error', () => undefined);
       proc.stdin!.end(stdin);
     }
-    proc.on('error', (e) => finish(new FfmpegError(`cannot run ffmpeg (${o.ffmpegPath}): ${e.message}`)));
+    proc.on('error', (e) => finish(new FfmpegError(run.startError(e))));
     proc.on('close', (code) => {
       if (code === 0) {
         if (watch) inspect(true);

@@ -1,10 +1,9 @@
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import type { Readable } from 'node:stream';
 import type { Logger } from '../logger';
 import { redactUrl } from '../redact';
 import type { PcmFormat } from './duck-mix';
+import { ffmpegInput, startFfmpeg, type FfmpegRun } from './ffmpeg';
 
-type Ffmpeg = ChildProcessByStdio<null, Readable, Readable>;
+export { ffmpegInputUrl } from './ffmpeg';
 
 export interface PcmDecoderOptions {
   url: string;
@@ -29,25 +28,11 @@ export interface PcmSink {
   end(failure?: string): void;
 }
 
-/** ffmpeg knows mms only as mmsh/mmst; the spec's 'rstp' is a typo for rtsp. */
-export function ffmpegInputUrl(url: string): string {
-  return url.replace(/^rstp:/i, 'rtsp:').replace(/^mms:/i, 'mmsh:');
-}
-
 /** ffmpeg's arguments that decode a media URL to raw PCM on its stdout, as fast as it is read. */
 export function pcmDecodeArgs(o: Pick<PcmDecoderOptions, 'url' | 'format' | 'startAt' | 'padMs'>): string[] {
   const codec = o.format.bits === 16 ? 's16le' : 's32le';
-  const input = ffmpegInputUrl(o.url);
   return [
-    '-hide_banner',
-    '-nostdin',
-    '-loglevel',
-    'error',
-    // Network stalls end the play instead of hanging it (microseconds).
-    ...(/^https?:/i.test(input) ? ['-rw_timeout', '15000000'] : []),
-    ...(o.startAt && o.startAt > 0 ? ['-ss', o.startAt.toFixed(3)] : []),
-    '-i',
-    input,
+    ...ffmpegInput(o.url, o.startAt),
     '-vn',
     '-sn',
     '-dn',
@@ -72,8 +57,7 @@ export function pcmDecodeArgs(o: Pick<PcmDecoderOptions, 'url' | 'format' | 'sta
  * the consumer has enough (bounded memory whatever the media's length).
  */
 export class PcmDecoder {
-  private proc?: Ffmpeg;
-  private stderr = '';
+  private run?: FfmpegRun;
   private stopped = false;
   private _exited = false;
 
@@ -85,16 +69,16 @@ export class PcmDecoder {
   }
 
   get paused(): boolean {
-    return this.proc?.stdout.isPaused() ?? false;
+    return this.run?.stdout.isPaused() ?? false;
   }
 
   pause(): void {
-    this.proc?.stdout.pause();
+    this.run?.stdout.pause();
   }
 
   /** Lets ffmpeg go on; nothing once the decode is stopped or ffmpeg has exited. */
   resume(): void {
-    if (!this.stopped && !this._exited) this.proc?.stdout.resume();
+    if (!this.stopped && !this._exited) this.run?.stdout.resume();
   }
 
   start(sink: PcmSink): Promise<void> {
@@ -111,19 +95,16 @@ export class PcmDecoder {
         } else resolve();
       };
       const timer = setTimeout(() => settle(new Error(`no audio from ${this.opts.what} within ${startTimeoutMs} ms`)), startTimeoutMs);
-      let proc: Ffmpeg;
+      let run: FfmpegRun;
       try {
-        proc = spawn(ffmpegPath, pcmDecodeArgs(this.opts), { stdio: ['ignore', 'pipe', 'pipe'] });
+        run = startFfmpeg(pcmDecodeArgs(this.opts), { ffmpegPath });
       } catch (e) {
         settle(new Error(`cannot run ffmpeg: ${(e as Error).message}`));
         return;
       }
-      this.proc = proc;
-      proc.stderr.setEncoding('utf8');
-      proc.stderr.on('data', (d: string) => {
-        this.stderr = (this.stderr + d).slice(-2000);
-      });
-      proc.on('error', (e) => settle(new Error(`cannot run ffmpeg (${ffmpegPath}): ${e.message}`)));
+      this.run = run;
+      const proc = run.proc;
+      proc.on('error', (e) => settle(new Error(run.startError(e))));
       proc.stdout.on('data', (chunk: Buffer) => {
         if (this.stopped) return;
         if (sink.data(chunk)) settle();
@@ -153,13 +134,13 @@ export class PcmDecoder {
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
-    this.proc?.stdout.destroy();
-    if (this.proc && !this._exited) this.proc.kill('SIGKILL');
+    this.run?.stdout.destroy();
+    if (!this._exited) this.run?.kill();
   }
 
   /** ffmpeg's last error line (the media URL's secrets cut out), or its exit. */
   private reason(code: number | null, signal: NodeJS.Signals | null): string {
-    const last = this.stderr.trim().split('\n').filter(Boolean).pop();
+    const last = this.run?.lastLine();
     const text = last ? last.split(this.opts.url).join(redactUrl(this.opts.url)) : `exit ${code ?? signal}`;
     return redactUrl(text);
   }

@@ -1,6 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../logger';
+import { ffmpegInput, startFfmpeg } from '../../media/ffmpeg';
 import { FRAMES_PER_PACKET, alacEscapeFrame } from './alac';
 import { PayloadCipher } from './crypto';
 import type { AirPlayDuck } from './duck';
@@ -87,45 +88,24 @@ export class AirPlayStream {
 
   /** Starts decoding and sending once the first members have their sessions. */
   begin(): void {
-    this.ffmpeg = spawn(
-      'ffmpeg',
-      [
-        '-hide_banner',
-        '-loglevel',
-        'error',
-        '-nostdin',
-        ...(this.startAt > 0 ? ['-ss', String(this.startAt)] : []),
-        '-i',
-        this.url,
-        '-vn',
-        '-f',
-        's16le',
-        '-ar',
-        String(RATE),
-        '-ac',
-        '2',
-        'pipe:1',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let errText = '';
-    this.ffmpeg.stderr!.on('data', (d: Buffer) => {
-      if (errText.length < 2000) errText += String(d);
-    });
+    const run = startFfmpeg([...ffmpegInput(this.url, this.startAt), '-vn', '-f', 's16le', '-ar', String(RATE), '-ac', '2', 'pipe:1']);
+    const proc = run.proc;
+    this.ffmpeg = proc;
+    let startError = '';
     // A 'readable' listener keeps the pipe in paused mode: without one, Node resumes (and so
     // drops) an unread child stdout when the child exits, losing the last seconds of audio.
-    this.ffmpeg.stdout!.on('readable', () => undefined);
-    this.ffmpeg.stdout!.on('end', () => {
+    proc.stdout.on('readable', () => undefined);
+    proc.stdout.on('end', () => {
       this.pcmEnded = true;
     });
-    this.ffmpeg.on('error', (e) => {
+    proc.on('error', (e) => {
       this.pcmEnded = true;
-      errText ||= e.message;
+      startError = run.startError(e);
     });
-    this.ffmpeg.on('exit', (code) => {
+    proc.on('exit', (code) => {
       // pcmEnded waits for stdout's 'end': the pipe may still hold audio after the exit.
       if (code && this.mediaFrame === Math.round(this.startAt * RATE) && this.state !== 'stopped') {
-        this.finish('error', `the media could not be decoded: ${errText.trim().split('\n').pop() ?? `ffmpeg exit ${code}`}`);
+        this.finish('error', `the media could not be decoded: ${startError || run.lastLine() || `ffmpeg exit ${code}`}`);
       }
     });
     this.startClock();

@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../../logger';
+import { ffmpegInput, startFfmpeg } from '../../media/ffmpeg';
 import type { StreamFormat } from './protocol';
 
 /** Sample rate of everything the hub sends: the players' positions are frames of it. */
@@ -99,37 +99,31 @@ export class AudioServer {
     }
     offer.onFetch?.();
     const kind = STREAM_FORMATS[offer.codec];
-    const args = ['-hide_banner', '-loglevel', 'error', '-nostdin'];
-    if (/^https?:/i.test(offer.url)) args.push('-rw_timeout', '15000000');
-    if (offer.startAt > 0) args.push('-ss', offer.startAt.toFixed(3));
-    args.push('-i', offer.url, '-vn', '-ar', String(STREAM_RATE), '-ac', '2', ...kind.ffmpeg, 'pipe:1');
-    const ff = spawn('ffmpeg', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const run = startFfmpeg([...ffmpegInput(offer.url, offer.startAt), '-vn', '-ar', String(STREAM_RATE), '-ac', '2', ...kind.ffmpeg, 'pipe:1']);
+    const ff = run.proc;
     this.running.add(res);
-    let errText = '';
+    let startError = '';
     let sent = 0;
-    ff.stderr!.on('data', (d: Buffer) => {
-      if (errText.length < 2000) errText += String(d);
-    });
-    ff.stdout!.on('data', (d: Buffer) => (sent += d.length));
+    ff.stdout.on('data', (d: Buffer) => (sent += d.length));
     // The answer waits for ffmpeg's first audio: a media that does not play (a 404, not audio)
     // is then an error answer the player never buffers, and the play fails at once with the
     // reason, instead of a player that "plays" an empty stream and ends 0.8 s later.
-    ff.stdout!.once('data', (first: Buffer) => {
+    ff.stdout.once('data', (first: Buffer) => {
       if (res.destroyed) return;
       res.writeHead(200, { 'Content-Type': kind.contentType, Connection: 'close' });
       res.write(first);
-      ff.stdout!.pipe(res);
+      ff.stdout.pipe(res);
     });
-    ff.on('error', (e) => (errText ||= e.message));
+    ff.on('error', (e) => (startError = run.startError(e)));
     ff.on('close', (code) => {
       if (sent) return;
       if (!res.headersSent) res.writeHead(502, { Connection: 'close' }).end();
-      const why = errText.trim().split('\n').pop() || (code ? `ffmpeg exit ${code}` : 'it holds no audio');
+      const why = startError || run.lastLine() || (code ? `ffmpeg exit ${code}` : 'it holds no audio');
       offer.onError?.(`the media could not be decoded: ${why}`);
     });
     res.on('close', () => {
       this.running.delete(res);
-      if (ff.exitCode === null) ff.kill('SIGKILL');
+      run.kill();
     });
   }
 }
