@@ -1,21 +1,21 @@
 /**
- * The README's Home Assistant rest_command script, run as HA would run it: its YAML read with
+ * The Home Assistant page's rest_command script (docs/home-assistant.md), run as HA would run it: its YAML read with
  * PyYAML, every template rendered with Jinja2 (HA's engine), each rest_command call made
  * against a real hub, each `if` evaluated. A session per run, the announcement, the close;
  * and an expired session is turned into an error, never mistaken for success.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { readDoc } from './helpers/docs';
 import { TEST_TOKEN, startHub, type TestHub } from './helpers/hub';
 
-const README = readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8');
+const PAGE = readDoc('docs/home-assistant.md');
 const PY = '/usr/bin/python3';
 
 function block(): string {
-  const at = README.indexOf('**Over REST (`rest_command`), without MQTT.**');
+  const at = PAGE.indexOf('**Over REST (`rest_command`), without MQTT.**');
   expect(at).toBeGreaterThan(0);
-  const m = /```yaml\n([\s\S]*?)```/.exec(README.slice(at));
+  const m = /```yaml\n([\s\S]*?)```/.exec(PAGE.slice(at));
   return m![1];
 }
 
@@ -52,7 +52,7 @@ async function runScript(text: string, tamper?: (operation: string, query: strin
     if (step.action === 'rest_command.speakerhub') {
       const data = Object.fromEntries(Object.entries(step.data ?? {}).map(([k, v]) => [k, render(String(v), vars)]));
       const query = tamper ? tamper(data.operation, data.query) : data.query;
-      // The README's host stands for the hub's: only the origin is replaced.
+      // The page's host stands for the hub's: only the origin is replaced.
       const url = render(rc.url, { ...data, query }).replace('http://192.168.1.20:8090', h.base);
       calls.push(data.operation);
       const res = await fetch(url, { headers: { Authorization: `Bearer ${TEST_TOKEN}` } });

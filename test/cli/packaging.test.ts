@@ -10,6 +10,7 @@ import path from 'node:path';
 import { configKeys } from '../../src/config/env';
 import { VERSION } from '../../src/version';
 import { CLI, ensureBuilt, killAll, ROOT, within } from '../helpers/cli';
+import { allBlocks } from '../helpers/docs';
 import { installHomebridgeDeps, startHomebridge } from '../homebridge/helpers';
 
 const UNIT = readFileSync(path.join(ROOT, 'packaging/speakerhub.service'), 'utf8');
@@ -59,12 +60,11 @@ test('the Dockerfile starts the CLI hub with variables the hub knows', () => {
  * directory holds the node module.
  */
 describe('installs from the release tarball, as the README documents them', () => {
-  const README = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  /** The ```sh block whose first line contains `marker`. */
+  /** The ```sh block of the docs (README.md, docs/**) whose first line contains `marker`. */
   const block = (marker: string): string => {
-    const found = [...README.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]).filter((b) => b.split('\n')[0].includes(marker));
+    const found = allBlocks().filter((b) => b.lang === 'sh' && b.code.split('\n')[0].includes(marker));
     expect(found).toHaveLength(1);
-    return found[0];
+    return found[0].code;
   };
   let dir: string;
   // npm's cache and registry as this machine has them (HOME moves for the Node-RED block).
