@@ -74,7 +74,9 @@ test.each(files.map((f) => [f]))('every relative link in %s resolves (file and a
 });
 
 test("the heading ids are GitHub's", () => {
-  const ids = headingIds('# Zones: every room plays its own thing\n## The hub\'s link\n## ESPHome / Home Assistant\n## Figures\n### Figures\n```\n# not a heading\n```');
+  const ids = headingIds(
+    "# Zones: every room plays its own thing\n## The hub's link\n## ESPHome / Home Assistant\n## Figures\n### Figures\n```\n# not a heading\n```",
+  );
   expect([...ids]).toEqual(['zones-every-room-plays-its-own-thing', 'the-hubs-link', 'esphome--home-assistant', 'figures', 'figures-1']);
 });
 

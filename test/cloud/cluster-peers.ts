@@ -162,7 +162,7 @@ export function haproxyConfig(port: number, backends: number[], dir: string): st
     .replace(/^(\s*bind) :8080$/m, `$1 127.0.0.1:${port}`)
     .replace('/etc/haproxy/speakerhub-hub-offline.http', join(dir, 'hub-offline.http'))
     .replace(/(^\s*server cloud\d .*\n?)+/m, `${servers}\n`);
-  if (!cfg.includes(`127.0.0.1:${port}`) || !cfg.includes(servers)) throw new Error('the docs\' HAProxy block changed shape; update haproxyConfig()');
+  if (!cfg.includes(`127.0.0.1:${port}`) || !cfg.includes(servers)) throw new Error("the docs' HAProxy block changed shape; update haproxyConfig()");
   return cfg;
 }
 

@@ -60,6 +60,7 @@ export function allBlocks(): Block[] {
 /** The one documentation file whose text contains `marker` (a test's way to find the page a block lives on). */
 export function docWith(marker: string): { file: string; text: string } {
   const found = docFiles().filter((f) => readDoc(f).includes(marker));
-  if (found.length !== 1) throw new Error(`expected one documentation file containing ${JSON.stringify(marker)}, found ${found.length}: ${found.join(', ')}`);
+  if (found.length !== 1)
+    throw new Error(`expected one documentation file containing ${JSON.stringify(marker)}, found ${found.length}: ${found.join(', ')}`);
   return { file: found[0], text: readDoc(found[0]) };
 }
