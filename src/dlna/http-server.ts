@@ -5,6 +5,7 @@ import type { AllowList } from '../net/allow-list';
 import { installConnectionLimits } from '../net/connection-limits';
 import { LimitedLog } from '../logging/limited-log';
 import { KeyedBuckets } from '../net/token-bucket';
+import { Turns } from '../util/turns';
 import type { GenaAnswer } from './gena';
 import type { ServiceName } from './scpd';
 import { MAX_SOAP_BYTES } from './soap';
@@ -45,6 +46,7 @@ export class DlnaHttpServer {
   private server?: Server;
   private readonly rate = new KeyedBuckets(HTTP_LIMITS.actionBurst, HTTP_LIMITS.actionsPerSecond, 1024);
   private readonly throttled: LimitedLog;
+  private readonly turns = new Turns(HTTP_LIMITS.maxConnections);
 
   constructor(
     private readonly routes: DlnaRoutes,
@@ -157,6 +159,11 @@ export class DlnaHttpServer {
       this.reply(res, 413, 'text/plain', 'request body too large');
       req.socket.destroySoon?.();
       return;
+    }
+    // Parsing is the CPU a LAN host can make the hub spend: one body per event-loop turn.
+    if (!(await this.turns.take())) {
+      res.setHeader('Retry-After', '1');
+      return this.reply(res, 503, 'text/plain', 'busy');
     }
     const soapAction = req.headers.soapaction;
     const out = await this.routes.control(slug, service, body, Array.isArray(soapAction) ? soapAction[0] : soapAction);

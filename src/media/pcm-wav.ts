@@ -103,7 +103,8 @@ export function decodeWav(buf: Buffer, maxFrames = Infinity): Pcm {
   return { rate: info.rate, channels };
 }
 
-function sampleReader(buf: Buffer, info: WavInfo): (at: number) => number {
+/** Reads one sample at a byte offset as a float in −1…1, for the file's sample format. */
+export function sampleReader(buf: Buffer, info: WavInfo): (at: number) => number {
   if (info.float) return info.bits === 32 ? (at) => buf.readFloatLE(at) : (at) => buf.readDoubleLE(at);
   switch (info.bits) {
     case 8:

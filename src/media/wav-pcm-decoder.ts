@@ -3,7 +3,7 @@ import { get as httpsGet } from 'node:https';
 import { redactUrl } from '../redact';
 import type { PcmFormat } from './duck-mix';
 import { PcmDecoder, type PcmDecoderOptions, type PcmSink } from './pcm-decoder';
-import { readWavInfo, type WavInfo } from './pcm-wav';
+import { readWavInfo, sampleReader, type WavInfo } from './pcm-wav';
 
 /**
  * What a feed reads PCM from: an ffmpeg decode (PcmDecoder) or a WAV converted in process
@@ -259,19 +259,5 @@ function write(out: Buffer, at: number, v: number, bits: 16 | 32): void {
   } else {
     const s = Math.round(v * 2_147_483_648);
     out.writeInt32LE(s > 2_147_483_647 ? 2_147_483_647 : s < -2_147_483_648 ? -2_147_483_648 : s, at);
-  }
-}
-
-function sampleReader(buf: Buffer, info: WavInfo): (at: number) => number {
-  if (info.float) return info.bits === 32 ? (at) => buf.readFloatLE(at) : (at) => buf.readDoubleLE(at);
-  switch (info.bits) {
-    case 8:
-      return (at) => (buf[at] - 128) / 128;
-    case 16:
-      return (at) => buf.readInt16LE(at) / 32768;
-    case 24:
-      return (at) => buf.readIntLE(at, 3) / 8_388_608;
-    default:
-      return (at) => buf.readInt32LE(at) / 2_147_483_648;
   }
 }
