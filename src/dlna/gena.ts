@@ -47,12 +47,21 @@ interface Subscription {
   started: boolean;
   /** An event reached the subscriber once: until then, one failed delivery ends the subscription. */
   reached: boolean;
+  /**
+   * The subscriber read the last NOTIFY and never answered it (upnp-device-client, and the
+   * control points built on it, do that): its next ones count as delivered once written, after
+   * SILENT_GRACE_MS, not after ANSWER_WAIT_MS each — a Stop that waits for its STOPPED event
+   * would otherwise take a second or more per event queued before it.
+   */
+  silent: boolean;
 }
 
 const MIN_SECONDS = 60;
 const DEFAULT_SECONDS = 1800;
 const SEND_TIMEOUT_MS = 2000;
 const ANSWER_WAIT_MS = 1000;
+/** Time for a subscriber that never answers to read a NOTIFY written to it. */
+const SILENT_GRACE_MS = 30;
 /** The initial event waits this long after the SUBSCRIBE answer, so the subscriber knows its SID when it arrives. */
 const INITIAL_DELAY_MS = 100;
 const MAX_FAILURES = 3;
@@ -131,6 +140,7 @@ export class Gena {
       failures: 0,
       started: false,
       reached: false,
+      silent: false,
     };
     this.subs.set(s.sid, s);
     this.perAddress.set(from, (this.perAddress.get(from) ?? 0) + 1);
@@ -295,6 +305,7 @@ export class Gena {
         },
         (res) => {
           res.resume();
+          s.silent = false;
           settle((res.statusCode ?? 500) < 300);
           req.destroy();
         },
@@ -305,10 +316,14 @@ export class Gena {
       }, SEND_TIMEOUT_MS);
       req.on('finish', () => {
         clearTimeout(timer);
-        timer = setTimeout(() => {
-          settle(true);
-          req.destroy();
-        }, ANSWER_WAIT_MS);
+        timer = setTimeout(
+          () => {
+            s.silent = true;
+            settle(true);
+            req.destroy();
+          },
+          s.silent ? SILENT_GRACE_MS : ANSWER_WAIT_MS,
+        );
       });
       req.on('error', () => settle(false));
       req.end(payload);
