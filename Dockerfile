@@ -1,4 +1,4 @@
-# SpeakerHub in a container (see the README, "Running in Docker"; untested here: no container engine).
+# SpeakerHub in a container (see docs/running-as-a-service.md, "Docker"; untested here: no container engine).
 FROM node:22-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./

@@ -3,7 +3,7 @@
 const js = require('@eslint/js');
 const tseslint = require('typescript-eslint');
 
-/** Front ends and their libraries: the inner layers must not import them (README "Development"). */
+/** Front ends and their libraries: the inner layers must not import them (docs/development.md). */
 const FRONT_ENDS = [
   'server',
   'mqtt',

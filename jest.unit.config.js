@@ -8,6 +8,7 @@ const UNIT = [
   'test/tts/spoken-text.test.ts',
   'test/operations/**/*.test.ts',
   'test/docs.test.ts',
+  'test/docs-links.test.ts',
   'test/rest/!(config-cli|secrets).test.ts',
   'test/media/!(drm|pcm-decoder).test.ts',
   'test/announce/{engine,virtual,two-hubs,mix,no-burst}.test.ts',

@@ -11,12 +11,12 @@ declare -A NEEDED=(
   [snapclient]=snapclient # … and three real snapclients writing raw PCM
   [gmediarender]=gmediarender   # real UPnP/DLNA MediaRenderers for the UPnP driver tests (run in network namespaces)
   [ip]=iproute2                 # builds the UPnP and MQTT network tests' namespaces
-  [curl]=curl                   # the README's examples run as written (test/readme-examples.test.ts)
+  [curl]=curl                   # the docs' examples (README.md, docs/) run as written (test/readme-examples.test.ts)
   [jq]=jq                       # … and they read JSON answers with jq
   [script]=bsdutils             # runs the CLI on a pseudo-terminal (the banner and logs a person sees)
   [systemd-analyze]=systemd     # verifies packaging/speakerhub.service
   [mosquitto]=mosquitto         # the MQTT tests run a real mosquitto (own config, loopback port) as an external broker
-  [mosquitto_pub]=mosquitto-clients   # the README's MQTT examples use mosquitto_pub/mosquitto_sub
+  [mosquitto_pub]=mosquitto-clients   # the MQTT examples (docs/mqtt.md) use mosquitto_pub/mosquitto_sub
   [openssl]=openssl             # the mqtts test makes a throwaway CA and broker certificate
   [chromium]=chromium           # the browser client's and the Node-RED editor's tests (headless, through playwright-core)
   [mpd]=mpd                     # the MPD driver tests run two real mpd (own config, loopback ports; pipe output through ffmpeg -re)
@@ -45,7 +45,7 @@ gst_plugins=$(pkg-config --variable=pluginsdir gstreamer-1.0 2>/dev/null || echo
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null 2>&1 || missing+=(postgresql)
 # Jinja2 (Debian's, for /usr/bin/python3): the Home Assistant discovery test renders every template the hub sends.
 /usr/bin/python3 -c 'import jinja2' >/dev/null 2>&1 || missing+=(python3-jinja2)
-# PyYAML: the README's Home Assistant rest_command script is read as HA reads it.
+# PyYAML: the Home Assistant rest_command script (docs/home-assistant.md) is read as HA reads it.
 /usr/bin/python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
 # festival's clearest English voice (HTS): the festival provider's default voice.
 [ -d /usr/share/festival/voices/us/cmu_us_slt_arctic_hts ] || missing+=(festvox-us-slt-hts)

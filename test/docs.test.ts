@@ -1,29 +1,31 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { renderReadme } from '../src/docs/markdown';
 import { OPERATIONS } from '../src/operations/table';
 import { ERROR_CODES } from '../src/core/errors';
+import { readDoc } from './helpers/docs';
 
-const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
+/** The pages with generated parts: the REST reference (operations, errors) and the configuration reference (flags). */
+const restApi = readDoc('docs/rest-api.md');
+const configuration = readDoc('docs/configuration.md');
 
-test('README operation and error sections are generated from the table (run `npm run docs`)', () => {
-  expect(renderReadme(readme)).toBe(readme);
+test('docs/rest-api.md operation and error sections are generated from the table (run `npm run docs`)', () => {
+  expect(renderReadme(restApi)).toBe(restApi);
 });
 
-test('README names every operation and every error code', () => {
-  for (const op of OPERATIONS) expect(readme).toContain(`\`${op.name}\``);
-  for (const code of Object.keys(ERROR_CODES)) expect(readme).toContain(`\`${code}\``);
+test('docs/rest-api.md names every operation and every error code', () => {
+  for (const op of OPERATIONS) expect(restApi).toContain(`\`${op.name}\``);
+  for (const code of Object.keys(ERROR_CODES)) expect(restApi).toContain(`\`${code}\``);
 });
 
-test("README's flag table names every flag of `speakerhub hub` (drivers' and front ends' from their registries)", () => {
+test("docs/configuration.md's flag table names every flag of `speakerhub hub` (drivers' and front ends' from their registries)", () => {
   // Imported here: the registries load every driver's and front end's definition.
   const { buildProgram } = require('../src/cli/program') as typeof import('../src/cli/program');
   const { hubCommand } = require('../src/cli/hub-command') as typeof import('../src/cli/hub-command');
   const { driverHubOptions } = require('../src/cli/driver-options') as typeof import('../src/cli/driver-options');
   const { frontEndHubOptions } = require('../src/cli/front-end-options') as typeof import('../src/cli/front-end-options');
   const hub = buildProgram([hubCommand([driverHubOptions, frontEndHubOptions])]).commands.find((c) => c.name() === 'hub')!;
-  const start = readme.indexOf('| Flag | Config key |');
-  const table = readme.slice(start, readme.indexOf('\n\n', start));
+  const start = configuration.indexOf('| Flag | Config key |');
+  expect(start).toBeGreaterThan(0);
+  const table = configuration.slice(start, configuration.indexOf('\n\n', start));
   const inTable = new Set([...table.matchAll(/--[a-z][a-z0-9-]*/g)].map((m) => m[0]));
   const flags = hub.options.map((o) => o.long!).filter((l) => l && l !== '--help');
   expect(flags.length).toBeGreaterThan(30);

@@ -1,17 +1,18 @@
 /**
- * Every example in the README runs as written (issue 8), against a fresh default hub (the
+ * Every example in the documentation — README.md and every page under docs/ (issue 29) — runs
+ * as written (issue 8), against a fresh default hub (the
  * CLI's `hub` command with its defaults: three virtual speakers, the sample tracks, offline
  * TTS) on a free loopback port:
  *
- * - Each ```sh block runs in bash with the README's base URL and token substituted; `curl`
+ * - Each ```sh block runs in bash with the docs' base URL and token substituted; `curl`
  *   must get a 2xx answer whose body has no "Result":"false", every command must succeed
  *   (set -euo pipefail). `speakerhub` is a command on PATH, as the Quick start's `npm link`
  *   makes it: a bin folder with a `speakerhub` link to this checkout's dist/cli.js (executable,
  *   its `#!/usr/bin/env node` line runs it) — no shell function stands in for it.
  * - A block whose first line starts with `# not runnable against the default hub` is
  *   skipped; that is the only way out, and the marker is visible to readers.
- * - The Cloud mode walkthrough's blocks (first line `# cloud walkthrough: …`) run in README
- *   order as one bash script in a temporary folder, against a cloud on a free loopback port
+ * - The Cloud mode walkthrough's blocks (first line `# cloud walkthrough: …`) run in page
+ *   order (they are all on docs/cloud.md) as one bash script in a temporary folder, against a cloud on a free loopback port
  *   substituted for 8080: variables and files carry from block to block; the commands that
  *   keep running (the cloud, the linked hub) are started in the background, each followed by
  *   a wait for its positive signal (the cloud's banner; the hub's link relaying
@@ -25,33 +26,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { EXAMPLE } from '../src/operations/table';
 import { CLI, ROOT, ensureBuilt, killAll, runCli, waitForBanner, within, type Cli } from './helpers/cli';
+import { allBlocks, type Block } from './helpers/docs';
 
 export const NOT_RUNNABLE = '# not runnable against the default hub';
 export const CLOUD_WALKTHROUGH = '# cloud walkthrough: runs in order with a cloud on 127.0.0.1:8080';
 
-interface Block {
-  lang: string;
-  code: string;
-  line: number;
-}
-
-/** The fenced code blocks of a markdown text, with their language tag and first line number. */
-export function codeBlocks(markdown: string): Block[] {
-  const blocks: Block[] = [];
-  const lines = markdown.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const open = /^```(\w*)\s*$/.exec(lines[i]);
-    if (!open) continue;
-    const start = i;
-    const body: string[] = [];
-    for (i++; i < lines.length && !/^```\s*$/.test(lines[i]); i++) body.push(lines[i]);
-    blocks.push({ lang: open[1], code: body.join('\n'), line: start + 1 });
-  }
-  return blocks;
-}
-
-const README = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-const blocks = codeBlocks(README);
+const blocks = allBlocks();
 const shell = blocks.filter((b) => ['sh', 'bash', 'shell'].includes(b.lang));
 const cloudWalkthrough = shell.filter((b) => b.code.trimStart().startsWith(CLOUD_WALKTHROUGH));
 const runnable = shell.filter((b) => !b.code.trimStart().startsWith(NOT_RUNNABLE) && !cloudWalkthrough.includes(b));
@@ -112,7 +92,7 @@ function run(
   });
 }
 
-/** The README's base URL, token, data folder and MQTT port become the test hub's. */
+/** The docs' base URL, token, data folder and MQTT port become the test hub's. */
 function substitute(code: string): string {
   return code
     .replaceAll('~/.speakerhub/', `${dataDir}/`)
@@ -127,9 +107,9 @@ function commands(): string {
   return `export PATH=${binDir}:"$PATH"
 curl() {
   local out
-  if ! out=$(command curl --fail-with-body "$@"); then printf '%s\\n' "$out" >&2; echo "README example failed: curl $*" >&2; return 1; fi
+  if ! out=$(command curl --fail-with-body "$@"); then printf '%s\\n' "$out" >&2; echo "docs example failed: curl $*" >&2; return 1; fi
   printf '%s\\n' "$out"
-  if [[ "$out" == *'"Result":"false"'* ]]; then echo "README example failed: curl $* answered $out" >&2; return 1; fi
+  if [[ "$out" == *'"Result":"false"'* ]]; then echo "docs example failed: curl $* answered $out" >&2; return 1; fi
 }
 `;
 }
@@ -141,8 +121,10 @@ T=${token}
 ${commands()}`;
 }
 
-test('the README has runnable shell examples, and skips only visibly marked ones', () => {
+test('the docs have runnable shell examples, and skip only visibly marked ones', () => {
   expect(runnable.length).toBeGreaterThanOrEqual(3);
+  // README.md and the pages under docs/ are all read (a page that moved out of the README stays checked).
+  expect(new Set(shell.map((b) => b.file)).size).toBeGreaterThan(1);
   for (const b of shell.filter((x) => !runnable.includes(x) && !cloudWalkthrough.includes(x)))
     expect(b.code.split('\n')[0]).toMatch(/^# not runnable against the default hub: \S/);
 });
@@ -172,20 +154,20 @@ test("the example IDs are the default hub's", async () => {
 });
 
 describe('shell examples', () => {
-  test.each(runnable.map((b) => [b.line, b]))(
-    'README line %i runs',
-    async (_line, block) => {
+  test.each(runnable.map((b) => [b.file, b.line, b] as const))(
+    '%s line %i runs',
+    async (_file, _line, block) => {
       const r = await run('bash', ['-c', preamble() + substitute(block.code)], undefined, {});
-      if (r.code !== 0) throw new Error(`README example at line ${block.line} failed (exit ${r.code}):\n${r.out}`);
+      if (r.code !== 0) throw new Error(`${block.file} example at line ${block.line} failed (exit ${r.code}):\n${r.out}`);
     },
     120_000,
   );
 });
 
 describe('library examples', () => {
-  test.each(js.map((b) => [b.line, b]))(
-    'README line %i runs with node',
-    async (_line, block) => {
+  test.each(js.map((b) => [b.file, b.line, b] as const))(
+    '%s line %i runs with node',
+    async (_file, _line, block) => {
       const dir = mkdtempSync(path.join(tmpdir(), 'speakerhub-readme-js-'));
       tmpDirs.push(dir);
       mkdirSync(path.join(dir, 'node_modules'));
@@ -193,21 +175,21 @@ describe('library examples', () => {
       writeFileSync(path.join(dir, 'example.js'), block.code);
       // As written; only the temp folder is the test's (the example keeps its data under it).
       const r = await run(process.execPath, ['example.js'], undefined, { TMPDIR: dir }, dir);
-      if (r.code !== 0) throw new Error(`README example at line ${block.line} failed (exit ${r.code}):\n${r.out}`);
+      if (r.code !== 0) throw new Error(`${block.file} example at line ${block.line} failed (exit ${r.code}):\n${r.out}`);
       expect(r.out).toMatch(/REST API at http:\/\/127\.0\.0\.1:\d+\/api\/v1\//);
     },
     60_000,
   );
 });
 
-/** The walkthrough's own folder (README: `mkdir -p ~/speakerhub-cloud-demo`), under the test's HOME. */
+/** The walkthrough's own folder (docs/cloud.md: `mkdir -p ~/speakerhub-cloud-demo`), under the test's HOME. */
 const DEMO = 'speakerhub-cloud-demo';
 
 describe('the cloud walkthrough', () => {
   let dir: string;
   let cloudPort: number;
 
-  /** A free loopback port for the cloud (the README's 8080 may be taken on this machine). */
+  /** A free loopback port for the cloud (the docs' 8080 may be taken on this machine). */
   const freePort = () =>
     new Promise<number>((resolve, reject) => {
       const srv = createServer();
@@ -242,14 +224,14 @@ describe('the cloud walkthrough', () => {
       `wait_for() {
   for _ in $(seq 600); do
     if eval "$3"; then return 0; fi
-    if ! kill -0 "$2" 2>/dev/null; then echo "README example failed: the process logging to $1 exited:" >&2; cat "$1" >&2; return 1; fi
+    if ! kill -0 "$2" 2>/dev/null; then echo "docs example failed: the process logging to $1 exited:" >&2; cat "$1" >&2; return 1; fi
     sleep 0.1
   done
-  echo "README example failed: no ready signal ($3); $1 says:" >&2; cat "$1" >&2; return 1
+  echo "docs example failed: no ready signal ($3); $1 says:" >&2; cat "$1" >&2; return 1
 }`,
     ];
     for (const b of cloudWalkthrough) {
-      lines.push(`echo '::block ${b.line}'`);
+      lines.push(`echo '::block ${b.file}:${b.line}'`);
       const code = b.code.replaceAll('127.0.0.1:8080', `127.0.0.1:${cloudPort}`).replace(/ --port 8080\b/g, ` --port ${cloudPort}`);
       for (const line of code.split('\n')) lines.push(/^(npx )?speakerhub (cloud --port|hub )/.test(line) ? background(line) : line);
     }
@@ -260,7 +242,7 @@ describe('the cloud walkthrough', () => {
   function outputs(out: string): Map<Block, string> {
     const m = new Map<Block, string>();
     for (const b of cloudWalkthrough) {
-      const start = out.indexOf(`::block ${b.line}\n`);
+      const start = out.indexOf(`::block ${b.file}:${b.line}\n`);
       const next = out.indexOf('::block ', start + 1);
       m.set(b, out.slice(start, next < 0 ? undefined : next));
     }
@@ -313,7 +295,8 @@ describe('the cloud walkthrough', () => {
     rmSync(dir, { recursive: true, force: true });
   }, 30_000);
 
-  test('the README has the whole walkthrough, from starting the cloud to the hub answering through it', () => {
+  test('the docs have the whole walkthrough, on one page, from starting the cloud to the hub answering through it', () => {
+    expect(new Set(cloudWalkthrough.map((b) => b.file)).size).toBe(1);
     expect(cloudWalkthrough.length).toBeGreaterThanOrEqual(8);
     expect(cloudWalkthrough[0].code).toMatch(/speakerhub cloud --port 8080/);
     expect(cloudWalkthrough.at(-1)!.code).toMatch(/set_party_mode/);
@@ -322,7 +305,7 @@ describe('the cloud walkthrough', () => {
   test('runs in order against a real cloud and a linked hub', async () => {
     // HOME is the test's folder: the walkthrough's ~/speakerhub-cloud-demo lands there.
     const r = await run('bash', ['-c', script()], undefined, { HOME: dir }, dir);
-    if (r.code !== 0) throw new Error(`the README's cloud walkthrough failed (exit ${r.code}):\n${r.out}`);
+    if (r.code !== 0) throw new Error(`the docs' cloud walkthrough failed (exit ${r.code}):\n${r.out}`);
     const out = outputs(r.out);
 
     const password = lastJson(out.get(blockWith('grant_type=password'))!);
@@ -351,6 +334,7 @@ describe('the Quick start makes `speakerhub` a command without root (issue 31 it
   test('the ~/.local link block runs as written with a fresh HOME, and the linked command runs', async () => {
     const [block] = shell.filter((b) => b.code.split('\n')[0].includes('links into ~/.local'));
     expect(block).toBeDefined();
+    expect(block.file).toBe('README.md');
     const home = mkdtempSync(path.join(tmpdir(), 'speakerhub-readme-home-'));
     tmpDirs.push(home);
     const npmCache = (await run('npm', ['config', 'get', 'cache'], undefined, {})).out.trim();
@@ -371,7 +355,7 @@ describe('the Quick start makes `speakerhub` a command without root (issue 31 it
       },
     });
     const out = `${r.stdout}${r.stderr}`;
-    if (r.status !== 0) throw new Error(`README example at line ${block.line} failed (exit ${r.status}):\n${out}`);
+    if (r.status !== 0) throw new Error(`${block.file} example at line ${block.line} failed (exit ${r.status}):\n${out}`);
     const lines = r.stdout.trim().split('\n');
     // `speakerhub --version` printed the version, and the command found is the one in ~/.local/bin.
     expect(lines.at(-2)).toBe(JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version);

@@ -148,7 +148,7 @@ export class CloudServer {
           maxBytes: maxHeaderBytes(DEFAULT_REST_LIMITS.maxTextLength),
         });
         // Behind a balancer (--trust-proxy) its connections carry many clients: only the total applies
-        // to them, and the balancer caps each client (README "Running a cluster"). The loopback address
+        // to them, and the balancer caps each client (docs/cloud-cluster.md). The loopback address
         // is a proxy on the same machine (or the operator): exempt as well.
         installConnectionLimits(server, { ...conn, perAddressExempt: (a) => fromProxy(a) || isLocalHost(a) }, this.logger, 'cloud');
         return server;

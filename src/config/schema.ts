@@ -100,7 +100,7 @@ export const CoreConfigShape = {
     })
     .strict()
     .prefault({}),
-  /** Hardening limits (README "Security"): connections, event streams, media serving, TTS. */
+  /** Hardening limits (docs/security.md): connections, event streams, media serving, TTS. */
   limits: z
     .object({
       /** Open REST connections from all clients together, and from one address. */

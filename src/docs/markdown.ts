@@ -3,8 +3,9 @@ import { ERROR_CODES } from '../core/errors';
 import { OPERATIONS, parameterNames, type Operation } from '../operations/table';
 
 /**
- * README sections generated from the operation table and the error codes, so the docs can
- * never list an operation the hub does not have (test/docs.test.ts keeps README in step).
+ * The sections of docs/rest-api.md generated from the operation table and the error codes, so
+ * the docs can never list an operation the hub does not have (test/docs.test.ts keeps the page
+ * in step; `npm run docs` rewrites it).
  */
 
 export const MARKERS = {
@@ -23,7 +24,7 @@ const GROUP_TITLES: Record<Operation['group'], string> = {
 export function operationsMarkdown(): string {
   const out: string[] = [`All ${OPERATIONS.length} operations: \`GET {base}/api/v1/<operation>?<parameters>\` with \`Authorization: Bearer <token>\`.`, ''];
   for (const group of Object.keys(GROUP_TITLES) as Operation['group'][]) {
-    out.push(`#### ${GROUP_TITLES[group]}`, '', '| Operation | Parameters | Response | What it does |', '|---|---|---|---|');
+    out.push(`### ${GROUP_TITLES[group]}`, '', '| Operation | Parameters | Response | What it does |', '|---|---|---|---|');
     for (const op of OPERATIONS.filter((o) => o.group === group)) {
       const params = parameterNames(op)
         .map((p) => (isOptional(op, p) ? `[${p}]` : p))
@@ -100,14 +101,14 @@ export function responseShape(op: Operation): string {
   return `{${fields.join(', ')}}`;
 }
 
-/** Replaces each generated section of a README text. */
+/** Replaces each generated section of a markdown text (docs/rest-api.md). */
 export function renderReadme(readme: string): string {
   let text = readme;
   for (const [key, [open, close]] of Object.entries(MARKERS)) {
     const body = key === 'operations' ? operationsMarkdown() : errorCodesMarkdown();
     const start = text.indexOf(open);
     const end = text.indexOf(close);
-    if (start < 0 || end < start) throw new Error(`README lacks the ${open} … ${close} markers`);
+    if (start < 0 || end < start) throw new Error(`the page lacks the ${open} … ${close} markers`);
     text = `${text.slice(0, start + open.length)}\n${body}\n${text.slice(end)}`;
   }
   return text;

@@ -113,7 +113,7 @@ const Hub = z
         haDiscovery: z.boolean().optional().meta({ title: 'Home Assistant discovery' }),
       })
       .optional()
-      .meta({ title: 'MQTT', description: 'The hub’s MQTT (README “MQTT”); any other key of its mqtt block is accepted too.' }),
+      .meta({ title: 'MQTT', description: 'The hub’s MQTT (docs/mqtt.md); any other key of its mqtt block is accepted too.' }),
     logLevel: z.enum(['error', 'warn', 'info', 'debug']).default('info').meta({ title: 'Hub log level' }),
     // The UI shows a text box of JSON; a config file may hold the object itself.
     advanced: z

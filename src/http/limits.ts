@@ -1,6 +1,6 @@
 import type { ConnectionLimits } from '../net/connection-limits';
 
-/** The server's bounds (config `limits.*`, README "Security"). */
+/** The server's bounds (config `limits.*`, docs/security.md). */
 export interface RestLimits extends ConnectionLimits {
   headersTimeoutMs: number;
   requestTimeoutMs: number;

@@ -8,7 +8,7 @@ import { operationParams, stringPayloadParam } from './params';
 
 /**
  * The editor side of the operation nodes, generated from the operation table (like the
- * README's tables; operations with a hand-written node, DEDICATED_NODES, are left out):
+ * docs/rest-api.md's tables; operations with a hand-written node, DEDICATED_NODES, are left out):
  * nodes/speakerhub-operations.html registers every type by a loop over
  * the table's names and holds one edit template per type; nodes/locales/en-US/
  * speakerhub-operations.html holds their help. `npm run nodered:gen` writes both;

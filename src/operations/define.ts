@@ -56,7 +56,7 @@ export function define<const N extends string, P extends z.ZodObject = typeof No
 }
 
 /**
- * IDs the documentation's examples use, valid on every default hub (so every README example
+ * IDs the documentation's examples use, valid on every default hub (so every docs example
  * runs as written): the first two virtual speakers (DeviceIDs derived from "virtual:1" and
  * "virtual:2"), the first sample track (its PersistentID depends on its file name only), and
  * the second sample as web media served by the hub itself.

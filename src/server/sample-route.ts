@@ -8,7 +8,7 @@ import { sampleFileNames } from '../media/samples';
 /**
  * The sample tracks as plain web media, without a token: `GET /samples/<file>.wav`. They are
  * generated tones (nothing private), and they give every default hub a web URL that exists
- * — for the README's play_web_media examples and for trying web media without the Internet.
+ * — for the docs' play_web_media examples and for trying web media without the Internet.
  * Only the sample file names are served.
  */
 export const SAMPLE_ROUTE = '/samples/:file';

@@ -6,7 +6,7 @@
  * "two one" for 21°C). Punctuation that makes a pause is kept; a line break with none gets a
  * full stop, so lines are not run together.
  *
- * Decisions (README "Text-to-speech"):
+ * Decisions (docs/text-to-speech.md):
  *  - a 24-hour time is read as written: 14:05 → "fourteen oh five", 18:00 → "eighteen hundred";
  *    7:00 → "seven o'clock"; 00:00 → "midnight", 00:30 → "twelve thirty a.m.";
  *  - a bare four-digit number from 1100 to 2099 is a year: 2026 → "twenty twenty six",

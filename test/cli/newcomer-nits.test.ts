@@ -64,7 +64,7 @@ test('the 401 text keeps "bearer token" through the log redaction; a real bearer
   expect(redactText('Bearer tokenabcdefghijklmnop1234')).not.toContain('tokenabcdefghijklmnop1234');
 });
 
-test("`npm pack`'s tarball in the clone is ignored by git (README: `npm pack` in the clone)", () => {
+test("`npm pack`'s tarball in the clone is ignored by git (docs/running-as-a-service.md: `npm pack` in the clone)", () => {
   const out = execFileSync('git', ['check-ignore', '-v', 'homebridge-speakerhub-0.1.0.tgz'], { cwd: ROOT, encoding: 'utf8' });
   expect(out).toContain('.gitignore');
 });

@@ -1,7 +1,7 @@
 /**
  * The systemd unit in packaging/ passes `systemd-analyze verify` (with ExecStart pointed at
  * this checkout's CLI), and it uses only environment variable names the hub reads; the
- * README's installs from the release tarball work as written (below).
+ * docs' installs from the release tarball work as written (below).
  */
 import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,6 +10,7 @@ import path from 'node:path';
 import { configKeys } from '../../src/config/env';
 import { VERSION } from '../../src/version';
 import { CLI, ensureBuilt, killAll, ROOT, within } from '../helpers/cli';
+import { allBlocks } from '../helpers/docs';
 import { installHomebridgeDeps, startHomebridge } from '../homebridge/helpers';
 
 const UNIT = readFileSync(path.join(ROOT, 'packaging/speakerhub.service'), 'utf8');
@@ -49,8 +50,8 @@ test('the Dockerfile starts the CLI hub with variables the hub knows', () => {
 });
 
 /**
- * The installs the README documents, from the release tarball (the package is not on the npm
- * registry): each README block runs as written, with only what would touch this machine moved
+ * The installs the docs describe, from the release tarball (the package is not on the npm
+ * registry): each block of the docs (README.md, docs/) runs as written, with only what would touch this machine moved
  * into a temporary folder — npm's global prefix, Homebridge's storage folder, HOME — and `sudo`
  * dropped. `npm pack` runs with --ignore-scripts from the test's folder: its prepack is the
  * build, which ensureBuilt() did (a build here would rewrite dist/ under the suites running
@@ -58,13 +59,12 @@ test('the Dockerfile starts the CLI hub with variables the hub knows', () => {
  * serves its page, Homebridge loads the plugin from its storage folder, and Node-RED's user
  * directory holds the node module.
  */
-describe('installs from the release tarball, as the README documents them', () => {
-  const README = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  /** The ```sh block whose first line contains `marker`. */
+describe('installs from the release tarball, as the docs document them', () => {
+  /** The ```sh block of the docs (README.md, docs/**) whose first line contains `marker`. */
   const block = (marker: string): string => {
-    const found = [...README.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]).filter((b) => b.split('\n')[0].includes(marker));
+    const found = allBlocks().filter((b) => b.lang === 'sh' && b.code.split('\n')[0].includes(marker));
     expect(found).toHaveLength(1);
-    return found[0];
+    return found[0].code;
   };
   let dir: string;
   // npm's cache and registry as this machine has them (HOME moves for the Node-RED block).

@@ -9,7 +9,7 @@
  * changed from the page), "Now playing" names the title or URL, each control's result shows
  * next to it in plain words, a wrong token is called refused, and a stopped hub is called
  * unreachable until it is back.
- * UPDATE_SCREENSHOTS=1 refreshes the README's screenshot (docs/images/browser-client.png).
+ * UPDATE_SCREENSHOTS=1 refreshes the docs' screenshot (docs/images/browser-client.png).
  */
 import { type Browser, type Page } from 'playwright-core';
 import { readFile, rm } from 'node:fs/promises';
@@ -162,7 +162,7 @@ labSuite('Chromium', chromiumMissing())('browser client', () => {
     await page.waitForSelector('#announce-status[data-state=done]');
     expect(await page.textContent('#announce-status')).toBe('Announcement: done');
 
-    // The README's picture is refreshed on request only, so test runs leave the tree clean.
+    // The docs' picture is refreshed on request only, so test runs leave the tree clean.
     const shot =
       process.env.UPDATE_SCREENSHOTS === '1'
         ? join(__dirname, '../../docs/images/browser-client.png')

@@ -1,5 +1,4 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +10,7 @@ import { join } from 'node:path';
  */
 export const CLI = join(__dirname, '../../dist/cli.js');
 
+import { allBlocks } from '../helpers/docs';
 import { freePort } from '../helpers/net';
 
 export { freePort };
@@ -150,11 +150,11 @@ export const HUB_OFFLINE_RESPONSE = [
   HUB_OFFLINE_BODY,
 ].join('\r\n');
 
-/** The README's HAProxy block ("Running a cluster") as written, on loopback ports: the README config is what the suite runs. */
+/** The docs' HAProxy block (docs/cloud-cluster.md, "Running a cluster") as written, on loopback ports: the README config is what the suite runs. */
 export function haproxyConfig(port: number, backends: number[], dir: string): string {
-  const readme = readFileSync(join(__dirname, '../../README.md'), 'utf8');
-  const block = /```haproxy\n([\s\S]*?)```/.exec(readme)?.[1];
-  if (!block) throw new Error('README.md has no ```haproxy block (Running a cluster)');
+  const found = allBlocks().filter((b) => b.lang === 'haproxy');
+  if (found.length !== 1) throw new Error(`the docs need exactly one \`\`\`haproxy block (docs/cloud-cluster.md), not ${found.length}`);
+  const block = found[0].code;
   const servers = backends.map((p, i) => `    server cloud${i + 1} 127.0.0.1:${p} check`).join('\n');
   const cfg = block
     // This machine's descriptor limit is lower than a production balancer's.
@@ -162,7 +162,7 @@ export function haproxyConfig(port: number, backends: number[], dir: string): st
     .replace(/^(\s*bind) :8080$/m, `$1 127.0.0.1:${port}`)
     .replace('/etc/haproxy/speakerhub-hub-offline.http', join(dir, 'hub-offline.http'))
     .replace(/(^\s*server cloud\d .*\n?)+/m, `${servers}\n`);
-  if (!cfg.includes(`127.0.0.1:${port}`) || !cfg.includes(servers)) throw new Error('the README HAProxy block changed shape; update haproxyConfig()');
+  if (!cfg.includes(`127.0.0.1:${port}`) || !cfg.includes(servers)) throw new Error("the docs' HAProxy block changed shape; update haproxyConfig()");
   return cfg;
 }
 

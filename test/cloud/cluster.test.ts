@@ -471,7 +471,7 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
     process.stdout.write(`PostgreSQL back: every instance healthy and a sign-up through the balancer done ${recovery.postgres} ms later\n`);
   });
 
-  test('a client-written X-Forwarded-For through the README HAProxy never counts: forged sign-ups meet the per-address limit of 10', async () => {
+  test('a client-written X-Forwarded-For through the documented HAProxy never counts: forged sign-ups meet the per-address limit of 10', async () => {
     // Last in the suite: it spends the balancer address's sign-up allowance.
     const statuses: number[] = [];
     for (let n = 0; n < 20; n++) {

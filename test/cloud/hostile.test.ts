@@ -2,7 +2,7 @@
  * Hostile clients of the single-node cloud (issue 32): a client-written X-Forwarded-For
  * behind --trust-proxy, password guessing that must slow the guesser and not the owner, and a
  * link-token holder opening links to push the real hub out. The cluster suite checks the same
- * through the README's HAProxy, with Redis and PostgreSQL stopped and restarted.
+ * through the docs' HAProxy (docs/cloud-cluster.md), with Redis and PostgreSQL stopped and restarted.
  */
 import WebSocket from 'ws';
 import { cloudSignin, saveCredential } from '../../src/cloud-link/credentials';

@@ -90,7 +90,7 @@ describe('devices', () => {
         const after = await read(second);
         expect(before.ids).toHaveLength(3);
         expect(after).toEqual(before);
-        // Another install (the test hub's own data folder) has the same IDs, which the README's examples use.
+        // Another install (the test hub's own data folder) has the same IDs, which the docs' examples use.
         expect((await t.op('device_list')).DeviceList.map((d: any) => d.DeviceID)).toEqual(before.ids);
         expect(before.ids.slice(0, 2)).toEqual([EXAMPLE.deviceId, EXAMPLE.otherDeviceId]);
       } finally {

@@ -1,5 +1,5 @@
 /**
- * A hub that does not run a front end never loads its code (README "Memory"): the package's
+ * A hub that does not run a front end never loads its code (docs/development.md, "Memory"): the package's
  * createHub with a default config starts REST only, and no module of MQTT (aedes, mqtt.js),
  * the cloud link (ws) or DLNA is in the process; with `mqtt.enabled` the MQTT code loads.
  * Run in a child process of the built package (dist/), as a library user runs it.

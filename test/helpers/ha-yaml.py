@@ -1,4 +1,4 @@
-"""Reads a Home Assistant YAML document on stdin and prints it as JSON (for the README tests).
+"""Reads a Home Assistant YAML document on stdin and prints it as JSON (for the docs tests).
 
 HA's `!secret name` tag becomes the string "!secret name"; nothing else of HA is needed.
 """

@@ -1,6 +1,6 @@
 /**
  * Issue 31 item 1: an MPD on another machine (here: a real mpd in its own network namespace,
- * joined to this one by a veth pair), added with the README's `--mpd <host>` and no --interface.
+ * joined to this one by a veth pair), added with the docs' `--mpd <host>` (docs/drivers/mpd.md) and no --interface.
  * - As the hub starts by default (media server on 127.0.0.1 only), the MPD cannot fetch the
  *   hub's media: the start log says so, and a play fails at once naming the --interface to give
  *   (the interface this machine reaches the MPD on), instead of MPD's `CURL failed … 127.0.0.1`.

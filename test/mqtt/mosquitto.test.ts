@@ -59,7 +59,7 @@ suite('an external broker: a real mosquitto with a password file and an ACL', ()
     await expect(Probe.connect(url, { username: 'controller', password: 'wrong-password-000000' })).rejects.toMatchObject({ code: 5 });
   });
 
-  test("Home Assistant's account (README ACL): reads the discovery configs, its birth message republishes them, its set works; the channel is refused", async () => {
+  test("Home Assistant's account (docs/mqtt.md ACL): reads the discovery configs, its birth message republishes them, its set works; the channel is refused", async () => {
     // This hub has discovery off; a second hub with it on, on the same broker and account.
     const withHa = await startMqttHub({
       mqtt: { url, username: 'speakerhub', password: USERS.speakerhub, haDiscovery: true, clientId: 'speakerhub-ha-test', baseTopic: 'speakerhub' },

@@ -24,7 +24,7 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** The README's example: the hub, a controller that commands, a viewer that only reads. */
+/** docs/mqtt.md's example (a copy of its ACL): the hub, a controller that commands, a viewer that only reads. */
 export const USERS = {
   speakerhub: 'hub-password-0123456789',
   controller: 'controller-password-0123',

@@ -12,7 +12,7 @@ import { ADMIN, ensureRuntimes, ROOT, startNodeRed, type NodeRed } from './runti
 /**
  * The Node-RED editor in headless Chromium (Debian's chromium, driven by playwright-core):
  * the palette has the SpeakerHub nodes, an operation node's edit dialog lists the hub's
- * speakers, no console errors; and it takes the README's screenshot of an example flow.
+ * speakers, no console errors; and it takes the docs' screenshot (docs/node-red.md) of an example flow.
  */
 
 let hub: TestHub;
@@ -116,7 +116,7 @@ test('the editor shows the SpeakerHub palette, fills the speaker dropdown from t
   await page.click('#node-config-dialog-cancel');
   await page.waitForSelector('#node-config-dialog-cancel', { state: 'detached', timeout: 10_000 });
 
-  // The README's screenshot: the door sensor example flow.
+  // The docs' screenshot (docs/node-red.md): the door sensor example flow.
   await page.waitForSelector('#node-dialog-ok', { state: 'detached', timeout: 10_000 });
   await page.evaluate(() => {
     const RED = (window as any).RED;

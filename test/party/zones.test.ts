@@ -38,7 +38,7 @@ const CROSSTALK = 1500;
 /** The first sample this loud is the tone's onset (its peak is ≥ 8500 on every player). */
 const ONSET = 2000;
 /**
- * The cross-family start goal (README, "Squeezebox and Snapcast in one play", bench/cross-family-skew.js):
+ * The cross-family start goal (docs/drivers/squeezebox.md, "Squeezebox and Snapcast in one play", bench/cross-family-skew.js):
  * |skew| < 20 ms. The party test itself only checks that every family plays, not when.
  */
 const CROSS_FAMILY_SKEW_MS = 20;

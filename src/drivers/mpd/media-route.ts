@@ -39,7 +39,7 @@ export function interfaceOf(address: string): string | undefined {
 /**
  * The media URL as this MPD must get it. An MPD on another machine fetches the hub's media
  * itself, and a URL at 127.0.0.1 would make it fetch from its own machine (`CURL failed: Failed
- * to connect to 127.0.0.1`). Decision (README "MPD"): with no --interface and no advertiseHost,
+ * to connect to 127.0.0.1`). Decision (docs/drivers/mpd.md): with no --interface and no advertiseHost,
  * - a media server listening on every address (--media-host 0.0.0.0) is reached at the hub's
  *   own address on the route to this MPD (the local end of the hub's connection to it), which
  *   is right even on a machine with several networks;

@@ -189,7 +189,7 @@ export class ZonePool {
     while (all.includes(`${server.stream}${n}`) || this.model.streams.has(`${server.stream}${n}`)) n++;
     const next = undeclared ?? `${server.stream}${n}`;
     const index = undeclared !== undefined ? all.indexOf(undeclared) : all.length;
-    // Ports as in the README's example: the music's 4953, announcements' 4954, then one per zone stream.
+    // Ports as in the docs' example (docs/drivers/snapcast.md): the music's 4953, announcements' 4954, then one per zone stream.
     const port = DEFAULT_TCP_SOURCE_PORT + (index === 0 ? 0 : index + 1);
     const line = `source = tcp://0.0.0.0:${port}?name=${next}&mode=server`;
     const key = undeclared !== undefined ? '' : ` and add '${next}' to snapcast.zoneStreams`;

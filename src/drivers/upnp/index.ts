@@ -1,7 +1,7 @@
 /**
  * The UPnP/DLNA MediaRenderer driver.
  *
- * Device records (README text):
+ * Device records (docs/drivers/upnp.md):
  *
  * | Field | UPnP renderers |
  * |---|---|
