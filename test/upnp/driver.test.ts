@@ -12,17 +12,10 @@ import { MEDIA_RENDERER } from '../../src/drivers/upnp/description';
 import type { UpnpSpeaker } from '../../src/drivers/upnp/renderer';
 import type { SsdpAlive } from '../../src/drivers/upnp/ssdp';
 import { createLogger } from '../../src/logger';
+import { eventually } from '../helpers/hub';
 import { FakeRenderer, UDN } from './fake-renderer';
 
 const logger = createLogger({ level: 'silent' });
-
-async function waitUntil(ok: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 function alive(fake: FakeRenderer, extra: Partial<SsdpAlive> = {}): SsdpAlive {
   return {
@@ -88,7 +81,7 @@ describe('UpnpDriver discovery bookkeeping', () => {
     ssdpOf(driver).onAlive(alive(fake));
     // The re-announcement renews both subscriptions (SUBSCRIBE with their SIDs): wait for both
     // to arrive, or a renewal still in flight when the renderer stops would count or not by luck.
-    await waitUntil(() => fake.subscribes === 4);
+    await eventually(() => fake.subscribes === 4, 5000, 'the two renewals');
     clock.advance(90_000);
     expect(speaker.available).toBe(true);
     await fake.stop();
