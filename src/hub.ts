@@ -231,6 +231,7 @@ export class SpeakerHub {
       partyRejoin: config.playback.partyRejoin,
       clips: new AnnouncementClips({
         cacheDir: join(config.dataDir, 'announce-cache'),
+        ffmpegPath: config.media.ffmpegPath,
         logger: this.logger.child({ component: 'announce-audio' }),
         loudness:
           config.announcements.loudness === 'off' ? 'off' : { integrated: config.announcements.loudness, truePeak: config.announcements.truePeak },

@@ -41,6 +41,12 @@ export const CoreConfigShape = {
       /** Rescan when files in the folders change (debounced); rescan_media rescans on demand. */
       watch: z.boolean().default(true),
       watchDebounceMs: z.number().int().min(50).max(600_000).default(2000),
+      /**
+       * The ffmpeg binary every decode runs (announcement clips, Snapcast's and AirPlay's feeds,
+       * Squeezebox's stream): a name looked up on PATH, or a path. snapcast.ffmpegPath, when set,
+       * overrides it for Snapcast.
+       */
+      ffmpegPath: z.string().min(1).max(4096).default('ffmpeg'),
     })
     .strict()
     .prefault({}),

@@ -49,6 +49,8 @@ export interface DriverDeps {
     network: { interface?: string };
     /** The hub's data folder (drivers that keep state across restarts keep it there). */
     dataDir?: string;
+    /** media.ffmpegPath: the ffmpeg binary every decode runs ('ffmpeg' when absent). */
+    media?: { ffmpegPath?: string };
   }>;
 }
 

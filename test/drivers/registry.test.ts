@@ -3,7 +3,9 @@
  * loading (a hub without a driver never loads its implementation).
  */
 import { ConfigError, parseConfig } from '../../src/hub-config';
-import { DRIVER_NAMES, DRIVERS } from '../../src/drivers/registry';
+import { systemClock } from '../../src/core/clock';
+import { createDrivers, DRIVER_NAMES, DRIVERS } from '../../src/drivers/registry';
+import { createLogger } from '../../src/logger';
 import { startHub, type TestHub } from '../helpers/hub';
 
 describe('which drivers run', () => {
@@ -57,5 +59,41 @@ describe('lazy loading', () => {
     const loaded = Object.keys(require.cache);
     expect(loaded.some((f) => /src[/\\]drivers[/\\]virtual[/\\]virtual-driver/.test(f))).toBe(true);
     expect(loaded.some((f) => /src[/\\]drivers[/\\](snapcast|upnp)[/\\]driver/.test(f))).toBe(false);
+  });
+});
+
+describe('the hub-level ffmpeg binary (media.ffmpegPath)', () => {
+  const deps = (config: ReturnType<typeof parseConfig>) => ({
+    clock: systemClock,
+    logger: createLogger({ level: 'silent' }),
+    version: 'test',
+    isHubMediaUrl: () => false,
+    hub: config,
+  });
+  /** The ffmpegPath each created driver will run. */
+  async function pathsOf(raw: Record<string, unknown>): Promise<Record<string, string | undefined>> {
+    const config = parseConfig({ ...raw, snapcast: { servers: ['127.0.0.1:1705'], ...(raw.snapcast as object) } });
+    const drivers = await createDrivers(['snapcast', 'squeezebox', 'airplay'], config as unknown as Record<string, unknown>, deps(config));
+    const opts = (d: unknown) => (d as { opts: { ffmpegPath?: string; config: { ffmpegPath?: string } } }).opts;
+    // Constructed, not started: nothing connects.
+    const snapServer = (drivers[0] as unknown as { servers: unknown[] }).servers[0];
+    return {
+      snapcast: opts(snapServer).config.ffmpegPath,
+      squeezebox: opts(drivers[1]).ffmpegPath,
+      airplay: opts(drivers[2]).ffmpegPath,
+    };
+  }
+
+  test('reaches every driver that runs ffmpeg; snapcast.ffmpegPath overrides it for Snapcast', async () => {
+    expect(await pathsOf({ media: { ffmpegPath: '/opt/ffmpeg/bin/ffmpeg' } })).toEqual({
+      snapcast: '/opt/ffmpeg/bin/ffmpeg',
+      squeezebox: '/opt/ffmpeg/bin/ffmpeg',
+      airplay: '/opt/ffmpeg/bin/ffmpeg',
+    });
+    expect(await pathsOf({ media: { ffmpegPath: '/opt/ffmpeg/bin/ffmpeg' }, snapcast: { ffmpegPath: '/usr/local/bin/ffmpeg' } })).toMatchObject({
+      snapcast: '/usr/local/bin/ffmpeg',
+      squeezebox: '/opt/ffmpeg/bin/ffmpeg',
+    });
+    expect((await pathsOf({})).snapcast).toBe('ffmpeg');
   });
 });

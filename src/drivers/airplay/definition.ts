@@ -19,6 +19,6 @@ export const airplayDriver = defineDriver({
   },
   load: async () => {
     const { createAirPlayDriver } = await import('./driver');
-    return (part, deps) => createAirPlayDriver(part, deps);
+    return (part, deps) => createAirPlayDriver(part, { ...deps, ffmpegPath: deps.hub.media?.ffmpegPath });
   },
 });

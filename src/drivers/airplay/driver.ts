@@ -18,6 +18,8 @@ export interface AirPlayDriverOptions {
   version: string;
   interfaceName?: string;
   networkAddress?: string;
+  /** media.ffmpegPath. */
+  ffmpegPath?: string;
 }
 
 /** How often an unreachable receiver is tried again (ms). */
@@ -152,7 +154,15 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
     }
     // A speaker leaves whatever it played before; the others of that play go on.
     await Promise.all(speakers.map((s) => (s.stream && s.member ? s.stream.remove(s.member) : undefined)));
-    const stream = new AirPlayStream(media.url, media.startAt ?? 0, media.duration, this.udp, this.opts.config.latencyMs, this.opts.logger);
+    const stream = new AirPlayStream(
+      media.url,
+      media.startAt ?? 0,
+      media.duration,
+      this.udp,
+      this.opts.config.latencyMs,
+      this.opts.logger,
+      this.opts.ffmpegPath,
+    );
     stream.zone = media.zone;
     stream.onEnd = (reason, detail) => {
       for (const s of speakers) if (s.stream === stream) s.markStopped(reason, detail);
@@ -225,7 +235,14 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
     if (why || !stream) return fail(why ?? 'AirPlay: no receiver to mix the announcement for');
     if (speakers.some((s) => s.stream !== stream)) return fail('AirPlay: the announced receivers play different streams (one mix per stream)');
     const first = speakers[0];
-    const d = new AirPlayDuck(req.url, req.duck, voiceGainDb(req.duck.voiceVolume, first.volume), stream.duck?.mixer.gain ?? 1, this.opts.logger);
+    const d = new AirPlayDuck(
+      req.url,
+      req.duck,
+      voiceGainDb(req.duck.voiceVolume, first.volume),
+      stream.duck?.mixer.gain ?? 1,
+      this.opts.logger,
+      this.opts.ffmpegPath,
+    );
     try {
       await d.start(this.opts.config.requestTimeoutMs * 2);
     } catch (e) {
@@ -297,7 +314,7 @@ function tcpReachable(host: string, port: number, timeoutMs: number): Promise<bo
 
 export function createAirPlayDriver(
   config: AirPlayConfig,
-  deps: { logger: Logger; version: string; interfaceName?: string; networkAddress?: string },
+  deps: { logger: Logger; version: string; interfaceName?: string; networkAddress?: string; ffmpegPath?: string },
 ): AirPlayDriver {
   return new AirPlayDriver({ config, ...deps });
 }

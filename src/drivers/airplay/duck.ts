@@ -34,13 +34,14 @@ export class AirPlayDuck {
     voiceGainDb: number,
     startGain: number,
     private readonly log: Logger,
+    private readonly ffmpegPath = 'ffmpeg',
   ) {
     this.mixer = new DuckMixer({ format: AIRPLAY_PCM, levelDb: duck.levelDb, fadeMs: duck.fadeMs, voiceGainDb, startGain });
   }
 
   /** Starts the voice decode; resolves at its first PCM, rejects when there is none (a URL that does not play). */
   start(timeoutMs: number): Promise<void> {
-    this.voice = new DuckVoice({ url: this.url, format: AIRPLAY_PCM, ffmpegPath: 'ffmpeg', startTimeoutMs: timeoutMs, logger: this.log });
+    this.voice = new DuckVoice({ url: this.url, format: AIRPLAY_PCM, ffmpegPath: this.ffmpegPath, startTimeoutMs: timeoutMs, logger: this.log });
     return this.voice.start(this.mixer);
   }
 

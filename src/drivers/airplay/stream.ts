@@ -76,6 +76,7 @@ export class AirPlayStream {
     private readonly udp: UdpChannels,
     readonly latencyMs: number,
     private readonly log: Logger,
+    private readonly ffmpegPath?: string,
   ) {
     this.latencyFrames = Math.round((latencyMs / 1000) * RATE);
     this.mediaFrame = Math.round(startAt * RATE);
@@ -88,7 +89,9 @@ export class AirPlayStream {
 
   /** Starts decoding and sending once the first members have their sessions. */
   begin(): void {
-    const run = startFfmpeg([...ffmpegInput(this.url, this.startAt), '-vn', '-f', 's16le', '-ar', String(RATE), '-ac', '2', 'pipe:1']);
+    const run = startFfmpeg([...ffmpegInput(this.url, this.startAt), '-vn', '-f', 's16le', '-ar', String(RATE), '-ac', '2', 'pipe:1'], {
+      ffmpegPath: this.ffmpegPath,
+    });
     const proc = run.proc;
     this.ffmpeg = proc;
     let startError = '';

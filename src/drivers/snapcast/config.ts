@@ -65,8 +65,8 @@ export const SnapcastConfigSchema = z
     zoneStreams: z.array(z.string().min(1)).default(DEFAULT_ZONE_STREAMS),
     /** Default snapserver buffer (ms), snapserver's own default. */
     bufferMs: z.number().int().min(0).max(60_000).default(1000),
-    /** The ffmpeg binary that decodes media to PCM. */
-    ffmpegPath: z.string().min(1).default('ffmpeg'),
+    /** The ffmpeg binary that decodes media to PCM; unset: the hub's media.ffmpegPath. */
+    ffmpegPath: z.string().min(1).max(4096).optional(),
     /**
      * Reconnect backoff after a lost control connection (ms): each wait is a quarter of the
      * outage so far, at least reconnectMinMs and at most reconnectMaxMs.

@@ -21,7 +21,8 @@ export const snapcastDriver = defineDriver({
     const { SnapcastDriver } = await import('./driver');
     return (part, deps) => {
       if (!part.servers.length) deps.logger.warn('the snapcast driver is on but snapcast.servers is empty: no Snapcast speakers will appear');
-      return new SnapcastDriver({ config: part, clock: deps.clock, logger: deps.logger });
+      const ffmpegPath = part.ffmpegPath ?? deps.hub.media?.ffmpegPath ?? 'ffmpeg';
+      return new SnapcastDriver({ config: { ...part, ffmpegPath }, clock: deps.clock, logger: deps.logger });
     };
   },
 });

@@ -48,7 +48,7 @@ export class AudioServer {
   private readonly running = new Set<ServerResponse>();
   port = 0;
 
-  constructor(private readonly opts: { host?: string; port: number; logger: Logger; maxStreams: number }) {}
+  constructor(private readonly opts: { host?: string; port: number; logger: Logger; maxStreams: number; ffmpegPath?: string }) {}
 
   async start(): Promise<void> {
     const server = createServer((req, res) => this.handle(req, res));
@@ -99,7 +99,9 @@ export class AudioServer {
     }
     offer.onFetch?.();
     const kind = STREAM_FORMATS[offer.codec];
-    const run = startFfmpeg([...ffmpegInput(offer.url, offer.startAt), '-vn', '-ar', String(STREAM_RATE), '-ac', '2', ...kind.ffmpeg, 'pipe:1']);
+    const run = startFfmpeg([...ffmpegInput(offer.url, offer.startAt), '-vn', '-ar', String(STREAM_RATE), '-ac', '2', ...kind.ffmpeg, 'pipe:1'], {
+      ffmpegPath: this.opts.ffmpegPath,
+    });
     const ff = run.proc;
     this.running.add(res);
     let startError = '';

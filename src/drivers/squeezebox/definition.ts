@@ -36,6 +36,7 @@ export const squeezeboxDriver = defineDriver({
       new SqueezeboxDriver({
         config: part,
         logger: deps.logger,
+        ffmpegPath: deps.hub.media?.ffmpegPath,
         // squeezelite keeps no volume across a reconnect: the hub keeps each player's (by MAC) in its data folder.
         volumes: deps.hub.dataDir ? new PlayerVolumes(join(deps.hub.dataDir, 'squeezebox-volumes.json'), deps.logger) : undefined,
       });

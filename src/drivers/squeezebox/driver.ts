@@ -44,13 +44,19 @@ export class SqueezeboxDriver extends EventEmitter<DriverEvents> implements Spea
   /** Who becomes (and stays) a player: per-address caps, STAT deadline, MAC claims (admission.ts). */
   private readonly admission: PlayerAdmission;
 
-  constructor(private readonly opts: { config: SqueezeboxConfig; logger: Logger; volumes?: PlayerVolumes }) {
+  constructor(private readonly opts: { config: SqueezeboxConfig; logger: Logger; volumes?: PlayerVolumes; ffmpegPath?: string }) {
     super();
     this.log = opts.logger;
     this.allow = new AllowList(opts.config.allow);
     const table = { byMac: this.byMac, forget: (mac: string) => this.forget(mac), refuse: this.refuse.bind(this) };
     this.admission = new PlayerAdmission(opts.config, this.allow, table, opts.logger);
-    this.audio = new AudioServer({ host: opts.config.host, port: opts.config.audioPort, logger: opts.logger, maxStreams: 64 });
+    this.audio = new AudioServer({
+      host: opts.config.host,
+      port: opts.config.audioPort,
+      logger: opts.logger,
+      maxStreams: 64,
+      ffmpegPath: opts.ffmpegPath,
+    });
   }
 
   get audioPort(): number {
