@@ -21,7 +21,10 @@ export class Publisher implements DlnaRoutes {
   private readonly renderers = new Map<string, Renderer>();
   /** The friendlyName each renderer was announced with: a renamed speaker is announced again. */
   private readonly announcedAs = new Map<string, string>();
-  private readonly scpds = new Map<string, string>([...SERVICE_NAMES.map((n) => [n, scpdXml(n)] as const), ['ContentDirectory', LibraryDevice.scpd()]]);
+  private readonly scpds = new Map<string, string>([
+    ...SERVICE_NAMES.map((n) => [n, scpdXml(n)] as const),
+    ['ContentDirectory', LibraryDevice.scpd()],
+  ]);
   /** The hub's library as a MediaServer (dlna.mediaServer), once the extension publishes it. */
   private library?: LibraryDevice;
   /** Malformed bodies and URIs at the hub's machine: what a hostile control point sends, logged without flooding. */

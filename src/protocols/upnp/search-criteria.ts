@@ -18,9 +18,7 @@ export type SearchProperty = (typeof SEARCH_PROPERTIES)[number];
 type Op = '=' | '!=' | '<' | '<=' | '>' | '>=' | 'contains' | 'doesnotcontain' | 'derivedfrom' | 'exists';
 
 export type Criteria =
-  | { kind: 'all' }
-  | { kind: 'and' | 'or'; left: Criteria; right: Criteria }
-  | { kind: 'rel'; property: SearchProperty; op: Op; value: string };
+  { kind: 'all' } | { kind: 'and' | 'or'; left: Criteria; right: Criteria } | { kind: 'rel'; property: SearchProperty; op: Op; value: string };
 
 export class SearchCriteriaError extends Error {
   readonly code = 'UnsupportedSearchCriteria';
