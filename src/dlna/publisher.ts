@@ -8,7 +8,7 @@ import type { DlnaRoutes, RoutedService } from './http-server';
 import { LIBRARY_SLUG, LibraryDevice, MEDIA_SERVER } from './library-device';
 import type { HubChange, HubPort, SpeakerView } from './hub-port';
 import { Renderer, SINK_PROTOCOLS, toUpnpError, type RendererIdentity, type RendererKind } from './renderer';
-import { SERVICES, SERVICE_NAMES, scpdXml, type ServiceName } from './scpd';
+import { SERVICES, SERVICE_NAMES, scpdXml } from './scpd';
 import { parseSoapRequest, soapFault, soapResponse, UpnpError } from './soap';
 import type { SsdpServer } from './ssdp';
 
