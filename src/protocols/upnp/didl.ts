@@ -70,9 +70,8 @@ export function didlObject(o: DidlObject, filter: DidlFilter = DidlFilter.ALL): 
   if ((o.creator ?? o.artist) && filter.has('dc:creator')) parts.push(`<dc:creator>${e(o.creator ?? o.artist!)}</dc:creator>`);
   if (o.album && filter.has('upnp:album')) parts.push(`<upnp:album>${e(o.album)}</upnp:album>`);
   if (o.trackNumber && filter.has('upnp:originalTrackNumber')) parts.push(`<upnp:originalTrackNumber>${o.trackNumber}</upnp:originalTrackNumber>`);
-  if (o.albumArtUri && filter.has('upnp:albumArtURI')) {
-    parts.push(`<upnp:albumArtURI dlna:profileID="JPEG_TN">${e(o.albumArtUri)}</upnp:albumArtURI>`);
-  }
+  // No dlna:profileID: the cover is the file's own picture, of whatever size, and a wrong profile is worse than none.
+  if (o.albumArtUri && filter.has('upnp:albumArtURI')) parts.push(`<upnp:albumArtURI>${e(o.albumArtUri)}</upnp:albumArtURI>`);
   if (o.res && filter.has('res')) {
     const r = o.res;
     const attrs = [`protocolInfo="${e(r.protocolInfo)}"`];
