@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { encodeWav } from '../../src/media/wav';
 import { attr, child, children, parseXml, text, type XmlValue } from '../../src/protocols/upnp/xml';
@@ -60,6 +62,14 @@ function addLibrary(dir: string): void {
     ...['-metadata', 'title=Covered Song', '-metadata', 'artist=Picture Band', '-metadata', 'album=Pictures'],
     join(dir, 'covered.mp3'),
   ]);
+}
+
+async function waitUntil(ok: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 const objects = (result: string, kind: 'item' | 'container'): XmlValue[] => children(child(parseXml(result), 'DIDL-Lite'), kind);
@@ -196,6 +206,37 @@ d('DLNA MediaServer', () => {
       mark,
     );
     await hub.op('stop_play');
+  });
+
+  test('GENA: a subscriber gets the SystemUpdateID, and a higher one when the library changes', async () => {
+    const root = `${LAB_NETWORKS.dlnaMediaServer.subnet}.1`;
+    const notifies: number[] = [];
+    const cb = createServer((req, res) => {
+      const parts: Buffer[] = [];
+      req.on('data', (c: Buffer) => parts.push(c));
+      req.on('end', () => {
+        const id = /<SystemUpdateID>(\d+)<\/SystemUpdateID>/.exec(Buffer.concat(parts).toString('utf8'))?.[1];
+        if (id) notifies.push(Number(id));
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => cb.listen(0, root, r));
+    try {
+      const ev = hub.mediaServer!.location.replace(/description\.xml$/, 'ContentDirectory/event');
+      const port = (cb.address() as AddressInfo).port;
+      const sub = await http('SUBSCRIBE', ev, { CALLBACK: `<http://${root}:${port}/cb>`, NT: 'upnp:event', TIMEOUT: 'Second-300' });
+      expect(sub.status).toBe(200);
+      await waitUntil(() => notifies.length > 0, 10000, 'the initial SystemUpdateID');
+      const before = notifies[0];
+      writeFileSync(join(lab.tmp, 'web', 'late.wav'), encodeWav(tone(1, 440), 8000, { title: 'Late Song', artist: 'Band C', album: 'Late' }));
+      await hub.op('rescan_media');
+      await waitUntil(() => notifies.some((n) => n > before), 10000, 'a higher SystemUpdateID after the rescan');
+      const found = await search('dc:title = "Late Song"');
+      expect(found.TotalMatches).toBe(1);
+      expect(found.UpdateID).toBeGreaterThan(before);
+    } finally {
+      cb.close();
+    }
   });
 
   test('dlna.mediaServer false: the hub publishes no MediaServer (its description is not found)', async () => {
