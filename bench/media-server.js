@@ -66,11 +66,14 @@ function catalogOf(n) {
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 function request(port, method, path, body, headers = {}) {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path, agent, headers: body ? { ...headers, 'Content-Length': Buffer.byteLength(body) } : headers }, (res) => {
-      const parts = [];
-      res.on('data', (c) => parts.push(c));
-      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(parts).toString('utf8') }));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, method, path, agent, headers: body ? { ...headers, 'Content-Length': Buffer.byteLength(body) } : headers },
+      (res) => {
+        const parts = [];
+        res.on('data', (c) => parts.push(c));
+        res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(parts).toString('utf8') }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -128,7 +131,8 @@ async function main() {
   try {
     // The first Browse builds the tree; measured apart (3.), then the pages.
     const first = await timed(() => browse('tracks', 0));
-    if (first.r.status !== 200 || !first.r.body.includes('NumberReturned>100<')) throw new Error(`Browse failed: ${first.r.status} ${first.r.body.slice(0, 300)}`);
+    if (first.r.status !== 200 || !first.r.body.includes('NumberReturned>100<'))
+      throw new Error(`Browse failed: ${first.r.status} ${first.r.body.slice(0, 300)}`);
     for (let i = 0; i < 50; i++) await request(port, 'GET', '/icon.png'); // warm-up
     const pages = [];
     const bare = [];
@@ -159,12 +163,16 @@ async function main() {
     }
     const p95 = pct(pages, 95);
     console.log(`\nDLNA MediaServer (${TRACKS} tracks, loopback, one keep-alive connection, ${ROUNDS} rounds)`);
-    console.log(`  Browse "All tracks", 100 a page:      p50 ${fmt(pct(pages, 50))} ms  p95 ${fmt(p95)} ms  (goal p95 < 50 ms; ${pages.length} pages)`);
+    console.log(
+      `  Browse "All tracks", 100 a page:      p50 ${fmt(pct(pages, 50))} ms  p95 ${fmt(p95)} ms  (goal p95 < 50 ms; ${pages.length} pages)`,
+    );
     console.log(`  bare HTTP round trip (baseline):      p50 ${fmt(pct(bare, 50))} ms  p95 ${fmt(pct(bare, 95))} ms`);
     console.log(`  ratio page / bare round trip:         p50 ${fmt(pct(pages, 50) / pct(bare, 50))}×  p95 ${fmt(p95 / pct(bare, 95))}×`);
     console.log(`  Browse an artist's / album's tracks:  p50 ${fmt(pct(groups, 50))} ms  p95 ${fmt(pct(groups, 95))} ms`);
     console.log(`  Search (class and title, all tracks): p50 ${fmt(pct(searches, 50))} ms  p95 ${fmt(pct(searches, 95))} ms`);
-    console.log(`  first Browse after a rescan (tree):   p50 ${fmt(pct(rebuilds, 50))} ms  max ${fmt(Math.max(...rebuilds))} ms  (first of all: ${fmt(first.ms)} ms)`);
+    console.log(
+      `  first Browse after a rescan (tree):   p50 ${fmt(pct(rebuilds, 50))} ms  max ${fmt(Math.max(...rebuilds))} ms  (first of all: ${fmt(first.ms)} ms)`,
+    );
     console.log(`  goal: ${p95 < 50 ? 'met' : 'NOT met'}`);
   } finally {
     agent.destroy();
