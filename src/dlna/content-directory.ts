@@ -69,12 +69,16 @@ export const CONTENT_DIRECTORY: ServiceSpec<'ContentDirectory'> = {
   ],
 };
 
-const SORT_KEYS: Record<string, (o: TreeObject) => string | number> = {
-  'dc:title': (o) => o.title,
-  'upnp:artist': (o) => o.artist ?? '',
-  'dc:creator': (o) => o.artist ?? '',
-  'upnp:album': (o) => o.album ?? '',
-  'upnp:originalTrackNumber': (o) => o.item?.track ?? 1e9,
+const SORT_KEYS: Record<string, (a: TreeObject, b: TreeObject) => number> = {
+  'upnp:class': (a, b) => compareTitles(a.upnpClass, b.upnpClass),
+  'dc:title': (a, b) => compareTitles(a.title, b.title),
+  'upnp:artist': (a, b) => compareTitles(a.artist ?? '', b.artist ?? ''),
+  'dc:creator': (a, b) => compareTitles(a.artist ?? '', b.artist ?? ''),
+  'upnp:album': (a, b) => compareTitles(a.album ?? '', b.album ?? ''),
+  // A track number means something only on its album: sorted by it, tracks go album by album,
+  // each in track order. Home Assistant's dlna_dms asks for +upnp:originalTrackNumber in every
+  // container, "All tracks" included, where plain numbers would interleave every album.
+  'upnp:originalTrackNumber': (a, b) => compareTitles(a.album ?? '', b.album ?? '') || (a.item?.track ?? 1e9) - (b.item?.track ?? 1e9),
 };
 export const SORT_CAPABILITIES = Object.keys(SORT_KEYS).join(',');
 export const SEARCH_CAPABILITIES = SEARCH_PROPERTIES.join(',');
@@ -111,9 +115,7 @@ export function sortOf(criteria: string): ((a: TreeObject, b: TreeObject) => num
   });
   return (a, b) => {
     for (const { dir, key } of keys) {
-      const x = key(a);
-      const y = key(b);
-      const c = typeof x === 'number' && typeof y === 'number' ? x - y : compareTitles(String(x), String(y));
+      const c = key(a, b);
       if (c) return dir * c;
     }
     return 0;

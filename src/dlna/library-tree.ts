@@ -196,6 +196,8 @@ export function searchable(o: TreeObject): SearchableObject {
     'upnp:class': o.upnpClass,
     'dc:title': o.title,
     '@id': o.id,
+    // Home Assistant's dlna_dms resolves a path by searching `@parentID="…" and dc:title="…"`.
+    '@parentID': o.parentId,
     ...(o.artist ? { 'upnp:artist': o.artist, 'dc:creator': o.artist } : {}),
     ...(o.album ? { 'upnp:album': o.album } : {}),
   };

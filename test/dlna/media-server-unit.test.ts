@@ -172,6 +172,10 @@ describe('ContentDirectory', () => {
     const r = browse('tracks', 'BrowseDirectChildren', '0', '3', '-dc:title');
     expect(didlItems(String(r.Result)).map((t) => text(child(t, 'title')))).toEqual(['Track 24', 'Track 23', 'Track 22']);
     expect(upnpCode(() => browse('tracks', 'BrowseDirectChildren', '0', '3', '+dc:date'))).toBe(709);
+    // What Home Assistant's dlna_dms sends everywhere: "All tracks" goes album by album, each in track order.
+    const ha = didlItems(String(browse('tracks', 'BrowseDirectChildren', '0', '0', '+upnp:class,+upnp:originalTrackNumber,+dc:title').Result));
+    const order = ha.map((t) => [text(child(t, 'album')), Number(text(child(t, 'originalTrackNumber')))] as const);
+    expect(order).toEqual([...order].sort((x, y) => x[0].localeCompare(y[0]) || x[1] - y[1]));
   });
 
   test('Search finds tracks by title, artist and album, pages them, and refuses criteria it does not understand with 708', () => {
@@ -186,6 +190,9 @@ describe('ContentDirectory', () => {
     expect(search('upnp:class = "object.container.album.musicAlbum"').TotalMatches).toBe(5);
     expect(search('upnp:class derivedfrom "object.item"', 'tracks', '7').NumberReturned).toBe(7);
     expect(upnpCode(() => search('dc:date > "2001"'))).toBe(708);
+    // Home Assistant's dlna_dms path resolution: one child of a container by its title.
+    const album = search('@parentID="albums" and dc:title="album 3"', 'albums', '1');
+    expect([album.TotalMatches, attr(didlContainers(String(album.Result))[0], 'id')]).toEqual([1, expect.stringMatching(/^albums\//)]);
     expect(upnpCode(() => search('*', 'nowhere'))).toBe(701);
     expect(upnpCode(() => search('*', `tracks/${items[0].persistentId}`))).toBe(710);
   });

@@ -12,7 +12,17 @@ const MAX_DEPTH = 16;
 const MAX_TERMS = 64;
 
 /** Properties a search may name (GetSearchCapabilities). */
-export const SEARCH_PROPERTIES = ['upnp:class', 'dc:title', 'dc:creator', 'upnp:artist', 'upnp:album', 'upnp:genre', '@id', '@refID'] as const;
+export const SEARCH_PROPERTIES = [
+  'upnp:class',
+  'dc:title',
+  'dc:creator',
+  'upnp:artist',
+  'upnp:album',
+  'upnp:genre',
+  '@id',
+  '@parentID',
+  '@refID',
+] as const;
 export type SearchProperty = (typeof SEARCH_PROPERTIES)[number];
 
 type Op = '=' | '!=' | '<' | '<=' | '>' | '>=' | 'contains' | 'doesnotcontain' | 'derivedfrom' | 'exists';
