@@ -15,7 +15,7 @@ const UNIT = [
   'test/mqtt/{broker,channel,extension}.test.ts',
   'test/snapcast/units.test.ts',
   'test/upnp/unit.test.ts',
-  'test/dlna/unit.test.ts',
+  'test/dlna/{unit,media-server-unit}.test.ts',
   'test/cloud/{oauth,relay,link-protocol}.test.ts',
   'test/tts/voicerss.test.ts',
   'test/drivers/{registry,capabilities}.test.ts',

@@ -52,6 +52,8 @@ compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/
 # GUPnP 1.6 through GObject introspection: a real control point no one here wrote, for the DLNA renderer tests.
 [ -e "/usr/lib/$(uname -m)-linux-gnu/girepository-1.0/GUPnP-1.6.typelib" ] || missing+=(gir1.2-gupnp-1.6)
 /usr/bin/python3 -c 'import gi' >/dev/null 2>&1 || missing+=(python3-gi)
+# GSSDP 1.6 (a dependency of GUPnP's, named for the MediaServer test's SSDP browse: bookworm ships no gssdp-discover).
+[ -e "/usr/lib/$(uname -m)-linux-gnu/girepository-1.0/GSSDP-1.6.typelib" ] || missing+=(gir1.2-gssdp-1.6)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then

@@ -11,7 +11,9 @@ import { hubMediaUrlMatcher } from './media/capability-url';
 import type { SpeakerDriver } from './drivers/driver';
 import { createLogger, type Logger } from './logger';
 import { MediaLibrary, type ScanProgress } from './media/library';
+import { ArtworkCache } from './media/artwork';
 import { MediaServer } from './media/media-server';
+import type { LibraryAccess } from './media/types';
 import { MetadataReader } from './media/metadata-reader';
 import { ensureChime } from './media/chime';
 import { AnnouncementClips } from './media/announcement-clip';
@@ -216,6 +218,7 @@ export class SpeakerHub {
       const library = this._library;
       this.undo.push({ what: 'media folder watcher', run: () => library.stopWatching() });
     }
+    this.mediaServer.serveCatalog(this._library);
     await this.mediaServer.start();
     this.undo.push({ what: 'media server', run: () => this.mediaServer.stop() });
     const core = new HubCore({
@@ -356,7 +359,26 @@ export class SpeakerHub {
     this.logger.info('API token reloaded from the data folder');
   }
 
-  /** What a front end may use of the hub: dispatch, trusted sessions and wire events. */
+  private _libraryAccess?: LibraryAccess;
+
+  /** The library for the DLNA MediaServer: one cover cache however many front ends ask. */
+  private libraryAccess(): LibraryAccess | undefined {
+    const catalog = this._library;
+    if (!catalog) return undefined;
+    if (!this._libraryAccess) {
+      const media = this.mediaServer;
+      const covers = new ArtworkCache(this.metadata);
+      this._libraryAccess = {
+        catalog,
+        itemUrl: (item) => media.itemUrl(item),
+        isItemUrl: (url) => media.isItemUrl(url),
+        artwork: (item) => covers.get(item),
+      };
+    }
+    return this._libraryAccess;
+  }
+
+  /** What a front end may use of the hub: dispatch, trusted sessions, wire events and the library. */
   private extensionContext(ext: HubExtension, core: HubCore, feed: WireEventFeed): ExtensionContext {
     const hub = this;
     return {
@@ -367,6 +389,7 @@ export class SpeakerHub {
       dispatch: async (operation, params) => dispatch(core, operation, params),
       run: (op, params, memo) => runOperation(core, op, params, memo),
       openTrustedSession: () => core.sessions.createTrusted(),
+      library: this.libraryAccess(),
       subscribe: (handler, options) => feed.subscribe(handler, options),
       get httpServer() {
         return hub.rest?.httpServer;

@@ -56,6 +56,13 @@ export const DlnaConfigSchema = z
     allowLocalUrls: z.boolean().default(false),
     /** Longest GENA subscription granted (a control point asking for more gets this). */
     maxSubscriptionSeconds: z.number().int().min(60).max(86_400).default(1800),
+    /**
+     * The hub's media library as a UPnP AV MediaServer (ContentDirectory Browse and Search),
+     * for Home Assistant's media browser, BubbleUPnP, VLC, Kodi (docs/dlna-media-server.md).
+     */
+    mediaServer: z.boolean().default(true),
+    /** The MediaServer's name on the network; default "SpeakerHub library (<host name>)". */
+    mediaServerName: z.string().trim().min(1).max(64).optional(),
   })
   .strict();
 

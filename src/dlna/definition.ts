@@ -39,5 +39,6 @@ export function dlnaBannerLines(ext: DlnaExtension | undefined): string[] {
   return [
     `  DLNA:       ${s.renderers} renderer${s.renderers === 1 ? '' : 's'} on ${s.interfaceName} (${s.address}), ${s.url}/`,
     `              no API token: ${s.allow === 'any host' ? 'any LAN host' : s.allow} may control the speakers (dlna.allow)`,
+    ...(s.mediaServer ? [`              media library shared as "${s.mediaServer}" (dlna.mediaServer)`] : []),
   ];
 }

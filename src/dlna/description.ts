@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
+import { deviceDescriptionXml } from '../protocols/upnp/description';
 import type { RendererIdentity } from './renderer';
 import { SERVICES, SERVICE_NAMES } from './scpd';
 import { MEDIA_RENDERER } from './ssdp';
-import { escapeXml } from './xml';
 
 /** Device descriptions, UDNs and the hub-level icon of the published renderers. */
 
@@ -14,7 +14,7 @@ export const MODEL_NAME = 'SpeakerHub DLNA renderer';
  * DeviceID) and the same kind of renderer give the same UDN on every start, so control points
  * keep their entries; two hubs never share one.
  */
-export function rendererUdn(hubUuid: string, kind: RendererIdentity['kind'], deviceId = ''): string {
+export function rendererUdn(hubUuid: string, kind: RendererIdentity['kind'] | 'library', deviceId = ''): string {
   const h = createHash('sha1').update(`speakerhub-dlna:${hubUuid}:${kind}:${deviceId}`).digest();
   // Shaped as a name-based (version 5) UUID.
   h[6] = (h[6] & 0x0f) | 0x50;
@@ -30,29 +30,25 @@ export function rendererPath(slug: string): string {
 export function deviceDescription(id: RendererIdentity, friendlyName: string, version: string): string {
   const base = rendererPath(id.slug);
   const what = id.kind === 'all' ? 'every speaker (party mode)' : id.kind === 'announce' ? 'announcements on one speaker' : 'one speaker';
-  const services = SERVICE_NAMES.map((n) => {
-    const s = SERVICES[n];
-    return (
-      `<service><serviceType>${s.type}</serviceType><serviceId>${s.id}</serviceId>` +
-      `<SCPDURL>/scpd/${n}.xml</SCPDURL><controlURL>${base}/${n}/control</controlURL><eventSubURL>${base}/${n}/event</eventSubURL></service>`
-    );
-  }).join('');
-  return (
-    '<?xml version="1.0" encoding="utf-8"?>\n' +
-    '<root xmlns="urn:schemas-upnp-org:device-1-0" xmlns:dlna="urn:schemas-dlna-org:device-1-0">' +
-    '<specVersion><major>1</major><minor>0</minor></specVersion><device>' +
-    `<deviceType>${MEDIA_RENDERER}</deviceType>` +
-    `<friendlyName>${escapeXml(friendlyName)}</friendlyName>` +
-    '<manufacturer>SpeakerHub</manufacturer>' +
-    `<modelDescription>SpeakerHub renderer: ${what}</modelDescription>` +
-    `<modelName>${MODEL_NAME}</modelName><modelNumber>${escapeXml(version)}</modelNumber>` +
-    `<serialNumber>${escapeXml(id.deviceId ?? 'all')}</serialNumber>` +
-    `<UDN>${id.udn}</UDN>` +
-    '<dlna:X_DLNADOC>DMR-1.50</dlna:X_DLNADOC>' +
-    '<iconList><icon><mimetype>image/png</mimetype><width>48</width><height>48</height><depth>24</depth><url>/icon.png</url></icon></iconList>' +
-    `<serviceList>${services}</serviceList>` +
-    '</device></root>\n'
-  );
+  return deviceDescriptionXml({
+    deviceType: MEDIA_RENDERER,
+    friendlyName,
+    manufacturer: 'SpeakerHub',
+    modelDescription: `SpeakerHub renderer: ${what}`,
+    modelName: MODEL_NAME,
+    modelNumber: version,
+    serialNumber: id.deviceId ?? 'all',
+    udn: id.udn,
+    dlnaDoc: 'DMR-1.50',
+    icon: { url: '/icon.png', width: 48, height: 48 },
+    services: SERVICE_NAMES.map((n) => ({
+      type: SERVICES[n].type,
+      id: SERVICES[n].id,
+      scpdUrl: `/scpd/${n}.xml`,
+      controlUrl: `${base}/${n}/control`,
+      eventSubUrl: `${base}/${n}/event`,
+    })),
+  });
 }
 
 // ---- the icon: a 48×48 PNG of a speaker, drawn here so no binary file ships ----------------

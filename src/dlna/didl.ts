@@ -1,4 +1,5 @@
-import { attr, child, escapeXml, parseXml, text, XmlError } from './xml';
+import { didlDocument, didlObject } from '../protocols/upnp/didl';
+import { attr, child, parseXml, text, XmlError } from './xml';
 
 /** DIDL-Lite metadata and UPnP's H+:MM:SS times. */
 
@@ -28,14 +29,16 @@ export function readDidl(metadata: string): ItemMetadata {
 
 /** A DIDL-Lite document for a track the hub plays (a play that did not come from this control point). */
 export function writeDidl(url: string, title: string | undefined, mime = '*'): string {
-  return (
-    '<DIDL-Lite xmlns="urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:upnp="urn:schemas-upnp-org:metadata-1-0/upnp/">' +
-    '<item id="0" parentID="-1" restricted="1">' +
-    `<dc:title>${escapeXml(title ?? url)}</dc:title><upnp:class>object.item.audioItem.musicTrack</upnp:class>` +
-    // No URL (hub media, whose URL is a secret): a title without a resource.
-    (url ? `<res protocolInfo="http-get:*:${escapeXml(mime)}:*">${escapeXml(url)}</res>` : '') +
-    '</item></DIDL-Lite>'
-  );
+  return didlDocument([
+    didlObject({
+      id: '0',
+      parentId: '-1',
+      title: title ?? url,
+      upnpClass: 'object.item.audioItem.musicTrack',
+      // No URL (hub media, whose URL is a secret): a title without a resource.
+      ...(url ? { res: { url, protocolInfo: `http-get:*:${mime}:*` } } : {}),
+    }),
+  ]);
 }
 
 export function formatTime(seconds: number | undefined): string {

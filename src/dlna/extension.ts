@@ -7,6 +7,7 @@ import { interfaceAddress } from '../net/interface-address';
 import { Gena } from './gena';
 import { ClientHubPort, type HubPort } from './hub-port';
 import { DlnaHttpServer } from './http-server';
+import { LibraryDevice } from './library-device';
 import { Publisher } from './publisher';
 import { MEDIA_RENDERER, SsdpServer } from './ssdp';
 
@@ -18,6 +19,8 @@ export interface DlnaStatus {
   /** Who may use the renderers (dlna.allow): "any host" or the list. No API token is asked. */
   allow: string;
   renderers: number;
+  /** The library's MediaServer friendlyName, when published (dlna.mediaServer). */
+  mediaServer?: string;
 }
 
 /** How long the start waits for the LAN's UPnP renderers to answer, to leave the upnp driver's speakers out. */
@@ -36,6 +39,7 @@ export class DlnaExtension implements HubExtension {
   private gena?: Gena;
   private hub?: HubPort;
   private publisher?: Publisher;
+  private library?: LibraryDevice;
   private _status?: DlnaStatus;
 
   constructor(private readonly options: { port?: (ctx: ExtensionContext, log: Logger) => HubPort } = {}) {}
@@ -77,6 +81,7 @@ export class DlnaExtension implements HubExtension {
         icon: () => ref.publisher!.icon(),
         control: async (...a: Parameters<Publisher['control']>) => ref.publisher?.control(...a),
         event: (...a: Parameters<Publisher['event']>) => ref.publisher?.event(...a),
+        resource: async (path: string) => ref.publisher?.resource(path),
       };
       this.http = new DlnaHttpServer(routes, serverHeader, log, allow);
       const bound = await this.http.listen(iface.address, cfg.port);
@@ -104,7 +109,18 @@ export class DlnaExtension implements HubExtension {
         await new Promise((r) => setTimeout(r, UPNP_SEARCH_WAIT_MS));
       }
       await this.hub.start((c) => publisher.hubChanged(c));
-      this._status = { interfaceName: iface.name, address: iface.address, url, renderers: publisher.count, allow: allow.describe() };
+      if (cfg.mediaServer && ctx.library) {
+        this.library = new LibraryDevice(ctx.library, ctx.uuid, ctx.version, url, this.gena, log, cfg.mediaServerName);
+        publisher.publishLibrary(this.library);
+      }
+      this._status = {
+        interfaceName: iface.name,
+        address: iface.address,
+        url,
+        renderers: publisher.count,
+        allow: allow.describe(),
+        ...(this.library ? { mediaServer: this.library.friendlyName } : {}),
+      };
       log.info({ interface: iface.name, address: iface.address, url, renderers: publisher.count }, 'DLNA renderers published');
       // UPnP has no way to carry the API token: say so where the operator looks (issue 32 item 6).
       log.warn(
@@ -117,8 +133,16 @@ export class DlnaExtension implements HubExtension {
     }
   }
 
+  /** The library's MediaServer, when published (tests). */
+  get mediaServer(): { udn: string; name: string; location: string } | undefined {
+    const l = this.library;
+    return l && { udn: l.udn, name: l.friendlyName, location: l.location };
+  }
+
   async stop(): Promise<void> {
     this._status = undefined;
+    this.library?.close();
+    this.library = undefined;
     await this.ssdp?.stop().catch(() => undefined);
     this.ssdp = undefined;
     this.gena?.close();

@@ -21,9 +21,14 @@ export interface DlnaRoutes {
   description(slug: string): string | undefined;
   scpd(service: string): string | undefined;
   icon(): Buffer;
-  control(slug: string, service: ServiceName, body: string, soapAction: string | undefined): Promise<{ status: number; body: string } | undefined>;
-  event(method: string, slug: string, service: ServiceName, req: IncomingMessage): GenaAnswer | undefined;
+  control(slug: string, service: RoutedService, body: string, soapAction: string | undefined): Promise<{ status: number; body: string } | undefined>;
+  event(method: string, slug: string, service: RoutedService, req: IncomingMessage): GenaAnswer | undefined;
+  /** Other GETs (the MediaServer's covers); undefined: 404. */
+  resource?(path: string): Promise<{ type: string; body: Buffer } | undefined>;
 }
+
+/** The renderers' services and the MediaServer's ContentDirectory. */
+export type RoutedService = ServiceName | 'ContentDirectory';
 
 export const HTTP_LIMITS = {
   maxConnections: 256,
@@ -40,7 +45,7 @@ export const HTTP_LIMITS = {
   actionBurst: 400,
 };
 
-const SERVICE_RE = /^\/r\/([A-Za-z0-9_-]{1,64})\/(AVTransport|RenderingControl|ConnectionManager)\/(control|event)$/;
+const SERVICE_RE = /^\/r\/([A-Za-z0-9_-]{1,64})\/(AVTransport|RenderingControl|ConnectionManager|ContentDirectory)\/(control|event)$/;
 
 export class DlnaHttpServer {
   private server?: Server;
@@ -127,6 +132,8 @@ export class DlnaHttpServer {
         return xml ? this.reply(res, 200, 'text/xml; charset="utf-8"', xml) : this.reply(res, 404, 'text/plain', 'not found');
       }
       if (path === '/icon.png') return this.reply(res, 200, 'image/png', this.routes.icon());
+      const other = path.length <= 256 ? await this.routes.resource?.(path) : undefined;
+      if (other) return this.reply(res, 200, other.type, other.body, { 'Cache-Control': 'max-age=3600' });
       return this.reply(res, 404, 'text/plain', 'not found');
     }
     const m = SERVICE_RE.exec(path);
@@ -134,7 +141,7 @@ export class DlnaHttpServer {
       req.resume();
       return this.reply(res, 404, 'text/plain', 'not found');
     }
-    const [, slug, service, kind] = m as unknown as [string, string, ServiceName, 'control' | 'event'];
+    const [, slug, service, kind] = m as unknown as [string, string, RoutedService, 'control' | 'event'];
     if (kind === 'event') {
       req.resume();
       if (method !== 'SUBSCRIBE' && method !== 'UNSUBSCRIBE') return this.reply(res, 405, 'text/plain', 'method not allowed');

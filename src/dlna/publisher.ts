@@ -4,10 +4,11 @@ import { LimitedLog } from '../logging/limited-log';
 import type { DlnaConfig } from './config';
 import { deviceDescription, iconPng, MODEL_NAME, rendererPath, rendererUdn } from './description';
 import { Gena, propertySetOf } from './gena';
-import type { DlnaRoutes } from './http-server';
+import type { DlnaRoutes, RoutedService } from './http-server';
+import { LIBRARY_SLUG, LibraryDevice, MEDIA_SERVER } from './library-device';
 import type { HubChange, HubPort, SpeakerView } from './hub-port';
 import { Renderer, SINK_PROTOCOLS, toUpnpError, type RendererIdentity, type RendererKind } from './renderer';
-import { SERVICES, SERVICE_NAMES, scpdXml, type ServiceName } from './scpd';
+import { SERVICES, SERVICE_NAMES, scpdXml } from './scpd';
 import { parseSoapRequest, soapFault, soapResponse, UpnpError } from './soap';
 import type { SsdpServer } from './ssdp';
 
@@ -20,7 +21,12 @@ export class Publisher implements DlnaRoutes {
   private readonly renderers = new Map<string, Renderer>();
   /** The friendlyName each renderer was announced with: a renamed speaker is announced again. */
   private readonly announcedAs = new Map<string, string>();
-  private readonly scpds = new Map<string, string>(SERVICE_NAMES.map((n) => [n, scpdXml(n)]));
+  private readonly scpds = new Map<string, string>([
+    ...SERVICE_NAMES.map((n) => [n, scpdXml(n)] as const),
+    ['ContentDirectory', LibraryDevice.scpd()],
+  ]);
+  /** The hub's library as a MediaServer (dlna.mediaServer), once the extension publishes it. */
+  private library?: LibraryDevice;
   /** Malformed bodies and URIs at the hub's machine: what a hostile control point sends, logged without flooding. */
   private readonly refusedLog: LimitedLog;
 
@@ -52,6 +58,18 @@ export class Publisher implements DlnaRoutes {
     if (s.modelName === MODEL_NAME) return false;
     if (!this.config.publishUpnpSpeakers && this.upnpSpeaker(s)) return false;
     return true;
+  }
+
+  /** Publishes the library (the extension, when dlna.mediaServer and the hub has a library). */
+  publishLibrary(device: LibraryDevice): void {
+    this.library = device;
+    this.ssdp.add({ udn: device.udn, location: device.location, services: device.serviceTypes, deviceType: MEDIA_SERVER });
+    this.log.info({ name: device.friendlyName, udn: device.udn }, 'DLNA MediaServer published');
+  }
+
+  /** The library device, when published (tests, the banner). */
+  get libraryDevice(): LibraryDevice | undefined {
+    return this.library;
   }
 
   /** Set by the extension: tells the upnp driver's speakers. */
@@ -105,6 +123,8 @@ export class Publisher implements DlnaRoutes {
         ...(fadeMs !== undefined ? { fadeMs } : {}),
       });
       r.allowLocalUrls = this.config.allowLocalUrls;
+      // A track browsed on the hub's own MediaServer points at the hub, yet is no SSRF: its own library.
+      r.ownMediaUrl = (url) => this.library?.isOwnUrl(url) ?? false;
       this.renderers.set(slug, r);
       this.announcedAs.set(slug, r.friendlyName);
       this.ssdp.add({ udn: id.udn, location: this.location(r), services: SERVICE_NAMES.map((n) => SERVICES[n].type) });
@@ -119,6 +139,7 @@ export class Publisher implements DlnaRoutes {
   // ---- routes --------------------------------------------------------------------------------
 
   description(slug: string): string | undefined {
+    if (slug === LIBRARY_SLUG) return this.library?.description();
     const r = this.renderers.get(slug);
     return r && deviceDescription(r.id, r.friendlyName, this.version);
   }
@@ -131,14 +152,20 @@ export class Publisher implements DlnaRoutes {
     return iconPng();
   }
 
+  /** The MediaServer's covers. */
+  resource(path: string): Promise<{ type: string; body: Buffer } | undefined> {
+    return this.library?.art(path) ?? Promise.resolve(undefined);
+  }
+
   async control(
     slug: string,
-    service: ServiceName,
+    service: RoutedService,
     body: string,
     soapAction: string | undefined,
   ): Promise<{ status: number; body: string } | undefined> {
+    if (slug === LIBRARY_SLUG) return this.library?.control(service, body, soapAction);
     const r = this.renderers.get(slug);
-    if (!r) return undefined;
+    if (!r || service === 'ContentDirectory') return undefined;
     try {
       let req;
       try {
@@ -158,9 +185,10 @@ export class Publisher implements DlnaRoutes {
     }
   }
 
-  event(method: string, slug: string, service: ServiceName, req: IncomingMessage) {
+  event(method: string, slug: string, service: RoutedService, req: IncomingMessage) {
+    if (slug === LIBRARY_SLUG) return this.library?.event(method, service, req.headers, req.socket.remoteAddress ?? '');
     const r = this.renderers.get(slug);
-    if (!r) return undefined;
+    if (!r || service === 'ContentDirectory') return undefined;
     const initial = () =>
       service === 'ConnectionManager'
         ? propertySetOf({ SourceProtocolInfo: '', SinkProtocolInfo: SINK_PROTOCOLS, CurrentConnectionIDs: '0' })

@@ -63,6 +63,8 @@ export class Renderer {
   private readonly waits = new ChangeWaits();
   /** dlna.allowLocalUrls: URIs at the hub's own machine are taken (url-policy.ts). */
   allowLocalUrls = false;
+  /** A URL of the hub's own MediaServer (its library's tracks): taken though it points at the hub. */
+  ownMediaUrl: (url: string) => boolean = () => false;
 
   constructor(
     readonly id: RendererIdentity,
@@ -268,7 +270,7 @@ export class Renderer {
         return this.setUri(a.CurrentURI, a.CurrentURIMetaData);
       case 'AVTransport#SetNextAVTransportURI':
         if (a.NextURI) checkUrl(a.NextURI);
-        await checkUrlTarget(a.NextURI.trim(), this.allowLocalUrls);
+        await checkUrlTarget(a.NextURI.trim(), this.allowLocalUrls || this.ownMediaUrl(a.NextURI.trim()));
         this.nextUri = a.NextURI.trim();
         this.nextMeta = a.NextURIMetaData;
         return {};
@@ -355,7 +357,7 @@ export class Renderer {
   private async setUri(uri: string, meta: string): Promise<Record<string, string>> {
     const url = uri.trim();
     if (url) checkUrl(url);
-    await checkUrlTarget(url, this.allowLocalUrls);
+    await checkUrlTarget(url, this.allowLocalUrls || this.ownMediaUrl(url));
     const playing = this.transportState() === 'PLAYING' && this.id.kind !== 'announce';
     this.uri = url;
     this.meta = meta;

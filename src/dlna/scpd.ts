@@ -1,35 +1,15 @@
-import { escapeXml } from './xml';
+import { buildScpd, type Action, type ServiceSpec as SharedSpec, type StateVariable } from '../protocols/upnp/scpd';
 
 /**
- * The three services of a MediaRenderer:1, as data: the SCPD documents are written from it,
+ * The three services of a MediaRenderer:1, as data (src/protocols/upnp/scpd.ts): the SCPD documents are written from it,
  * and the SOAP dispatcher checks every action and its input arguments against it (401 for an
  * action a service does not have, 402 for a missing argument).
  */
 
 export type ServiceName = 'AVTransport' | 'RenderingControl' | 'ConnectionManager';
 
-export interface StateVariable {
-  name: string;
-  type: 'string' | 'ui4' | 'i4' | 'ui2' | 'boolean';
-  events?: boolean;
-  allowed?: readonly string[];
-  range?: { min: number; max: number; step: number };
-}
-
-export interface Action {
-  name: string;
-  /** Argument name → related state variable. */
-  in: Record<string, string>;
-  out: Record<string, string>;
-}
-
-export interface ServiceSpec {
-  name: ServiceName;
-  type: string;
-  id: string;
-  actions: Action[];
-  variables: StateVariable[];
-}
+export type ServiceSpec = SharedSpec<ServiceName>;
+export type { Action, StateVariable };
 
 const I = { InstanceID: 'A_ARG_TYPE_InstanceID' };
 
@@ -202,31 +182,5 @@ export function findAction(service: ServiceName, name: string): Action | undefin
 
 /** The SCPD document of a service (the same for every renderer). */
 export function scpdXml(service: ServiceName): string {
-  const s = SERVICES[service];
-  const args = (a: Action) =>
-    [...Object.entries(a.in).map(([n, v]) => ({ n, v, dir: 'in' })), ...Object.entries(a.out).map(([n, v]) => ({ n, v, dir: 'out' }))]
-      .map((x) => `<argument><name>${x.n}</name><direction>${x.dir}</direction><relatedStateVariable>${x.v}</relatedStateVariable></argument>`)
-      .join('');
-  const actions = s.actions
-    .map(
-      (a) =>
-        `<action><name>${a.name}</name>${Object.keys(a.in).length + Object.keys(a.out).length ? `<argumentList>${args(a)}</argumentList>` : ''}</action>`,
-    )
-    .join('\n');
-  const variables = s.variables
-    .map((v) => {
-      const allowed = v.allowed
-        ? `<allowedValueList>${v.allowed.map((x) => `<allowedValue>${escapeXml(x)}</allowedValue>`).join('')}</allowedValueList>`
-        : '';
-      const range = v.range
-        ? `<allowedValueRange><minimum>${v.range.min}</minimum><maximum>${v.range.max}</maximum><step>${v.range.step}</step></allowedValueRange>`
-        : '';
-      return `<stateVariable sendEvents="${v.events ? 'yes' : 'no'}"><name>${v.name}</name><dataType>${v.type}</dataType>${allowed}${range}</stateVariable>`;
-    })
-    .join('\n');
-  return (
-    '<?xml version="1.0" encoding="utf-8"?>\n' +
-    '<scpd xmlns="urn:schemas-upnp-org:service-1-0"><specVersion><major>1</major><minor>0</minor></specVersion>\n' +
-    `<actionList>\n${actions}\n</actionList>\n<serviceStateTable>\n${variables}\n</serviceStateTable></scpd>\n`
-  );
+  return buildScpd(SERVICES[service]);
 }

@@ -31,6 +31,8 @@ export interface SsdpDevice {
   location: string;
   /** Service types of the device. */
   services: string[];
+  /** Its device type (default MediaRenderer:1; the library is a MediaServer:1). */
+  deviceType?: string;
 }
 
 const MAX_PENDING = 4000;
@@ -160,7 +162,7 @@ export class SsdpServer {
     return [
       { nt: 'upnp:rootdevice', usn: `${d.udn}::upnp:rootdevice` },
       { nt: d.udn, usn: d.udn },
-      { nt: MEDIA_RENDERER, usn: `${d.udn}::${MEDIA_RENDERER}` },
+      { nt: d.deviceType ?? MEDIA_RENDERER, usn: `${d.udn}::${d.deviceType ?? MEDIA_RENDERER}` },
       ...d.services.map((s) => ({ nt: s, usn: `${d.udn}::${s}` })),
     ];
   }

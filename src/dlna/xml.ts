@@ -7,11 +7,8 @@ import { parseXml as parseBounded, type XmlElement } from '../protocols/upnp/xml
 export { attr, child, decodeEntities, escapeXml, isElement, text, XmlError } from '../protocols/upnp/xml';
 export type { XmlElement, XmlValue } from '../protocols/upnp/xml';
 
-/**
- * Elements plus attributes a control point's document may hold: a SOAP request has a dozen,
- * a DIDL-Lite item a few dozen. The bound caps the parser's CPU per request (issue 32 item 5).
- */
-export const MAX_CONTROL_POINT_XML_ITEMS = 1024;
+import { MAX_CONTROL_POINT_XML_ITEMS } from '../protocols/upnp/soap';
+export { MAX_CONTROL_POINT_XML_ITEMS };
 
 /** Parses a control point's document (SOAP body, DIDL-Lite) within maxChars. */
 export function parseXml(text: string, maxChars: number): XmlElement {

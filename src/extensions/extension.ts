@@ -1,6 +1,7 @@
 import type { Server as HttpServer } from 'node:http';
 import type { HubConfig } from '../hub-config';
 import type { Logger } from '../logger';
+import type { LibraryAccess } from '../media/types';
 import type { DispatchResult, SessionMemo } from '../operations/dispatch';
 import type { Operation } from '../operations/table';
 import type { SubscribeOptions, WireEvent, WireSubscription } from './wire-events';
@@ -41,6 +42,8 @@ export interface ExtensionContext {
    * onOverflow is called, so a slow consumer never grows the hub's memory.
    */
   subscribe(handler: (e: WireEvent) => void, options?: SubscribeOptions): WireSubscription;
+  /** The media library, its items' stable URLs and covers (the DLNA MediaServer); absent in a hub without one. */
+  readonly library?: LibraryAccess;
   /** The REST extension's HTTP server, once it listens (WebSocket upgrades on its port). */
   readonly httpServer?: HttpServer;
 }

@@ -56,6 +56,7 @@ export class MediaLibrary implements MediaCatalog {
   private readonly sampleFolder?: string;
   private readonly log: Logger;
   private items: MediaItem[] = [];
+  private _version = 0;
   private byId = new Map<string, MediaItem>();
   private scanning: Promise<void> = Promise.resolve();
   /** The scan that will start after the running one; callers in the meantime share it. */
@@ -75,6 +76,10 @@ export class MediaLibrary implements MediaCatalog {
   /** Sorted by artist, album, title. */
   list(): MediaItem[] {
     return [...this.items];
+  }
+
+  get version(): number {
+    return this._version;
   }
 
   get(persistentId: string): MediaItem | undefined {
@@ -165,6 +170,7 @@ export class MediaLibrary implements MediaCatalog {
     }
     this.byId = byId;
     this.items = [...byId.values()].sort(compareItems);
+    this._version++;
     report(true);
     this.log.info(
       { items: this.items.length, refused, skipped, ms: Date.now() - started },
@@ -189,7 +195,7 @@ export class MediaLibrary implements MediaCatalog {
       if (seconds === undefined || !Number.isFinite(seconds) || seconds <= 0) {
         return this.skip(file, 'no playable audio found (duration unknown)');
       }
-      const { title, artist, albumartist, album } = meta;
+      const { title, artist, albumartist, album, track, picture } = meta;
       const item: MediaItem = {
         persistentId:
           folder === this.sampleFolder ? samplePersistentId(path.relative(folder, file)) : persistentIdFor(folder, path.relative(folder, file)),
@@ -199,6 +205,8 @@ export class MediaLibrary implements MediaCatalog {
         duration: Math.round(seconds),
         file,
         contentType,
+        ...(track && Number.isInteger(track) && track > 0 ? { track } : {}),
+        ...(picture ? { artwork: picture } : {}),
       };
       return Object.freeze(item);
     } catch (e) {

@@ -10,7 +10,8 @@ import { maskToken, type Logger } from '../logger';
 import { installConnectionLimits, isLoopback } from '../net/connection-limits';
 import { LimitedLog } from '../logging/limited-log';
 import { parseRange } from './range';
-import type { MediaHost } from './types';
+import { ItemUrls } from './item-urls';
+import type { MediaCatalog, MediaHost, MediaItem } from './types';
 
 export interface MediaServerOptions {
   /** Address to bind; default 127.0.0.1. Speakers on the LAN need a LAN address or 0.0.0.0. */
@@ -74,6 +75,7 @@ export class MediaServer implements MediaHost {
   private readonly stalled: LimitedLog;
   private server: Server | undefined;
   private origin: string | undefined;
+  private items?: ItemUrls;
 
   constructor(options: MediaServerOptions) {
     this.host = options.host ?? '127.0.0.1';
@@ -160,6 +162,29 @@ export class MediaServer implements MediaHost {
     return `${base}/media/${id}/${encodeURIComponent(path.basename(absolute))}`;
   }
 
+  /** Serves the catalog's items at stable URLs (itemUrl), for the DLNA MediaServer. */
+  serveCatalog(catalog: MediaCatalog): void {
+    this.items = new ItemUrls(catalog);
+  }
+
+  /** A URL of a library item that works while the hub runs and the item is in the library (item-urls.ts). */
+  itemUrl(item: MediaItem): string {
+    if (!this.items) throw new Error('MediaServer: serveCatalog() first');
+    return `${this.baseUrl}${this.items.pathOf(item)}`;
+  }
+
+  /** Whether a URL is one of this server's item URLs, of an item still in the library. */
+  isItemUrl(url: string): boolean {
+    if (!this.items || !this.origin) return false;
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      return false;
+    }
+    return u.origin === new URL(this.origin).origin && this.items.resolve(u.pathname) !== undefined;
+  }
+
   release(url: string): void {
     const id = this.idOf(url);
     if (!id || this.expiring.has(id)) return;
@@ -206,7 +231,7 @@ export class MediaServer implements MediaHost {
       plain(res, 405, 'Method Not Allowed', { Allow: 'GET, HEAD' });
       return;
     }
-    const entry = id && ID_PATTERN.test(id) ? this.byId.get(id) : undefined;
+    const entry = id && ID_PATTERN.test(id) ? this.byId.get(id) : this.items?.resolve(pathname);
     if (!entry) {
       this.log.debug({ ...logged, status: 404 }, 'media request');
       notFound(res);
@@ -288,6 +313,7 @@ export class MediaServer implements MediaHost {
 /** The request path with anything that may be a capability id masked. */
 function loggablePath(pathname: string): string {
   const [, first, second] = pathname.split('/', 3);
+  if (first === 'library') return `/library/${second?.slice(0, 20)}/…`;
   if (first !== 'media' || second === undefined) return pathname.slice(0, 100);
   return `/media/${maskToken(second)}/…`;
 }

@@ -11,6 +11,16 @@ export interface FileMetadata {
   duration?: number;
   /** music-metadata's per-track codec names; an encrypted MP4 entry shows as '<drms>' etc. */
   codecNames: string[];
+  /** Track number on its album, when tagged. */
+  track?: number;
+  /** MIME type of the embedded cover picture, when the file has one (its bytes: readPicture). */
+  picture?: string;
+}
+
+/** An embedded cover picture. */
+export interface Picture {
+  mime: string;
+  data: Buffer;
 }
 
 /*
@@ -22,15 +32,26 @@ export interface FileMetadata {
 const CHILD_SOURCE = `
 const { parseFile } = require(process.argv[1]);
 const rl = require('node:readline').createInterface({ input: process.stdin });
+const cover = (c) => (c.picture || []).find((p) => /^image\\/(jpe?g|png)$/i.test(p.format || ''));
+const mimeOf = (p) => (/png/i.test(p.format) ? 'image/png' : 'image/jpeg');
 rl.on('line', async (line) => {
-  const { id, file } = JSON.parse(line);
+  const { id, file, picture } = JSON.parse(line);
   try {
-    const m = await parseFile(file, { skipCovers: true });
+    // Covers are parsed (not skipped) to tell whether a file has one; only a picture request sends the bytes.
+    const m = await parseFile(file, { skipCovers: false });
     const c = m.common;
+    const p = cover(c);
+    if (picture !== undefined) {
+      const ok = p && p.data.length <= picture ? { mime: mimeOf(p), data: Buffer.from(p.data).toString('base64') } : {};
+      process.stdout.write(JSON.stringify({ id, ok }) + '\\n');
+      return;
+    }
     process.stdout.write(JSON.stringify({ id, ok: {
       title: c.title, artist: c.artist, albumartist: c.albumartist, album: c.album,
       duration: m.format.duration,
       codecNames: (m.format.trackInfo || []).map((t) => t.codecName).filter(Boolean),
+      track: c.track && c.track.no ? c.track.no : undefined,
+      picture: p ? mimeOf(p) : undefined,
     } }) + '\\n');
   } catch (e) {
     process.stdout.write(JSON.stringify({ id, error: String((e && e.message) || e) }) + '\\n');
@@ -45,10 +66,20 @@ const READ_TIMEOUT_MS = 30_000;
 export class MetadataReader {
   private child?: ChildProcessWithoutNullStreams;
   private seq = 0;
-  private readonly pending = new Map<number, { resolve: (m: FileMetadata) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  private readonly pending = new Map<number, { resolve: (m: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
   private idleTimer?: NodeJS.Timeout;
 
   read(file: string): Promise<FileMetadata> {
+    return this.ask({ file }) as Promise<FileMetadata>;
+  }
+
+  /** The file's embedded cover (JPEG or PNG), when it has one of at most maxBytes. */
+  async readPicture(file: string, maxBytes: number): Promise<Picture | undefined> {
+    const got = (await this.ask({ file, picture: maxBytes })) as { mime?: string; data?: string };
+    return got.mime && got.data ? { mime: got.mime, data: Buffer.from(got.data, 'base64') } : undefined;
+  }
+
+  private ask(request: { file: string; picture?: number }): Promise<unknown> {
     const child = this.ensureChild();
     clearTimeout(this.idleTimer);
     const id = ++this.seq;
@@ -58,8 +89,8 @@ export class MetadataReader {
         reject(new Error('reading the tags timed out'));
         this.kill();
       }, READ_TIMEOUT_MS);
-      this.pending.set(id, { resolve, reject, timer });
-      child.stdin.write(`${JSON.stringify({ id, file })}\n`);
+      this.pending.set(id, { resolve: resolve as (m: unknown) => void, reject, timer });
+      child.stdin.write(`${JSON.stringify({ id, ...request })}\n`);
     });
   }
 
@@ -83,7 +114,7 @@ export class MetadataReader {
   }
 
   private answer(line: string): void {
-    let msg: { id: number; ok?: FileMetadata; error?: string };
+    let msg: { id: number; ok?: unknown; error?: string };
     try {
       msg = JSON.parse(line);
     } catch {

@@ -11,6 +11,10 @@ export interface MediaItem {
   file: string;
   /** MIME type served to speakers, e.g. audio/mpeg. */
   contentType: string;
+  /** Track number on its album, when tagged. */
+  track?: number;
+  /** MIME type of the file's embedded cover (image/jpeg or image/png), when it has one. */
+  artwork?: string;
 }
 
 /** The read side the core uses; the scanner lives in library.ts. */
@@ -19,6 +23,22 @@ export interface MediaCatalog {
   get(persistentId: string): MediaItem | undefined;
   /** Rescans the media folders now (a scan already running is followed by a fresh one). */
   rescan(): Promise<void>;
+  /** Goes up by one each time a scan swaps in a new index (the DLNA MediaServer's SystemUpdateID). */
+  readonly version?: number;
+}
+
+/**
+ * The library as a front end may see it (the DLNA MediaServer): the catalog, a stable URL of
+ * each item on the hub's media server, and the items' embedded covers.
+ */
+export interface LibraryAccess {
+  readonly catalog: MediaCatalog;
+  /** A URL any renderer can fetch the item at, stable while the hub runs (MediaServer.itemUrl). */
+  itemUrl(item: MediaItem): string;
+  /** Whether a URL is one itemUrl handed out (the hub's own renderers take it though it points at the hub). */
+  isItemUrl(url: string): boolean;
+  /** The item's embedded cover, bounded in size (undefined: none, or too large). */
+  artwork(item: MediaItem): Promise<{ mime: string; data: Buffer } | undefined>;
 }
 
 /**

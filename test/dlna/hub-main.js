@@ -3,8 +3,8 @@
  * A real hub for the DLNA tests, started inside a network namespace from the compiled dist/:
  * `ip netns exec <ns> node test/dlna/hub-main.js '<json>'`. With `dlna` the DLNA extension runs
  * (as `speakerhub hub --dlna` runs it). Reports on stdout, one JSON object a line:
- *   {"evt":"ready","url":…,"renderers":[{udn,name,kind,location}],"rss":…}   once started
- *   {"evt":"media","method":"GET","from":"10.…","t":<ms>}   every request to the hub's media server
+ *   {"evt":"ready","url":…,"renderers":[{udn,name,kind,location}],"mediaServer":{udn,name,location},"rss":…}   once started
+ *   {"evt":"media","method":"GET","from":"10.…","path":…,"t":<ms>}   every request to the hub's media server
  *   {"evt":"renderers","renderers":[…]}   answering the line "renderers" on stdin
  *   {"evt":"rss","rss":…}   answering "rss" (after a GC when node runs with --expose-gc)
  * Logs (pino JSON) go to the file named in the argument. SIGTERM stops the hub cleanly.
@@ -29,13 +29,13 @@ async function main() {
   await hub.start();
   const mediaSocket = hub.mediaServer['server'];
   if (mediaSocket && typeof mediaSocket.on === 'function') {
-    mediaSocket.on('request', (req) => emit({ evt: 'media', method: req.method, from: req.socket.remoteAddress, t: Date.now() }));
+    mediaSocket.on('request', (req) => emit({ evt: 'media', method: req.method, from: req.socket.remoteAddress, path: req.url, t: Date.now() }));
   }
   const rss = () => {
     if (global.gc) global.gc();
     return process.memoryUsage().rss;
   };
-  emit({ evt: 'ready', url: hub.url, renderers: dlna.renderers(), status: dlna.status, rss: rss() });
+  emit({ evt: 'ready', url: hub.url, renderers: dlna.renderers(), mediaServer: dlna.mediaServer, status: dlna.status, rss: rss() });
   createInterface({ input: process.stdin }).on('line', (line) => {
     if (line.trim() === 'renderers') emit({ evt: 'renderers', renderers: dlna.renderers() });
     if (line.trim() === 'rss') emit({ evt: 'rss', rss: rss() });

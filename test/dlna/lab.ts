@@ -40,7 +40,17 @@ export function labUnavailableReason(): string | undefined {
   return undefined;
 }
 
-export type HubLine = { evt: string; url?: string; renderers?: RendererInfo[]; from?: string; method?: string; t?: number; rss?: number };
+export type HubLine = {
+  evt: string;
+  url?: string;
+  renderers?: RendererInfo[];
+  mediaServer?: { udn: string; name: string; location: string };
+  from?: string;
+  method?: string;
+  path?: string;
+  t?: number;
+  rss?: number;
+};
 export interface RendererInfo {
   udn: string;
   name: string;
@@ -54,6 +64,8 @@ export class LabHub {
   url = '';
   session = '';
   renderers: RendererInfo[] = [];
+  /** The library's MediaServer, when the hub published one. */
+  mediaServer?: { udn: string; name: string; location: string };
 
   constructor(
     private readonly lab: DlnaLab,
@@ -80,6 +92,7 @@ export class LabHub {
     const ready = await this.lines.waitFor((e) => e.evt === 'ready', 30000, `hub ${this.host} to start`);
     this.url = ready.url!;
     this.renderers = ready.renderers ?? [];
+    this.mediaServer = ready.mediaServer;
     this.session = (await this.get('/api/v1/init_session')).SessionToken;
   }
 

@@ -32,4 +32,6 @@ export const LAB_NETWORKS = {
   firstSoundBench: { prefix: 'shfsb', subnet: '10.231.55' },
   /** test/drivers/conformance/upnp.test.ts: the driver conformance suite's gmediarender. */
   conformanceUpnp: { prefix: 'shcfu', subnet: '10.231.61' },
+  /** test/dlna/media-server.test.ts: the hub's library as a MediaServer, browsed by GUPnP (issue 28). */
+  dlnaMediaServer: { prefix: 'shdms', subnet: '10.231.67' },
 } as const;

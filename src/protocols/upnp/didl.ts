@@ -1,0 +1,94 @@
+import { escapeXml } from './xml';
+
+/**
+ * DIDL-Lite writing (ContentDirectory results, AVTransport metadata): shared by the DLNA
+ * renderers and the DLNA MediaServer. Every value is escaped; a property is written only
+ * when it has a value and the control point's Filter asks for it.
+ */
+
+const DIDL_OPEN =
+  '<DIDL-Lite xmlns="urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/" xmlns:dc="http://purl.org/dc/elements/1.1/" ' +
+  'xmlns:upnp="urn:schemas-upnp-org:metadata-1-0/upnp/" xmlns:dlna="urn:schemas-dlna-org:metadata-1-0/">';
+
+export interface DidlResource {
+  url: string;
+  /** e.g. http-get:*:audio/mpeg:* */
+  protocolInfo: string;
+  /** Seconds. */
+  duration?: number;
+  size?: number;
+}
+
+export interface DidlObject {
+  id: string;
+  parentId: string;
+  title: string;
+  /** upnp:class, e.g. object.item.audioItem.musicTrack or object.container.album.musicAlbum. */
+  upnpClass: string;
+  container?: { childCount?: number; searchable?: boolean };
+  artist?: string;
+  album?: string;
+  creator?: string;
+  albumArtUri?: string;
+  trackNumber?: number;
+  res?: DidlResource;
+}
+
+/**
+ * Which optional properties a Filter asks for: "*" (or empty, as many control points send) is
+ * all of them; otherwise the comma-separated names (e.g. "dc:title,res,res@duration").
+ */
+export class DidlFilter {
+  private readonly names?: Set<string>;
+
+  constructor(filter: string) {
+    const f = filter.trim();
+    if (f === '' || f === '*' || f.split(',').some((n) => n.trim() === '*')) return;
+    this.names = new Set(f.split(',').map((n) => n.trim()));
+  }
+
+  has(name: string): boolean {
+    return !this.names || this.names.has(name);
+  }
+
+  static readonly ALL = new DidlFilter('*');
+}
+
+/** H+:MM:SS.FFF, the form of res@duration. */
+export function formatDuration(seconds: number): string {
+  const ms = Math.max(0, Math.round(seconds * 1000));
+  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+  const s = Math.floor(ms / 1000);
+  return `${Math.floor(s / 3600)}:${pad(Math.floor(s / 60) % 60)}:${pad(s % 60)}.${pad(ms % 1000, 3)}`;
+}
+
+/** One object (item or container) of a DIDL-Lite document. */
+export function didlObject(o: DidlObject, filter: DidlFilter = DidlFilter.ALL): string {
+  const e = escapeXml;
+  const parts: string[] = [`<dc:title>${e(o.title)}</dc:title>`, `<upnp:class>${e(o.upnpClass)}</upnp:class>`];
+  if (o.artist && filter.has('upnp:artist')) parts.push(`<upnp:artist>${e(o.artist)}</upnp:artist>`);
+  if ((o.creator ?? o.artist) && filter.has('dc:creator')) parts.push(`<dc:creator>${e(o.creator ?? o.artist!)}</dc:creator>`);
+  if (o.album && filter.has('upnp:album')) parts.push(`<upnp:album>${e(o.album)}</upnp:album>`);
+  if (o.trackNumber && filter.has('upnp:originalTrackNumber')) parts.push(`<upnp:originalTrackNumber>${o.trackNumber}</upnp:originalTrackNumber>`);
+  // No dlna:profileID: the cover is the file's own picture, of whatever size, and a wrong profile is worse than none.
+  if (o.albumArtUri && filter.has('upnp:albumArtURI')) parts.push(`<upnp:albumArtURI>${e(o.albumArtUri)}</upnp:albumArtURI>`);
+  if (o.res && filter.has('res')) {
+    const r = o.res;
+    const attrs = [`protocolInfo="${e(r.protocolInfo)}"`];
+    if (r.duration !== undefined && filter.has('res@duration')) attrs.push(`duration="${formatDuration(r.duration)}"`);
+    if (r.size !== undefined && filter.has('res@size')) attrs.push(`size="${r.size}"`);
+    parts.push(`<res ${attrs.join(' ')}>${e(r.url)}</res>`);
+  }
+  const head = `id="${e(o.id)}" parentID="${e(o.parentId)}" restricted="1"`;
+  if (o.container) {
+    const count = o.container.childCount !== undefined && filter.has('@childCount') ? ` childCount="${o.container.childCount}"` : '';
+    const searchable = o.container.searchable ? ' searchable="1"' : '';
+    return `<container ${head}${count}${searchable}>${parts.join('')}</container>`;
+  }
+  return `<item ${head}>${parts.join('')}</item>`;
+}
+
+/** A DIDL-Lite document of these objects. */
+export function didlDocument(objects: string[]): string {
+  return `${DIDL_OPEN}${objects.join('')}</DIDL-Lite>`;
+}
