@@ -7,7 +7,6 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { ROOT, codeBlocks, docFiles, readDoc } from './helpers/docs';
 
-
 /** GitHub's heading id: lower case, punctuation dropped, spaces to hyphens; repeats get -1, -2 … */
 export function headingIds(markdown: string): Set<string> {
   const ids = new Set<string>();
