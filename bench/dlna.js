@@ -8,7 +8,11 @@
  *     server (p50/p95; goal < 100 ms), against REST play_web_media_selected_speakers → the
  *     same GET (baseline, same run);
  *  2. REST set_volume_device sent → the GENA NOTIFY with the new Volume received (p50; goal < 50 ms);
- *  3. RSS per published renderer: a hub with 100 virtual speakers and --dlna (201 renderers)
+ *  3. Home Assistant's play on a renderer that is playing (dlna_dmr: Stop — answered once the
+ *     STOPPED event reached its subscriber, here one that answers NOTIFY at once as HA's aiohttp
+ *     does —, SetAVTransportURI, Play) → the speaker's first GET of the new media (p95; goal
+ *     < 150 ms), against REST play_web_media_selected_speakers on the playing speaker (baseline);
+ *  4. RSS per published renderer: a hub with 100 virtual speakers and --dlna (201 renderers)
  *     against the same hub without it, both after a full GC, same run.
  * Exit code 0 whatever the figures say; 1 if the lab failed.
  */
@@ -65,10 +69,10 @@ async function main() {
     const ids = Object.fromEntries((await hub.op('device_list')).DeviceList.map((d) => [d.DeviceName, d.DeviceID]));
     const url = `${lab.webUrl}/long.wav`;
 
-    /** ms from t0 to hub A's first GET of long.wav after the mark. */
-    const firstGet = async (mark, t0) => {
+    /** ms from t0 to hub A's first GET of the file (long.wav) after the mark. */
+    const firstGet = async (mark, t0, path = '/long.wav') => {
       for (;;) {
-        const e = lab.web.events.slice(mark).find((x) => x.evt === 'get' && x.method === 'GET' && x.path === '/long.wav' && x.from === hubAddress);
+        const e = lab.web.events.slice(mark).find((x) => x.evt === 'get' && x.method === 'GET' && x.path === path && x.from === hubAddress);
         if (e) return e.t - t0;
         if (Date.now() - t0 > 15000) throw new Error('no GET of the audio');
         await sleep(2);
@@ -125,6 +129,35 @@ async function main() {
         await sleep(1);
       }
     }
+    // Home Assistant's play on a playing renderer, with its AVTransport subscription.
+    const avt = await http('SUBSCRIBE', kitchen.replace(/description\.xml$/, 'AVTransport/event'), {
+      CALLBACK: `<http://${lab.lan.root.address}:${server.address().port}/>`,
+      NT: 'upnp:event',
+      TIMEOUT: 'Second-300',
+    });
+    if (avt.status !== 200) throw new Error(`SUBSCRIBE AVTransport answered ${avt.status}`);
+    const next = `${lab.webUrl}/next.wav`;
+    const haReplace = [];
+    const restReplace = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      let mark = lab.webMark;
+      await hub.op('play_web_media_selected_speakers', { MediaUrl: url, DeviceIDList: ids.Kitchen });
+      await firstGet(mark, Date.now());
+      mark = lab.webMark;
+      let t0 = Date.now();
+      await soap(kitchen, 'AVTransport', 'Stop', { InstanceID: 0 });
+      await soap(kitchen, 'AVTransport', 'SetAVTransportURI', { InstanceID: 0, CurrentURI: next, CurrentURIMetaData: '' });
+      await soap(kitchen, 'AVTransport', 'Play', { InstanceID: 0, Speed: 1 });
+      haReplace.push(await firstGet(mark, t0, '/next.wav'));
+      mark = lab.webMark;
+      await hub.op('play_web_media_selected_speakers', { MediaUrl: url, DeviceIDList: ids.Kitchen });
+      await firstGet(mark, Date.now());
+      mark = lab.webMark;
+      t0 = Date.now();
+      await hub.op('play_web_media_selected_speakers', { MediaUrl: next, DeviceIDList: ids.Kitchen });
+      restReplace.push(await firstGet(mark, t0, '/next.wav'));
+      await hub.op('stop_play');
+    }
     server.close();
     await hub.stop();
 
@@ -159,6 +192,10 @@ async function main() {
       `  SetAVTransportURI+Play → speaker fetches audio:  p50 ${fmt(pct(dlnaPlay, 50))} ms  p95 ${fmt(pct(dlnaPlay, 95))} ms  (goal < 100 ms)`,
     );
     console.log(`  REST play_web_media_selected_speakers (baseline): p50 ${fmt(pct(restPlay, 50))} ms  p95 ${fmt(pct(restPlay, 95))} ms`);
+    console.log(
+      `  HA play on a playing renderer (Stop, Set…URI, Play) → new media fetched: p50 ${fmt(pct(haReplace, 50))} ms  p95 ${fmt(pct(haReplace, 95))} ms  (goal < 150 ms)`,
+    );
+    console.log(`  REST play on the playing speaker (baseline):       p50 ${fmt(pct(restReplace, 50))} ms  p95 ${fmt(pct(restReplace, 95))} ms`);
     console.log(`  set_volume_device → GENA LastChange received:     p50 ${fmt(pct(gena, 50))} ms  p95 ${fmt(pct(gena, 95))} ms  (goal < 50 ms)`);
     console.log(
       `  RSS, 100 speakers: ${(a / 1048576).toFixed(1)} MiB with --dlna (${renderers} renderers) vs ${(b / 1048576).toFixed(1)} MiB without: ` +
