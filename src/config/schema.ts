@@ -127,11 +127,11 @@ export const CoreConfigShape = {
   /** Hardening limits (docs/security.md): connections, event streams, media serving, TTS. */
   limits: z
     .object({
-      /** Open REST connections from all clients together, and from one address. */
+      /** Open REST connections from all clients together. */
       maxConnections: z.number().int().min(1).max(1_000_000).default(2000),
       /** Open REST connections from one client address. */
       maxConnectionsPerAddress: z.number().int().min(1).max(1_000_000).default(200),
-      /** A request head must arrive within this; the whole request within requestTimeoutSeconds. */
+      /** A request head must arrive within this. */
       headersTimeoutSeconds: z.number().positive().max(3600).default(10),
       /** A whole request (head and body) must arrive within this. */
       requestTimeoutSeconds: z.number().positive().max(3600).default(30),
@@ -141,7 +141,7 @@ export const CoreConfigShape = {
       eventStreamMaxQueued: z.number().int().min(1).max(100_000).default(500),
       /** Socket buffer of an event stream, in KiB, before events queue. */
       eventStreamBufferKB: z.number().int().min(1).max(65_536).default(64),
-      /** Media server: connections in total and per address (loopback exempt: virtual speakers); a download that makes no progress for sendTimeoutSeconds is dropped. */
+      /** Media server connections from all addresses together (loopback exempt: virtual speakers). */
       mediaMaxConnections: z.number().int().min(1).max(1_000_000).default(1000),
       /** Media server connections from one address (loopback exempt). */
       mediaMaxConnectionsPerAddress: z.number().int().min(1).max(1_000_000).default(50),
@@ -149,7 +149,7 @@ export const CoreConfigShape = {
       mediaSendTimeoutSeconds: z.number().positive().max(86_400).default(60),
       /** A media URL stops working this long after its playback ended. */
       mediaUrlGraceSeconds: z.number().min(0).max(86_400).default(60),
-      /** TTS cache size in MiB (besides tts.maxCacheEntries), and texts waiting for synthesis. */
+      /** TTS cache size in MiB (besides tts.maxCacheEntries). */
       ttsCacheMB: z.number().positive().max(1_000_000).default(200),
       /** Texts synthesized at once; one more is refused with TtsBusy. */
       ttsQueue: z.number().int().min(1).max(10_000).default(16),

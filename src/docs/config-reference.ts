@@ -18,6 +18,7 @@ interface Node {
   enum?: unknown[];
   anyOf?: Node[];
   items?: Node;
+  additionalProperties?: Node | boolean;
   properties?: Record<string, Node>;
   required?: string[];
   default?: unknown;
@@ -77,7 +78,8 @@ function typeOf(node: Node): string {
     const items = node.items ? typeOf(node.items) : 'any';
     return `array of ${items}${node.minItems ? ` (at least ${node.minItems})` : ''}`;
   }
-  if (node.type === 'object') return 'object';
+  // A record (esphome.areas): its values' type.
+  if (node.type === 'object') return typeof node.additionalProperties === 'object' ? `map of ${typeOf(node.additionalProperties)}` : 'object';
   if (node.type === 'string') {
     if (node.format === 'uri') return 'URL';
     const limits = [node.minLength && node.minLength > 1 ? `at least ${node.minLength} characters` : '', node.maxLength ? `at most ${node.maxLength}` : '']
@@ -96,7 +98,7 @@ function range(node: Node): string {
   const bound = (n: number | undefined) => (n === undefined || Math.abs(n) >= Number.MAX_SAFE_INTEGER ? undefined : n);
   const low = bound(node.minimum);
   const high = bound(node.maximum);
-  if (low !== undefined && high !== undefined) return ` ${num(low)}–${num(high)}`;
+  if (low !== undefined && high !== undefined) return low < 0 ? ` from ${num(low)} to ${num(high)}` : ` ${num(low)}–${num(high)}`;
   const parts = [
     low !== undefined ? `≥ ${num(low)}` : '',
     node.exclusiveMinimum !== undefined ? `> ${num(node.exclusiveMinimum)}` : '',
