@@ -26,7 +26,8 @@ export type ConfigComments = Map<string, string>;
 export function readConfigComments(root = ROOT): ConfigComments {
   const file = join(root, 'src', 'hub-config.ts');
   const parsed = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} });
-  const options: ts.CompilerOptions = { ...(parsed?.options ?? {}), noEmit: true, types: [] };
+  // The project's options, without the test-only jest types (the checker reads src/ only).
+  const options: ts.CompilerOptions = { ...(parsed?.options ?? {}), noEmit: true, types: ['node'] };
   const program = ts.createProgram([file], options);
   const checker = program.getTypeChecker();
   const source = program.getSourceFile(file);
