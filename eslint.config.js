@@ -41,6 +41,16 @@ function layer(files, forbidden, message, extra = []) {
     },
   };
 }
+/**
+ * A leaf layer's boundary by what it MAY import: files under `files` import nothing outside
+ * their folder but `allowed` (folders, or top-level modules such as 'logger'); node: and npm
+ * packages are always allowed. Deeper folders (../../) are refused as well.
+ */
+function leaf(files, allowed, message) {
+  const names = allowed.map((a) => (a.endsWith('/') ? a : `${a}$`)).join('|');
+  const regex = allowed.length ? `^\\.\\./(?!(?:${names}))` : '^\\.\\./';
+  return { files, rules: { 'no-restricted-imports': ['error', { patterns: [{ regex, message }] }] } };
+}
 const FRONT_END_PACKAGES = ['fastify', '@fastify/*', 'mqtt', 'aedes', 'ws', 'node-red', 'homebridge', 'hap-nodejs', 'commander', 'axios'];
 
 module.exports = tseslint.config(
@@ -135,5 +145,29 @@ module.exports = tseslint.config(
     ['src/media/**/*.ts'],
     [...FRONT_ENDS, ...COMPOSITION, 'drivers', 'operations'],
     'The media layer (library, media server) knows no front end, driver or operation: shared HTTP plumbing lives in src/net and src/logging.',
+  ),
+  // The shared leaves everything stands on (docs/development.md "Layout"). src/util holds plain
+  // helpers: nothing of the hub.
+  leaf(['src/util/**/*.ts'], [], 'src/util imports nothing of the hub (only node: modules and npm packages): it is what every layer may use.'),
+  // src/net: sockets, addresses, connection limits; it logs through the logger (pino plumbing).
+  leaf(
+    ['src/net/**/*.ts'],
+    ['util/', 'logging/', 'logger'],
+    'src/net imports only src/util and the logger (src/logger.ts, src/logging): it is network plumbing any layer may use.',
+  ),
+  // src/tts: the text-to-speech engines and their cache. It uses the media helpers (duration,
+  // cache trimming) and throws the hub's typed errors (core/errors: HubError, a leaf of its own);
+  // the rest of the core, the drivers and the front ends are its users.
+  leaf(
+    ['src/tts/**/*.ts'],
+    ['util/', 'net/', 'logging/', 'media/', 'logger', 'core/errors'],
+    'src/tts imports only util, net, media, the logger and core/errors: the TTS engines know no core, driver, operation or front end.',
+  ),
+  // src/http: the REST/HTTP helpers the REST server and the cloud share (operation routes,
+  // OpenAPI, limits): they stand on the operation table and the core, under every front end.
+  layer(
+    ['src/http/**/*.ts'],
+    [...FRONT_ENDS, ...COMPOSITION, 'drivers'],
+    'src/http is shared by the HTTP front ends: it imports no front end, no driver and no composition module.',
   ),
 );

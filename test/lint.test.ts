@@ -118,6 +118,68 @@ const LAYER_CASES: { file: string; bad: string[]; good: string[] }[] = [
     bad: ["import { a } from '../server/rest-server';", "import { b } from '../drivers/driver';", "import { c } from '../operations/table';"],
     good: ["import { LimitedLog } from '../logging/limited-log';", "import { isLoopback } from '../net/connection-limits';"],
   },
+  {
+    // src/util: nothing of the hub, only node: modules and npm packages.
+    file: 'src/util/probe.ts',
+    bad: [
+      "import { a } from '../core/errors';",
+      "import { b } from '../net/port';",
+      "import { c } from '../logger';",
+      "import { d } from '../../test/helpers/docs';",
+    ],
+    good: ["import { Backoff } from './backoff';", "import { randomBytes } from 'node:crypto';", "import { z } from 'zod';"],
+  },
+  {
+    // src/net: util and the logger only.
+    file: 'src/net/probe.ts',
+    bad: [
+      "import { a } from '../core/errors';",
+      "import { b } from '../media/cache-trimmer';",
+      "import { c } from '../server/rest-server';",
+      "import { d } from '../hub';",
+    ],
+    good: [
+      "import { Backoff } from '../util/backoff';",
+      "import { LimitedLog } from '../logging/limited-log';",
+      "import { createLogger } from '../logger';",
+      "import { freePort } from './port';",
+    ],
+  },
+  {
+    // src/tts: util, net, media, the logger and the hub's typed errors; no core beyond them, no driver, no front end.
+    file: 'src/tts/probe.ts',
+    bad: [
+      "import { a } from '../core/hub-core';",
+      "import { b } from '../drivers/driver';",
+      "import { c } from '../server/rest-server';",
+      "import { d } from '../operations/table';",
+      "import { e } from '../hub-config';",
+    ],
+    good: [
+      "import { HubError } from '../core/errors';",
+      "import { audioDuration } from '../media/duration';",
+      "import { messageOf } from '../util/error-message';",
+      "import { isLoopback } from '../net/connection-limits';",
+      "import { createLogger } from '../logger';",
+      "import { EspeakProvider } from './espeak';",
+    ],
+  },
+  {
+    // src/http: the REST helpers the HTTP front ends share; no front end, no driver.
+    file: 'src/http/probe.ts',
+    bad: [
+      "import { a } from '../server/rest-server';",
+      "import { b } from '../cloud/server';",
+      "import { c } from '../drivers/driver';",
+      "import { d } from '../hub-config';",
+    ],
+    good: [
+      "import { HubError } from '../core/errors';",
+      "import { OPERATIONS } from '../operations/table';",
+      "import { clip } from '../redact';",
+      "import { isLoopback } from '../net/connection-limits';",
+    ],
+  },
 ];
 
 test.each(LAYER_CASES)('$file: the layer refuses what it must not know and takes what it may', async ({ file, bad, good }) => {

@@ -10,8 +10,11 @@ export const CloudLinkConfigSchema = z
       .string()
       .regex(/^[A-Za-z0-9._-]{2,32}$/, 'cloud.username must be 2–32 letters, digits, ".", "_" or "-"')
       .optional(),
+    /** File holding the cloud password for that sign-in (one trailing newline dropped): the password itself never goes in the config. */
     passwordFile: z.string().min(1).optional(),
+    /** A ping over the link each interval; one still unanswered at the next closes it. */
     heartbeatSeconds: z.number().positive().max(300).default(15),
+    /** First reconnect wait; it doubles (with jitter) up to maxBackoffSeconds. */
     reconnectBaseMs: z.number().int().min(1).default(500),
     /** Reconnect backoff cap (at most 10 s). */
     maxBackoffSeconds: z.number().positive().max(10).default(10),

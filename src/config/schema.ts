@@ -12,13 +12,17 @@ export const CoreConfigShape = {
   dataDir: z.string().min(1).default(join(homedir(), '.speakerhub')),
   server: z
     .object({
+      /** The REST server (the local API, the browser client, MQTT over WebSocket); off: a library hub without HTTP. */
       enabled: z.boolean().default(true),
+      /** Address the REST server binds (0.0.0.0: every interface). */
       host: z.string().min(1).default('0.0.0.0'),
+      /** Port of the REST server (0: any free port). */
       port: z.number().int().min(0).max(65535).default(8090),
       /** Bearer token; generated on first start and kept in dataDir when absent. */
       token: z.string().min(16, 'server.token must be at least 16 characters').optional(),
       /** false turns bearer authentication off: only for trusted LANs. */
       auth: z.boolean().default(true),
+      /** Access-Control-Allow-Origin of the REST answers. */
       corsOrigin: z.string().default('*'),
     })
     .strict()
@@ -27,6 +31,7 @@ export const CoreConfigShape = {
     .object({
       /** Address the media server binds; speakers must reach it. Default: network.interface's address, else 127.0.0.1. */
       host: z.string().min(1).optional(),
+      /** Port of the media server (0: any free port). */
       port: z.number().int().min(0).max(65535).default(0),
       /** Host or IP put in media URLs, when the bind address is not what speakers reach. */
       advertiseHost: z.string().min(1).optional(),
@@ -35,11 +40,13 @@ export const CoreConfigShape = {
     .prefault({}),
   media: z
     .object({
+      /** Music folders to scan into the library. */
       folders: z.array(z.string().min(1)).default([]),
       /** Generates a few sample tracks into dataDir/samples so a fresh hub has music. */
       samples: z.boolean().default(true),
       /** Rescan when files in the folders change (debounced); rescan_media rescans on demand. */
       watch: z.boolean().default(true),
+      /** Quiet time after the last change in a folder before that rescan. */
       watchDebounceMs: z.number().int().min(50).max(600_000).default(2000),
       /**
        * The ffmpeg binary every decode runs (announcement clips, Snapcast's and AirPlay's feeds,
@@ -70,7 +77,9 @@ export const CoreConfigShape = {
     .prefault({}),
   sessions: z
     .object({
+      /** A session expires this long after its last command. */
       idleMinutes: z.number().positive().default(60),
+      /** Sessions kept at most; one more evicts the longest-idle session. */
       maxSessions: z.number().int().min(1).default(20_000),
       /** Keep the session table (token hashes) in dataDir/sessions.json, so sessions survive restarts. */
       persist: z.boolean().default(true),
@@ -79,23 +88,38 @@ export const CoreConfigShape = {
     .prefault({}),
   tts: z
     .object({
+      /** Text-to-speech engine: espeak (espeak-ng, offline), festival (offline, clearer, slower) or voicerss (a web service, needs a key). */
       provider: z.enum(['espeak', 'voicerss', 'festival']).default('espeak'),
       /** espeak-ng voice (e.g. en, en-us, de), VoiceRSS language[:voice] (e.g. en-us:Linda) or festival voice (en, or a name like cmu_us_slt_arctic_hts). */
       voice: z.string().min(1).optional(),
+      /** Longest Text (characters) an announcement may speak (TextTooLong beyond). */
       maxTextLength: z.number().int().min(1).max(100_000).default(1000),
+      /** Synthesized texts kept in the cache (least recently used evicted; limits.ttsCacheMB bounds their size). */
       maxCacheEntries: z.number().int().min(1).default(500),
       espeak: z
-        .object({ mode: z.enum(['auto', 'binary', 'wasm']).default('auto'), binaryPath: z.string().optional() })
+        .object({
+          /** binary: the system's espeak-ng (fast); wasm: the npm build (no install, slower); auto: the binary when installed. */
+          mode: z.enum(['auto', 'binary', 'wasm']).default('auto'),
+          /** The espeak-ng program (default: espeak-ng on PATH). */
+          binaryPath: z.string().optional(),
+        })
         .strict()
         .prefault({}),
       voicerss: z
-        .object({ key: z.string().min(1).optional(), baseUrl: z.url().optional() })
+        .object({
+          /** VoiceRSS application key (required when tts.provider is voicerss; never logged). */
+          key: z.string().min(1).optional(),
+          /** VoiceRSS endpoint (default https://api.voicerss.org/). */
+          baseUrl: z.url().optional(),
+        })
         .strict()
         .prefault({}),
       /** festival's text2wave (Debian: apt-get install festival festvox-us-slt-hts) and the voice an English tag means. */
       festival: z
         .object({
+          /** festival's text2wave script (default: text2wave on PATH). */
           binaryPath: z.string().min(1).optional(),
+          /** The festival voice an English tts.voice (en, en-us …) means (default cmu_us_slt_arctic_hts). */
           voice: z
             .string()
             .regex(/^[a-z][a-z0-9_]{0,63}$/, 'a festival voice name: lower-case letters, digits and underscores')
@@ -109,11 +133,13 @@ export const CoreConfigShape = {
   /** Hardening limits (docs/security.md): connections, event streams, media serving, TTS. */
   limits: z
     .object({
-      /** Open REST connections from all clients together, and from one address. */
+      /** Open REST connections from all clients together. */
       maxConnections: z.number().int().min(1).max(1_000_000).default(2000),
+      /** Open REST connections from one client address. */
       maxConnectionsPerAddress: z.number().int().min(1).max(1_000_000).default(200),
-      /** A request head must arrive within this; the whole request within requestTimeoutSeconds. */
+      /** A request head must arrive within this. */
       headersTimeoutSeconds: z.number().positive().max(3600).default(10),
+      /** A whole request (head and body) must arrive within this. */
       requestTimeoutSeconds: z.number().positive().max(3600).default(30),
       /** Open /api/v1/events streams; one more is refused with Busy (HTTP 503). */
       maxEventStreams: z.number().int().min(0).max(100_000).default(100),
@@ -121,14 +147,17 @@ export const CoreConfigShape = {
       eventStreamMaxQueued: z.number().int().min(1).max(100_000).default(500),
       /** Socket buffer of an event stream, in KiB, before events queue. */
       eventStreamBufferKB: z.number().int().min(1).max(65_536).default(64),
-      /** Media server: connections in total and per address (loopback exempt: virtual speakers); a download that makes no progress for sendTimeoutSeconds is dropped. */
+      /** Media server connections from all addresses together (loopback exempt: virtual speakers). */
       mediaMaxConnections: z.number().int().min(1).max(1_000_000).default(1000),
+      /** Media server connections from one address (loopback exempt). */
       mediaMaxConnectionsPerAddress: z.number().int().min(1).max(1_000_000).default(50),
+      /** A media download that makes no progress for this long is dropped. */
       mediaSendTimeoutSeconds: z.number().positive().max(86_400).default(60),
       /** A media URL stops working this long after its playback ended. */
       mediaUrlGraceSeconds: z.number().min(0).max(86_400).default(60),
-      /** TTS cache size in MiB (besides tts.maxCacheEntries), and texts waiting for synthesis. */
+      /** TTS cache size in MiB (besides tts.maxCacheEntries). */
       ttsCacheMB: z.number().positive().max(1_000_000).default(200),
+      /** Texts synthesized at once; one more is refused with TtsBusy. */
       ttsQueue: z.number().int().min(1).max(10_000).default(16),
     })
     .strict()
@@ -156,6 +185,7 @@ export const CoreConfigShape = {
     .prefault({}),
   log: z
     .object({
+      /** pino level: the least severe message logged (silent: none). */
       level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
       /** json: one JSON object per line (for journald, docker, log shippers); pretty: for people; auto: pretty on a terminal. */
       format: z.enum(['auto', 'json', 'pretty']).default('auto'),

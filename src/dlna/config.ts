@@ -7,6 +7,7 @@ import { AllowListSchema } from '../net/allow-list';
  */
 export const DlnaConfigSchema = z
   .object({
+    /** Publish every speaker as a DLNA renderer (flag --dlna). */
     enabled: z.boolean().default(false),
     /** TCP port of the renderers' HTTP server (descriptions, SOAP control, GENA); 0: any free port. */
     port: z.number().int().min(0).max(65535).default(0),
@@ -33,14 +34,16 @@ export const DlnaConfigSchema = z
     publishUpnpSpeakers: z.boolean().default(false),
     /** SSDP max-age (CACHE-CONTROL) in seconds; NOTIFY alive is repeated at a third of it. */
     maxAgeSeconds: z.number().int().min(60).max(86_400).default(1800),
-    /** GENA subscriptions kept per renderer service, and in all. */
+    /** GENA subscriptions kept per renderer service. */
     maxSubscribersPerService: z.number().int().min(1).max(1000).default(16),
+    /** GENA subscriptions kept in all (every renderer service together). */
     maxSubscribers: z.number().int().min(1).max(100_000).default(512),
     /**
-     * GENA subscriptions one address may hold, per service and in all: one host renewing
+     * GENA subscriptions one address may hold per service: one host renewing
      * can never take every slot from the other control points (beyond: 503).
      */
     maxSubscribersPerAddressPerService: z.number().int().min(1).max(1000).default(4),
+    /** GENA subscriptions one address may hold in all. */
     maxSubscribersPerAddress: z.number().int().min(1).max(100_000).default(64),
     /**
      * Hosts the renderers answer (SSDP, HTTP, SOAP, GENA): addresses or CIDR subnets. UPnP

@@ -9,6 +9,7 @@ import { AllowListSchema } from '../net/allow-list';
  */
 export const EsphomeConfigSchema = z
   .object({
+    /** Serve the ESPHome native API (flag --esphome). */
     enabled: z.boolean().default(false),
     /** TCP port of the native API (ESPHome's is 6053). */
     port: z.number().int().min(0).max(65535).default(6053),

@@ -25,14 +25,17 @@ export const MqttConfigSchema = z
     url: z.union([z.literal(''), z.url({ protocol: /^mqtts?$/, error: 'mqtt.url must be an mqtt:// or mqtts:// URL' })]).optional(),
     /** Credentials at the external broker (the embedded broker needs none from the config). */
     username: z.string().min(1).optional(),
+    /** Password at the external broker (never logged). */
     password: z.string().min(1).optional(),
-    /** mqtts: CA file (PEM) to trust beyond the system's, and whether to verify the certificate. */
+    /** mqtts: CA file (PEM) to trust beyond the system's. */
     caFile: z.string().min(1).optional(),
+    /** mqtts: verify the broker's certificate (false only for a test broker). */
     rejectUnauthorized: z.boolean().default(true),
     /** The hub's client id (a persistent session is kept under it). Default: speakerhub-<first 8 of the hub UUID>. */
     clientId: z.string().min(1).max(64).optional(),
-    /** Embedded broker: TCP port (0: any free port) and bind address (default: the REST server's). */
+    /** Embedded broker: TCP port (0: any free port). */
     port: z.number().int().min(0).max(65535).default(1883),
+    /** Embedded broker: bind address (default: the REST server's). */
     host: z.string().min(1).optional(),
     /** Embedded broker: MQTT over WebSocket at /mqtt on the REST server's port. */
     websocket: z.boolean().default(true),
@@ -47,8 +50,9 @@ export const MqttConfigSchema = z
     maxClients: z.number().int().min(1).max(100_000).default(5000),
     /** Embedded broker: a subscriber whose socket does not drain in this time is disconnected. */
     drainTimeoutMs: z.number().int().min(100).max(600_000).default(10_000),
-    /** Reconnect backoff towards the broker. */
+    /** Reconnect backoff towards the broker: the shortest wait. */
     reconnectMinMs: z.number().int().min(50).max(60_000).default(500),
+    /** The longest reconnect wait towards the broker. */
     reconnectMaxMs: z.number().int().min(100).max(600_000).default(30_000),
     /**
      * How often the host's LAN addresses are checked (NetworkUnavailable when they are all
@@ -75,6 +79,7 @@ export const MqttConfigSchema = z
     timeUpdates: z.boolean().default(false),
     /** Home Assistant MQTT discovery. */
     haDiscovery: z.boolean().default(false),
+    /** Topic prefix Home Assistant's MQTT discovery listens on. */
     haDiscoveryPrefix: z
       .string()
       .min(1)
@@ -98,8 +103,9 @@ export const PubsubConfigSchema = z
       .max(200)
       .regex(/^[^#+]+$/, 'pubsub.channel must not contain MQTT wildcards (# or +)')
       .default('speakerhub/channel'),
-    /** Generated on first start and kept in the data folder when absent. */
+    /** The key publishers give; generated on first start and kept in the data folder when absent. */
     publishKey: key('pubsub.publishKey').optional(),
+    /** The key subscribers give; generated on first start and kept in the data folder when absent. */
     subscribeKey: key('pubsub.subscribeKey').optional(),
   })
   .strict()

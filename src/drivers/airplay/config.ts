@@ -3,9 +3,11 @@ import { z } from 'zod';
 /** One AirPlay (RAOP) receiver given by address. */
 export const AirPlayReceiverSchema = z
   .object({
+    /** Host name or address of the receiver. */
     host: z.string().min(1),
     /** RTSP port the receiver listens on (shairport-sync: 5000). */
     port: z.number().int().min(1).max(65535).default(5000),
+    /** DeviceName (default `AirPlay <host>:<port>`). */
     name: z.string().min(1).optional(),
     /** Receiver password (RTSP digest auth); never logged. */
     password: z.string().min(1).optional(),

@@ -3,7 +3,9 @@ import { z } from 'zod';
 /** One MPD server. A plain 'host[:port]' string in `servers` is the same as `{ host, port }`. */
 export const MpdServerSchema = z
   .object({
+    /** Host name or address of the MPD. */
     host: z.string().trim().min(1),
+    /** Its port (MPD's default 6600). */
     port: z.number().int().min(1).max(65535).default(6600),
     /** Sent with `password` after the greeting; never logged. */
     password: z.string().min(1).max(1024).optional(),
@@ -22,6 +24,7 @@ export const MpdConfigSchema = z
       .default([]),
     /** Reconnect backoff after a lost or refused connection (ms): doubles from min to max, with ±25 % jitter. */
     reconnectMinMs: z.number().int().min(10).max(60_000).default(500),
+    /** The longest reconnect wait (ms): see reconnectMinMs. */
     reconnectMaxMs: z.number().int().min(10).max(600_000).default(15_000),
     /** A greeting or a command answer not in within this time fails and drops the connection (ms). */
     requestTimeoutMs: z.number().int().min(100).max(120_000).default(5000),

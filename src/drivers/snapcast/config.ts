@@ -72,6 +72,7 @@ export const SnapcastConfigSchema = z
      * outage so far, at least reconnectMinMs and at most reconnectMaxMs.
      */
     reconnectMinMs: z.number().int().min(10).max(60_000).default(250),
+    /** The longest reconnect wait (ms): see reconnectMinMs. */
     reconnectMaxMs: z.number().int().min(10).max(600_000).default(10_000),
     /** A JSON-RPC request without an answer in this time fails (ms). */
     requestTimeoutMs: z.number().int().min(100).max(120_000).default(5000),

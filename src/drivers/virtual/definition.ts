@@ -11,8 +11,11 @@ const VirtualPart = z
   .object({
     virtual: z
       .object({
+        /** How many virtual speakers the hub runs. */
         count: z.number().int().min(0).max(10_000).default(3),
+        /** Their DeviceNames, in order (at most count; the rest are "Virtual Speaker N"). */
         names: z.array(z.string().min(1)).optional(),
+        /** Their volume at start. */
         volume: z.number().int().min(0).max(VOLUME_MAX).default(20),
         /**
          * An announcement whose length a virtual speaker cannot know when it starts (a live
