@@ -43,6 +43,14 @@ export const HTTP_LIMITS = {
    */
   actionsPerSecond: 200,
   actionBurst: 400,
+  /**
+   * SOAP body bytes a second from one address (burst: bodyBurstBytes), counted from
+   * Content-Length before the body is read (a chunked body counts as the largest allowed).
+   * The parse work is what a LAN host can make the hub do: real actions are 1–4 KB (hundreds
+   * a second fit), a flood of 64 KB bodies gets sixteen a second.
+   */
+  bodyBytesPerSecond: 1024 * 1024,
+  bodyBurstBytes: 2 * 1024 * 1024,
 };
 
 const SERVICE_RE = /^\/r\/([A-Za-z0-9_-]{1,64})\/(AVTransport|RenderingControl|ConnectionManager|ContentDirectory)\/(control|event)$/;
@@ -50,6 +58,7 @@ const SERVICE_RE = /^\/r\/([A-Za-z0-9_-]{1,64})\/(AVTransport|RenderingControl|C
 export class DlnaHttpServer {
   private server?: Server;
   private readonly rate = new KeyedBuckets(HTTP_LIMITS.actionBurst, HTTP_LIMITS.actionsPerSecond, 1024);
+  private readonly bodyBytes = new KeyedBuckets(HTTP_LIMITS.bodyBurstBytes, HTTP_LIMITS.bodyBytesPerSecond, 1024);
   private readonly throttled: LimitedLog;
   private readonly turns = new Turns(HTTP_LIMITS.maxConnections);
 
@@ -110,7 +119,7 @@ export class DlnaHttpServer {
     const path = (req.url ?? '/').split('?')[0];
     const method = req.method ?? 'GET';
     const from = req.socket.remoteAddress ?? '?';
-    if (method === 'POST' && !this.rate.get(from)?.take()) {
+    if (method === 'POST' && !(this.rate.get(from)?.take() && this.bodyBytes.get(from)?.take(bodyCost(req)))) {
       // Answered without reading the body, and the connection is not kept.
       this.throttled.warn({ from, method, path: path.slice(0, 100) });
       res.setHeader('Connection', 'close');
@@ -183,6 +192,12 @@ export class DlnaHttpServer {
     res.writeHead(status, { 'Content-Type': type, 'Content-Length': b.length, Server: this.serverHeader, ...extra });
     res.end(res.req.method === 'HEAD' ? undefined : b);
   }
+}
+
+/** What a body counts against its sender's byte budget: its announced length (at least 1 KB), or the most allowed. */
+function bodyCost(req: IncomingMessage): number {
+  const declared = Number(req.headers['content-length']);
+  return Number.isFinite(declared) && declared >= 0 ? Math.min(Math.max(declared, 1024), MAX_SOAP_BYTES) : MAX_SOAP_BYTES;
 }
 
 /** The body as text, or undefined when it is longer than max bytes (announced or actual). */
