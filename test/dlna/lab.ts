@@ -109,6 +109,14 @@ export class LabHub {
     return e.renderers!;
   }
 
+  /** Asks the process for its virtual speakers: state, position (seconds) and what each fetched. */
+  async speakers(): Promise<{ name: string; state: string; position?: number; fetches: { url: string; live: boolean; duration?: number }[] }[]> {
+    const mark = this.lines.events.length;
+    this.child.stdin!.write('speakers\n');
+    const e = await this.lines.waitFor((x) => x.evt === 'speakers', 5000, 'the virtual speakers', mark);
+    return (e as unknown as { speakers: never[] }).speakers;
+  }
+
   renderer(name: string): RendererInfo {
     const r = this.renderers.find((x) => x.name === name);
     if (!r) throw new Error(`no renderer "${name}" (have: ${this.renderers.map((x) => x.name).join(', ')})`);
@@ -143,6 +151,14 @@ export class MrcClient {
     const r = await this.lines.waitFor((e) => e.evt === 'result' && e.id === id, 20000, `${cmd} to answer`);
     if (!r.ok) throw Object.assign(new Error(`${cmd}: ${r.error}`), { upnpCode: r.upnpCode });
     return r.value;
+  }
+
+  /** Home Assistant's transport features of the entity after each AVTransport event (cp-mrc.js), since event index `from`. */
+  features(from = 0): string[] {
+    return this.lines.events
+      .slice(from)
+      .filter((e) => e.evt === 'event' && e.service === 'AVTransport')
+      .map((e) => (e as { features?: string }).features ?? '');
   }
 
   events(service: string, from = 0): any[] {
