@@ -117,6 +117,7 @@ d('DLNA renderers driven as Home Assistant drives them', () => {
       ((await hub.op('device_list')).DeviceList as { DeviceID: string; DeviceName: string }[]).map((x) => [x.DeviceName, x.DeviceID]),
     );
     const long = ((await hub.op('media_list')).MediaList as { PersistentID: string; Title: string }[]).find((m) => m.Title === 'Long Tone')!;
+    const before = cps[0].lines.events.length;
     expect((await hub.op('play_hub_media_selected_speakers', { PersistentID: long.PersistentID, DeviceIDList: Kitchen })).Result).toBe('true');
     const loc = hub.renderer('Kitchen').location;
     await eventually(
@@ -128,8 +129,15 @@ d('DLNA renderers driven as Home Assistant drives them', () => {
     expect(field(position, 'TrackMetaData')).toContain('Long Tone');
     expect(field(position, 'TrackURI')).toBe('');
     expect(field((await soap(loc, 'AVTransport', 'GetCurrentTransportActions', { InstanceID: 0 })).body, 'Actions')).toBe('Play,Pause,Stop');
+    // The Kitchen's PLAYING event of Long Tone has come (events trail the answers), then its stop's STOPPED.
+    await eventually(
+      () => cps[0].events('AVTransport', before).some((e) => e.TransportState === 'PLAYING' && /Long Tone/.test(String(e.CurrentTrackMetaData))),
+      10000,
+      'the Kitchen PLAYING Long Tone evented',
+    );
+    const mark = cps[0].lines.events.length;
     await hub.op('stop_play');
-    await eventually(() => cps.every((cp) => lastState(cp) === 'STOPPED'), 10000, 'both rooms STOPPED');
+    await eventually(() => cps[0].events('AVTransport', mark).some((e) => e.TransportState === 'STOPPED'), 10000, 'the Kitchen STOPPED');
   });
 
   test("play, pause, play and stop with GENA events leave the entity's features as they were (no capability updates)", async () => {
@@ -145,6 +153,7 @@ d('DLNA renderers driven as Home Assistant drives them', () => {
     await eventually(() => lastState(cp) === 'PLAYING', 10000, 'PLAYING evented again');
     expect((await cp.call('haStop')).sent).toEqual(['Stop']);
     await eventually(() => lastState(cp) === 'STOPPED', 10000, 'STOPPED evented');
+    if (process.env.HA_REPLAY_DEBUG) console.log(JSON.stringify(cp.lines.events.slice(mark - 6)));
     const states = cp
       .events('AVTransport', mark)
       .map((e) => e.TransportState)

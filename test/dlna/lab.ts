@@ -181,7 +181,7 @@ export class DlnaLab {
   hubs: LabHub[] = [];
 
   /** extraHosts: more namespaces on the LAN (e.g. for gmediarender renderers); network: another LAB_NETWORKS entry. */
-  static async start(extraHosts: string[] = [], network: { prefix: string; subnet: string } = LAB_NETWORKS.dlna): Promise<DlnaLab> {
+  static async start(extraHosts: string[] = [], network: { prefix: string; subnet: string } = envNetwork() ?? LAB_NETWORKS.dlna): Promise<DlnaLab> {
     ensureBuilt();
     const lab = new DlnaLab();
     try {
@@ -266,6 +266,16 @@ export class DlnaLab {
     await this.lan?.destroy();
     if (!process.env.DLNA_KEEP_TMP) rmSync(this.tmp, { recursive: true, force: true });
   }
+}
+
+/**
+ * DLNA_LAB_NETWORK=<prefix>:<a.b.c> runs the lab on another prefix and /24, so that two
+ * checkouts on one machine can run DLNA suites at once (each lab removes its prefix's
+ * namespaces at start). Unset (CI): LAB_NETWORKS.dlna.
+ */
+function envNetwork(): { prefix: string; subnet: string } | undefined {
+  const m = /^([a-z]{2,8}):(10\.\d{1,3}\.\d{1,3})$/.exec(process.env.DLNA_LAB_NETWORK ?? '');
+  return m ? { prefix: m[1], subnet: m[2] } : undefined;
 }
 
 function tone(seconds: number, hz: number, rate = 22050): Int16Array {
