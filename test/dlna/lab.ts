@@ -26,8 +26,8 @@ function findRepo(from: string): string {
   }
 }
 export const TOKEN = 'dlna-test-token-0123456789abcdef';
-export const PREFIX = LAB_NETWORKS.dlna.prefix;
-export const SUBNET = LAB_NETWORKS.dlna.subnet;
+export const PREFIX = (envNetwork() ?? LAB_NETWORKS.dlna).prefix;
+export const SUBNET = (envNetwork() ?? LAB_NETWORKS.dlna).subnet;
 
 export function labUnavailableReason(): string | undefined {
   const lan = lanUnavailableReason();
