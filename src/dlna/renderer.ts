@@ -56,9 +56,8 @@ export class Renderer {
   private announcementId?: string;
   private announcing = false;
   /**
-   * Paused here: this renderer's web file, stopped on the hub at `at` seconds and shown
-   * PAUSED_PLAYBACK until Play starts it again there (the hub pauses hub media only: its
-   * pause_play stops web media, as the spec says).
+   * Paused here: this renderer's web file, stopped on the hub at `at` seconds, PAUSED_PLAYBACK
+   * until Play starts it there again (the hub's pause_play stops web media, as the spec says).
    */
   private paused?: { at: number };
   /** Announcement renderer: the level its announcements speak at (0–50), once a control point set one. */
@@ -356,6 +355,7 @@ export class Renderer {
   /** Starts this renderer's URI on the hub; answers once the hub started it (or after PLAY_ANSWER_MS). */
   private async startPlay(startAt = 0): Promise<void> {
     const url = this.uri;
+    const before = this.zone().playbackId;
     this.paused = undefined;
     this.pending = true;
     this.status = 'OK';
@@ -367,9 +367,10 @@ export class Renderer {
         else {
           this.announcementId = await this.hub.announce(this.id.deviceId!, url, this.announceVolume, this.announceMode);
         }
-        // The hub's answer comes before its event: TRANSITIONING holds until the zone shows up
-        // here, so subscribers never see a stray STOPPED between the two (HA's entities flickered).
-        if (this.id.kind !== 'announce') await this.waits.until(() => this.mine(), PLAY_EVENT_WAIT_MS);
+        // The hub's answer comes before its event: TRANSITIONING holds until the new zone shows up
+        // here (a start while playing ends the old zone first), so subscribers never see a stray
+        // STOPPED between the two (HA's entities flickered).
+        if (this.id.kind !== 'announce') await this.waits.until(() => this.mine() && this.zone().playbackId !== before, PLAY_EVENT_WAIT_MS);
       } catch (e) {
         this.status = 'ERROR_OCCURRED';
         throw toUpnpError(e);

@@ -208,7 +208,16 @@ d('DLNA renderers driven as Home Assistant drives them', () => {
     expect(speaker.position!).toBeLessThan(at + 5);
 
     // Seek (not among the actions: hub media cannot) works on a playing web file: a new start there.
+    const seekMark = cp.lines.events.length;
     expect((await soap(loc, 'AVTransport', 'Seek', { InstanceID: 0, Unit: 'REL_TIME', Target: '0:00:20' })).status).toBe(200);
+    // TRANSITIONING, then PLAYING again: never a STOPPED between (the old zone's end).
+    await eventually(() => lastState(cp) === 'PLAYING' && cp.events('AVTransport', seekMark).length > 0, 10000, 'PLAYING after the seek');
+    expect(
+      cp
+        .events('AVTransport', seekMark)
+        .map((e) => e.TransportState)
+        .filter((x) => typeof x === 'string'),
+    ).not.toContain('STOPPED');
     expect((await zone())!.TimeElapsed).toBeGreaterThanOrEqual(20);
     expect((await kitchen()).position!).toBeGreaterThanOrEqual(20);
 
@@ -216,7 +225,9 @@ d('DLNA renderers driven as Home Assistant drives them', () => {
     const live = `${lab.webUrl}/live/long.wav`;
     await cp.call('haPlay', { url: live, title: 'Radio' });
     await eventually(() => lastState(cp) === 'PLAYING', 10000, 'the stream PLAYING');
-    await eventually(async () => (await kitchen()).fetches.at(-1)?.url === live, 10000, 'the stream fetched');
+    await eventually(async () => (await kitchen()).fetches.at(-1)?.url === live, 10000, 'the stream fetched').catch(async (e) => {
+      throw new Error(`${(e as Error).message}: ${JSON.stringify(await kitchen())} ${JSON.stringify((await hub.op('playback_list')).PlaybackList)}`);
+    });
     expect((await cp.call('haPause')).sent).toEqual(['Pause']);
     await eventually(() => lastState(cp) === 'STOPPED', 10000, 'the stream STOPPED');
     expect((await kitchen()).state).toBe('stopped');
