@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { ERROR_CODES } from '../../src/core/errors';
-import { bridgeRequest, Probe, startMqttHub, type MqttTestHub } from './helpers';
+import { bridgeRequest, channelCommand, Probe, startMqttHub, type MqttTestHub } from './helpers';
 
 /**
  * Home Assistant's MQTT entities of issue 28 (../notes: home-assistant.md), against the hub's
@@ -86,6 +86,17 @@ test('a failed MQTT command is an event of the Command error entities: the hubâ€
   const media = await ha!.wait((m) => m.topic === 'speakerhub/virtual_speaker_1/error' && ha!.messages.indexOf(m) >= mark);
   expect(media.json).toMatchObject({ event_type: 'MediaNotFound', command: 'play_hub_media_selected_speakers', message: expect.any(String) });
   await ha!.wait((m) => m.topic === 'speakerhub/bridge/error' && ha!.messages.indexOf(m) >= mark && m.json?.event_type === 'MediaNotFound');
+
+  // The spec's channel too: a command that names the speaker (DeviceID).
+  mark = ha!.messages.length;
+  await channelCommand(ha!, ha!.client, 'speakerhub/channel', {
+    Command: 'set_volume_device',
+    SessionToken: t!.session,
+    DeviceID: speakerId,
+    Volume: '99',
+  });
+  const fromChannel = await ha!.wait((m) => m.topic === 'speakerhub/virtual_speaker_1/error' && ha!.messages.indexOf(m) >= mark);
+  expect(fromChannel.json).toMatchObject({ event_type: 'InvalidParameter', command: 'set_volume_device', speaker: 'virtual_speaker_1' });
 
   // Commands that name no speaker: the hub's entity only.
   mark = ha!.messages.length;
