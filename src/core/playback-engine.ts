@@ -81,7 +81,13 @@ export class PlaybackEngine extends ZoneBook {
    * checked before the media is loaded (so a refused announcement is not synthesized) and
    * again once it is. The target's speakers leave the playbacks they were in; those go on.
    */
-  async play(target: Target, priority: number, load: () => Promise<PlayableMedia>, options: { owner?: string } = {}): Promise<string> {
+  async play(
+    target: Target,
+    priority: number,
+    load: () => Promise<PlayableMedia>,
+    options: { owner?: string; startAt?: number } = {},
+  ): Promise<string> {
+    const startAt = Math.max(0, options.startAt ?? 0);
     this.checkPriority(this.resolveTarget(target), priority);
     const media = await load();
     const ids = new Set(this.targetIds(target));
@@ -105,7 +111,7 @@ export class PlaybackEngine extends ZoneBook {
       const id = `pb-${++this.seq}`;
       let started: Speaker[];
       try {
-        started = speakers.length ? await this.starter.start(id, speakers, media, 0, false, priority) : [];
+        started = speakers.length ? await this.starter.start(id, speakers, media, startAt, false, priority) : [];
       } catch (e) {
         await this.giveBackCarried(carried);
         for (const p of emptied) if (isEmpty(p)) this.finish(p, 'interrupted');
@@ -121,7 +127,7 @@ export class PlaybackEngine extends ZoneBook {
         state: 'PlayerStatePlaying',
         speakers: new Map(),
         idle: new Map(lent.map((s) => [s.id, s])),
-        offset: 0,
+        offset: startAt,
         startedAt: this.clock.now(),
         since: new Date().toISOString(),
       };

@@ -32,3 +32,13 @@ export class ChangeWaits {
     });
   }
 }
+
+/** Waits for p, or ms at most (a rejection of p is the caller's to handle). */
+export async function within(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([p, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -27,9 +27,11 @@ export const DlnaConfigSchema = z
     /** duck: fade down and up, ms (0..10000; the hub's default when unset). */
     fadeMs: z.number().int().min(0).max(10_000).optional(),
     /**
-     * Publish speakers that are themselves UPnP renderers (the upnp driver's) too. Off: a
-     * control point already sees the real renderer, and a second entry of the same speaker
-     * would only confuse it (and a hub's own UPnP driver could find its own renderers).
+     * Publish a plain renderer for speakers that are themselves UPnP renderers (the upnp
+     * driver's) too. Off: a control point already sees the real renderer, and a second entry
+     * of the same speaker would only confuse it. Their "(announcements)" renderer is published
+     * either way (announcementRenderers): the real renderer has no announcements. The hub's own
+     * renderers, found by its own UPnP driver, are never taken for speakers.
      */
     publishUpnpSpeakers: z.boolean().default(false),
     /** SSDP max-age (CACHE-CONTROL) in seconds; NOTIFY alive is repeated at a third of it. */

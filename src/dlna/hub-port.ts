@@ -59,8 +59,9 @@ export interface HubPort {
    * available speaker. Stopped when there is none.
    */
   playback(deviceId?: string): PlaybackSnapshot;
-  playOn(deviceIds: string[], url: string): Promise<void>;
-  playParty(url: string): Promise<void>;
+  /** Plays a web URL (startAt: whole seconds into it, a paused file resumed). */
+  playOn(deviceIds: string[], url: string, startAt?: number): Promise<void>;
+  playParty(url: string, startAt?: number): Promise<void>;
   /** Pauses one zone: a speaker's, or the one with that PlaybackID. */
   pause(zone: ZoneRef): Promise<void>;
   /** Resumes paused hub media on these speakers (party: every speaker). */
@@ -136,12 +137,12 @@ export class ClientHubPort implements HubPort {
     return STOPPED;
   }
 
-  async playOn(deviceIds: string[], url: string): Promise<void> {
-    await this.run('play_web_media_selected_speakers', { MediaUrl: url, DeviceIDList: deviceIds.join(',') });
+  async playOn(deviceIds: string[], url: string, startAt?: number): Promise<void> {
+    await this.run('play_web_media_selected_speakers', { MediaUrl: url, DeviceIDList: deviceIds.join(','), ...startAtParam(startAt) });
   }
 
-  async playParty(url: string): Promise<void> {
-    await this.run('play_web_media_party_mode', { MediaUrl: url });
+  async playParty(url: string, startAt?: number): Promise<void> {
+    await this.run('play_web_media_party_mode', { MediaUrl: url, ...startAtParam(startAt) });
   }
 
   async pause(zone: ZoneRef): Promise<void> {
@@ -261,6 +262,10 @@ export class ClientHubPort implements HubPort {
         return;
     }
   }
+}
+
+function startAtParam(startAt?: number): { StartAt?: string } {
+  return startAt ? { StartAt: String(Math.floor(startAt)) } : {};
 }
 
 function viewOf(d: DeviceRecord): SpeakerView {

@@ -51,13 +51,16 @@ export class Publisher implements DlnaRoutes {
     return [...this.renderers.values()].map((r) => ({ udn: r.id.udn, name: r.friendlyName, kind: r.id.kind, location: this.location(r) }));
   }
 
-  /** Whether a speaker gets renderers: active, not one of ours, and not a UPnP renderer already (unless configured). */
-  private publishes(s: SpeakerView): boolean {
-    if (!s.active) return false;
-    // A renderer of this (or another) hub found by a UPnP driver: publishing it again would loop.
-    if (s.modelName === MODEL_NAME) return false;
-    if (!this.config.publishUpnpSpeakers && this.upnpSpeaker(s)) return false;
-    return true;
+  /**
+   * Which renderers a speaker gets: none when inactive or one of ours (a renderer of this or
+   * another hub found by a UPnP driver: publishing it again would loop). A speaker that is a
+   * UPnP renderer already gets no second plain renderer (unless publishUpnpSpeakers), but it
+   * gets its announcement renderer: announcements with the music put back after are the hub's,
+   * the real renderer has none.
+   */
+  private publishes(s: SpeakerView): { speaker: boolean; announce: boolean } {
+    if (!s.active || s.modelName === MODEL_NAME) return { speaker: false, announce: false };
+    return { speaker: this.config.publishUpnpSpeakers || !this.upnpSpeaker(s), announce: this.config.announcementRenderers };
   }
 
   /** Publishes the library (the extension, when dlna.mediaServer and the hub has a library). */
@@ -92,9 +95,9 @@ export class Publisher implements DlnaRoutes {
     };
     if (this.config.allSpeakers) add('all');
     for (const s of this.hub.speakers()) {
-      if (!this.publishes(s)) continue;
-      add('speaker', s.id);
-      if (this.config.announcementRenderers) add('announce', s.id);
+      const gets = this.publishes(s);
+      if (gets.speaker) add('speaker', s.id);
+      if (gets.announce) add('announce', s.id);
     }
     for (const [slug, r] of [...this.renderers]) {
       if (want.has(slug)) continue;

@@ -103,3 +103,61 @@ export function lastChange(service: 'AVTransport' | 'RenderingControl', values: 
     .join('');
   return `<Event xmlns="${LAST_CHANGE_NS[service]}"><InstanceID val="0">${vars}</InstanceID></Event>`;
 }
+
+/** The actions whose answer is the same whatever the renderer's state; InvalidAction for any other. */
+export function fixedAnswer(action: string, a: Record<string, string>): Record<string, string | number> {
+  switch (action) {
+    case 'AVTransport#Previous':
+      throw new UpnpError('TransitionNotAvailable', 'no previous track');
+    case 'AVTransport#SetPlayMode':
+      if (a.NewPlayMode !== 'NORMAL') throw new UpnpError('PlayModeNotSupported');
+      return {};
+    case 'AVTransport#GetDeviceCapabilities':
+      return { PlayMedia: 'NETWORK', RecMedia: 'NOT_IMPLEMENTED', RecQualityModes: 'NOT_IMPLEMENTED' };
+    case 'AVTransport#GetTransportSettings':
+      return { PlayMode: 'NORMAL', RecQualityMode: 'NOT_IMPLEMENTED' };
+    case 'RenderingControl#ListPresets':
+      return { CurrentPresetNameList: 'FactoryDefaults' };
+    case 'RenderingControl#SelectPreset':
+      if (a.PresetName !== 'FactoryDefaults') throw new UpnpError('InvalidArgs', 'unknown preset');
+      return {};
+    case 'ConnectionManager#GetProtocolInfo':
+      return { Source: '', Sink: SINK_PROTOCOLS };
+    case 'ConnectionManager#GetCurrentConnectionIDs':
+      return { ConnectionIDs: '0' };
+    case 'ConnectionManager#GetCurrentConnectionInfo':
+      if (a.ConnectionID.trim() !== '0') throw new UpnpError('InvalidConnectionReference');
+      return { RcsID: 0, AVTransportID: 0, ProtocolInfo: '', PeerConnectionManager: '', PeerConnectionID: -1, Direction: 'Input', Status: 'OK' };
+    default:
+      throw new UpnpError('InvalidAction');
+  }
+}
+
+/** GetMediaInfo's answer from the AVTransport values. */
+export function mediaInfo(v: Record<(typeof AVT_EVENTED)[number], string>): Record<string, string> {
+  return {
+    NrTracks: v.NumberOfTracks,
+    MediaDuration: v.CurrentMediaDuration,
+    CurrentURI: v.AVTransportURI,
+    CurrentURIMetaData: v.AVTransportURIMetaData,
+    NextURI: v.NextAVTransportURI,
+    NextURIMetaData: v.NextAVTransportURIMetaData,
+    PlayMedium: v.PlaybackStorageMedium,
+    RecordMedium: 'NOT_IMPLEMENTED',
+    WriteStatus: 'NOT_IMPLEMENTED',
+  };
+}
+
+/** GetPositionInfo's answer from the AVTransport values, at `rel` (H:MM:SS). */
+export function positionInfo(v: Record<(typeof AVT_EVENTED)[number], string>, rel: string): Record<string, string | number> {
+  return {
+    Track: v.CurrentTrack,
+    TrackDuration: v.CurrentTrackDuration,
+    TrackMetaData: v.CurrentTrackMetaData,
+    TrackURI: v.CurrentTrackURI,
+    RelTime: rel,
+    AbsTime: rel,
+    RelCount: 2147483647,
+    AbsCount: 2147483647,
+  };
+}

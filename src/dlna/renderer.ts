@@ -5,8 +5,10 @@ import { type AnnounceMode, type HubChange, type HubPort, type ZoneRef } from '.
 import { findAction, type ServiceName, type TransportState } from './scpd';
 import { UpnpError } from './soap';
 import { checkUrlTarget } from './url-policy';
-import { ChangeWaits } from './change-waits';
-import { AVT_EVENTED, checkUrl, lastChange, SINK_PROTOCOLS, toHubVolume, toUpnpError, toUpnpVolume } from './renderer-values';
+import { ChangeWaits, within } from './change-waits';
+import { hasKnownLength } from './media-length';
+import { redactUrl } from '../redact';
+import { AVT_EVENTED, checkUrl, fixedAnswer, lastChange, mediaInfo, positionInfo, toHubVolume, toUpnpError, toUpnpVolume } from './renderer-values';
 
 export { AVT_EVENTED, lastChange, SINK_PROTOCOLS, toHubVolume, toUpnpError, toUpnpVolume } from './renderer-values';
 
@@ -53,6 +55,11 @@ export class Renderer {
   /** Announcement renderer: the announcement it started, and whether it sounds now. */
   private announcementId?: string;
   private announcing = false;
+  /**
+   * Paused here: this renderer's web file, stopped on the hub at `at` seconds, PAUSED_PLAYBACK
+   * until Play starts it there again (the hub's pause_play stops web media, as the spec says).
+   */
+  private paused?: { at: number };
   /** Announcement renderer: the level its announcements speak at (0–50), once a control point set one. */
   private announceVolume?: number;
   /** Last values sent per service, so LastChange carries only what changed. */
@@ -108,6 +115,7 @@ export class Renderer {
       return p.state === 'PlayerStatePaused' ? 'PAUSED_PLAYBACK' : 'PLAYING';
     }
     if (this.pending) return 'TRANSITIONING';
+    if (this.paused) return 'PAUSED_PLAYBACK';
     return this.uri ? 'STOPPED' : 'NO_MEDIA_PRESENT';
   }
 
@@ -123,21 +131,15 @@ export class Renderer {
     return { uri: this.uri, meta: this.meta };
   }
 
-  private actions(state: TransportState): string {
-    switch (state) {
-      case 'PLAYING':
-        // No Seek: the hub plays tracks from the start only (Seek answers the trivial cases), and
-        // a control point shows a seek bar for it that can only fail (Home Assistant does).
-        return this.id.kind === 'announce' ? 'Stop' : 'Pause,Stop' + (this.nextUri ? ',Next' : '');
-      case 'PAUSED_PLAYBACK':
-        return 'Play,Stop';
-      case 'STOPPED':
-        return 'Play' + (this.nextUri ? ',Next' : '');
-      case 'TRANSITIONING':
-        return 'Stop';
-      default:
-        return '';
-    }
+  /**
+   * CurrentTransportActions, the same in every state: Home Assistant makes its entity's features
+   * of them (none listed = all) and warns "updating its capabilities too often" when they change
+   * at each event. Only what is performed: no Seek (hub media cannot), nothing but Play on an
+   * announcement renderer (an announcement plays out), Next while one is queued.
+   */
+  private actions(): string {
+    if (this.id.kind === 'announce') return 'Play';
+    return 'Play,Pause,Stop' + (this.nextUri ? ',Next' : '');
   }
 
   private avtValues(): Record<(typeof AVT_EVENTED)[number], string> {
@@ -159,7 +161,7 @@ export class Renderer {
       AVTransportURIMetaData: t.meta,
       NextAVTransportURI: this.nextUri,
       NextAVTransportURIMetaData: this.nextMeta,
-      CurrentTransportActions: this.actions(state),
+      CurrentTransportActions: this.actions(),
     };
   }
 
@@ -232,6 +234,8 @@ export class Renderer {
     // Any zone's event: this renderer's state is its own zone's, after the change.
     const mine = this.mine();
     const ended = this.wasMine && !mine && p.reason === 'ended';
+    // Something else started on the zone while this renderer's file was paused: that pause is gone.
+    if (mine && !this.wasMine) this.paused = undefined;
     this.wasMine = mine;
     if (mine) this.status = 'OK';
     if (ended && this.nextUri) {
@@ -287,48 +291,17 @@ export class Renderer {
         this.advance();
         await this.startPlay();
         return {};
-      case 'AVTransport#Previous':
-        throw new UpnpError('TransitionNotAvailable', 'no previous track');
-      case 'AVTransport#SetPlayMode':
-        if (a.NewPlayMode !== 'NORMAL') throw new UpnpError('PlayModeNotSupported');
-        return {};
       case 'AVTransport#GetTransportInfo':
         return { CurrentTransportState: this.transportState(), CurrentTransportStatus: this.status, CurrentSpeed: '1' };
-      case 'AVTransport#GetMediaInfo': {
-        const v = this.avtValues();
-        return {
-          NrTracks: v.NumberOfTracks,
-          MediaDuration: v.CurrentMediaDuration,
-          CurrentURI: v.AVTransportURI,
-          CurrentURIMetaData: v.AVTransportURIMetaData,
-          NextURI: v.NextAVTransportURI,
-          NextURIMetaData: v.NextAVTransportURIMetaData,
-          PlayMedium: v.PlaybackStorageMedium,
-          RecordMedium: 'NOT_IMPLEMENTED',
-          WriteStatus: 'NOT_IMPLEMENTED',
-        };
-      }
+      case 'AVTransport#GetMediaInfo':
+        return mediaInfo(this.avtValues());
       case 'AVTransport#GetPositionInfo': {
-        const v = this.avtValues();
         const p = this.zone();
-        const rel = this.id.kind !== 'announce' && this.mine(p) ? formatTime(p.timeElapsed) : '0:00:00';
-        return {
-          Track: v.CurrentTrack,
-          TrackDuration: v.CurrentTrackDuration,
-          TrackMetaData: v.CurrentTrackMetaData,
-          TrackURI: v.CurrentTrackURI,
-          RelTime: rel,
-          AbsTime: rel,
-          RelCount: 2147483647,
-          AbsCount: 2147483647,
-        };
+        const rel = this.id.kind !== 'announce' && this.mine(p) ? p.timeElapsed : (this.paused?.at ?? 0);
+        return positionInfo(this.avtValues(), formatTime(rel));
       }
-      case 'AVTransport#GetDeviceCapabilities':
-        return { PlayMedia: 'NETWORK', RecMedia: 'NOT_IMPLEMENTED', RecQualityModes: 'NOT_IMPLEMENTED' };
-      case 'AVTransport#GetTransportSettings':
-        return { PlayMode: 'NORMAL', RecQualityMode: 'NOT_IMPLEMENTED' };
       case 'AVTransport#GetCurrentTransportActions':
-        return { Actions: this.actions(this.transportState()) };
+        return { Actions: this.actions() };
       case 'RenderingControl#GetVolume':
         return { CurrentVolume: toUpnpVolume(this.volume()) };
       case 'RenderingControl#SetVolume':
@@ -337,20 +310,8 @@ export class Renderer {
         return { CurrentMute: this.muted() ? '1' : '0' };
       case 'RenderingControl#SetMute':
         return this.setMute(a.DesiredMute);
-      case 'RenderingControl#ListPresets':
-        return { CurrentPresetNameList: 'FactoryDefaults' };
-      case 'RenderingControl#SelectPreset':
-        if (a.PresetName !== 'FactoryDefaults') throw new UpnpError('InvalidArgs', 'unknown preset');
-        return {};
-      case 'ConnectionManager#GetProtocolInfo':
-        return { Source: '', Sink: SINK_PROTOCOLS };
-      case 'ConnectionManager#GetCurrentConnectionIDs':
-        return { ConnectionIDs: '0' };
-      case 'ConnectionManager#GetCurrentConnectionInfo':
-        if (a.ConnectionID.trim() !== '0') throw new UpnpError('InvalidConnectionReference');
-        return { RcsID: 0, AVTransportID: 0, ProtocolInfo: '', PeerConnectionManager: '', PeerConnectionID: -1, Direction: 'Input', Status: 'OK' };
       default:
-        throw new UpnpError('InvalidAction');
+        return fixedAnswer(`${service}#${action}`, a);
     }
   }
 
@@ -358,9 +319,12 @@ export class Renderer {
     const url = uri.trim();
     if (url) checkUrl(url);
     await checkUrlTarget(url, this.allowLocalUrls || this.ownMediaUrl(url));
-    const playing = this.transportState() === 'PLAYING' && this.id.kind !== 'announce';
+    // An announcement renderer that announces starts the next one too (queued behind it): Home
+    // Assistant sends no Play after SetAVTransportURI to a renderer it last saw PLAYING.
+    const playing = this.transportState() === 'PLAYING';
     this.uri = url;
     this.meta = meta;
+    this.paused = undefined;
     this.status = 'OK';
     this.log.debug({ renderer: this.friendlyName, title: readDidl(meta).title }, 'DLNA: URI set');
     // A new URI while playing replaces the track at once (as renderers do); otherwise it waits for Play.
@@ -370,6 +334,11 @@ export class Renderer {
 
   private async play(speed: string): Promise<Record<string, string>> {
     if (speed.trim() !== '1') throw new UpnpError('ArgumentValueInvalid', 'only Speed 1 is supported');
+    if (this.paused && !this.mine()) {
+      // Paused web file: a new start where it stopped.
+      await this.startPlay(this.paused.at);
+      return {};
+    }
     if (this.id.kind !== 'announce' && this.mine()) {
       const p = this.zone();
       if (p.state === 'PlayerStatePlaying') return {};
@@ -386,21 +355,24 @@ export class Renderer {
   }
 
   /** Starts this renderer's URI on the hub; answers once the hub started it (or after PLAY_ANSWER_MS). */
-  private async startPlay(): Promise<void> {
+  private async startPlay(startAt = 0): Promise<void> {
     const url = this.uri;
+    const before = this.zone().playbackId;
+    this.paused = undefined;
     this.pending = true;
     this.status = 'OK';
     void this.refresh();
     const started = (async () => {
       try {
-        if (this.id.kind === 'all') await this.hub.playParty(url);
-        else if (this.id.kind === 'speaker') await this.hub.playOn([this.id.deviceId!], url);
+        if (this.id.kind === 'all') await this.hub.playParty(url, startAt);
+        else if (this.id.kind === 'speaker') await this.hub.playOn([this.id.deviceId!], url, startAt);
         else {
           this.announcementId = await this.hub.announce(this.id.deviceId!, url, this.announceVolume, this.announceMode);
         }
-        // The hub's answer comes before its event: TRANSITIONING holds until the zone shows up
-        // here, so subscribers never see a stray STOPPED between the two (HA's entities flickered).
-        if (this.id.kind !== 'announce') await this.waits.until(() => this.mine(), PLAY_EVENT_WAIT_MS);
+        // The hub's answer comes before its event: TRANSITIONING holds until the new zone shows up
+        // here (a start while playing ends the old zone first), so subscribers never see a stray
+        // STOPPED between the two (HA's entities flickered).
+        if (this.id.kind !== 'announce') await this.waits.until(() => this.mine() && this.zone().playbackId !== before, PLAY_EVENT_WAIT_MS);
       } catch (e) {
         this.status = 'ERROR_OCCURRED';
         throw toUpnpError(e);
@@ -409,23 +381,39 @@ export class Renderer {
         void this.refresh();
       }
     })();
-    let timer: NodeJS.Timeout | undefined;
-    const slow = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, PLAY_ANSWER_MS);
-    });
     // A start that fails after the answer still shows in the state (ERROR_OCCURRED); not unhandled.
     started.catch(() => undefined);
-    try {
-      await Promise.race([started, slow]);
-    } finally {
-      clearTimeout(timer);
-    }
+    await within(started, PLAY_ANSWER_MS);
   }
 
+  /**
+   * Hub media pauses on the hub (and resumes where it was). This renderer's own web URL: a file
+   * (known length) stops on the hub and its position is kept here, PAUSED_PLAYBACK meanwhile,
+   * for Play to start it there again; a live stream stops (the spec's pause of web media).
+   */
   private async pause(): Promise<Record<string, string>> {
+    if (this.paused) return {};
     if (this.id.kind === 'announce' || !this.mine()) throw new UpnpError('TransitionNotAvailable', 'not playing');
+    if (this.ownWebMedia() && (await hasKnownLength(this.uri)) && this.ownWebMedia()) {
+      this.paused = { at: Math.max(0, this.zone().timeElapsed) };
+      try {
+        await this.command(() => this.hub.stopPlay(this.zoneRef()));
+      } catch (e) {
+        this.paused = undefined;
+        throw e;
+      }
+      // A Play right after must find it paused here, not still playing on the hub.
+      await this.eventedOff();
+      return {};
+    }
     await this.command(() => this.hub.pause(this.zoneRef()));
     return {};
+  }
+
+  /** Whether the zone plays this renderer's own URI (web media it started), now. */
+  private ownWebMedia(): boolean {
+    const p = this.zone();
+    return this.id.kind !== 'announce' && p.state === 'PlayerStatePlaying' && p.kind === 'web' && !!this.uri && p.url === redactUrl(this.uri);
   }
 
   /**
@@ -435,23 +423,40 @@ export class Renderer {
    */
   private async stop(): Promise<Record<string, string>> {
     // An announcement cannot be cut short alone (stop_play would end the music too): it plays out.
-    if (this.id.kind === 'announce' || !this.mine()) return {};
+    if (this.id.kind === 'announce') return {};
+    if (this.paused && !this.mine()) {
+      this.paused = undefined;
+      await this.eventedOff();
+      return {};
+    }
+    if (!this.mine()) return {};
     await this.command(() => this.hub.stopPlay(this.zoneRef()));
-    const deadline = Date.now() + STOP_EVENT_WAIT_MS;
-    // The hub's stop reaches this renderer as an event (asynchronously): wait for it, bounded.
-    await this.waits.until(() => this.transportState() !== 'PLAYING' && this.transportState() !== 'PAUSED_PLAYBACK', STOP_EVENT_WAIT_MS);
-    const left = Math.max(0, deadline - Date.now());
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.refresh(), new Promise<void>((r) => (timer = setTimeout(r, left)))]);
-    clearTimeout(timer);
+    await this.eventedOff();
     return {};
   }
 
-  /** The hub cannot seek within a track: only "where it is" and "from the start" are honoured. */
+  /**
+   * Waits (bounded by STOP_EVENT_WAIT_MS) until the hub's stop has reached this renderer (an
+   * event, asynchronously) and the subscribers have the new state.
+   */
+  private async eventedOff(): Promise<void> {
+    const deadline = Date.now() + STOP_EVENT_WAIT_MS;
+    await this.waits.until(() => !this.mine(), STOP_EVENT_WAIT_MS);
+    await within(this.refresh(), Math.max(0, deadline - Date.now()));
+  }
+
+  /**
+   * Seek within this renderer's own web file (a new start there; paused, the position to resume
+   * at); hub media cannot seek: only "where it is" and "from the start" are honoured.
+   */
   private async seek(unit: string, target: string): Promise<Record<string, string>> {
     if (unit !== 'REL_TIME' && unit !== 'ABS_TIME') throw new UpnpError('SeekModeNotSupported');
     const to = parseTime(target);
     if (to === undefined) throw new UpnpError('IllegalSeekTarget', 'target is not H:MM:SS');
+    if (this.paused && !this.mine()) {
+      this.paused = { at: to };
+      return {};
+    }
     if (this.id.kind === 'announce' || !this.mine()) throw new UpnpError('TransitionNotAvailable', 'not playing');
     const at = this.zone().timeElapsed;
     if (Math.abs(to - at) <= 1) return {};
@@ -459,7 +464,11 @@ export class Renderer {
       await this.startPlay();
       return {};
     }
-    throw new UpnpError('IllegalSeekTarget', 'the hub plays tracks from the start only');
+    if (this.ownWebMedia() && (await hasKnownLength(this.uri))) {
+      await this.startPlay(to);
+      return {};
+    }
+    throw new UpnpError('IllegalSeekTarget', 'the hub cannot seek within this media (hub media or a live stream)');
   }
 
   private async setVolume(desired: string): Promise<Record<string, string>> {

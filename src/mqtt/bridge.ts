@@ -61,16 +61,20 @@ export class BridgeRequests {
     private readonly link: Pick<HubLink, 'publish'>,
     private readonly topics: Topics,
     private readonly session: string,
+    /** Told of every failed request, with its parameters (the error event entities). */
+    private readonly onError: (op: string, params: Record<string, unknown>, result: DispatchResult) => void = () => undefined,
   ) {}
 
   /** Synchronous operations are answered on the spot, without a promise round trip. */
   handle(op: string, payload: Buffer): Promise<void> | void {
     const parsed = objectPayload(payload);
     let transaction: unknown;
+    let params: Record<string, unknown> = {};
     let result: DispatchResult;
     if (!parsed.ok) result = parsed.result;
     else {
-      const { transaction: t, ...params } = parsed.value;
+      const { transaction: t, ...rest } = parsed.value;
+      params = rest;
       transaction = t;
       if (Array.isArray(params.DeviceIDList)) params.DeviceIDList = params.DeviceIDList.join(',');
       const given = params.SessionToken ?? params.SesssionToken ?? params.SessionID;
@@ -81,15 +85,16 @@ export class BridgeRequests {
         // The bridge is one client: its requests are carried out in the order they were sent.
         return this.order.run('bridge', () => {
           const r = runOperation(this.ctx, op, given === undefined ? { ...params, SessionToken: this.session } : params);
-          if (r instanceof Promise) return r.then((x) => this.answer(op, x, transaction));
-          this.answer(op, r, transaction);
+          if (r instanceof Promise) return r.then((x) => this.answer(op, x, transaction, params));
+          this.answer(op, r, transaction, params);
         });
       }
     }
-    this.answer(op, result, transaction);
+    this.answer(op, result, transaction, params);
   }
 
-  private answer(op: string, r: DispatchResult, transaction: unknown): void {
+  private answer(op: string, r: DispatchResult, transaction: unknown, params: Record<string, unknown>): void {
+    if (!r.ok) this.onError(op, params, r);
     // The topic segment is the client's; keep what goes back into a topic bounded.
     this.link.publish(this.topics.response(op.slice(0, 100)), JSON.stringify(bridgeResponse(r, transaction)), { qos: 1 });
   }

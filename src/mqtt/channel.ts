@@ -19,6 +19,8 @@ export class PubsubChannel {
     private readonly link: Pick<HubLink, 'publish'>,
     readonly topic: string,
     private readonly faults: RateLimitedLog,
+    /** Told of every failed command, with its parameters (the error event entities). */
+    private readonly onError: (op: string, params: Record<string, unknown>, result: DispatchResult) => void = () => undefined,
   ) {}
 
   /** Synchronous operations are answered on the spot, without a promise round trip. */
@@ -35,6 +37,7 @@ export class PubsubChannel {
       return;
     }
     const answer = (result: DispatchResult): void => {
+      if (!result.ok) this.onError(m.command, m.params, result);
       const session = result.ok && m.command === 'init_session' ? String(result.body.SessionToken) : m.sessionToken;
       this.send(responseMessage(this.ctx.uuid, m.command, session, result, m.transaction), 1);
     };

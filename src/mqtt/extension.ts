@@ -5,6 +5,8 @@ import { HUB_USERNAME, KeyAuth } from './auth';
 import { BridgeRequests, OPERATION_NAMES, bridgeResponse, failed, objectPayload } from './bridge';
 import { EmbeddedBroker } from './broker';
 import { PubsubChannel } from './channel';
+import { CommandErrors, namedDeviceIds } from './command-errors';
+import type { DispatchResult } from '../operations/dispatch';
 import { FriendlyNames } from './friendly-names';
 import { HaDiscovery } from './ha-discovery';
 import { loadOrCreateKeys, type PubsubKeys } from './keys';
@@ -166,9 +168,15 @@ export class MqttExtension implements HubExtension {
     const model = new HubReadModel();
     await model.resync(local);
     this.names = new FriendlyNames(ctx.config.dataDir, log);
-    const channel = new PubsubChannel(ctx, link, pubsub.channel, faults);
-    const requests = new BridgeRequests(ctx, link, topics, session);
+    // Failed commands, for the error event entities: the speakers a command named, by their topic names.
+    const errors = new CommandErrors(link, topics);
+    const names = this.names;
+    const onError = (op: string, params: Record<string, unknown>, result: DispatchResult) =>
+      errors.report({ command: op, speakers: namedDeviceIds(params).flatMap((id) => names.known(id) ?? []) }, result);
+    const channel = new PubsubChannel(ctx, link, pubsub.channel, faults, onError);
+    const requests = new BridgeRequests(ctx, link, topics, session, onError);
     const speakers = new SpeakerTopics(ctx, link, topics, this.names, session, cfg.timeUpdates, model);
+    speakers.onError = (source, result) => errors.report(source, result);
     this.speakerTopics = speakers;
     const ha = cfg.haDiscovery
       ? new HaDiscovery(
@@ -208,16 +216,20 @@ export class MqttExtension implements HubExtension {
       const parsed = objectPayload(payload);
       const transaction = parsed.ok ? parsed.value.transaction : undefined;
       let answer: Record<string, unknown>;
-      if (!parsed.ok) answer = bridgeResponse(parsed.result, transaction);
+      const refuse = (result: DispatchResult) => {
+        errors.report({ command: FORGET_SPEAKER }, result);
+        return bridgeResponse(result, transaction);
+      };
+      if (!parsed.ok) answer = refuse(parsed.result);
       else if (typeof parsed.value.speaker !== 'string')
-        answer = bridgeResponse(failed('InvalidParameter', 'forget_speaker needs {"speaker": <friendly name or DeviceID>}.', 'speaker'), transaction);
+        answer = refuse(failed('InvalidParameter', 'forget_speaker needs {"speaker": <friendly name or DeviceID>}.', 'speaker'));
       else {
         // The entities go first, then their state topics: see SpeakerTopics.forget.
         const r = speakers.forget(parsed.value.speaker, (deviceId) => ha?.clear(deviceId));
         if (r.ok) {
           log.info({ deviceId: r.deviceId, speakerName: r.name }, 'MQTT: forgot a speaker that is gone');
           answer = { status: 'ok', data: { friendly_name: r.name, device_id: r.deviceId }, ...(transaction !== undefined ? { transaction } : {}) };
-        } else answer = bridgeResponse(r.result, transaction);
+        } else answer = refuse(r.result);
       }
       link.publish(topics.response(FORGET_SPEAKER), JSON.stringify(answer), { qos: 1 });
     };

@@ -1,3 +1,4 @@
+import { ERROR_EVENT_TYPES } from './command-errors';
 import type { HubLink } from './link';
 import type { SpeakerView } from './speakers';
 import type { Topics } from './topics';
@@ -51,6 +52,7 @@ export const SPEAKER_CONFIGS = [
   'switch/%/mute',
   'switch/%/power',
   'select/%/play',
+  'event/%/command_error',
 ] as const;
 
 /** notify's send_message has a title since HA 2024.5: spoken before the message when given. */
@@ -138,6 +140,15 @@ export function discoveryMessages(
       },
     },
   ];
+  out.push({
+    topic: `${topics.haPrefix}/event/${hubId}/command_error/config`,
+    config: {
+      ...errorEvent(`${hubId}_command_error`, `event.${hubId}_command_error`, topics.error),
+      origin,
+      availability: [bridgeAvailability],
+      device: hubDevice,
+    },
+  });
   if (options.length) {
     out.push({
       topic: `${topics.haPrefix}/select/${hubId}/play/config`,
@@ -146,7 +157,9 @@ export function discoveryMessages(
         unique_id: `${hubId}_play`,
         default_entity_id: `select.${hubId}_play`,
         origin,
-        // No state of its own: HA shows the option last chosen until it restarts.
+        // What plays on every speaker: its library item, else none (also once that play stops).
+        state_topic: topics.party,
+        value_template: selectState(options),
         command_topic: topics.request('play_hub_media_party_mode'),
         command_template: `{% set ids = ${idsJson} %}{"PersistentID": {{ ids[value] | tojson }}}`,
         options,
@@ -235,7 +248,10 @@ export function discoveryMessages(
         unique_id: `${uid}_power`,
         default_entity_id: `switch.${s.name}_power`,
         state_topic: topics.speaker(s.name),
-        value_template: "{{ 'ON' if value_json.state in ['playing', 'announcing'] else 'OFF' }}",
+        // On while the speaker is reachable, idle or not (before: on only while it played, so every
+        // idle speaker read off). Off silences it (set_speaker_power off: what it plays pauses or
+        // stops); the hub cannot cut a speaker's power, so the switch reads on again.
+        value_template: "{{ 'ON' if value_json.available else 'OFF' }}",
         command_topic: set,
         payload_on: '{"power": "on"}',
         payload_off: '{"power": "off"}',
@@ -253,8 +269,7 @@ export function discoveryMessages(
           unique_id: `${uid}_play`,
           default_entity_id: `select.${s.name}_play`,
           state_topic: topics.speaker(s.name),
-          // The library item playing, else unknown ("None" clears a select's state).
-          value_template: `{% set t = value_json.media.title if value_json.media and value_json.media.kind == 'hub' else '' %}{{ t if t in ${JSON.stringify(options)} else 'None' }}`,
+          value_template: selectState(options),
           command_topic: set,
           command_template: `{% set ids = ${idsJson} %}{"play": {"persistent_id": {{ ids[value] | tojson }}}}`,
           options,
@@ -276,6 +291,10 @@ export function discoveryMessages(
         },
       });
     }
+    out.push({
+      topic: `${topics.haPrefix}/event/${uid}/command_error/config`,
+      config: { ...common, ...errorEvent(`${uid}_command_error`, `event.${s.name}_command_error`, topics.speakerError(s.name)) },
+    });
     out.push({
       topic: `${topics.haPrefix}/notify/${uid}/announce/config`,
       config: {
@@ -300,6 +319,27 @@ export function discoveryMessages(
     });
   }
   return out;
+}
+
+/** A play select's state: the library item playing, else unknown ("None" clears a select's state). */
+function selectState(options: string[]): string {
+  return `{% set t = value_json.media.title if value_json.media and value_json.media.kind == 'hub' else '' %}{{ t if t in ${JSON.stringify(options)} else 'None' }}`;
+}
+
+/**
+ * An MQTT event entity for failed commands (command-errors.ts): one event per error, its
+ * event_type the error code, its attributes the message, the command and the speaker.
+ */
+function errorEvent(uniqueId: string, entityId: string, topic: string): Record<string, unknown> {
+  return {
+    name: 'Command error',
+    unique_id: uniqueId,
+    default_entity_id: entityId,
+    state_topic: topic,
+    event_types: ERROR_EVENT_TYPES,
+    entity_category: 'diagnostic',
+    icon: 'mdi:alert-circle',
+  };
 }
 
 /** The id a speaker's entities and device are known by in Home Assistant. */

@@ -47,6 +47,7 @@ export class SpeakerTopics {
     model.on('device', (d) => {
       this.publishSpeaker(this.view(d));
       this.publishDevices();
+      this.publishParty();
       this.followName(d);
     });
     model.on('playback', (snapshot) => {
@@ -58,6 +59,7 @@ export class SpeakerTopics {
         if (snapshot.playbackId === undefined) this.lastMembers.clear();
         else this.lastMembers.delete(key);
       } else this.lastMembers.set(key, snapshot.deviceIds);
+      this.publishParty();
     });
     model.on('missing', (id) => {
       // Gone from the hub's list (removed, or gone while the events overflowed): a ghost now.
@@ -119,6 +121,9 @@ export class SpeakerTopics {
     for (const l of this.renameListeners) l(d.DeviceID, from, to);
   }
 
+  /** Told of every failed set or get (the error event entities): the speaker's topic name when it was one. */
+  onError: (source: { command: string; speakers?: string[] }, result: DispatchResult) => void = () => undefined;
+
   /** Stops the pending name checks (the bridge stops). */
   close(): void {
     for (const t of this.settling.values()) clearTimeout(t);
@@ -142,6 +147,7 @@ export class SpeakerTopics {
     this.published.clear();
     this.publishDevices();
     for (const s of this.list()) this.publishSpeaker(s);
+    this.publishParty();
     this.publishGhosts();
     if (this.lastAnnouncement) this.publishRetained(this.topics.announcement, 'announcement', this.lastAnnouncement);
   }
@@ -224,6 +230,7 @@ export class SpeakerTopics {
     }
     const answer = bridgeResponse(result, transaction);
     this.link.publish(this.topics.setResponse(s.name), JSON.stringify(answer), { qos: 1 });
+    if (!result.ok) this.onError({ command: 'set', speakers: [s.name] }, result);
     // Sent to an old name (the speaker was renamed): answered there too, saying where it went.
     if (this.names.movedTo(segment) !== undefined)
       this.link.publish(this.topics.setResponse(segment), JSON.stringify({ ...answer, moved_to: this.topics.speaker(s.name) }), { qos: 1 });
@@ -370,16 +377,12 @@ export class SpeakerTopics {
       const transaction = parsed.ok ? parsed.value.transaction : undefined;
       const result = failed('DeviceUnavailable', `${this.names.known(ghost)} is not present: the hub does not list it now.`);
       this.link.publish(this.topics.setResponse(this.names.known(ghost)!), JSON.stringify(bridgeResponse(result, transaction)), { qos: 1 });
+      this.onError({ command: 'set', speakers: [this.names.known(ghost)!] }, result);
     }
+    const error = `No speaker is named ${JSON.stringify(segment.slice(0, 60))} (friendly name or DeviceID).`;
     // Reported on the bridge (the segment's own topics may belong to nobody).
-    this.link.publish(
-      this.topics.event,
-      JSON.stringify({
-        type: 'error',
-        data: { error: `No speaker is named ${JSON.stringify(segment.slice(0, 60))} (friendly name or DeviceID).`, code: 'DeviceNotFound' },
-      }),
-      { qos: 1 },
-    );
+    this.link.publish(this.topics.event, JSON.stringify({ type: 'error', data: { error, code: 'DeviceNotFound' } }), { qos: 1 });
+    if (!ghost) this.onError({ command: payload ? 'set' : 'get' }, failed('DeviceNotFound', error));
   }
 
   /** A speaker as this bridge shows it: its record and its topic name (assigned on first sight, kept). */
@@ -423,6 +426,23 @@ export class SpeakerTopics {
       device_id: s.id,
       name: s.record.DeviceName,
     };
+  }
+
+  /**
+   * The zone that holds every available speaker (a party play, playing or paused), else
+   * stopped: `bridge/party`, retained. The "Play on all speakers" select shows its hub media
+   * and goes back to none when it stops (it kept the last title before: issue 28).
+   */
+  private publishParty(): void {
+    const available = this.model.all().filter((d) => d.Active);
+    const zone = available.length
+      ? this.model.playbacks().find((p) => p.state !== 'PlayerStateStopped' && available.every((d) => p.deviceIds.includes(d.DeviceID)))
+      : undefined;
+    const media = zone?.kind
+      ? { kind: zone.kind, title: zone.title ?? '', ...(zone.persistentId ? { persistent_id: zone.persistentId } : {}) }
+      : null;
+    const state = !zone ? 'stopped' : zone.state === 'PlayerStatePaused' ? 'paused' : 'playing';
+    this.publishRetained(this.topics.party, 'party', { state, media });
   }
 
   private publishSpeaker(s: SpeakerView): void {

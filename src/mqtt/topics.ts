@@ -21,6 +21,14 @@ export class Topics {
   get announcement(): string {
     return `${this.base}/bridge/announcement`;
   }
+  /** Every failed MQTT command (not retained): HA's "Command error" event entity of the hub (command-errors.ts). */
+  get error(): string {
+    return `${this.base}/bridge/error`;
+  }
+  /** What plays on every available speaker (retained): the "Play on all speakers" select's state. */
+  get party(): string {
+    return `${this.base}/bridge/party`;
+  }
   get requests(): string {
     return `${this.base}/bridge/request/+`;
   }
@@ -41,6 +49,10 @@ export class Topics {
   }
   get(name: string): string {
     return `${this.base}/${name}/get`;
+  }
+  /** Failed commands that named this speaker (not retained): its "Command error" event entity. */
+  speakerError(name: string): string {
+    return `${this.base}/${name}/error`;
   }
   /** Where a set is answered (beyond zigbee2mqtt, which only logs): ok or the error. */
   setResponse(name: string): string {

@@ -12,6 +12,7 @@ import {
   PlaybackStateSchema,
   PriorityParam,
   ResultResponse,
+  StartAtParam,
   TextParam,
   VoiceParam,
 } from './schemas';
@@ -50,7 +51,9 @@ const MEDIA_KINDS = [
   {
     name: 'play_web_media',
     what: 'Plays web media (http, https, rtsp/rstp or mms URL)',
-    shape: { MediaUrl: MediaUrlParam, Priority: PriorityParam },
+    note: ' Beyond the spec: StartAt (whole seconds, default 0) starts a file that far in; a live stream plays from its live edge on most speakers.',
+    // StartAt: a control point's Play after Pause resumes a web file where it was (src/dlna/renderer.ts).
+    shape: { MediaUrl: MediaUrlParam, Priority: PriorityParam, StartAt: StartAtParam },
     example: { MediaUrl: EXAMPLE.mediaUrl },
     load: (hub: HubCore, p: { MediaUrl?: string }) => async (): Promise<PlayableMedia> => hub.webMedia(p.MediaUrl!),
   },
@@ -72,7 +75,7 @@ export const plays = MEDIA_KINDS.flatMap((media) =>
     define({
       name: `${media.name}${t.suffix}`,
       group: 'playback',
-      summary: `${media.what} ${t.label}. Optional Priority (default ${DEFAULT_PRIORITY}): a play with at least the current playback's priority interrupts it, a lower one is refused.`,
+      summary: `${media.what} ${t.label}. Optional Priority (default ${DEFAULT_PRIORITY}): a play with at least the current playback's priority interrupts it, a lower one is refused.${'note' in media ? media.note : ''}`,
       params: withTarget(t.kind, media.shape),
       response: ResultResponse,
       example: t.kind === 'selected' ? { ...media.example, DeviceIDList: EXAMPLE_IDS } : media.example,
@@ -81,7 +84,8 @@ export const plays = MEDIA_KINDS.flatMap((media) =>
         const load = media.load(hub, p); // validates the media parameters first
         const target = targetOf(hub, t.kind, p, ctx);
         const key = ctx.sessionKey!;
-        const id = await hub.playback.play(target, priority, load, { owner: SessionScopes.label(key) });
+        const startAt = p.StartAt as number | undefined;
+        const id = await hub.playback.play(target, priority, load, { owner: SessionScopes.label(key), ...(startAt ? { startAt } : {}) });
         hub.scopes.played(key, id, target.kind === 'party' ? [] : target.deviceIds);
         return ok;
       },

@@ -101,6 +101,9 @@ export const VolumeParam = integer('Volume', VOLUME_MIN, VOLUME_MAX);
 export const PRIORITY_MIN = -2147483648;
 export const PRIORITY_MAX = 2147483647;
 export const PriorityParam = integer('Priority', PRIORITY_MIN, PRIORITY_MAX).optional();
+/** Beyond the spec: whole seconds into web media to start at (a day at most). */
+export const START_AT_MAX = 86_400;
+export const StartAtParam = integer('StartAt', 0, START_AT_MAX).optional();
 
 // ---- responses ---------------------------------------------------------------------------
 

@@ -7,8 +7,16 @@
  *   | getTransportInfo | getPosition | getSupportedProtocols | callAction(service, action, params)
  *   | subscribe(service) — events then arrive as {"evt":"event","service":…,"e":{…}}
  *   | haPlay(url, title) — Home Assistant's dlna_dmr play_media, replayed (after subscribe AVTransport):
- *     Stop if the state it last got by event is PLAYING or PAUSED_PLAYBACK, SetAVTransportURI
- *     with DIDL-Lite, then Play only if that evented state is not PLAYING; answers which it sent
+ *     Stop if the evented CurrentTransportActions allow it, SetAVTransportURI with DIDL-Lite,
+ *     then, only if the evented state is not PLAYING, a wait (5 s at most, polling
+ *     GetCurrentTransportActions) until Play is allowed, and Play; answers which it sent
+ *   | haPause | haResume | haStop — media_pause / media_play / media_stop: Pause, Play or Stop,
+ *     each sent only when the evented actions allow it (async_upnp_client's can_pause …)
+ *   | haFeatures — the entity's transport features as HA derives them now
+ * AVTransport events carry "features": the entity's transport features after that event
+ * (async_upnp_client: an action counts when the evented CurrentTransportActions list it, or
+ * when that list is empty; seek also needs REL_TIME among A_ARG_TYPE_SeekMode's values, which
+ * the hub's SCPD lists, so it is taken as given here).
  * and answers {"evt":"result","id":…,"ok":true,"value":…} or {"ok":false,"error":…,"code":…}.
  */
 const { createInterface } = require('node:readline');
@@ -18,6 +26,18 @@ const emit = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
 const client = new MediaRendererClient(process.argv[2]);
 /** The AVTransport state as the events said it last (what HA acts on, never the answers). */
 let evented = 'NO_MEDIA_PRESENT';
+/** CurrentTransportActions as the events (or a poll) said it last. */
+let actions = '';
+const can = (action) => {
+  const list = actions
+    .split(',')
+    .map((a) => a.trim().toLowerCase())
+    .filter(Boolean);
+  return list.length === 0 || list.includes(action);
+};
+/** HA's MediaPlayerEntityFeature flags that come from the transport actions (the rest come from the SCPD and never change). */
+const features = () => ['play', 'pause', 'stop', 'previous', 'next', 'seek'].filter(can).join(',');
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const call = (action, params) =>
   new Promise((resolve, reject) => client.callAction('AVTransport', action, { InstanceID: 0, ...params }, (e, v) => (e ? reject(e) : resolve(v))));
 const didl = (url, title) =>
@@ -29,7 +49,7 @@ async function haPlay(url, title) {
   const sent = [];
   const t0 = Date.now();
   const ms = {};
-  if (evented === 'PLAYING' || evented === 'PAUSED_PLAYBACK') {
+  if (can('stop')) {
     await call('Stop', {});
     sent.push('Stop');
     ms.Stop = Date.now() - t0;
@@ -39,6 +59,12 @@ async function haPlay(url, title) {
   ms.SetAVTransportURI = Date.now() - t0;
   const seen = evented;
   if (seen !== 'PLAYING') {
+    // async_wait_for_can_play: every 0.25 s, polling the actions, for 5 s at most.
+    for (const end = Date.now() + 5000; !can('play') && Date.now() <= end;) {
+      await sleep(250);
+      if (!can('play')) actions = (await call('GetCurrentTransportActions', {})).Actions || '';
+    }
+    if (!can('play')) return { sent, seen, ms };
     await call('Play', { Speed: 1 });
     sent.push('Play');
     ms.Play = Date.now() - t0;
@@ -67,10 +93,24 @@ function run(c, done) {
     case 'subscribe':
       // No completion callback: SUBSCRIBE failures arrive as 'error' events.
       client.subscribe(c.service, (e) => {
-        if (c.service === 'AVTransport' && e && typeof e.TransportState === 'string') evented = e.TransportState;
-        emit({ evt: 'event', service: c.service, e });
+        if (c.service !== 'AVTransport') return emit({ evt: 'event', service: c.service, e });
+        if (e && typeof e.TransportState === 'string') evented = e.TransportState;
+        if (e && typeof e.CurrentTransportActions === 'string') actions = e.CurrentTransportActions;
+        emit({ evt: 'event', service: c.service, e, features: features() });
       });
       return done();
+    case 'haPause':
+    case 'haResume':
+    case 'haStop': {
+      const action = { haPause: 'Pause', haResume: 'Play', haStop: 'Stop' }[c.cmd];
+      if (!can(action.toLowerCase())) return done(null, { sent: [] });
+      return call(action, action === 'Play' ? { Speed: 1 } : {}).then(
+        () => done(null, { sent: [action] }),
+        (e) => done(e),
+      );
+    }
+    case 'haFeatures':
+      return done(null, features());
     case 'haPlay':
       return haPlay(c.url, c.title || 'Track').then(
         (v) => done(null, v),

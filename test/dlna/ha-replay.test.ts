@@ -2,10 +2,12 @@ import { DlnaLab, eventually, field, labUnavailableReason, MrcClient, soap, type
 
 /**
  * Home Assistant's dlna_dmr, replayed on two renderers at once (rooms): its play_media is Stop
- * (when the state it last got by event is PLAYING), SetAVTransportURI, then Play only if that
+ * (when the evented CurrentTransportActions allow it), SetAVTransportURI, then Play only if the
  * evented state is not PLAYING (../notes: home-assistant.md). A renderer that answers Stop
  * before its STOPPED event arrives loses the play; each room is its own zone, so a play in one
- * never stops the other. Run from a control point no one here wrote (upnp-mediarenderer-client)
+ * never stops the other. HA makes the entity's features of the evented actions: they must not
+ * change with the state (it warns "updating its capabilities too often"). Its media_pause and
+ * media_play on a web file resume it where it was paused. Run from a control point no one here wrote (upnp-mediarenderer-client)
  * in the LAN's control-point namespace; hub A drives virtual speakers that really fetch.
  */
 
@@ -62,11 +64,11 @@ d('DLNA renderers driven as Home Assistant drives them', () => {
 
   test(`a play on a playing renderer starts the new media, ${REPS} times in a row, in two rooms at once that never stop each other`, async () => {
     const url = (room: number, rep: number) => `${lab.webUrl}/${room === 0 ? 'long' : 'next'}.wav?rep=${rep}`;
-    // First plays: the renderers are stopped, so HA sends SetAVTransportURI and Play.
+    // First plays: Stop is always among the actions (a no-op on a stopped renderer), then SetAVTransportURI and Play.
     const first = await Promise.all(cps.map((cp, i) => cp.call('haPlay', { url: url(i, 0), title: `Room ${i} track 0` })));
     expect(first.map((r: { sent: string[] }) => r.sent)).toEqual([
-      ['SetAVTransportURI', 'Play'],
-      ['SetAVTransportURI', 'Play'],
+      ['Stop', 'SetAVTransportURI', 'Play'],
+      ['Stop', 'SetAVTransportURI', 'Play'],
     ]);
     await eventually(() => playing({ Kitchen: url(0, 0), 'Living Room': url(1, 0) }), 10000, 'both rooms playing').catch(async (e) => {
       throw new Error(`${(e as Error).message}: ${JSON.stringify(await zones())} ${JSON.stringify((await hub.op('playback_list')).PlaybackList)}`);
@@ -115,6 +117,7 @@ d('DLNA renderers driven as Home Assistant drives them', () => {
       ((await hub.op('device_list')).DeviceList as { DeviceID: string; DeviceName: string }[]).map((x) => [x.DeviceName, x.DeviceID]),
     );
     const long = ((await hub.op('media_list')).MediaList as { PersistentID: string; Title: string }[]).find((m) => m.Title === 'Long Tone')!;
+    const before = cps[0].lines.events.length;
     expect((await hub.op('play_hub_media_selected_speakers', { PersistentID: long.PersistentID, DeviceIDList: Kitchen })).Result).toBe('true');
     const loc = hub.renderer('Kitchen').location;
     await eventually(
@@ -125,8 +128,109 @@ d('DLNA renderers driven as Home Assistant drives them', () => {
     const position = (await soap(loc, 'AVTransport', 'GetPositionInfo', { InstanceID: 0 })).body;
     expect(field(position, 'TrackMetaData')).toContain('Long Tone');
     expect(field(position, 'TrackURI')).toBe('');
-    expect(field((await soap(loc, 'AVTransport', 'GetCurrentTransportActions', { InstanceID: 0 })).body, 'Actions')).toBe('Pause,Stop');
+    expect(field((await soap(loc, 'AVTransport', 'GetCurrentTransportActions', { InstanceID: 0 })).body, 'Actions')).toBe('Play,Pause,Stop');
+    // The Kitchen's PLAYING event of Long Tone has come (events trail the answers), then its stop's STOPPED.
+    await eventually(
+      () => cps[0].events('AVTransport', before).some((e) => e.TransportState === 'PLAYING' && /Long Tone/.test(String(e.CurrentTrackMetaData))),
+      10000,
+      'the Kitchen PLAYING Long Tone evented',
+    );
+    const mark = cps[0].lines.events.length;
     await hub.op('stop_play');
+    await eventually(() => cps[0].events('AVTransport', mark).some((e) => e.TransportState === 'STOPPED'), 10000, 'the Kitchen STOPPED');
+  });
+
+  test("play, pause, play and stop with GENA events leave the entity's features as they were (no capability updates)", async () => {
+    const cp = cps[0];
+    const mark = cp.lines.events.length;
+    const before = await cp.call('haFeatures');
+    expect(before).toBe('play,pause,stop');
+    await cp.call('haPlay', { url: `${lab.webUrl}/long.wav?cycle=1`, title: 'Cycle' });
+    await eventually(() => lastState(cp) === 'PLAYING', 10000, 'PLAYING evented');
+    expect((await cp.call('haPause')).sent).toEqual(['Pause']);
+    await eventually(() => lastState(cp) === 'PAUSED_PLAYBACK', 10000, 'PAUSED_PLAYBACK evented');
+    expect((await cp.call('haResume')).sent).toEqual(['Play']);
+    await eventually(() => lastState(cp) === 'PLAYING', 10000, 'PLAYING evented again');
+    expect((await cp.call('haStop')).sent).toEqual(['Stop']);
+    await eventually(() => lastState(cp) === 'STOPPED', 10000, 'STOPPED evented');
+    if (process.env.HA_REPLAY_DEBUG) console.log(JSON.stringify(cp.lines.events.slice(mark - 6)));
+    const states = cp
+      .events('AVTransport', mark)
+      .map((e) => e.TransportState)
+      .filter((x) => typeof x === 'string');
+    expect(states.join(' ')).toMatch(/^(STOPPED )?(TRANSITIONING )?PLAYING PAUSED_PLAYBACK (TRANSITIONING )?PLAYING STOPPED$/);
+    // After every event of the cycle, the features HA derives are the ones it had before.
+    const seen = cp.features(mark);
+    expect(seen.length).toBeGreaterThanOrEqual(states.length);
+    expect([...new Set(seen)]).toEqual([before]);
+  });
+
+  test("HA's pause and play of a web file resume it where it was; a live stream's pause stops it", async () => {
+    const [cp, loc] = [cps[0], hub.renderer('Kitchen').location];
+    const url = `${lab.webUrl}/long.wav?resume=1`;
+    const kitchen = async () => (await hub.speakers()).find((s) => s.name === 'Kitchen')!;
+    const zone = async () =>
+      ((await hub.op('playback_list')).PlaybackList as { MediaUrl?: string; TimeElapsed: number; PlaybackState: string }[]).find(
+        (z) => z.MediaUrl === url,
+      );
+    await cp.call('haPlay', { url, title: 'Resume' });
+    await eventually(async () => ((await zone())?.TimeElapsed ?? 0) >= 3, 15000, '3 s played');
+    const mark = cp.lines.events.length;
+    expect((await cp.call('haPause')).sent).toEqual(['Pause']);
+    // Paused: PAUSED_PLAYBACK straight from PLAYING (no STOPPED), the file no longer plays on the hub, the position kept.
+    await eventually(() => lastState(cp) === 'PAUSED_PLAYBACK', 10000, 'PAUSED_PLAYBACK evented');
+    expect(
+      cp
+        .events('AVTransport', mark)
+        .map((e) => e.TransportState)
+        .filter((x) => typeof x === 'string'),
+    ).toEqual(['PAUSED_PLAYBACK']);
+    expect(await zone()).toBeUndefined();
+    expect((await kitchen()).state).toBe('stopped');
+    const at = Number(
+      field((await soap(loc, 'AVTransport', 'GetPositionInfo', { InstanceID: 0 })).body, 'RelTime')!
+        .split(':')
+        .reduce((n, x) => n * 60 + Number(x), 0),
+    );
+    expect(at).toBeGreaterThanOrEqual(3);
+    // Play: the speaker fetches the file again and plays it from there, not from 0.
+    const web = lab.webMark;
+    expect((await cp.call('haResume')).sent).toEqual(['Play']);
+    await eventually(() => lastState(cp) === 'PLAYING', 10000, 'PLAYING evented');
+    await eventually(() => lab.webGets('/long.wav', web).length > 0, 10000, 'the second fetch');
+    const resumed = (await zone())!;
+    expect(resumed.TimeElapsed).toBeGreaterThanOrEqual(at);
+    expect(resumed.TimeElapsed).toBeLessThan(at + 5);
+    const speaker = await kitchen();
+    expect(speaker.state).toBe('playing');
+    expect(speaker.fetches.at(-1)).toMatchObject({ url, live: false });
+    expect(speaker.position!).toBeGreaterThanOrEqual(at);
+    expect(speaker.position!).toBeLessThan(at + 5);
+
+    // Seek (not among the actions: hub media cannot) works on a playing web file: a new start there.
+    const seekMark = cp.lines.events.length;
+    expect((await soap(loc, 'AVTransport', 'Seek', { InstanceID: 0, Unit: 'REL_TIME', Target: '0:00:20' })).status).toBe(200);
+    // TRANSITIONING, then PLAYING again: never a STOPPED between (the old zone's end).
+    await eventually(() => lastState(cp) === 'PLAYING' && cp.events('AVTransport', seekMark).length > 0, 10000, 'PLAYING after the seek');
+    expect(
+      cp
+        .events('AVTransport', seekMark)
+        .map((e) => e.TransportState)
+        .filter((x) => typeof x === 'string'),
+    ).not.toContain('STOPPED');
+    expect((await zone())!.TimeElapsed).toBeGreaterThanOrEqual(20);
+    expect((await kitchen()).position!).toBeGreaterThanOrEqual(20);
+
+    // A live stream (no length): Pause stops it, as the spec's pause of web media does.
+    const live = `${lab.webUrl}/live/long.wav`;
+    await cp.call('haPlay', { url: live, title: 'Radio' });
+    await eventually(() => lastState(cp) === 'PLAYING', 10000, 'the stream PLAYING');
+    await eventually(async () => (await kitchen()).fetches.at(-1)?.url === live, 10000, 'the stream fetched').catch(async (e) => {
+      throw new Error(`${(e as Error).message}: ${JSON.stringify(await kitchen())} ${JSON.stringify((await hub.op('playback_list')).PlaybackList)}`);
+    });
+    expect((await cp.call('haPause')).sent).toEqual(['Pause']);
+    await eventually(() => lastState(cp) === 'STOPPED', 10000, 'the stream STOPPED');
+    expect((await kitchen()).state).toBe('stopped');
   });
 });
 

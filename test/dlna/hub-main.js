@@ -7,6 +7,8 @@
  *   {"evt":"media","method":"GET","from":"10.…","path":…,"t":<ms>}   every request to the hub's media server
  *   {"evt":"renderers","renderers":[…]}   answering the line "renderers" on stdin
  *   {"evt":"rss","rss":…}   answering "rss" (after a GC when node runs with --expose-gc)
+ *   {"evt":"speakers","speakers":[{name,state,position,fetches:[{url,live,duration}]}]}   answering
+ *     "speakers": the virtual speakers, what each plays where, and what it fetched
  * Logs (pino JSON) go to the file named in the argument. SIGTERM stops the hub cleanly.
  *
  * Argument: {"config": <hub config>, "logFile": <path>, "dlna": true|false}
@@ -39,6 +41,18 @@ async function main() {
   createInterface({ input: process.stdin }).on('line', (line) => {
     if (line.trim() === 'renderers') emit({ evt: 'renderers', renderers: dlna.renderers() });
     if (line.trim() === 'rss') emit({ evt: 'rss', rss: rss() });
+    if (line.trim() === 'speakers') {
+      const list = hub.driver('virtual')?.speakers() ?? [];
+      emit({
+        evt: 'speakers',
+        speakers: list.map((s) => ({
+          name: s.info().name,
+          state: s.state,
+          position: s.position(),
+          fetches: s.fetches.map((f) => ({ url: f.url, live: f.live, duration: f.duration })),
+        })),
+      });
+    }
   });
   let stopping = false;
   const stop = async () => {

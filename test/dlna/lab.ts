@@ -26,8 +26,8 @@ function findRepo(from: string): string {
   }
 }
 export const TOKEN = 'dlna-test-token-0123456789abcdef';
-export const PREFIX = LAB_NETWORKS.dlna.prefix;
-export const SUBNET = LAB_NETWORKS.dlna.subnet;
+export const PREFIX = (envNetwork() ?? LAB_NETWORKS.dlna).prefix;
+export const SUBNET = (envNetwork() ?? LAB_NETWORKS.dlna).subnet;
 
 export function labUnavailableReason(): string | undefined {
   const lan = lanUnavailableReason();
@@ -122,6 +122,14 @@ export class LabHub {
     return e.renderers!;
   }
 
+  /** Asks the process for its virtual speakers: state, position (seconds) and what each fetched. */
+  async speakers(): Promise<{ name: string; state: string; position?: number; fetches: { url: string; live: boolean; duration?: number }[] }[]> {
+    const mark = this.lines.events.length;
+    this.child.stdin!.write('speakers\n');
+    const e = await this.lines.waitFor((x) => x.evt === 'speakers', 5000, 'the virtual speakers', mark);
+    return (e as unknown as { speakers: never[] }).speakers;
+  }
+
   renderer(name: string): RendererInfo {
     const r = this.renderers.find((x) => x.name === name);
     if (!r) throw new Error(`no renderer "${name}" (have: ${this.renderers.map((x) => x.name).join(', ')})`);
@@ -158,6 +166,14 @@ export class MrcClient {
     return r.value;
   }
 
+  /** Home Assistant's transport features of the entity after each AVTransport event (cp-mrc.js), since event index `from`. */
+  features(from = 0): string[] {
+    return this.lines.events
+      .slice(from)
+      .filter((e) => e.evt === 'event' && e.service === 'AVTransport')
+      .map((e) => (e as { features?: string }).features ?? '');
+  }
+
   events(service: string, from = 0): any[] {
     return this.lines.events
       .slice(from)
@@ -178,7 +194,7 @@ export class DlnaLab {
   hubs: LabHub[] = [];
 
   /** extraHosts: more namespaces on the LAN (e.g. for gmediarender renderers); network: another LAB_NETWORKS entry. */
-  static async start(extraHosts: string[] = [], network: { prefix: string; subnet: string } = LAB_NETWORKS.dlna): Promise<DlnaLab> {
+  static async start(extraHosts: string[] = [], network: { prefix: string; subnet: string } = envNetwork() ?? LAB_NETWORKS.dlna): Promise<DlnaLab> {
     ensureBuilt();
     const lab = new DlnaLab();
     try {
@@ -263,6 +279,16 @@ export class DlnaLab {
     await this.lan?.destroy();
     if (!process.env.DLNA_KEEP_TMP) rmSync(this.tmp, { recursive: true, force: true });
   }
+}
+
+/**
+ * DLNA_LAB_NETWORK=<prefix>:<a.b.c> runs the lab on another prefix and /24, so that two
+ * checkouts on one machine can run DLNA suites at once (each lab removes its prefix's
+ * namespaces at start). Unset (CI): LAB_NETWORKS.dlna.
+ */
+function envNetwork(): { prefix: string; subnet: string } | undefined {
+  const m = /^([a-z]{2,8}):(10\.\d{1,3}\.\d{1,3})$/.exec(process.env.DLNA_LAB_NETWORK ?? '');
+  return m ? { prefix: m[1], subnet: m[2] } : undefined;
 }
 
 function tone(seconds: number, hz: number, rate = 22050): Int16Array {

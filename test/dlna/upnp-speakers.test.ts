@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
-import { DlnaLab, eventually, http, labUnavailableReason, REPO, type LabHub } from './lab';
+import { DlnaLab, eventually, field, http, labUnavailableReason, REPO, soap, type LabHub } from './lab';
 import { JsonLines } from '../upnp/processes';
 import { child, isElement, parseXml, text, type XmlElement } from '../../src/dlna/xml';
 import { LAN_IFNAME } from '../upnp/lan';
@@ -10,8 +10,9 @@ import { upnpDeviceId as dlnaUpnpDeviceId } from '../../src/dlna/extension';
 
 /**
  * A speaker that is itself a UPnP renderer (the upnp driver's: here a real gmediarender) is not
- * published again by default, and is with dlna.publishUpnpSpeakers; a hub running the upnp
- * driver and --dlna together never takes its own renderers for speakers.
+ * published again by default, and is with dlna.publishUpnpSpeakers; its "(announcements)"
+ * renderer is published by default (the real renderer has no announcements); a hub running the
+ * upnp driver and --dlna together never takes its own renderers for speakers.
  */
 
 const reason =
@@ -85,15 +86,36 @@ d('DLNA and speakers that are UPnP renderers', () => {
 
   const names = async (hub: LabHub) => ((await hub.op('device_list')).DeviceList as { DeviceName: string }[]).map((x) => x.DeviceName).sort();
 
-  test('by default the UPnP speaker is left out, and the hub does not find its own renderers', async () => {
+  test('by default the UPnP speaker gets its announcement renderer only, and the hub does not find its own renderers', async () => {
     const hub = await lab.startHubA(['Kitchen'], { drivers: ['virtual', 'upnp'] });
     try {
       await eventually(async () => (await names(hub)).includes('Den'), 20000, 'the hub finding Den');
-      // Several search rounds (searchIntervalSeconds 5): its own renderers never became speakers.
+      await eventually(
+        async () => (await hub.currentRenderers()).some((r) => r.name === 'Den (announcements)'),
+        10000,
+        "Den's announcement renderer",
+      );
+      // Several search rounds (searchIntervalSeconds 5): its own renderers (the announcement one too) never became speakers.
       await new Promise((r) => setTimeout(r, 6000));
       expect(await names(hub)).toEqual(['Den', 'Kitchen']);
-      const published = (await hub.currentRenderers()).map((r) => r.name).sort();
-      expect(published).toEqual(['All speakers', 'Kitchen', 'Kitchen (announcements)']);
+      const published = await hub.currentRenderers();
+      expect(published.map((r) => r.name).sort()).toEqual(['All speakers', 'Den (announcements)', 'Kitchen', 'Kitchen (announcements)']);
+      // A play on it is an announcement on the real renderer: gmediarender fetches it (the hub's
+      // clip of it, or the URL itself).
+      const loc = published.find((r) => r.name === 'Den (announcements)')!.location;
+      const denAddress = lab.lan.host('r1').address;
+      const [webMark, hubMark] = [lab.webMark, hub.mark];
+      await soap(loc, 'AVTransport', 'SetAVTransportURI', { InstanceID: 0, CurrentURI: `${lab.webUrl}/short.wav`, CurrentURIMetaData: '' });
+      const play = await soap(loc, 'AVTransport', 'Play', { InstanceID: 0, Speed: 1 });
+      expect(play.status).toBe(200);
+      await eventually(
+        () =>
+          lab.webGets('/short.wav', webMark).includes(denAddress) ||
+          hub.lines.events.slice(hubMark).some((e) => e.evt === 'media' && e.method === 'GET' && e.from === denAddress),
+        15000,
+        'Den fetching the announcement',
+      );
+      expect(field((await soap(loc, 'AVTransport', 'GetCurrentTransportActions', { InstanceID: 0 })).body, 'Actions')).toBe('Play');
     } finally {
       await hub.stop();
     }

@@ -277,6 +277,7 @@ describe('the MQTT front end in a hub', () => {
         'device_class',
       ],
       select: ['command_topic', 'command_template', 'state_topic', 'value_template', 'options', 'optimistic', 'retain'],
+      event: ['state_topic', 'value_template', 'event_types', 'device_class'],
     };
     const DEVICE = [
       'identifiers',
@@ -296,8 +297,8 @@ describe('the MQTT front end in a hub', () => {
     const media = (await t.rest('media_list')).MediaList;
     const media0Title = () => media[0].Title as string;
     const isConfig = (m: { topic: string; json?: unknown }) => m.topic.startsWith('homeassistant/') && m.topic.endsWith('/config') && !!m.json;
-    // Three speakers × 10 entities, and the hub's announce (plain and ducked), last announcement and play.
-    await eventually(() => new Set(ha.messages.filter(isConfig).map((m) => m.topic)).size === 3 * 10 + 4, 10_000, 'every discovery config');
+    // Three speakers × 11 entities, and the hub's announce (plain and ducked), last announcement, play and command error.
+    await eventually(() => new Set(ha.messages.filter(isConfig).map((m) => m.topic)).size === 3 * 11 + 5, 10_000, 'every discovery config');
     const configs = ha.messages.filter(isConfig);
     expect(new Set(configs.map((m) => m.topic.split('/')[1]))).toEqual(new Set(Object.keys(PLATFORM)));
     for (const m of configs) {
@@ -306,6 +307,8 @@ describe('the MQTT front end in a hub', () => {
       for (const key of Object.keys(m.json.device)) expect([m.topic, key, DEVICE.includes(key)]).toEqual([m.topic, key, true]);
       for (const key of Object.keys(m.json.origin)) expect(ORIGIN.includes(key)).toBe(true);
       if (platform === 'select' || m.json.device_class === 'enum') expect(m.json.options.length).toBeGreaterThan(0);
+      // An event entity's types are the stable error codes (what its payload's event_type says).
+      if (platform === 'event') expect(m.json.event_types).toEqual(expect.arrayContaining(['InvalidParameter', 'DeviceNotFound', 'InternalError']));
     }
     // Every template renders in Jinja2 (HA's engine) to what HA needs: JSON commands, JSON attributes, valid states.
     const speakerState = {

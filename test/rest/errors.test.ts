@@ -40,6 +40,7 @@ function validParams(op: Operation): Record<string, string> {
     Priority: '100',
     Chime: 'false',
     Voice: 'en',
+    StartAt: '0',
     AnnouncementID: 'AAAAAAAAAAAA',
     Mute: 'false',
     Power: 'off',
@@ -96,16 +97,23 @@ describe('a missing required parameter: 400 InvalidParameter naming it', () => {
       'Power',
       'Priority',
       'SessionToken',
+      'StartAt',
       'Text',
       'Voice',
       'Volume',
     ]);
-    // Spec operations: Priority optional everywhere it exists, plus Voice on play_tts* and the zone a
+    // Spec operations: Priority optional everywhere it exists, plus Voice on play_tts*, StartAt on play_web_media* and the zone a
     // transport or status operation acts on (PlaybackID, DeviceID) on pause_play, stop_play, playback_status (beyond the spec).
     const ZONED = ['pause_play', 'stop_play', 'playback_status'];
     expect(OPERATIONS.filter((o) => !o.beyondSpec).flatMap((op) => parameterNames(op).filter((p) => isOptional(op, p)))).toEqual(
       OPERATIONS.filter((o) => !o.beyondSpec && (parameterNames(o).includes('Priority') || ZONED.includes(o.name))).flatMap((o) =>
-        ZONED.includes(o.name) ? ['PlaybackID', 'DeviceID'] : o.name.startsWith('play_tts') ? ['Priority', 'Voice'] : ['Priority'],
+        ZONED.includes(o.name)
+          ? ['PlaybackID', 'DeviceID']
+          : o.name.startsWith('play_tts')
+            ? ['Priority', 'Voice']
+            : o.name.startsWith('play_web_media')
+              ? ['Priority', 'StartAt']
+              : ['Priority'],
       ),
     );
     // Every operation but init_session takes SessionToken.
@@ -201,6 +209,11 @@ const MALFORMED: Record<string, [string, keyof typeof ERROR_CODES][]> = {
     ['yes', 'InvalidParameter'],
     ['', 'InvalidParameter'],
     ['-1', 'InvalidParameter'],
+  ],
+  StartAt: [
+    ['-1', 'InvalidParameter'],
+    ['soon', 'InvalidParameter'],
+    ['86401', 'InvalidParameter'],
   ],
   Voice: [
     ['', 'InvalidParameter'],

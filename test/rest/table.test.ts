@@ -116,11 +116,13 @@ describe('OpenAPI', () => {
       expect(documented).toEqual(parameterNames(op));
       for (const p of doc.parameters) {
         expect(p.in).toBe('query');
-        // Priority is the spec operations' only optional parameter (and Voice on play_tts*, the zone's
-        // PlaybackID or DeviceID on pause_play, stop_play and playback_status; announce has more).
+        // Priority is the spec operations' only optional parameter (and Voice on play_tts*, StartAt on
+        // play_web_media*, the zone's PlaybackID or DeviceID on pause_play, stop_play and playback_status; announce has more).
         const zoned = ['pause_play', 'stop_play', 'playback_status'].includes(op.name);
         if (!op.beyondSpec)
-          expect(p.required).toBe(p.name !== 'Priority' && p.name !== 'Voice' && !(zoned && ['PlaybackID', 'DeviceID'].includes(p.name)));
+          expect(p.required).toBe(
+            p.name !== 'Priority' && p.name !== 'Voice' && p.name !== 'StartAt' && !(zoned && ['PlaybackID', 'DeviceID'].includes(p.name)),
+          );
       }
       expect(doc.responses['200']).toBeDefined();
     }
