@@ -46,6 +46,19 @@ export const AVT_EVENTED = [
 ] as const;
 
 /** UPnP's 0–100 onto the hub's 0–50, and back (round trips stay put). */
+/** SetVolume's DesiredVolume: 0–100, or ArgumentValueOutOfRange. */
+export function desiredVolume(desired: string): number {
+  if (!/^\d{1,3}$/.test(desired.trim()) || Number(desired) > 100) throw new UpnpError('ArgumentValueOutOfRange', 'Volume is 0–100');
+  return Number(desired);
+}
+
+/** SetMute's DesiredMute: 0/1 (true/false, yes/no as some control points send), or InvalidArgs. */
+export function desiredMute(desired: string): boolean {
+  const d = desired.trim().toLowerCase();
+  if (!['0', '1', 'true', 'false', 'yes', 'no'].includes(d)) throw new UpnpError('InvalidArgs', 'DesiredMute is 0 or 1');
+  return d === '1' || d === 'true' || d === 'yes';
+}
+
 export function toHubVolume(v: number): number {
   return Math.max(0, Math.min(50, Math.round(v / 2)));
 }

@@ -7,8 +7,9 @@ import { UpnpError } from './soap';
 import { checkUrlTarget } from './url-policy';
 import { ChangeWaits, within } from './change-waits';
 import { hasKnownLength } from './media-length';
+import { command, RendererLevels } from './renderer-levels';
 import { redactUrl } from '../redact';
-import { AVT_EVENTED, checkUrl, fixedAnswer, lastChange, mediaInfo, positionInfo, toHubVolume, toUpnpError, toUpnpVolume } from './renderer-values';
+import { AVT_EVENTED, checkUrl, fixedAnswer, lastChange, mediaInfo, positionInfo, toUpnpError, toUpnpVolume } from './renderer-values';
 
 export { AVT_EVENTED, lastChange, SINK_PROTOCOLS, toHubVolume, toUpnpError, toUpnpVolume } from './renderer-values';
 
@@ -60,8 +61,8 @@ export class Renderer {
    * until Play starts it there again (the hub's pause_play stops web media, as the spec says).
    */
   private paused?: { at: number };
-  /** Announcement renderer: the level its announcements speak at (0–50), once a control point set one. */
-  private announceVolume?: number;
+  /** RenderingControl: volume and mute. */
+  private readonly levels: RendererLevels;
   /** Last values sent per service, so LastChange carries only what changed. */
   private readonly sent: Record<'AVTransport' | 'RenderingControl', Map<string, string>> = { AVTransport: new Map(), RenderingControl: new Map() };
   /** Events sent and not yet delivered to every subscriber. */
@@ -81,7 +82,9 @@ export class Renderer {
     private readonly notify: (service: 'AVTransport' | 'RenderingControl', lastChange: string) => Promise<void> | void,
     /** Announcement renderer: how its announcements treat the music (config dlna.announcementMode). */
     private readonly announceMode?: AnnounceMode,
-  ) {}
+  ) {
+    this.levels = new RendererLevels(id, hub);
+  }
 
   get friendlyName(): string {
     if (this.id.kind === 'all') return 'All speakers';
@@ -165,28 +168,9 @@ export class Renderer {
     };
   }
 
-  /** 0–50 on the hub's scale. */
-  private volume(): number {
-    if (this.id.kind === 'all') {
-      const active = this.hub.speakers().filter((s) => s.active);
-      return active.length ? Math.round(active.reduce((n, s) => n + s.volume, 0) / active.length) : 0;
-    }
-    if (this.id.kind === 'announce' && this.announceVolume !== undefined) return this.announceVolume;
-    return this.hub.speaker(this.id.deviceId!)?.volume ?? 0;
-  }
-
-  private muted(): boolean {
-    if (this.id.kind !== 'speaker') return false;
-    return this.hub.muted(this.id.deviceId!) ?? false;
-  }
-
-  private rcsValues(): Record<string, string> {
-    return { Volume: String(toUpnpVolume(this.volume())), Mute: this.muted() ? '1' : '0' };
-  }
-
   /** The full LastChange a new subscriber gets first (UDA: the initial event carries every evented variable). */
   initialLastChange(service: 'AVTransport' | 'RenderingControl'): string {
-    const values = service === 'AVTransport' ? this.avtValues() : this.rcsValues();
+    const values = service === 'AVTransport' ? this.avtValues() : this.levels.values();
     return lastChange(service, values);
   }
 
@@ -194,7 +178,7 @@ export class Renderer {
   refresh(): Promise<void> {
     const delivered: (Promise<void> | void)[] = [];
     for (const service of ['AVTransport', 'RenderingControl'] as const) {
-      const values: Record<string, string> = service === 'AVTransport' ? this.avtValues() : this.rcsValues();
+      const values: Record<string, string> = service === 'AVTransport' ? this.avtValues() : this.levels.values();
       const sent = this.sent[service];
       const changed: Record<string, string> = {};
       for (const [k, v] of Object.entries(values)) {
@@ -303,13 +287,13 @@ export class Renderer {
       case 'AVTransport#GetCurrentTransportActions':
         return { Actions: this.actions() };
       case 'RenderingControl#GetVolume':
-        return { CurrentVolume: toUpnpVolume(this.volume()) };
+        return { CurrentVolume: toUpnpVolume(this.levels.volume()) };
       case 'RenderingControl#SetVolume':
-        return this.setVolume(a.DesiredVolume);
+        return this.levels.setVolume(a.DesiredVolume);
       case 'RenderingControl#GetMute':
-        return { CurrentMute: this.muted() ? '1' : '0' };
+        return { CurrentMute: this.levels.muted() ? '1' : '0' };
       case 'RenderingControl#SetMute':
-        return this.setMute(a.DesiredMute);
+        return this.levels.setMute(a.DesiredMute);
       default:
         return fixedAnswer(`${service}#${action}`, a);
     }
@@ -345,7 +329,7 @@ export class Renderer {
       // Paused hub media (paused here or by any front end) resumes where it stopped.
       if (p.state === 'PlayerStatePaused' && p.persistentId) {
         const target = this.id.kind === 'all' ? ({ party: true } as const) : { deviceIds: [this.id.deviceId!] };
-        await this.command(() => this.hub.resume(p.persistentId!, target));
+        await command(() => this.hub.resume(p.persistentId!, target));
         return {};
       }
     }
@@ -367,7 +351,7 @@ export class Renderer {
         if (this.id.kind === 'all') await this.hub.playParty(url, startAt);
         else if (this.id.kind === 'speaker') await this.hub.playOn([this.id.deviceId!], url, startAt);
         else {
-          this.announcementId = await this.hub.announce(this.id.deviceId!, url, this.announceVolume, this.announceMode);
+          this.announcementId = await this.hub.announce(this.id.deviceId!, url, this.levels.announceVolume, this.announceMode);
         }
         // The hub's answer comes before its event: TRANSITIONING holds until the new zone shows up
         // here (a start while playing ends the old zone first), so subscribers never see a stray
@@ -397,7 +381,7 @@ export class Renderer {
     if (this.ownWebMedia() && (await hasKnownLength(this.uri)) && this.ownWebMedia()) {
       this.paused = { at: Math.max(0, this.zone().timeElapsed) };
       try {
-        await this.command(() => this.hub.stopPlay(this.zoneRef()));
+        await command(() => this.hub.stopPlay(this.zoneRef()));
       } catch (e) {
         this.paused = undefined;
         throw e;
@@ -406,7 +390,7 @@ export class Renderer {
       await this.eventedOff();
       return {};
     }
-    await this.command(() => this.hub.pause(this.zoneRef()));
+    await command(() => this.hub.pause(this.zoneRef()));
     return {};
   }
 
@@ -430,7 +414,7 @@ export class Renderer {
       return {};
     }
     if (!this.mine()) return {};
-    await this.command(() => this.hub.stopPlay(this.zoneRef()));
+    await command(() => this.hub.stopPlay(this.zoneRef()));
     await this.eventedOff();
     return {};
   }
@@ -469,34 +453,5 @@ export class Renderer {
       return {};
     }
     throw new UpnpError('IllegalSeekTarget', 'the hub cannot seek within this media (hub media or a live stream)');
-  }
-
-  private async setVolume(desired: string): Promise<Record<string, string>> {
-    if (!/^\d{1,3}$/.test(desired.trim()) || Number(desired) > 100) throw new UpnpError('ArgumentValueOutOfRange', 'Volume is 0–100');
-    const v = toHubVolume(Number(desired));
-    if (this.id.kind === 'announce') this.announceVolume = v;
-    else if (this.id.kind === 'all') await this.command(() => this.hub.setVolumeAll(v));
-    else await this.command(() => this.hub.setVolume(this.id.deviceId!, v));
-    return {};
-  }
-
-  private async setMute(desired: string): Promise<Record<string, string>> {
-    const d = desired.trim().toLowerCase();
-    if (!['0', '1', 'true', 'false', 'yes', 'no'].includes(d)) throw new UpnpError('InvalidArgs', 'DesiredMute is 0 or 1');
-    const mute = d === '1' || d === 'true' || d === 'yes';
-    if (this.id.kind !== 'speaker') {
-      if (mute) throw new UpnpError('ActionFailed', 'mute is per speaker: use the speaker’s own renderer');
-      return {};
-    }
-    await this.command(() => this.hub.setMute(this.id.deviceId!, mute));
-    return {};
-  }
-
-  private async command(fn: () => Promise<void>): Promise<void> {
-    try {
-      await fn();
-    } catch (e) {
-      throw toUpnpError(e);
-    }
   }
 }
