@@ -1,4 +1,5 @@
 import { DlnaLab, eventually, field, labUnavailableReason, MrcClient, soap, type LabHub } from './lab';
+import { LAB_NETWORKS } from '../helpers/lab-networks';
 
 /**
  * Home Assistant's dlna_dmr, replayed on two renderers at once (rooms): its play_media is Stop
@@ -26,7 +27,7 @@ d('DLNA renderers driven as Home Assistant drives them', () => {
 
   beforeAll(async () => {
     if (reason) throw new Error(`the DLNA lab cannot run: ${reason} (SPEAKERHUB_SKIP_LABS=1 skips it)`);
-    lab = await DlnaLab.start();
+    lab = await DlnaLab.start([], LAB_NETWORKS.dlnaHaReplay);
     hub = await lab.startHubA(rooms);
     for (const room of rooms) {
       const cp = new MrcClient(lab, hub.renderer(room).location);

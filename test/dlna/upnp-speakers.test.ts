@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { DlnaLab, eventually, field, http, labUnavailableReason, REPO, soap, type LabHub } from './lab';
+import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { JsonLines } from '../upnp/processes';
 import { child, isElement, parseXml, text, type XmlElement } from '../../src/dlna/xml';
 import { LAN_IFNAME } from '../upnp/lan';
@@ -42,7 +43,7 @@ d('DLNA and speakers that are UPnP renderers', () => {
 
   beforeAll(async () => {
     if (reason) throw new Error(`the DLNA lab cannot run: ${reason} (SPEAKERHUB_SKIP_LABS=1 skips it)`);
-    lab = await DlnaLab.start(['r1']);
+    lab = await DlnaLab.start(['r1'], LAB_NETWORKS.dlnaUpnpSpeakers);
     await startDen();
   });
 

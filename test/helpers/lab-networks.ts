@@ -34,4 +34,10 @@ export const LAB_NETWORKS = {
   conformanceUpnp: { prefix: 'shcfu', subnet: '10.231.61' },
   /** test/dlna/media-server.test.ts: the hub's library as a MediaServer, browsed by GUPnP (issue 28). */
   dlnaMediaServer: { prefix: 'shdms', subnet: '10.231.67' },
+  /** test/dlna/ha-replay.test.ts: Home Assistant's dlna_dmr call order, replayed (issue 28). */
+  dlnaHaReplay: { prefix: 'shdlh', subnet: '10.231.69' },
+  /** test/dlna/upnp-speakers.test.ts: a gmediarender behind the hub, published as renderers. */
+  dlnaUpnpSpeakers: { prefix: 'shdlu', subnet: '10.231.71' },
+  /** test/upnp/ghost-playback.test.ts: renderers that hang and come back. */
+  upnpGhost: { prefix: 'shupg', subnet: '10.231.73' },
 } as const;

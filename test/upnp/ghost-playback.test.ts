@@ -6,6 +6,7 @@
  * reaches it.
  */
 import { labUnavailableReason, MEDIA, UpnpLab, type HubProcess, type Renderer } from './lab';
+import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { eventually, sleep } from './processes';
 import { labSuite } from '../helpers/labs';
 
@@ -21,6 +22,7 @@ suite('ghost playback: renderers the hub lost track of', () => {
 
   beforeAll(async () => {
     lab = await UpnpLab.start({
+      ...LAB_NETWORKS.upnpGhost,
       renderers: [
         { host: 'r1', friendlyName: 'Kitchen' },
         { host: 'r2', friendlyName: 'Living Room' },
