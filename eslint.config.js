@@ -64,6 +64,8 @@ module.exports = tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
     },
   },
+  // Small modules a person can hold: no file over 500 lines (source, tests, benches, scripts).
+  { rules: { 'max-lines': ['error', { max: 500 }] } },
   // The product is typed throughout: `any` in src/ is an error (unknown + a zod schema or a type guard instead).
   { files: ['src/**/*.ts'], rules: { '@typescript-eslint/no-explicit-any': 'error' } },
   {

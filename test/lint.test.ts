@@ -197,3 +197,9 @@ test('`any` is an error in src/ (tests may read untyped JSON with it)', async ()
   expect((await problems('src/core/probe.ts', code)).some((p) => p.startsWith('@typescript-eslint/no-explicit-any'))).toBe(true);
   expect(await problems('test/probe.test.ts', code)).toEqual([]);
 });
+
+test('no file over 500 lines', async () => {
+  const lines = (n: number) => Array.from({ length: n }, (_, i) => `export const v${i} = ${i};`).join('\n') + '\n';
+  expect((await problems('src/util/probe.ts', lines(501))).filter((p) => p.startsWith('max-lines:'))).toHaveLength(1);
+  expect((await problems('src/util/probe.ts', lines(500))).filter((p) => p.startsWith('max-lines:'))).toHaveLength(0);
+});

@@ -40,4 +40,6 @@ export const LAB_NETWORKS = {
   dlnaUpnpSpeakers: { prefix: 'shdlu', subnet: '10.231.71' },
   /** test/upnp/ghost-playback.test.ts: renderers that hang and come back. */
   upnpGhost: { prefix: 'shupg', subnet: '10.231.73' },
+  /** test/dlna/bad-input.test.ts: malformed SOAP, floods and dead subscribers against the renderers. */
+  dlnaBadInput: { prefix: 'shdli', subnet: '10.231.75' },
 } as const;
