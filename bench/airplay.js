@@ -8,7 +8,7 @@
  *  - drift: change of the receivers' offsets between the first pulse and one 60 s later (goal < 2 ms);
  *  - announce latency: play() of an overlay on one receiver while two play on, to its first
  *    audible output, against the RTP latency every AirPlay play waits by design.
- * Timing comes from when each receiver's captured bytes arrive (see test/airplay/skew.ts).
+ * Timing comes from when each receiver's captured bytes arrive (see test/drivers/airplay/skew.ts).
  * Needs root (network namespaces) and shairport-sync, avahi-daemon, dbus (scripts/install-test-deps.sh).
  */
 const { join } = require('node:path');
@@ -21,7 +21,7 @@ const p50 = (xs) => {
 };
 
 async function main() {
-  const { measureAirPlaySync } = require(join(__dirname, '..', '.bench-build', 'test', 'airplay', 'skew.js'));
+  const { measureAirPlaySync } = require(join(__dirname, '..', '.bench-build', 'test', 'drivers', 'airplay', 'skew.js'));
   const r = await measureAirPlaySync({ rounds: Number(process.env.AIRPLAY_ROUNDS ?? 5), seconds: 62 });
   const all = [...r.startSkewMs];
   console.log('AirPlay (3 shairport-sync receivers, one party play)');

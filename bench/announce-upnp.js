@@ -13,7 +13,7 @@
 const { join } = require('node:path');
 
 const ROUNDS = Number(process.env.BENCH_ANNOUNCE_UPNP_ROUNDS || 5);
-const build = join(__dirname, '..', '.bench-build', 'test', 'upnp');
+const build = join(__dirname, '..', '.bench-build', 'test', 'drivers', 'upnp');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);

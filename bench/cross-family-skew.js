@@ -12,7 +12,7 @@
  *    device delay), so the burst's output instant is the pacer's heard time − 64 KiB/rate;
  *  - snapclient (`--player file:filename=stdout`): the file player writes every 50 ms the block
  *    that should reach its "DAC" 10 ms later; the write instant of the burst's block is pinned
- *    by the read stamps (as test/snapcast/offset.ts does), so the output instant is that + 10 ms
+ *    by the read stamps (as test/drivers/snapcast/offset.ts does), so the output instant is that + 10 ms
  *    + the burst's offset within the block.
  * Each burst is placed to the sample by cross-correlating the capture with the burst.
  *

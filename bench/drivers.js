@@ -10,13 +10,13 @@
  *    has them Active again (the clients' own reconnect is the baseline).
  *  - Virtual speakers' download memory: RSS of a child hub after a party play of a 300 MiB
  *    file against its idle RSS (target: growth < 100 MiB; it once held the whole file per speaker).
- * The measuring code lives with the tests that build these labs (test/upnp/skew.ts,
- * test/snapcast/offset.ts); `tsc -p tsconfig.bench.json` compiles it to .bench-build/.
+ * The measuring code lives with the tests that build these labs (test/drivers/upnp/skew.ts,
+ * test/drivers/snapcast/offset.ts); `tsc -p tsconfig.bench.json` compiles it to .bench-build/.
  * Needs root (network namespaces) and the Debian programs scripts/install-test-deps.sh installs.
  */
 const { join } = require('node:path');
 
-const build = join(__dirname, '..', '.bench-build', 'test');
+const build = join(__dirname, '..', '.bench-build', 'test', 'drivers');
 const fmt = (n, d = 1) => (n === undefined || n === null || Number.isNaN(n) ? 'n/a' : Number(n).toFixed(d));
 
 async function upnp() {

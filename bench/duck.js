@@ -5,7 +5,7 @@
  * run build, .bench-build/ from tsc -p tsconfig.bench.json, snapserver, snapclient, ffmpeg):
  *
  *  1. Announce-to-first-speech on a real snapclient, Mode duck against Mode interrupt (the
- *     baseline), alternating rounds (test/snapcast/duck-latency.ts). Goal: duck no slower.
+ *     baseline), alternating rounds (test/drivers/snapcast/duck-latency.ts). Goal: duck no slower.
  *  2. CPU of 10 ducked streams at once: what ducking adds to a feed is the mix (DuckMixer,
  *     src/media/duck-mix.ts, run here in-process over 30 s of 48 kHz stereo PCM per stream,
  *     process.cpuUsage) and the decode of the voice (ffmpeg, /usr/bin/time). The music's own
@@ -96,7 +96,7 @@ async function main() {
     console.error('duck CPU failed:', e);
   }
   try {
-    const { measureDuckLatency } = require(join(__dirname, '..', '.bench-build', 'test', 'snapcast', 'duck-latency.js'));
+    const { measureDuckLatency } = require(join(__dirname, '..', '.bench-build', 'test', 'drivers', 'snapcast', 'duck-latency.js'));
     const r = await measureDuckLatency({ rounds: ROUNDS });
     const d = median(r.duck);
     const i = median(r.interrupt);

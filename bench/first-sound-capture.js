@@ -8,7 +8,7 @@
  * of their own (mpd's `ffmpeg -re` pipe output, gmediarender's synced filesink, shairport-sync's
  * stdout back end): the file's size is polled every 2 ms and each growth stamped; a sample at
  * byte b came out when the chunk holding it was written plus its place in that chunk (the way
- * test/airplay/skew.ts times shairport-sync). Error: the poll interval plus this process's
+ * test/drivers/airplay/skew.ts times shairport-sync). Error: the poll interval plus this process's
  * event-loop lag late, the writer's chunk granularity (ffmpeg -re: ~23 ms packets) early/late.
  */
 const { closeSync, openSync, readSync, statSync } = require('node:fs');

@@ -125,7 +125,7 @@ async function virtualFamily(dir) {
 }
 
 async function squeezeboxFamily(dir) {
-  const sb = require(join(build, 'squeezebox', 'harness.js'));
+  const sb = require(join(build, 'drivers', 'squeezebox', 'harness.js'));
   const why = sb.squeezeliteInstalled();
   if (why) throw skip(why);
   const { Player, freePort, CAPTURE_RATE } = require('./squeezebox.js');
@@ -158,7 +158,7 @@ async function squeezeboxFamily(dir) {
 }
 
 async function mpdFamily(dir) {
-  const m = require(join(build, 'mpd', 'harness.js'));
+  const m = require(join(build, 'drivers', 'mpd', 'harness.js'));
   const why = m.mpdInstalled();
   if (why) throw skip(why);
   const lab = await m.MpdLab.create({});
@@ -198,7 +198,7 @@ async function mpdFamily(dir) {
 }
 
 async function snapcastFamily(dir) {
-  const snap = require(join(build, 'snapcast', 'harness.js'));
+  const snap = require(join(build, 'drivers', 'snapcast', 'harness.js'));
   if (!snap.snapcastInstalled()) throw skip('snapserver, snapclient or ffmpeg is not installed');
   const { StampedCapture } = require(join(build, 'party', 'stamped-capture.js'));
   // A stream of the floor's own, which the hub does not know: the floor writes the clip's PCM to it.
@@ -249,7 +249,7 @@ async function snapcastFamily(dir) {
 }
 
 async function upnpFamily() {
-  const { UpnpLab, labUnavailableReason } = require(join(build, 'upnp', 'lab.js'));
+  const { UpnpLab, labUnavailableReason } = require(join(build, 'drivers', 'upnp', 'lab.js'));
   const why = labUnavailableReason();
   if (why) throw skip(why);
   const lab = await UpnpLab.start({ ...UPNP_LAN, renderers: [{ host: 'r1', friendlyName: 'First Sound', record: true }] });
@@ -288,7 +288,7 @@ async function upnpFamily() {
 }
 
 async function airplayFamily(dir) {
-  const ap = require(join(build, 'airplay', 'harness.js'));
+  const ap = require(join(build, 'drivers', 'airplay', 'harness.js'));
   if (!ap.canRunReceivers()) throw skip('shairport-sync, avahi-daemon, dbus or root (network namespaces) missing');
   const lab = new ap.ReceiverLab();
   let t;

@@ -12,7 +12,7 @@
  *  2. in-zone skew: the two clients' output instants of the tone's onset, p95. Goal: within the
  *     baseline's + 5 ms.
  *
- * The measuring code is test/snapcast/zone-latency.ts (with test/party/stamped-capture.ts),
+ * The measuring code is test/drivers/snapcast/zone-latency.ts (with test/party/stamped-capture.ts),
  * compiled here to .bench-build/ by bench/tsconfig.snapcast-zones.json.
  * Exit code 0 whatever the figures say; 1 if anything failed.
  */
@@ -35,7 +35,7 @@ async function main() {
       stdio: 'inherit',
     });
     if (tsc.status !== 0) throw new Error('tsc -p bench/tsconfig.snapcast-zones.json failed');
-    const { measureSnapcastZones } = require(join(root, '.bench-build', 'test', 'snapcast', 'zone-latency.js'));
+    const { measureSnapcastZones } = require(join(root, '.bench-build', 'test', 'drivers', 'snapcast', 'zone-latency.js'));
     const r = await measureSnapcastZones({ rounds: ROUNDS });
     const lat = (xs) => xs.map((x) => x.latencyMs);
     const skew = (xs) => xs.map((x) => x.skewMs);

@@ -70,7 +70,7 @@ function toneWav(encodeWav, seconds, hz, title) {
   return encodeWav(s, RATE, { title, artist: 'Bench', album: 'Bench' });
 }
 
-/** Same pacer as test/squeezebox/harness.ts: reads the FIFO at real time into the capture. */
+/** Same pacer as test/drivers/squeezebox/harness.ts: reads the FIFO at real time into the capture. */
 const PACER = `
 const fs = require('fs');
 const [fifo, out, RATE, FRAME] = [process.argv[1], process.argv[2], Number(process.argv[3]), 8];

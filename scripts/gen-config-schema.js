@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Writes config.schema.json (the Homebridge UI form) from the plugin's zod schema.
-// A test (test/homebridge/config-schema.test.ts) fails when the file is stale.
+// A test (test/homebridge/config-schema.lab.test.ts) fails when the file is stale.
 const { writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { configSchemaJsonText } = require('../dist/homebridge/config-schema-json');

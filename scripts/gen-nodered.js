@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Regenerates the operation nodes' editor files from the operation table: `npm run nodered:gen`
-// (after `npm run build`). test/nodered/editor.test.ts fails when they are stale.
+// (after `npm run build`). test/nodered/editor.lab.test.ts fails when they are stale.
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { configEditorHtml, operationsEditorHtml, operationsHelpHtml, universalEditorHtml, universalHelpHtml } = require('../dist/nodered/editor.js');

@@ -2,7 +2,7 @@
  * The browser page's read model is the hub's: /client/read-model.js is the compiled
  * src/hub-client/read-model-state.ts, served without a token, and it runs with nothing but a
  * `window` (no require, no node: module). Fed the same wire events as HubReadModel (which MQTT
- * and Homebridge use), it reads the same. The page itself on that model: test/cloud/browser.test.ts.
+ * and Homebridge use), it reads the same. The page itself on that model: test/cloud/browser.lab.test.ts.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';

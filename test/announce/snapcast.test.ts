@@ -1,5 +1,5 @@
 /**
- * Announcements on real snapserver/snapclients (test/snapcast's harness, loopback only), run
+ * Announcements on real snapserver/snapclients (test/drivers/snapcast's harness, loopback only), run
  * twice: with a second declared stream for announcements (snapcast.announceStream), where the
  * music goes on for the other clients while the announced one moves to that stream and back;
  * and with the documented minimal snapserver.conf (no such stream), where the announcement
@@ -24,8 +24,8 @@ import {
   toneSegments,
   toneSequence,
   waitFor,
-} from '../snapcast/harness';
-import { startSnapcastHub, toneWav, type SnapcastHub } from '../snapcast/hub';
+} from '../drivers/snapcast/harness';
+import { startSnapcastHub, toneWav, type SnapcastHub } from '../drivers/snapcast/hub';
 import { labSuite } from '../helpers/labs';
 
 const ANNOUNCE_STREAM = 'Announce';

@@ -1,11 +1,11 @@
 /**
- * Announcements on real gmediarender renderers (network namespaces, test/upnp's lab): the
+ * Announcements on real gmediarender renderers (network namespaces, test/drivers/upnp's lab): the
  * music goes on on the others, the announced one rejoins at the right position at its own
  * level, overlapping announcements restore once, and what another control point put on a
  * renderer (raw SOAP) comes back after. Run under `flock /tmp/speakerhub-lab.lock`.
  */
-import { labUnavailableReason, MEDIA, UpnpLab, type HubProcess, type Renderer } from '../upnp/lab';
-import { eventually, sleep } from '../upnp/processes';
+import { labUnavailableReason, MEDIA, UpnpLab, type HubProcess, type Renderer } from '../drivers/upnp/lab';
+import { eventually, sleep } from '../drivers/upnp/processes';
 import { labSuite } from '../helpers/labs';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
 

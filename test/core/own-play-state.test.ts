@@ -3,7 +3,7 @@ import { startHub, type TestHub, virtualOf } from '../helpers/hub';
 
 /**
  * The engine following a speaker's own pause (driver event ownPlayState, as the MPD driver
- * emits for a pause from the MPD's app; test/mpd has it against a real mpd). Virtual speakers
+ * emits for a pause from the MPD's app; test/drivers/mpd has it against a real mpd). Virtual speakers
  * stand in: paused the way their own app would, then the event a driver sends for it.
  */
 describe("playback follows a speaker's own pause and resume", () => {

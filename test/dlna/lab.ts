@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { encodeWav } from '../../src/media/wav';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
-import { Lan, LAN_IFNAME, lanUnavailableReason } from '../upnp/lan';
-import { ensureBuilt } from '../upnp/lab';
-import { eventually, JsonLines, terminate } from '../upnp/processes';
+import { Lan, LAN_IFNAME, lanUnavailableReason } from '../drivers/upnp/lan';
+import { ensureBuilt } from '../drivers/upnp/lab';
+import { eventually, JsonLines, terminate } from '../drivers/upnp/processes';
 
 /**
- * The DLNA lab: a private LAN of network namespaces (test/upnp/lan.ts, prefix shdl, subnet
+ * The DLNA lab: a private LAN of network namespaces (test/drivers/upnp/lan.ts, prefix shdl, subnet
  * 10.231.15: LAB_NETWORKS) with hub A (virtual speakers, --dlna) in "hub", a web server with the media in
  * "web", control points in "cp", and hub B (the upnp driver, discovering A's renderers) in
  * "hubb". The test process talks to them from the root namespace by unicast (10.231.15.1).
@@ -58,7 +58,7 @@ export interface RendererInfo {
   location: string;
 }
 
-/** A hub process in a namespace (test/dlna/hub-main.js, or test/upnp/hub-main.js for hub B). */
+/** A hub process in a namespace (test/dlna/hub-main.js, or test/drivers/upnp/hub-main.js for hub B). */
 export class LabHub {
   lines!: JsonLines<HubLine>;
   url = '';
@@ -202,7 +202,7 @@ export class DlnaLab {
       makeMedia(join(lab.tmp, 'web'));
       const web = lab.lan.host('web');
       lab.web = new JsonLines(
-        lab.lan.spawn('web', process.execPath, [join(REPO, 'test/upnp/web-server.js'), web.address, '8080', join(lab.tmp, 'web')]),
+        lab.lan.spawn('web', process.execPath, [join(REPO, 'test/drivers/upnp/web-server.js'), web.address, '8080', join(lab.tmp, 'web')]),
       );
       await lab.web.waitFor((e) => e.evt === 'ready', 10000, 'the web server');
       lab.webUrl = `http://${web.address}:8080`;
@@ -245,7 +245,7 @@ export class DlnaLab {
     return hub;
   }
 
-  /** Hub B: the upnp driver only (test/upnp/hub-main.js), discovering renderers on the LAN. */
+  /** Hub B: the upnp driver only (test/drivers/upnp/hub-main.js), discovering renderers on the LAN. */
   async startHubB(): Promise<LabHub> {
     const config = {
       dataDir: join(this.tmp, 'data-hubb'),
@@ -256,7 +256,7 @@ export class DlnaLab {
       upnp: { searchIntervalSeconds: 5, requestTimeoutMs: 3000, playTimeoutSeconds: 10 },
       log: { level: 'debug' },
     };
-    const hub = new LabHub(this, 'hubb', config, 'test/upnp/hub-main.js');
+    const hub = new LabHub(this, 'hubb', config, 'test/drivers/upnp/hub-main.js');
     this.hubs.push(hub);
     await hub.start();
     return hub;

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { EsphomeExtension } from '../../src/esphome/extension';
 import { eventually, startHub, virtualOf, type TestHub } from '../helpers/hub';
-import { JsonLines } from '../upnp/processes';
+import { JsonLines } from '../drivers/upnp/processes';
 import { mediaServer } from './media-server';
 
 /**

@@ -11,7 +11,7 @@ export const LAB_NETWORKS = {
   /** bench/announce-upnp.js (plain JS, so it spells these out; keep them equal). */
   announceUpnpBench: { prefix: 'shannb', subnet: '10.231.13' },
   dlna: { prefix: 'shdl', subnet: '10.231.15' },
-  /** test/dlna/hostile.test.ts: hostile control points beside a real one (issue 32). */
+  /** test/dlna/hostile.lab.test.ts: hostile control points beside a real one (issue 32). */
   dlnaHostile: { prefix: 'shdlx', subnet: '10.231.47' },
   /** bench/hostile-lan.js (npm run bench:hostile): the same attacks, measured. */
   dlnaHostileBench: { prefix: 'shdlb', subnet: '10.231.49' },
@@ -20,26 +20,26 @@ export const LAB_NETWORKS = {
   squeezeboxDiscovery: { prefix: 'sb', subnet: '10.214' },
   /** test/party: the one gmediarender of the every-family party play (the other peers are on loopback). */
   party: { prefix: 'shparty', subnet: '10.231.21' },
-  /** test/upnp/zones.test.ts: two gmediarender renderers, one zone each. */
+  /** test/drivers/upnp/zones.lab.test.ts: two gmediarender renderers, one zone each. */
   upnpZones: { prefix: 'shupz', subnet: '10.231.23' },
-  /** test/esphome/mdns.test.ts: the hub's _esphomelib._tcp advertisement, browsed from another namespace. */
+  /** test/esphome/mdns.lab.test.ts: the hub's _esphomelib._tcp advertisement, browsed from another namespace. */
   esphome: { prefix: 'shesp', subnet: '10.231.25' },
-  /** test/esphome/lan-lab.test.ts: the hub in one namespace, an ESPHome client on "another machine" (issue 32). */
+  /** test/esphome/lan-lab.lab.test.ts: the hub in one namespace, an ESPHome client on "another machine" (issue 32). */
   esphomeLan: { prefix: 'shesl', subnet: '10.231.63' },
-  /** test/mpd/remote.test.ts: an MPD in its own namespace, on "another machine" (issue 31 item 1). */
+  /** test/drivers/mpd/remote.lab.test.ts: an MPD in its own namespace, on "another machine" (issue 31 item 1). */
   mpdRemote: { prefix: 'shmpr', subnet: '10.231.41' },
   /** bench/first-sound.js (plain JS, so it spells these out in bench/first-sound-peers.js; keep them equal): one gmediarender. */
   firstSoundBench: { prefix: 'shfsb', subnet: '10.231.55' },
-  /** test/drivers/conformance/upnp.test.ts: the driver conformance suite's gmediarender. */
+  /** test/drivers/conformance/upnp.lab.test.ts: the driver conformance suite's gmediarender. */
   conformanceUpnp: { prefix: 'shcfu', subnet: '10.231.61' },
-  /** test/dlna/media-server.test.ts: the hub's library as a MediaServer, browsed by GUPnP (issue 28). */
+  /** test/dlna/media-server.lab.test.ts: the hub's library as a MediaServer, browsed by GUPnP (issue 28). */
   dlnaMediaServer: { prefix: 'shdms', subnet: '10.231.67' },
-  /** test/dlna/ha-replay.test.ts: Home Assistant's dlna_dmr call order, replayed (issue 28). */
+  /** test/dlna/ha-replay.lab.test.ts: Home Assistant's dlna_dmr call order, replayed (issue 28). */
   dlnaHaReplay: { prefix: 'shdlh', subnet: '10.231.69' },
-  /** test/dlna/upnp-speakers.test.ts: a gmediarender behind the hub, published as renderers. */
+  /** test/dlna/upnp-speakers.lab.test.ts: a gmediarender behind the hub, published as renderers. */
   dlnaUpnpSpeakers: { prefix: 'shdlu', subnet: '10.231.71' },
-  /** test/upnp/ghost-playback.test.ts: renderers that hang and come back. */
+  /** test/drivers/upnp/ghost-playback.lab.test.ts: renderers that hang and come back. */
   upnpGhost: { prefix: 'shupg', subnet: '10.231.73' },
-  /** test/dlna/bad-input.test.ts: malformed SOAP, floods and dead subscribers against the renderers. */
+  /** test/dlna/bad-input.lab.test.ts: malformed SOAP, floods and dead subscribers against the renderers. */
   dlnaBadInput: { prefix: 'shdli', subnet: '10.231.75' },
 } as const;

@@ -3,8 +3,8 @@ import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { upnpDeviceId } from '../../src/drivers/upnp/renderer';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
-import { Lan, LAN_IFNAME } from '../upnp/lan';
-import { terminate } from '../upnp/processes';
+import { Lan, LAN_IFNAME } from '../drivers/upnp/lan';
+import { terminate } from '../drivers/upnp/processes';
 
 /**
  * The party lab's one UPnP renderer: a real gmediarender in a network namespace of its own

@@ -4,13 +4,13 @@ import type { Readable } from 'node:stream';
  * A snapclient's play-out (`--player file:filename=stdout`), kept in memory with every read
  * stamped on the monotonic clock, so that a frame's output instant can be compared with
  * another family's player (a squeezelite's pacer stamps the same clock) or with the instant a
- * REST request was sent. Used by test/party/zones.test.ts and, compiled by
+ * REST request was sent. Used by test/party/zones.lab.test.ts and, compiled by
  * bench/tsconfig.snapcast-zones.json, by bench/snapcast-zones.js.
  *
  * Why read stamps and not sample indexes: snapclient 0.26's file player writes, every 50 ms
  * on a steady-clock timer, the 50 ms block that should reach its "DAC" 10 ms later, and its
  * output starts whenever the player was created; so block k is written at c_0 + k·50 ms, each
- * read bounds that from above, and the tightest bound pins it (as test/snapcast/offset.ts and
+ * read bounds that from above, and the tightest bound pins it (as test/drivers/snapcast/offset.ts and
  * bench/cross-family-skew.js do). A frame then plays at its block's write instant + 10 ms +
  * its place within the block.
  */

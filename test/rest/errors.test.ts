@@ -382,7 +382,7 @@ describe('unknown operations and malformed paths', () => {
     '/api/v1/device_count/extra',
     '/v1/not_an_operation',
     '/api/v1',
-    '/index.html', // `/` itself serves the browser client (test/cloud/browser.test.ts)
+    '/index.html', // `/` itself serves the browser client (test/cloud/browser.lab.test.ts)
     '/api/v1/%F0%9F%94%8A',
   ])('%s → 404 UnknownOperation', async (path) => {
     const r = await httpGet(`${h.base}${path}?SessionToken=${h.session}`, AUTH);
