@@ -16,7 +16,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock } from '../../src/core/clock';
-import { eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { eventually } from '../helpers/wait';
 
 /** Small for the test (the default is 600), yet longer than the 3 s files, which it also bounds. */
 const LIVE_LIMIT_SECONDS = 10;

@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ManualClock } from '../../src/core/clock';
 import { encodeWav } from '../../src/media/wav';
-import { eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { eventually } from '../helpers/wait';
 
 const run = promisify(execFile);
 const RATE = 44100;

@@ -4,7 +4,8 @@
  * as Mode=interrupt does, and announcement_status says so and why (never silently).
  */
 import { ManualClock } from '../../src/core/clock';
-import { eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { eventually } from '../helpers/wait';
 
 describe('announce Mode=duck on speakers that cannot mix', () => {
   const clock = new ManualClock();

@@ -6,7 +6,8 @@
  */
 import { ManualClock } from '../../src/core/clock';
 import type { PlaybackSnapshot } from '../../src/core/events';
-import { TEST_TOKEN, eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { TEST_TOKEN, startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { eventually } from '../helpers/wait';
 import { webServer } from './web-server';
 
 describe('playback engine', () => {

@@ -7,7 +7,8 @@
  */
 import { ManualClock } from '../../src/core/clock';
 import type { PlaybackSnapshot } from '../../src/core/events';
-import { eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { eventually } from '../helpers/wait';
 
 describe('announcements mixed over the music by the driver (virtual speakers that mix)', () => {
   const clock = new ManualClock();

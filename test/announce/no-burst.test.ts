@@ -5,7 +5,8 @@
  * every volume and play-state change; the timeline shows what was audible at which level.
  */
 import { ManualClock } from '../../src/core/clock';
-import { eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { eventually } from '../helpers/wait';
 
 describe('an announcement louder than the music', () => {
   const clock = new ManualClock();

@@ -23,10 +23,10 @@ import {
   snapcastInstalled,
   toneSegments,
   toneSequence,
-  waitFor,
 } from '../drivers/snapcast/harness';
 import { startSnapcastHub, toneWav, type SnapcastHub } from '../drivers/snapcast/hub';
 import { labSuite } from '../helpers/labs';
+import { eventually as waitFor } from '../helpers/wait';
 
 const ANNOUNCE_STREAM = 'Announce';
 /** The test media are pure tones, told apart by pitch in what the clients play. */

@@ -5,7 +5,7 @@
  * renderer (raw SOAP) comes back after. Run under `flock /tmp/speakerhub-lab.lock`.
  */
 import { labUnavailableReason, MEDIA, UpnpLab, type HubProcess, type Renderer } from '../drivers/upnp/lab';
-import { eventually, sleep } from '../drivers/upnp/processes';
+import { eventually, sleep } from '../helpers/wait';
 import { labSuite } from '../helpers/labs';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
 

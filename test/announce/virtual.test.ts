@@ -6,7 +6,8 @@
 import { ManualClock } from '../../src/core/clock';
 import type { AnnouncementEvent, PlaybackSnapshot } from '../../src/core/events';
 import type { SpeakerPlayState } from '../../src/drivers/driver';
-import { TEST_TOKEN, eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { TEST_TOKEN, startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { eventually } from '../helpers/wait';
 import { webServer } from './web-server';
 
 describe('announcements (virtual speakers)', () => {

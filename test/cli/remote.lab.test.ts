@@ -8,7 +8,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { cliResult, ensureBuilt, killAll, runCli, waitForBanner, within } from '../helpers/cli';
-import { eventually, startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
+import { startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
+import { eventually } from '../helpers/wait';
 
 let h: TestHub;
 let env: Record<string, string>;

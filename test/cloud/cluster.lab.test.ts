@@ -21,20 +21,14 @@ import { authorize, basic, PASSWORD, passwordGrant, postForm, postJson, signup, 
 import { startLinkedHub, type LinkedHub } from './hub';
 import { Balancer, CLI, CloudInstance, clusterPeersMissing, freePort, PrivateRedis } from './cluster-peers';
 import { PrivatePostgres, postgresMissing } from './postgres';
+import { eventually } from '../helpers/wait';
 
 jest.setTimeout(120_000);
 
 const REDIRECT = 'https://app.example.org/callback';
 
-/** Polls fn until it returns true; fails with `what` if that takes longer than `ms`. */
-async function until(what: string, fn: () => Promise<boolean>, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await fn().catch(() => false)) return;
-    if (Date.now() > end) throw new Error(`timed out waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** test/helpers/wait's eventually, in this suite's argument order. */
+const until = (what: string, fn: () => Promise<boolean>, ms = 30_000) => eventually(fn, ms, what, 50).then(() => undefined);
 
 /** A relayed GET with a bound: a request that hangs fails the test instead of stalling it. */
 async function call(base: string, path: string, token: string): Promise<{ status: number; body: any }> {

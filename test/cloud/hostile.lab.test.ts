@@ -10,16 +10,11 @@ import { ManualClock } from '../../src/core/clock';
 import { parseTrustProxy } from '../../src/cloud/http/trust-proxy';
 import { basic, postForm, registerClient, signup, startCloud, PASSWORD, type TestCloud } from './helpers';
 import { startLinkedHub } from './hub';
+import { eventually } from '../helpers/wait';
 
 jest.setTimeout(60_000);
 
-async function until(fn: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await fn().catch(() => false))) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = (fn: () => Promise<boolean>, ms = 20_000) => eventually(fn, ms, 'the condition', 50).then(() => undefined);
 
 describe('health endpoints', () => {
   test('/livez and /readyz answer 200 with what the instance holds; /healthz keeps its meaning', async () => {

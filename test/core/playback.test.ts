@@ -4,7 +4,8 @@ import { statSync } from 'node:fs';
 import { ManualClock } from '../../src/core/clock';
 import type { PlaybackSnapshot } from '../../src/core/events';
 import { encodeWav } from '../../src/media/wav';
-import { eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { eventually } from '../helpers/wait';
 
 /** A real web server on loopback serving a 10 s WAV, counting requests per path. */
 async function webServer(): Promise<{ url: (path: string) => string; hits: Map<string, number>; close: () => Promise<void> }> {

@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ManualClock } from '../../src/core/clock';
 import { encodeWav } from '../../src/media/wav';
-import { eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { eventually } from '../helpers/wait';
 
 /**
  * play_web_media's StartAt (beyond the spec): a web file starts that far in, on the speakers and

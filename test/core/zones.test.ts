@@ -6,8 +6,9 @@
  */
 import { ManualClock } from '../../src/core/clock';
 import type { PlaybackSnapshot } from '../../src/core/events';
-import { TEST_TOKEN, eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { TEST_TOKEN, startHub, type TestHub, virtualOf } from '../helpers/hub';
 import { webServer } from '../announce/web-server';
+import { eventually } from '../helpers/wait';
 
 describe('zones (virtual speakers)', () => {
   const clock = new ManualClock();

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { JsonLines } from '../drivers/upnp/processes';
-import { DlnaLab, eventually, field, http, labUnavailableReason, REPO, soap, type LabHub } from './lab';
+import { DlnaLab, field, http, labUnavailableReason, REPO, soap, type LabHub } from './lab';
+import { eventually } from '../helpers/wait';
 
 /**
  * The published renderers against bad input from the LAN: malformed SOAP, entity bombs, bad

@@ -1,4 +1,5 @@
-import { DlnaLab, eventually, field, labUnavailableReason, MrcClient, soap, type LabHub } from './lab';
+import { DlnaLab, field, labUnavailableReason, MrcClient, soap, type LabHub } from './lab';
+import { eventually } from '../helpers/wait';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
 
 /**

@@ -9,7 +9,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { JsonLines } from '../drivers/upnp/processes';
-import { DlnaLab, eventually, field, http, labUnavailableReason, MrcClient, REPO, soap, type LabHub } from './lab';
+import { DlnaLab, field, http, labUnavailableReason, MrcClient, REPO, soap, type LabHub } from './lab';
+import { eventually } from '../helpers/wait';
 
 jest.setTimeout(180_000);
 

@@ -7,7 +7,7 @@ import { encodeWav } from '../../src/media/wav';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { Lan, LAN_IFNAME, lanUnavailableReason } from '../drivers/upnp/lan';
 import { ensureBuilt } from '../drivers/upnp/lab';
-import { eventually, JsonLines, terminate } from '../drivers/upnp/processes';
+import { JsonLines, terminate } from '../drivers/upnp/processes';
 
 /**
  * The DLNA lab: a private LAN of network namespaces (test/drivers/upnp/lan.ts, prefix shdl, subnet
@@ -377,5 +377,3 @@ export function field(body: string, name: string): string | undefined {
   const m = new RegExp(`<${name}>([\\s\\S]*?)</${name}>`).exec(body);
   return m?.[1];
 }
-
-export { eventually };

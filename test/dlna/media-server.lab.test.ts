@@ -8,6 +8,7 @@ import { attr, child, children, parseXml, text, type XmlValue } from '../../src/
 import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { JsonLines } from '../drivers/upnp/processes';
 import { DlnaLab, http, labUnavailableReason, REPO, type LabHub } from './lab';
+import { eventually } from '../helpers/wait';
 
 /**
  * The hub's library as a UPnP AV MediaServer (issue 28), against control points no one here
@@ -62,14 +63,6 @@ function addLibrary(dir: string): void {
     ...['-metadata', 'title=Covered Song', '-metadata', 'artist=Picture Band', '-metadata', 'album=Pictures'],
     join(dir, 'covered.mp3'),
   ]);
-}
-
-async function waitUntil(ok: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!ok()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 const objects = (result: string, kind: 'item' | 'container'): XmlValue[] => children(child(parseXml(result), 'DIDL-Lite'), kind);
@@ -226,11 +219,11 @@ d('DLNA MediaServer', () => {
       const port = (cb.address() as AddressInfo).port;
       const sub = await http('SUBSCRIBE', ev, { CALLBACK: `<http://${root}:${port}/cb>`, NT: 'upnp:event', TIMEOUT: 'Second-300' });
       expect(sub.status).toBe(200);
-      await waitUntil(() => notifies.length > 0, 10000, 'the initial SystemUpdateID');
+      await eventually(() => notifies.length > 0, 10000, 'the initial SystemUpdateID');
       const before = notifies[0];
       writeFileSync(join(lab.tmp, 'web', 'late.wav'), encodeWav(tone(1, 440), 8000, { title: 'Late Song', artist: 'Band C', album: 'Late' }));
       await hub.op('rescan_media');
-      await waitUntil(() => notifies.some((n) => n > before), 10000, 'a higher SystemUpdateID after the rescan');
+      await eventually(() => notifies.some((n) => n > before), 10000, 'a higher SystemUpdateID after the rescan');
       const found = await search('dc:title = "Late Song"');
       expect(found.TotalMatches).toBe(1);
       expect(found.UpdateID).toBeGreaterThan(before);

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DlnaLab, eventually, field, http, MrcClient, REPO, soap, labUnavailableReason, SUBNET, type LabHub } from './lab';
+import { DlnaLab, field, http, MrcClient, REPO, soap, labUnavailableReason, SUBNET, type LabHub } from './lab';
+import { eventually } from '../helpers/wait';
 import { JsonLines } from '../drivers/upnp/processes';
 
 /**

@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
-import { DlnaLab, eventually, field, http, labUnavailableReason, REPO, soap, type LabHub } from './lab';
+import { DlnaLab, field, http, labUnavailableReason, REPO, soap, type LabHub } from './lab';
+import { eventually } from '../helpers/wait';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { JsonLines } from '../drivers/upnp/processes';
 import { child, isElement, parseXml, text, type XmlElement } from '../../src/dlna/xml';

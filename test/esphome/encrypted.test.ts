@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { EsphomeExtension } from '../../src/esphome/extension';
-import { eventually, startHub, virtualOf, type TestHub } from '../helpers/hub';
+import { startHub, virtualOf, type TestHub } from '../helpers/hub';
 import { JsonLines } from '../drivers/upnp/processes';
 import { mediaServer } from './media-server';
+import { eventually } from '../helpers/wait';
 
 /**
  * The hub's ESPHome native API with Noise encryption against esphome-client (ESM-only,

@@ -1,7 +1,8 @@
 import type { EsphomeExtension } from '../../src/esphome/extension';
-import { eventually, startHub, type TestHub } from '../helpers/hub';
+import { startHub, type TestHub } from '../helpers/hub';
 import { encodeMessage } from '../../src/esphome/messages';
 import { frame, HELLO, rawClient } from './raw-client';
+import { eventually } from '../helpers/wait';
 
 /**
  * Hostile and broken clients of the native API: each is refused or dropped, its memory bounded,

@@ -3,12 +3,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually } from '../helpers/hub';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { labSuite } from '../helpers/labs';
 import { Lan, lanUnavailableReason } from '../drivers/upnp/lan';
 import { ensureBuilt } from '../drivers/upnp/lab';
 import { JsonLines } from '../drivers/upnp/processes';
+import { eventually } from '../helpers/wait';
 
 /**
  * Issue 32 on a real LAN: the hub in its own network namespace, Home Assistant's side (the

@@ -4,9 +4,10 @@ import type { CommandRunner } from '../../src/esphome/commands';
 import { esphomeBannerLines } from '../../src/esphome/definition';
 import type { EsphomeExtension } from '../../src/esphome/extension';
 import { isHubMachine, isOnHubMachine, pointsAtHubMachine, refusesClientUrl } from '../../src/net/url-target';
-import { eventually, startHub, virtualOf, type TestHub } from '../helpers/hub';
+import { startHub, virtualOf, type TestHub } from '../helpers/hub';
 import { mediaServer } from './media-server';
 import { HELLO, rawClient } from './raw-client';
+import { eventually } from '../helpers/wait';
 
 /**
  * Issue 32's LAN rules on the ESPHome native API: esphome.allow (a host not on it is reset

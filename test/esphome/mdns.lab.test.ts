@@ -2,12 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually } from '../helpers/hub';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { labSuite } from '../helpers/labs';
 import { Lan, LAN_IFNAME, lanUnavailableReason } from '../drivers/upnp/lan';
 import { ensureBuilt } from '../drivers/upnp/lab';
 import { JsonLines } from '../drivers/upnp/processes';
+import { eventually } from '../helpers/wait';
 
 /**
  * The hub's `_esphomelib._tcp` advertisement, found by a real mDNS browser (bonjour-service's

@@ -1,6 +1,7 @@
 import type { EsphomeExtension } from '../../src/esphome/extension';
-import { eventually, startHub, virtualOf, type TestHub } from '../helpers/hub';
+import { startHub, virtualOf, type TestHub } from '../helpers/hub';
 import { mediaServer } from './media-server';
+import { eventually } from '../helpers/wait';
 
 /**
  * The hub's ESPHome native API (plaintext) against @2colors/esphome-native-api, the client

@@ -105,16 +105,6 @@ export async function startHub(config: HubConfigInput = {}, options: { clock?: C
   return t;
 }
 
-/** Waits until check() is true (polling), or fails after timeoutMs. */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000, what = 'condition'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** The hub's running virtual driver (tests reach its speakers' fault switches: vanish, failNextPlay …). */
 export function virtualOf(hub: SpeakerHub): VirtualDriver {
   const d = hub.driver<VirtualDriver>('virtual');

@@ -11,20 +11,3 @@ export function freePort(): Promise<number> {
     });
   });
 }
-
-/**
- * Waits for a positive signal: check() true (a throw counts as "not yet"), polled every 50 ms;
- * fails after timeoutMs naming what it waited for (a function is asked at the failure, for state).
- */
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string | (() => string)): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch {
-      /* not yet */
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}

@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { eventually } from '../helpers/wait';
 
 /** Where scripts/install-homebridge-test-deps.sh puts Homebridge 1 and 2 and hap-controller (Node 24: scripts/install-node24.sh). */
 export const ROOT = resolve(__dirname, '..', '..');
@@ -282,12 +283,6 @@ export class Controller {
   }
 }
 
-/** Polls until check() holds (a positive signal), failing with `what` after timeoutMs. */
-export async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** Polls until check() holds (a positive signal), failing with `what` after timeoutMs (test/helpers/wait). */
+export const until = (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000) =>
+  eventually(check, timeoutMs, what, 25).then(() => undefined);

@@ -9,8 +9,9 @@ import { writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import path from 'node:path';
 import { MediaServer } from '../../src/media/media-server';
-import { eventually, startHub, virtualOf } from '../helpers/hub';
+import { startHub, virtualOf } from '../helpers/hub';
 import { captureLogger, http, noise, tempDir } from './helpers';
+import { eventually } from '../helpers/wait';
 
 function closed(s: net.Socket): Promise<void> {
   return new Promise((resolve) => {

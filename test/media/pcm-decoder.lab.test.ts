@@ -6,9 +6,9 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ffmpegInputUrl, PcmDecoder, pcmDecodeArgs, type PcmSink } from '../../src/media/pcm-decoder';
-import { eventually } from '../helpers/hub';
 import { makeWav } from '../rest/util';
 import { captureLogger, tempDir } from './helpers';
+import { eventually } from '../helpers/wait';
 
 const FORMAT = { rate: 8000, bits: 16 as const, channels: 1 };
 const BPS = 16000;

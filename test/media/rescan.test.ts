@@ -10,7 +10,8 @@ import { ConfigError } from '../../src/hub-config';
 import { createHub } from '../../src/hub';
 import { createLogger } from '../../src/logger';
 import { ensureSampleMedia } from '../../src/media/samples';
-import { eventually, SHARED_SAMPLES, startHub } from '../helpers/hub';
+import { SHARED_SAMPLES, startHub } from '../helpers/hub';
+import { eventually } from '../helpers/wait';
 
 const dirs: string[] = [];
 const tmp = () => {

@@ -6,9 +6,9 @@ import { createServer, type Server } from 'node:http';
 import { PcmDecoder, type PcmSink } from '../../src/media/pcm-decoder';
 import { convertWav, inProcessCandidate, pcmSourceFor, WavPcmDecoder } from '../../src/media/wav-pcm-decoder';
 import { readWavInfo } from '../../src/media/pcm-wav';
-import { eventually } from '../helpers/hub';
 import { makeWav } from '../rest/util';
 import { captureLogger } from './helpers';
+import { eventually } from '../helpers/wait';
 
 const { logger } = captureLogger('silent');
 const MISSING_FFMPEG = '/nonexistent/speakerhub-test/ffmpeg';

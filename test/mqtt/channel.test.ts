@@ -1,7 +1,8 @@
 import type { MqttClient } from 'mqtt';
-import { eventually, virtualOf } from '../helpers/hub';
+import { virtualOf } from '../helpers/hub';
 import { bridgeRequest, channelCommand, Probe, startMqttHub, startWebMedia, type Fixture, type MqttTestHub } from './helpers';
 import { operationTests } from './operation-suite';
+import { eventually } from '../helpers/wait';
 
 const CHANNEL = 'speakerhub/channel';
 let t: MqttTestHub;

@@ -8,11 +8,11 @@ import { mergeConfig } from '../../src/config/load';
 import { buildCli } from '../../src/cli';
 import { loadOrCreateKeys } from '../../src/mqtt/keys';
 import { channelCommand, Probe, startMqttHub, type MqttTestHub } from './helpers';
-import { eventually } from '../helpers/hub';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mqttPacket from 'mqtt-packet';
+import { eventually } from '../helpers/wait';
 
 describe('keys', () => {
   test('generated once (>= 128 bits), kept with mode 0600, reused; configured keys win', async () => {

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { labSuite } from '../helpers/labs';
-import { eventually } from '../helpers/hub';
 import { channelCommand, Probe, startMqttHub, startWebMedia, type Fixture, type MqttTestHub } from './helpers';
 import { Mosquitto, mosquittoUnavailable, USERS } from './mosquitto';
 import { operationTests } from './operation-suite';
+import { eventually } from '../helpers/wait';
 
 const CHANNEL = 'speakerhub/channel';
 const suite = labSuite('mosquitto', mosquittoUnavailable());

@@ -16,8 +16,9 @@ import { digitId } from '../../src/drivers/driver';
 import { NAME_SETTLE_MS } from '../../src/mqtt/speakers';
 import { ensureBuilt, killAll, runCli, waitForBanner, within, type Cli } from '../helpers/cli';
 import { labSuite } from '../helpers/labs';
-import { freePort, waitFor } from '../helpers/net';
+import { freePort } from '../helpers/net';
 import { squeezeliteInstalled } from '../drivers/squeezebox/harness';
+import { eventually } from '../helpers/wait';
 
 const describeIf = labSuite('squeezelite on loopback', squeezeliteInstalled());
 
@@ -93,7 +94,7 @@ describeIf('MQTT topics follow the name a speaker settles on', () => {
 
   const find = (pred: (m: Msg) => boolean) => got.find(pred);
   const wait = async (pred: (m: Msg) => boolean, what: string, ms = 15_000): Promise<Msg> => {
-    await waitFor(
+    await eventually(
       () => find(pred) !== undefined,
       ms,
       () =>
@@ -152,7 +153,7 @@ describeIf('MQTT topics follow the name a speaker settles on', () => {
     expect(cleared).toBeLessThan(got.indexOf(volumeConfig));
 
     // Kept in the data folder: the name, and the old one as an alias.
-    await waitFor(() => JSON.parse(readFileSync(path.join(data, 'mqtt-names.json'), 'utf8'))[id] === 'kitchen', 5000, 'the new name saved');
+    await eventually(() => JSON.parse(readFileSync(path.join(data, 'mqtt-names.json'), 'utf8'))[id] === 'kitchen', 5000, 'the new name saved');
     expect(JSON.parse(readFileSync(path.join(data, 'mqtt-names.json'), 'utf8')).aliases).toEqual({ squeezebox_04_61: id });
   }, 90_000);
 

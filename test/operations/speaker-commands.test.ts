@@ -3,7 +3,8 @@
  * set_speaker_power, set_party), through REST on a real hub with virtual speakers.
  */
 import { EXAMPLE } from '../../src/operations/table';
-import { eventually, startHub, virtualOf, type TestHub } from '../helpers/hub';
+import { startHub, virtualOf, type TestHub } from '../helpers/hub';
+import { eventually } from '../helpers/wait';
 
 const A = EXAMPLE.deviceId;
 const B = EXAMPLE.otherDeviceId;

@@ -5,12 +5,13 @@ import { Writable } from 'node:stream';
 import { createHub, type SpeakerHub } from '../../src/hub';
 import { createLogger } from '../../src/logger';
 import { labSuite } from '../helpers/labs';
-import { freePort, waitFor } from '../helpers/net';
+import { freePort } from '../helpers/net';
 import { labUnavailableReason } from '../drivers/upnp/lab';
 import * as mpdLab from '../drivers/mpd/harness';
 import * as snap from '../drivers/snapcast/harness';
 import * as sb from '../drivers/squeezebox/harness';
 import { analyse, PartyRenderer, size, wavSamplesFrom } from './lab';
+import { eventually } from '../helpers/wait';
 
 const TOKEN = 'party-test-token-0123456789abcdef';
 /** The party tone: 523 Hz, peak 12000 (RMS ~8500, ~6000 after a mono → stereo mix); silence is far below. */
@@ -86,7 +87,7 @@ describeIf('a party play across virtual + UPnP + Snapcast + Squeezebox + MPD', (
   /** Waits until the family's peer has played at least a second of the party tone since `from`. */
   async function expectTone(family: Family, from: number, timeoutMs = 15_000): Promise<void> {
     const minBytes = { upnp: 22050 * 2, snapcast: 48000 * 4, squeezebox: 44100 * sb.FRAME, mpd: 44100 * 4 }[family];
-    await waitFor(
+    await eventually(
       () => {
         const h = heard(family, from);
         return h.bytes > minBytes && h.level > AUDIBLE && Math.abs(h.hz - HZ) < HZ * 0.05;
@@ -155,7 +156,7 @@ describeIf('a party play across virtual + UPnP + Snapcast + Squeezebox + MPD', (
 
   test('every family plays the party, a killed player is reported inactive while the others play on, stop silences all', async () => {
     // One speaker of each family, all active.
-    await waitFor(
+    await eventually(
       async () => {
         const list = await devices();
         for (const d of list.filter((x) => x.Active)) {
@@ -185,14 +186,14 @@ describeIf('a party play across virtual + UPnP + Snapcast + Squeezebox + MPD', (
 
     // An MPD paused from its own app mid-party: its device says so, the party plays on.
     await mpdLab.mpc(mpd.port, 'pause 1');
-    await waitFor(async () => (await device(ids.mpd)).IsPlaying === false, 5000, 'the MPD paused from its app');
+    await eventually(async () => (await device(ids.mpd)).IsPlaying === false, 5000, 'the MPD paused from its app');
     expect((await op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
     await mpdLab.mpc(mpd.port, 'pause 0');
-    await waitFor(async () => (await device(ids.mpd)).IsPlaying === true, 5000, 'the MPD playing again');
+    await eventually(async () => (await device(ids.mpd)).IsPlaying === true, 5000, 'the MPD playing again');
 
     // The squeezelite dies mid-party: reported inactive, dropped from the playback, the others play on.
     await player.kill();
-    await waitFor(async () => (await device(ids.squeezebox)).Active === false, 10_000, 'the killed squeezelite inactive');
+    await eventually(async () => (await device(ids.squeezebox)).Active === false, 10_000, 'the killed squeezelite inactive');
     const after = marks();
     await Promise.all((['upnp', 'snapcast', 'mpd'] as const).map((f) => expectTone(f, after[f])));
     const info = await op('session_status');
@@ -203,23 +204,23 @@ describeIf('a party play across virtual + UPnP + Snapcast + Squeezebox + MPD', (
 
     // Restarted, it comes back with the same DeviceID and rejoins the running party.
     await player.start();
-    await waitFor(async () => (await device(ids.squeezebox))?.Active === true, 15_000, 'the squeezelite back');
+    await eventually(async () => (await device(ids.squeezebox))?.Active === true, 15_000, 'the squeezelite back');
     await expectTone('squeezebox', player.segmentStart);
 
     // stop: every speaker stops and says so.
     expect((await op('set_party', { Party: 'off' })).Result).toBe('true');
     expect((await op('playback_status')).PlaybackState).toBe('PlayerStateStopped');
-    await waitFor(
+    await eventually(
       async () => (await devices()).filter((d) => Object.values(ids).includes(d.DeviceID)).every((d) => !d.IsPlaying),
       10_000,
       'no speaker playing',
     );
     expect((await mpdLab.mpdStatus(mpd.port)).state).toBe('stop');
     // The snapclient (its file player writes silence when nothing plays) goes quiet once its buffer has played out.
-    await waitFor(
+    await eventually(
       async () => {
         const m = snap.fileSize(env.clients[0].file);
-        await waitFor(() => snap.fileSize(env.clients[0].file) - m >= 48000 * 4 * 0.3, 3000, 'snapclient output');
+        await eventually(() => snap.fileSize(env.clients[0].file) - m >= 48000 * 4 * 0.3, 3000, 'snapclient output');
         return snap.loudness(env.clients[0].file, m) < 50;
       },
       10_000,

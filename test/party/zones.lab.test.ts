@@ -24,6 +24,7 @@ import * as snap from '../drivers/snapcast/harness';
 import * as sb from '../drivers/squeezebox/harness';
 import { lowWindows, strongest, toneWindows } from '../drivers/squeezebox/tones';
 import { SNAP_RATE, StampedCapture } from './stamped-capture';
+import { eventually } from '../helpers/wait';
 
 const TOKEN = 'party-zones-token-0123456789abcdef';
 /** One tone per zone (and B's next play): 50 ms windows hold whole cycles of each, at 44.1 and 48 kHz. */
@@ -86,7 +87,7 @@ describeIf('zones spanning Squeezebox + Snapcast: one hub, two zones of one sque
     await waitForTone(i, (h) => h.hz === hz && h.amplitude > HEARD, `${name(i)} hearing ${hz} Hz`);
   }
   async function waitForTone(i: number, ok: (h: { hz: number; amplitude: number }) => boolean, what: string): Promise<void> {
-    await sb.waitFor(
+    await eventually(
       () => ok(hearing(i)),
       15_000,
       () => `${what} (hears ${JSON.stringify(hearing(i))})`,
@@ -151,7 +152,7 @@ describeIf('zones spanning Squeezebox + Snapcast: one hub, two zones of one sque
     // MACs of their own (not 00:04:20, which squeezelite ignores), apart from the other suites'.
     players = await Promise.all(['XF One', 'XF Two'].map((n, i) => sb.SqueezelitePlayer.create(n, `02:00:00:5d:00:0${i + 1}`, slimPort)));
     for (const p of players) await p.start();
-    await sb.waitFor(
+    await eventually(
       async () => (await op(admin, 'device_list')).DeviceList.filter((d: any) => d.Active).length === 4,
       15_000,
       'four active players',
@@ -188,7 +189,7 @@ describeIf('zones spanning Squeezebox + Snapcast: one hub, two zones of one sque
       ['B', 1, 3],
     ] as const) {
       let onset: (number | undefined)[] = [];
-      await sb.waitFor(
+      await eventually(
         () => (onset = [onsetMs(sq, from[sq]), onsetMs(sc, from[sc])]).every((x) => x !== undefined),
         5000,
         `zone ${z}'s onsets located`,

@@ -7,8 +7,9 @@ import type { PlaybackSnapshot } from '../../src/core/events';
 import { SESSION_PARAM_ALIASES } from '../../src/operations/dispatch';
 import { OPERATIONS_BY_NAME, parameterNames } from '../../src/operations/table';
 import { parseLenientQuery } from '../../src/http/lenient-query';
-import { eventually, startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
+import { startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
 import { AUTH, httpGet, makeWav, rawRequest, startWavServer, type WavServer } from './util';
+import { eventually } from '../helpers/wait';
 
 const SPEAKERS = 2;
 let h: TestHub;

@@ -2,8 +2,9 @@
  * The server-sent events stream, /api/v1/events, read by a real HTTP client.
  */
 import { request, type IncomingMessage } from 'node:http';
-import { eventually, startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
+import { startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
 import { AUTH, expectErrorShape, httpGet } from './util';
+import { eventually } from '../helpers/wait';
 
 interface SseEvent {
   event: string;

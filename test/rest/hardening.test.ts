@@ -5,8 +5,9 @@
  */
 import * as net from 'node:net';
 import { parseConfig } from '../../src/hub-config';
-import { startHub, eventually, TEST_TOKEN, type TestHub, virtualOf } from '../helpers/hub';
+import { startHub, TEST_TOKEN, type TestHub, virtualOf } from '../helpers/hub';
 import { AUTH, expectErrorShape, rawRequest } from './util';
+import { eventually } from '../helpers/wait';
 
 /** Opens a raw TCP connection (optionally from another loopback address) and resolves once connected. */
 function connect(base: string, localAddress?: string): Promise<net.Socket> {

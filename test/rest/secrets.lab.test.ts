@@ -7,8 +7,9 @@
  */
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startHub, eventually, TEST_TOKEN, type TestHub, virtualOf } from '../helpers/hub';
+import { startHub, TEST_TOKEN, type TestHub, virtualOf } from '../helpers/hub';
 import { makeWav } from './util';
+import { eventually } from '../helpers/wait';
 
 const PASSWORD = 'PlantedPassw0rd';
 const URL_TOKEN = 'PlantedUrlTok3n';

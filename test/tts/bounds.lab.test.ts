@@ -9,8 +9,8 @@ import { createLogger } from '../../src/logger';
 import { EspeakProvider } from '../../src/tts/espeak';
 import type { TtsProvider } from '../../src/tts/provider';
 import { TtsService } from '../../src/tts/service';
-import { eventually } from '../helpers/hub';
 import { tempDir } from './helpers';
+import { eventually } from '../helpers/wait';
 
 const logger = createLogger({ level: 'silent' });
 

@@ -7,8 +7,9 @@
 import { execFileSync } from 'node:child_process';
 import { ManualClock } from '../../src/core/clock';
 import { parseConfig } from '../../src/hub-config';
-import { eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { startHub, type TestHub, virtualOf } from '../helpers/hub';
 import { speechStats } from './helpers';
+import { eventually } from '../helpers/wait';
 
 describe('tts.provider festival', () => {
   const clock = new ManualClock();

@@ -12,8 +12,8 @@ import { LoudnessNormaliser } from '../../src/media/loudness-file';
 import { TtsEngineError } from '../../src/tts/errors';
 import { FestivalProvider } from '../../src/tts/festival';
 import { createTtsProvider, TtsService } from '../../src/tts/service';
-import { eventually } from '../helpers/hub';
 import { captureLogger, speechStats, tempDir } from './helpers';
+import { eventually } from '../helpers/wait';
 
 const run = promisify(execFile);
 const SENTENCE = 'The doorbell rang at the front door, please have a look.';

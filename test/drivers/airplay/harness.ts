@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LAB_NETWORKS } from '../../helpers/lab-networks';
+import { eventually } from '../../helpers/wait';
 
 /**
  * Real shairport-sync receivers, each in its own network namespace `ap-<pid>-N` with its own
@@ -241,12 +242,6 @@ export function audible(pcm: Buffer, threshold = 200): Buffer {
   return pcm.subarray(start, last + 2 - ((last + 2 - start) % 4));
 }
 
-/** Waits for a condition, polling. */
-export async function until(what: string, fn: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await fn()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+/** Waits for a condition, polling (test/helpers/wait's eventually, this family's argument order). */
+export const until = (what: string, fn: () => boolean | Promise<boolean>, timeoutMs = 20_000) =>
+  eventually(fn, timeoutMs, what, 100).then(() => undefined);

@@ -9,10 +9,10 @@ import { AirPlayDriver } from '../../../src/drivers/airplay/driver';
 import type { Speaker } from '../../../src/drivers/driver';
 import { createLogger } from '../../../src/logger';
 import { labSuite } from '../../helpers/labs';
-import { waitFor } from '../../helpers/net';
 import { analyse, audible, canRunReceivers, ReceiverLab } from '../airplay/harness';
 import { startConformanceMedia } from './media';
 import { driverConformance, type ConformanceLab } from './suite';
+import { eventually } from '../../helpers/wait';
 
 driverConformance(
   'airplay',
@@ -26,7 +26,7 @@ driverConformance(
       version: 'conformance',
     });
     await driver.start();
-    await waitFor(() => driver.speakers().filter((s) => s.available).length === 2, 15_000, 'two AirPlay receivers');
+    await eventually(() => driver.speakers().filter((s) => s.available).length === 2, 15_000, 'two AirPlay receivers');
     const receiverOf = (s: Speaker) => receivers.find((r) => r.host === s.info().ipAddress)!;
     const speakers = receivers.map((r) => driver.speakers().find((s) => s.info().ipAddress === r.host)!);
     return {

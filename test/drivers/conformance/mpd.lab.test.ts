@@ -8,10 +8,10 @@ import { MpdConfigSchema } from '../../../src/drivers/mpd/config';
 import { MpdDriver } from '../../../src/drivers/mpd/driver';
 import { createLogger } from '../../../src/logger';
 import { labSuite } from '../../helpers/labs';
-import { waitFor } from '../../helpers/net';
 import { fileSize, loudness, MpdLab, mpdInstalled } from '../mpd/harness';
 import { startConformanceMedia } from './media';
 import { driverConformance, type ConformanceLab } from './suite';
+import { eventually } from '../../helpers/wait';
 
 /** Loudest 50 ms RMS that counts as the tone being heard (the tones are ~8500 at full volume). */
 const AUDIBLE = 1000;
@@ -28,7 +28,7 @@ driverConformance(
       logger: createLogger({ level: 'silent' }),
     });
     await driver.start();
-    await waitFor(() => driver.speakers().some((s) => s.available), 10_000, 'the mpd speaker');
+    await eventually(() => driver.speakers().some((s) => s.available), 10_000, 'the mpd speaker');
     return {
       driver,
       speakers: driver.speakers(),

@@ -8,10 +8,10 @@ import { SnapcastConfigSchema, SnapcastDriver, snapcastDeviceId } from '../../..
 import type { Speaker } from '../../../src/drivers/driver';
 import { createLogger } from '../../../src/logger';
 import { labSuite } from '../../helpers/labs';
-import { waitFor } from '../../helpers/net';
 import { fileSize, loudness, SnapcastEnv, snapcastInstalled } from '../snapcast/harness';
 import { startConformanceMedia } from './media';
 import { driverConformance, type ConformanceLab } from './suite';
+import { eventually } from '../../helpers/wait';
 
 /** Loudest 50 ms RMS that counts as the tone being heard (the tones are ~8500 at full level). */
 const AUDIBLE = 1000;
@@ -32,7 +32,7 @@ driverConformance(
     });
     await driver.start();
     const ids = hostIds.map((h) => snapcastDeviceId(env.address, h));
-    await waitFor(() => ids.every((id) => driver.speakers().some((s) => s.id === id && s.available)), 10_000, 'both snapclients as speakers');
+    await eventually(() => ids.every((id) => driver.speakers().some((s) => s.id === id && s.available)), 10_000, 'both snapclients as speakers');
     const speakers = ids.map((id) => driver.speakers().find((s) => s.id === id)!);
     const clientOf = (s: Speaker) => ids.indexOf(s.id) + 1;
     return {

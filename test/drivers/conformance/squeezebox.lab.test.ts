@@ -8,10 +8,11 @@ import { SqueezeboxDriver } from '../../../src/drivers/squeezebox/driver';
 import type { Speaker } from '../../../src/drivers/driver';
 import { createLogger } from '../../../src/logger';
 import { labSuite } from '../../helpers/labs';
-import { freePort, waitFor } from '../../helpers/net';
+import { freePort } from '../../helpers/net';
 import { fileSize, loudness, SqueezelitePlayer, squeezeliteInstalled } from '../squeezebox/harness';
 import { startConformanceMedia } from './media';
 import { driverConformance, type ConformanceLab } from './suite';
+import { eventually } from '../../helpers/wait';
 
 /** Loudest 50 ms RMS that counts as the tone being heard (the tones are ~8500 at full volume). */
 const AUDIBLE = 1000;
@@ -30,7 +31,7 @@ driverConformance(
       ['Conformance 1', 'Conformance 2'].map((n, i) => SqueezelitePlayer.create(n, `02:00:00:5c:00:0${i + 1}`, port)),
     );
     for (const p of players) await p.start();
-    await waitFor(() => driver.speakers().filter((s) => s.available).length === 2, 15_000, 'two squeezelite players');
+    await eventually(() => driver.speakers().filter((s) => s.available).length === 2, 15_000, 'two squeezelite players');
     const mac = (s: Speaker) => s.info().macAddress.toLowerCase();
     const playerOf = (s: Speaker) => players.find((p) => p.mac === mac(s))!;
     const speakers = players.map((p) => driver.speakers().find((s) => mac(s) === p.mac)!);

@@ -10,8 +10,8 @@
  */
 import { capabilityProblems } from '../../../src/drivers/capabilities';
 import type { MediaRequest, Speaker, SpeakerDriver, SpeakerEvents, SpeakerSnapshot, StopReason } from '../../../src/drivers/driver';
-import { waitFor } from '../../helpers/net';
 import type { ConformanceMedia } from './media';
+import { eventually } from '../../helpers/wait';
 
 export type ConformanceCase =
   'capabilities' | 'play' | 'stop' | 'ended' | 'volume' | 'mute' | 'seek' | 'snapshot' | 'vanish' | 'playGroup' | 'overlay';
@@ -64,7 +64,7 @@ function record(s: Speaker): {
   return {
     events,
     async until(what, match, ms) {
-      await waitFor(
+      await eventually(
         () => events.some(match),
         ms,
         () => `${what} (events: ${JSON.stringify(events)})`,
@@ -104,7 +104,7 @@ export function driverConformance(name: string, setup: () => Promise<Conformance
       for (const s of lab.speakers) {
         if (!s.available) {
           await lab.reappear(s).catch(() => undefined);
-          await waitFor(() => s.available, slow(15_000), `${s.id} to come back`).catch(() => undefined);
+          await eventually(() => s.available, slow(15_000), `${s.id} to come back`).catch(() => undefined);
         }
         if (s.state !== 'stopped') await s.stop().catch(() => undefined);
       }
@@ -138,7 +138,7 @@ export function driverConformance(name: string, setup: () => Promise<Conformance
     async function positionAdvances(s: Speaker, by = 0.5): Promise<void> {
       const p0 = s.position();
       if (p0 === undefined) return;
-      await waitFor(
+      await eventually(
         () => (s.position() ?? -1) >= p0 + by,
         slow(5000),
         () => `${s.id}: position to pass ${p0 + by} (at ${s.position()})`,
@@ -153,7 +153,7 @@ export function driverConformance(name: string, setup: () => Promise<Conformance
     async function heard(s: Speaker, mark: number | undefined): Promise<void> {
       const a = lab.audio?.(s);
       if (!a || mark === undefined) return;
-      await waitFor(() => a.heardSince(mark), slow(10_000), `${s.id}: the tone in its captured output`);
+      await eventually(() => a.heardSince(mark), slow(10_000), `${s.id}: the tone in its captured output`);
     }
 
     conformance('capabilities', 'capabilities agree with the methods (capabilityProblems is empty)', async () => {
@@ -222,12 +222,12 @@ export function driverConformance(name: string, setup: () => Promise<Conformance
       await s.setVolume(s.volume === 21 ? 22 : 21);
       const volume = s.volume;
       await s.setMute!(true);
-      await waitFor(() => s.isMuted!() === true, slow(3000), `${s.id}: muted`);
+      await eventually(() => s.isMuted!() === true, slow(3000), `${s.id}: muted`);
       // A muted speaker keeps its level; some report volume 0 while muted (UPnP, Snapcast: the
       // hub's Volume of a muted speaker), none may report another level.
       expect([volume, 0]).toContain(s.volume);
       await s.setMute!(false);
-      await waitFor(
+      await eventually(
         () => s.isMuted!() === false && s.volume === volume,
         slow(3000),
         () => `${s.id}: unmuted at ${volume} (${s.volume})`,
@@ -238,7 +238,7 @@ export function driverConformance(name: string, setup: () => Promise<Conformance
       const s = first();
       if (!caps(s).seek) return;
       await playAndExpectPlaying(s, { url: lab.media.url(20, 660, 'seek'), contentType: 'audio/wav', duration: 20, startAt: 8 });
-      await waitFor(
+      await eventually(
         () => (s.position() ?? 0) >= 7.5,
         slow(5000),
         () => `${s.id}: position near 8 s (at ${s.position()})`,
@@ -252,7 +252,7 @@ export function driverConformance(name: string, setup: () => Promise<Conformance
       const url = lab.media.url(30, 440, 'snapshot');
       await s.setVolume(13);
       await playAndExpectPlaying(s, { url, contentType: 'audio/wav', title: 'Conformance snapshot', duration: 30 });
-      await waitFor(
+      await eventually(
         () => (s.position() ?? 0) >= 2,
         slow(6000),
         () => `${s.id}: 2 s into the media (at ${s.position()})`,
@@ -268,7 +268,7 @@ export function driverConformance(name: string, setup: () => Promise<Conformance
       const rec = record(s);
       try {
         await s.restore!(snap);
-        await waitFor(
+        await eventually(
           () => s.state === 'playing' && s.volume === 13,
           slow(5000),
           () => `${s.id}: playing at 13 (${s.state}, ${s.volume})`,

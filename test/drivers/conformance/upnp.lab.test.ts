@@ -12,10 +12,10 @@ import { UpnpConfigSchema } from '../../../src/drivers/upnp/config';
 import { createLogger } from '../../../src/logger';
 import { LAB_NETWORKS } from '../../helpers/lab-networks';
 import { labSuite } from '../../helpers/labs';
-import { waitFor } from '../../helpers/net';
 import { labUnavailableReason, UpnpLab } from '../upnp/lab';
 import { startConformanceMedia } from './media';
 import { driverConformance, type ConformanceLab } from './suite';
+import { eventually } from '../../helpers/wait';
 
 /** A sample (16-bit) louder than this counts as the tone (the tones peak at 12000). */
 const AUDIBLE = 3000;
@@ -59,7 +59,7 @@ driverConformance(
       logger: createLogger({ level: 'silent' }),
     });
     await driver.start();
-    await waitFor(() => driver.speakers().some((s) => s.id === renderer.deviceId && s.available), 15_000, 'the renderer as a speaker');
+    await eventually(() => driver.speakers().some((s) => s.id === renderer.deviceId && s.available), 15_000, 'the renderer as a speaker');
     return {
       driver,
       speakers: driver.speakers().filter((s) => s.id === renderer.deviceId),

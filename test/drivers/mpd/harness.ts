@@ -8,9 +8,10 @@ import { join } from 'node:path';
 import { encodeWav } from '../../../src/media/wav';
 
 /** The suites' shared helpers (test/helpers/net.ts), re-exported for this lab's tests. */
-import { freePort, waitFor } from '../../helpers/net';
+import { freePort } from '../../helpers/net';
+import { eventually } from '../../helpers/wait';
 
-export { freePort, waitFor };
+export { freePort };
 
 /** The pipe output's format: 44.1 kHz, 16-bit, stereo. */
 export const RATE = 44100;
@@ -180,9 +181,9 @@ export class MpdLab {
     const proc = spawn('mpd', ['--no-daemon', join(this.dir, 'mpd.conf')], { stdio: ['ignore', 'ignore', 'pipe'] });
     proc.stderr!.on('data', (d) => (this.stderr = (this.stderr + String(d)).slice(-4000)));
     this.proc = proc;
-    await waitFor(async () => (await mpc(this.port, 'ping')) !== undefined, 10_000, `mpd on ${this.port} (${this.stderr})`);
+    await eventually(async () => (await mpc(this.port, 'ping')) !== undefined, 10_000, `mpd on ${this.port} (${this.stderr})`);
     await mpc(this.port, 'update');
-    await waitFor(async () => !('updating_db' in (await mpdStatus(this.port))), 10_000, 'mpd database update');
+    await eventually(async () => !('updating_db' in (await mpdStatus(this.port))), 10_000, 'mpd database update');
   }
 
   async kill(): Promise<void> {

@@ -7,7 +7,8 @@ import { Writable } from 'node:stream';
 import { createHub, type SpeakerHub } from '../../../src/hub';
 import { createLogger } from '../../../src/logger';
 import { labSuite } from '../../helpers/labs';
-import { fakeServer, fileSize, frequency, loudness, mpc, MpdLab, mpdInstalled, mpdStatus, queue, toneWav, waitFor } from './harness';
+import { fakeServer, fileSize, frequency, loudness, mpc, MpdLab, mpdInstalled, mpdStatus, queue, toneWav } from './harness';
+import { eventually } from '../../helpers/wait';
 
 const TOKEN = 'mpd-test-token-0123456789abcdef';
 /** The test tones peak at 12000 (RMS ~8500 at full volume); silence is below this. */
@@ -38,7 +39,7 @@ describeIf('MPD driver against two real mpd instances', () => {
   const device = async (id: string) => (await op('device_list')).DeviceList.find((d: any) => d.DeviceID === id);
   /** Waits for audio of about `hz` in a capture written after byte `from`. */
   async function expectTone(lab: MpdLab, from: number, hz: number, timeoutMs = 10_000): Promise<void> {
-    await waitFor(
+    await eventually(
       () => loudness(lab.out, from) > AUDIBLE && fileSize(lab.out) - from > 44100 * 4 && Math.abs(frequency(lab.out) - hz) < hz * 0.05,
       timeoutMs,
       `a ${hz} Hz tone in ${lab.out} (last ${frequency(lab.out).toFixed(0)} Hz, level ${loudness(lab.out, from).toFixed(0)})`,
@@ -101,7 +102,7 @@ describeIf('MPD driver against two real mpd instances', () => {
   });
 
   test('each MPD is a speaker named from config (else MPD <host>) with ModelName from the greeting', async () => {
-    await waitFor(async () => (await op('device_list')).DeviceList.filter((d: any) => d.Active).length === 2, 10_000, 'two active MPDs');
+    await eventually(async () => (await op('device_list')).DeviceList.filter((d: any) => d.Active).length === 2, 10_000, 'two active MPDs');
     const list = (await op('device_list')).DeviceList;
     expect(list).toHaveLength(4);
     const kitchen = list.find((d: any) => d.DeviceName === 'Kitchen MPD');
@@ -115,8 +116,8 @@ describeIf('MPD driver against two real mpd instances', () => {
   });
 
   test('a peer that answers garbage or hangs is refused/timed out with a clear log line; the others are unaffected', async () => {
-    await waitFor(() => logs.some((l) => l.includes('not an MPD greeting')), 10_000, 'garbage log line');
-    await waitFor(() => logs.some((l) => l.includes('no MPD greeting within')), 20_000, 'hang log line');
+    await eventually(() => logs.some((l) => l.includes('not an MPD greeting')), 10_000, 'garbage log line');
+    await eventually(() => logs.some((l) => l.includes('no MPD greeting within')), 20_000, 'hang log line');
     const inactive = (await op('device_list')).DeviceList.filter((d: any) => !d.Active);
     expect(inactive).toHaveLength(2);
     expect((await device(idA)).Active).toBe(true);
@@ -134,7 +135,7 @@ describeIf('MPD driver against two real mpd instances', () => {
     expect(q[2]).toMatch(/^http:\/\/127\.0\.0\.1:\d+\//);
     // position from MPD's status elapsed, moving on
     const p1 = Number((await op('playback_status')).TimeElapsed);
-    await waitFor(async () => Number((await op('playback_status')).TimeElapsed) > p1, 5000, 'TimeElapsed moving');
+    await eventually(async () => Number((await op('playback_status')).TimeElapsed) > p1, 5000, 'TimeElapsed moving');
   });
 
   test("a pause and resume from the MPD's own app (another connection) show in playback_status, its events and IsPlaying", async () => {
@@ -146,7 +147,7 @@ describeIf('MPD driver against two real mpd instances', () => {
       expect((await device(idA)).IsPlaying).toBe(true);
       expect((await op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
       await mpc(a.port, 'pause 1');
-      await waitFor(async () => (await op('playback_status')).PlaybackState === 'PlayerStatePaused', 3000, 'playback_status Paused');
+      await eventually(async () => (await op('playback_status')).PlaybackState === 'PlayerStatePaused', 3000, 'playback_status Paused');
       expect((await device(idA)).IsPlaying).toBe(false);
       expect(states).toContain('PlayerStatePaused');
       // TimeElapsed stays where the MPD stopped (its own elapsed), no longer moving.
@@ -157,14 +158,14 @@ describeIf('MPD driver against two real mpd instances', () => {
       await new Promise((r) => setTimeout(r, 1500));
       expect(Number((await op('playback_status')).TimeElapsed)).toBe(t);
       await mpc(a.port, 'pause 0');
-      await waitFor(async () => (await op('playback_status')).PlaybackState === 'PlayerStatePlaying', 3000, 'playback_status Playing again');
+      await eventually(async () => (await op('playback_status')).PlaybackState === 'PlayerStatePlaying', 3000, 'playback_status Playing again');
       expect((await device(idA)).IsPlaying).toBe(true);
-      await waitFor(async () => Number((await op('playback_status')).TimeElapsed) > t, 5000, 'TimeElapsed moving again');
+      await eventually(async () => Number((await op('playback_status')).TimeElapsed) > t, 5000, 'TimeElapsed moving again');
       // The hub's own pause/resume is not mistaken for the app's: one Paused, one Playing each.
       expect((await op('pause_play')).Result).toBe('true');
       expect((await op('playback_status')).PlaybackState).toBe('PlayerStatePaused');
       expect((await op('resume_hub_media_selected_speakers', { PersistentID: pids['Hub Tone'], DeviceIDList: idA })).Result).toBe('true');
-      await waitFor(async () => (await device(idA)).IsPlaying === true, 3000, 'playing after resume_play');
+      await eventually(async () => (await device(idA)).IsPlaying === true, 3000, 'playing after resume_play');
       expect((await op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
       expect(logs.filter((l) => l.includes("from the speaker's own app")).length).toBe(2);
       // Back to back, the status read the pause wakes lands after the resume: still the hub's own.
@@ -172,8 +173,8 @@ describeIf('MPD driver against two real mpd instances', () => {
         expect((await op('pause_play')).Result).toBe('true');
         expect((await op('resume_hub_media_selected_speakers', { PersistentID: pids['Hub Tone'], DeviceIDList: idA })).Result).toBe('true');
       }
-      await waitFor(async () => (await mpdStatus(a.port)).state === 'play', 3000, 'MPD playing after the pauses');
-      await waitFor(async () => (await device(idA)).IsPlaying === true, 3000, 'playing after the pauses');
+      await eventually(async () => (await mpdStatus(a.port)).state === 'play', 3000, 'MPD playing after the pauses');
+      await eventually(async () => (await device(idA)).IsPlaying === true, 3000, 'playing after the pauses');
       expect(logs.filter((l) => l.includes("from the speaker's own app")).length).toBe(2);
     } finally {
       hub.core.events.off('playbackState', onState);
@@ -184,14 +185,14 @@ describeIf('MPD driver against two real mpd instances', () => {
     expect((await op('set_volume_device', { DeviceID: idA, Volume: '20' })).Result).toBe('true');
     expect((await mpdStatus(a.port)).volume).toBe('40');
     await mpc(a.port, 'setvol 70');
-    await waitFor(async () => (await op('get_volume_device', { DeviceID: idA })).Volume === '35', 3000, 'volume 35 from the app');
+    await eventually(async () => (await op('get_volume_device', { DeviceID: idA })).Volume === '35', 3000, 'volume 35 from the app');
     await mpc(a.port, 'setvol 100');
   });
 
   test('stop: the queue is back to the user entries', async () => {
     await op('stop_play');
-    await waitFor(async () => (await mpdStatus(a.port)).state === 'stop', 15_000, 'mpd stopped');
-    await waitFor(async () => (await queue(a.port)).length === 2, 15_000, 'hub entry removed').catch(() => undefined);
+    await eventually(async () => (await mpdStatus(a.port)).state === 'stop', 15_000, 'mpd stopped');
+    await eventually(async () => (await queue(a.port)).length === 2, 15_000, 'hub entry removed').catch(() => undefined);
     expect(await queue(a.port)).toEqual(['user-1.wav', 'user-2.wav']);
   });
 
@@ -229,19 +230,19 @@ describeIf('MPD driver against two real mpd instances', () => {
 
       from = fileSize(a.out);
       expect((await op('play_tts_selected_speakers', { Text: 'Dinner is ready.', DeviceIDList: idA })).Result).toBe('true');
-      await waitFor(() => loudness(a.out, from) > AUDIBLE, 15_000, 'speech in the capture');
-      await waitFor(async () => (await op('playback_status')).PlaybackState === 'PlayerStateStopped', 20_000, 'TTS ended');
-      await waitFor(async () => (await queue(a.port)).length === 2, 15_000, 'TTS entry removed');
+      await eventually(() => loudness(a.out, from) > AUDIBLE, 15_000, 'speech in the capture');
+      await eventually(async () => (await op('playback_status')).PlaybackState === 'PlayerStateStopped', 20_000, 'TTS ended');
+      await eventually(async () => (await queue(a.port)).length === 2, 15_000, 'TTS entry removed');
 
       await op('play_hub_media_selected_speakers', { PersistentID: pids['Hub Tone'], DeviceIDList: idA });
-      await waitFor(async () => (await mpdStatus(a.port)).state === 'play', 5000, 'playing');
+      await eventually(async () => (await mpdStatus(a.port)).state === 'play', 5000, 'playing');
       expect((await op('pause_play')).Result).toBe('true');
-      await waitFor(async () => (await mpdStatus(a.port)).state !== 'play', 5000, 'MPD paused by pause_play');
+      await eventually(async () => (await mpdStatus(a.port)).state !== 'play', 5000, 'MPD paused by pause_play');
       expect((await op('resume_hub_media_selected_speakers', { PersistentID: pids['Hub Tone'], DeviceIDList: idA })).Result).toBe('true');
       from = fileSize(a.out);
       await expectTone(a, from, 880);
       await op('stop_play');
-      await waitFor(async () => (await queue(a.port)).length === 2, 15_000, 'hub entry removed');
+      await eventually(async () => (await queue(a.port)).length === 2, 15_000, 'hub entry removed');
     } finally {
       await new Promise((r) => web.close(r));
     }
@@ -259,7 +260,7 @@ describeIf('MPD driver against two real mpd instances', () => {
     const ann = await op('announce', { PersistentID: pids['Chime'], DeviceIDList: idB, Volume: '40' });
     expect(ann.AnnouncementID).toBeDefined();
     await expectTone(b, from, 660);
-    await waitFor(
+    await eventually(
       async () => (await op('announcement_status', { AnnouncementID: ann.AnnouncementID })).State === 'done',
       20_000,
       'announcement done',
@@ -283,12 +284,12 @@ describeIf('MPD driver against two real mpd instances', () => {
     await expectTone(a, fromA, 880);
     await expectTone(b, fromB, 880);
     await a.kill();
-    await waitFor(async () => (await device(idA)).Active === false, 5000, 'A inactive');
+    await eventually(async () => (await device(idA)).Active === false, 5000, 'A inactive');
     const mark = fileSize(b.out);
-    await waitFor(() => fileSize(b.out) - mark > 44100 * 4 && loudness(b.out, mark) > AUDIBLE, 5000, 'B plays on');
+    await eventually(() => fileSize(b.out) - mark > 44100 * 4 && loudness(b.out, mark) > AUDIBLE, 5000, 'B plays on');
     expect((await device(idB)).Active).toBe(true);
     await a.start();
-    await waitFor(async () => (await device(idA)).Active === true, 10_000, 'A back');
+    await eventually(async () => (await device(idA)).Active === true, 10_000, 'A back');
     expect(logs.some((l) => l.includes('connection to') && l.includes('lost'))).toBe(true);
   });
 });

@@ -10,7 +10,8 @@ import path from 'node:path';
 import { cliResult, ensureBuilt, killAll, runCli, waitForBanner, within, type Cli } from '../../helpers/cli';
 import { chromiumMissing, launchChromium } from '../../helpers/chromium';
 import { labSuite } from '../../helpers/labs';
-import { MpdLab, mpc, mpdInstalled, mpdStatus, toneWav, waitFor } from './harness';
+import { MpdLab, mpc, mpdInstalled, mpdStatus, toneWav } from './harness';
+import { eventually } from '../../helpers/wait';
 
 const describeIf = labSuite('the MPD lab', mpdInstalled());
 
@@ -47,7 +48,7 @@ describeIf('an MPD playing its own queue reads as busy everywhere', () => {
     token = readFileSync(path.join(data, 'api-token'), 'utf8').trim();
     // The user's own app plays the MPD's queue.
     await mpc(lab.port, 'clear', 'add own.wav', 'play 0');
-    await waitFor(async () => (await mpdStatus(lab.port)).state === 'play', 10_000, 'the MPD playing its own queue');
+    await eventually(async () => (await mpdStatus(lab.port)).state === 'play', 10_000, 'the MPD playing its own queue');
   }, 120_000);
 
   afterAll(async () => {
@@ -63,7 +64,7 @@ describeIf('an MPD playing its own queue reads as busy everywhere', () => {
   const cli = (...args: string[]) => cliResult([...args, '--url', url], { SPEAKERHUB_TOKEN: token }, 30_000);
 
   test('device_list: IsPlaying true (the speaker plays); the CLI speakers: busy (its own queue)', async () => {
-    await waitFor(async () => (await cli('speakers', '--json')).stdout.includes('"IsPlaying": true'), 10_000, 'IsPlaying in device_list');
+    await eventually(async () => (await cli('speakers', '--json')).stdout.includes('"IsPlaying": true'), 10_000, 'IsPlaying in device_list');
     const r = await cli('speakers');
     expect(r.code).toBe(0);
     const row = r.stdout.split('\n').find((l) => l.startsWith(speaker))!;

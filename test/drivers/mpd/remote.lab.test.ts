@@ -15,8 +15,8 @@ import path from 'node:path';
 import { cliResult, ensureBuilt, killAll, runCli, waitForBanner, within, type Cli } from '../../helpers/cli';
 import { LAB_NETWORKS } from '../../helpers/lab-networks';
 import { labSuite } from '../../helpers/labs';
-import { waitFor } from '../../helpers/net';
 import { fields, mpdInstalled } from './harness';
+import { eventually } from '../../helpers/wait';
 
 function unavailable(): string | undefined {
   const missing = mpdInstalled();
@@ -110,7 +110,7 @@ describeIf('a remote MPD added with --mpd <host>, without --interface', () => {
     const mpd = spawn('ip', ['netns', 'exec', ns, 'mpd', '--no-daemon', path.join(dir, 'mpd.conf')], { stdio: ['ignore', 'ignore', 'pipe'] });
     mpd.stderr!.on('data', (d) => (mpdLog = (mpdLog + String(d)).slice(-4000)));
     procs.push(mpd);
-    await waitFor(
+    await eventually(
       async () => (await mpcAt(mpdAddress, 6600, 'ping')) !== undefined,
       15_000,
       () => `mpd in ${ns} (${mpdLog})`,
@@ -163,7 +163,7 @@ describeIf('a remote MPD added with --mpd <host>, without --interface', () => {
     try {
       expect(hub.stdout()).toContain(`the mpd driver has servers on other machines (${mpdAddress}:6600) but neither --interface`);
       // Once connected, the speaker's own line names the interface this machine reaches it on.
-      await waitFor(
+      await eventually(
         () => hub.stdout().includes(`until the hub is started with --interface ${hostSide}`),
         15_000,
         () =>
@@ -174,7 +174,7 @@ describeIf('a remote MPD added with --mpd <host>, without --interface', () => {
             .map((l) => l.slice(0, 400))
             .join('\n')})`,
       );
-      await waitFor(
+      await eventually(
         async () => (await cliResult(['speakers', '--url', url], { SPEAKERHUB_TOKEN: token })).stdout.includes(speaker),
         15_000,
         'the MPD listed',
@@ -194,7 +194,7 @@ describeIf('a remote MPD added with --mpd <host>, without --interface', () => {
     const { hub, url, token } = await startHub(['--media-host', '0.0.0.0']);
     try {
       expect(hub.stdout()).not.toContain('the mpd driver has servers on other machines');
-      await waitFor(
+      await eventually(
         async () => (await cliResult(['speakers', '--url', url], { SPEAKERHUB_TOKEN: token })).stdout.includes(speaker),
         15_000,
         'the MPD listed',
@@ -205,7 +205,7 @@ describeIf('a remote MPD added with --mpd <host>, without --interface', () => {
       const song = fields(await mpcAt(mpdAddress, 6600, 'currentsong'));
       expect(song.file).toMatch(new RegExp(`^http://${hubAddress.replace(/\./g, '\\.')}:\\d+/media/`));
       // It plays: the elapsed time moves on and MPD has no error.
-      await waitFor(
+      await eventually(
         async () => {
           const st = fields(await mpcAt(mpdAddress, 6600, 'status'));
           return st.state === 'play' && Number(st.elapsed) > 0.5 && !st.error;

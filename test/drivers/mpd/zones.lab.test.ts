@@ -14,7 +14,8 @@ import { createHub, type SpeakerHub } from '../../../src/hub';
 import { createLogger } from '../../../src/logger';
 import { labSuite } from '../../helpers/labs';
 import { lowWindows, strongest, watchGrowth } from '../squeezebox/tones';
-import { fileSize, MpdLab, mpdInstalled, mpdStatus, RATE, toneWav, waitFor } from './harness';
+import { fileSize, MpdLab, mpdInstalled, mpdStatus, RATE, toneWav } from './harness';
+import { eventually } from '../../helpers/wait';
 
 const TOKEN = 'mpd-zones-token-0123456789abcdef';
 const A_HZ = 440;
@@ -65,7 +66,7 @@ describeIf('MPD zones: two real mpd servers, one zone each', () => {
     return strongest(left(lab.out, Math.max(0, fileSize(lab.out) - Math.round(RATE * 0.3) * FRAME)), RATE, TONES);
   }
   async function expectHears(lab: MpdLab, hz: number): Promise<void> {
-    await waitFor(
+    await eventually(
       () => {
         const h = hearing(lab);
         return h.hz === hz && h.amplitude > HEARD;
@@ -103,7 +104,7 @@ describeIf('MPD zones: two real mpd servers, one zone each', () => {
     base = hub.url!;
     const admin = await newSession();
     for (const m of (await op(admin, 'media_list')).MediaList) pids[m.Title] = m.PersistentID;
-    await waitFor(async () => (await op(admin, 'device_list')).DeviceList.filter((d: any) => d.Active).length === 2, 10_000, 'two active MPDs');
+    await eventually(async () => (await op(admin, 'device_list')).DeviceList.filter((d: any) => d.Active).length === 2, 10_000, 'two active MPDs');
     const list = (await op(admin, 'device_list')).DeviceList;
     for (const i of [0, 1]) ids.push(list.find((d: any) => d.DeviceName === `Zone MPD ${i + 1}`).DeviceID);
     for (const id of ids) expect((await op(admin, 'set_volume_device', { DeviceID: id, Volume: '50' })).Result).toBe('true');
@@ -133,11 +134,11 @@ describeIf('MPD zones: two real mpd servers, one zone each', () => {
     const markedAt = Date.now();
     const growth = watchGrowth(() => fileSize(labs[0].out));
     expect((await op(sessionB, 'stop_play')).Result).toBe('true');
-    await waitFor(async () => (await mpdStatus(labs[1].port)).state === 'stop', 10_000, "zone B's MPD stopped");
+    await eventually(async () => (await mpdStatus(labs[1].port)).state === 'stop', 10_000, "zone B's MPD stopped");
     expect((await op(sessionB, 'play_hub_media_selected_speakers', { PersistentID: pids['Zone B Next'], DeviceIDList: ids[1] })).Result).toBe('true');
     await expectHears(labs[1], B_NEXT_HZ);
     // Two seconds of zone A's capture at least, the stop and the new play within them.
-    await waitFor(() => fileSize(labs[0].out) - mark > RATE * FRAME * 2, 5000, 'two seconds more of zone A');
+    await eventually(() => fileSize(labs[0].out) - mark > RATE * FRAME * 2, 5000, 'two seconds more of zone A');
     const grownMs = ((fileSize(labs[0].out) - mark) / FRAME / RATE) * 1000;
     const wallMs = Date.now() - markedAt;
     const stall = growth.stop();

@@ -2,8 +2,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { snapcastDeviceId } from '../../../src/drivers/snapcast';
-import { freePort, SAMPLE_FORMAT, SnapcastEnv, waitFor } from './harness';
+import { freePort, SAMPLE_FORMAT, SnapcastEnv } from './harness';
 import { startSnapcastHub, toneWav } from './hub';
+import { eventually } from '../../helpers/wait';
 
 /**
  * Announce-to-first-speech on a real snapclient, Mode duck against Mode interrupt (issue 21),
@@ -68,7 +69,7 @@ export async function measureDuckLatency(options: { rounds?: number } = {}): Pro
     );
     const t = hub;
     const id = snapcastDeviceId(env.address, client.hostId);
-    await waitFor(async () => (await t.op('device_list')).DeviceList.some((d: any) => d.Active), 10_000, 'the client');
+    await eventually(async () => (await t.op('device_list')).DeviceList.some((d: any) => d.Active), 10_000, 'the client');
     const pids: Record<string, string> = {};
     for (const m of (await t.op('media_list')).MediaList) pids[m.Title] = m.PersistentID;
     await t.op('play_hub_media_selected_speakers', { PersistentID: pids.Music, DeviceIDList: id });
@@ -78,9 +79,9 @@ export async function measureDuckLatency(options: { rounds?: number } = {}): Pro
       const mode = i % 2 === 0 ? 'duck' : 'interrupt';
       const t0 = performance.now();
       const a = await t.op('announce', { PersistentID: pids.Speech, DeviceIDList: id, Mode: mode });
-      await waitFor(() => blocks.some((b) => b.at >= t0 && b.speech), 20_000, 'the speech');
+      await eventually(() => blocks.some((b) => b.at >= t0 && b.speech), 20_000, 'the speech');
       result[mode].push(blocks.find((b) => b.at >= t0 && b.speech)!.at + 10 - t0);
-      await waitFor(
+      await eventually(
         async () => ['done', 'failed'].includes((await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State),
         30_000,
         'done',

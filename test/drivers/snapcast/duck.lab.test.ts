@@ -11,11 +11,12 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openSync, readSync, readFileSync, closeSync } from 'node:fs';
 import { snapcastDeviceId } from '../../../src/drivers/snapcast';
-import { fileSize, freePort, groupOf, HUB_STREAM, OTHER_STREAM, SAMPLE_FORMAT, SnapcastEnv, snapcastInstalled, waitFor } from './harness';
+import { fileSize, freePort, groupOf, HUB_STREAM, OTHER_STREAM, SAMPLE_FORMAT, SnapcastEnv, snapcastInstalled } from './harness';
 import { startSnapcastHub, toneWav, type SnapcastHub } from './hub';
 import { labSuite } from '../../helpers/labs';
 import { encodeWav } from '../../../src/media/wav';
 import { voicePlacementDb } from '../../../src/media/duck-mix';
+import { eventually } from '../../helpers/wait';
 
 const ANNOUNCE_STREAM = 'Announce';
 const MUSIC_HZ = 440;
@@ -85,7 +86,7 @@ suite('ducked announcements on Snapcast clients', () => {
   /** Times snapserver found its source read late by 20 ms or more and re-synced the stream (a starved machine): its clients then skip. */
   const serverResyncs = () =>
     [...readFileSync(join(env.dir, 'snapserver.log'), 'utf8').matchAll(/onResync \([^)]*\): ([\d.]+) ms/g)].filter((m) => Number(m[1]) >= 20).length;
-  const done = (id: string) => waitFor(async () => ['done', 'failed'].includes((await status(id)).State), 40_000, 'the announcement over');
+  const done = (id: string) => eventually(async () => ['done', 'failed'].includes((await status(id)).State), 40_000, 'the announcement over');
 
   beforeAll(async () => {
     env = await SnapcastEnv.create('speakerhub-duck-snapcast-');
@@ -109,7 +110,7 @@ suite('ducked announcements on Snapcast clients', () => {
     );
     for (const id of clientIds) ids.push(snapcastDeviceId(env.address, id));
     for (const m of (await t.op('media_list')).MediaList) pids[m.Title] = m.PersistentID;
-    await waitFor(async () => (await t.op('device_list')).DeviceList.filter((d: any) => d.Active).length === 3, 10_000, 'three clients');
+    await eventually(async () => (await t.op('device_list')).DeviceList.filter((d: any) => d.Active).length === 3, 10_000, 'three clients');
   }, 60_000);
   afterEach(async () => {
     await t?.op('stop_play');
@@ -134,7 +135,7 @@ suite('ducked announcements on Snapcast clients', () => {
       Result: 'true',
     });
     const heard = title === 'Long Tone' ? 1000 : 300;
-    await waitFor(() => [1, 2].every((n) => bands(file(n), start[n - 1]).some((w) => w.music > heard)), 10_000, 'the music on clients 1 and 2');
+    await eventually(() => [1, 2].every((n) => bands(file(n), start[n - 1]).some((w) => w.music > heard)), 10_000, 'the music on clients 1 and 2');
   }
 
   for (const level of [-15, -25])
@@ -160,7 +161,7 @@ suite('ducked announcements on Snapcast clients', () => {
       expect(st.ModeReason).toBeUndefined();
       // Two more seconds of music after it, heard.
       const after = [1, 2].map((n) => fileSize(file(n)));
-      await waitFor(
+      await eventually(
         () => [1, 2].every((n) => fileSize(file(n)) - after[n - 1] > 2.5 * SAMPLE_FORMAT.rate * SAMPLE_FORMAT.bytesPerFrame),
         10_000,
         'music after',
@@ -216,7 +217,7 @@ suite('ducked announcements on Snapcast clients', () => {
     const from = [1, 2].map((n) => fileSize(file(n)));
     const syncs1 = hardSyncs(1);
     const a = await t.op('announce', { PersistentID: pids['Speech Tone'], DeviceIDList: ids[0], Mode: 'duck', DuckLevel: '-20', FadeMs: '200' });
-    await waitFor(
+    await eventually(
       async () => groupOf(await env.status(), clientIds[0])?.stream_id === ANNOUNCE_STREAM,
       15_000,
       'client 1 on the announcement stream',
@@ -226,14 +227,14 @@ suite('ducked announcements on Snapcast clients', () => {
     expect(st).toMatchObject({ State: 'done', Mode: 'duck' });
     expect(st.ModeReason).toBeUndefined();
     // Back with client 2, on the music's stream, and the music heard for 2 s more.
-    await waitFor(
+    await eventually(
       async () => groupOf(await env.status(), clientIds[0])?.id === groupOf(await env.status(), clientIds[1])?.id,
       15_000,
       'client 1 back',
     );
     expect(groupOf(await env.status(), clientIds[0]).stream_id).toBe(HUB_STREAM);
     const back = fileSize(file(1));
-    await waitFor(() => bands(file(1), back).filter((x) => x.music > 1000).length >= 40, 15_000, 'the music back on client 1');
+    await eventually(() => bands(file(1), back).filter((x) => x.music > 1000).length >= 40, 15_000, 'the music back on client 1');
     const w1 = bands(file(1), from[0]);
     const speech = w1.flatMap((x, i) => (x.speech > 500 ? [i] : []));
     expect(speech.length).toBeGreaterThanOrEqual(30);
@@ -261,7 +262,7 @@ suite('ducked announcements on Snapcast clients', () => {
     const speechLevel = async (params: Record<string, string>): Promise<number> => {
       const from = fileSize(file(1));
       const a = await t.op('announce', { PersistentID: pids['Speech Tone'], DeviceIDList: `${ids[0]},${ids[1]}`, Mode: 'duck', ...params });
-      await waitFor(() => bands(file(1), from).filter((x) => x.speech > 200).length > 20, 15_000, 'the speech');
+      await eventually(() => bands(file(1), from).filter((x) => x.speech > 200).length > 20, 15_000, 'the speech');
       // The music's level (the speaker's volume) is left alone while it speaks.
       expect((await t.op('get_volume_device', { DeviceID: ids[0] })).Volume).toBe('20');
       await done(a.AnnouncementID);
@@ -313,7 +314,7 @@ suite('ducked announcements on Snapcast clients', () => {
     });
     expect(a).toMatchObject({ Result: 'true' });
     // Half a second into the speech, new music on all three clients (client 3 not announced, on another stream).
-    await waitFor(() => bands(file(1), from[0]).filter((x) => x.speech > 500).length >= 10, 15_000, 'the speech under way');
+    await eventually(() => bands(file(1), from[0]).filter((x) => x.speech > 500).length >= 10, 15_000, 'the speech under way');
     expect(await t.op('play_hub_media_selected_speakers', { PersistentID: pids['Next Tone'], DeviceIDList: ids.join(',') })).toMatchObject({
       Result: 'true',
     });
@@ -321,12 +322,12 @@ suite('ducked announcements on Snapcast clients', () => {
     // Not cut short by the play: it played out.
     expect(await status(a.AnnouncementID)).toMatchObject({ State: 'done', Mode: 'duck' });
     const after = [1, 2, 3].map((n) => fileSize(file(n)));
-    await waitFor(
+    await eventually(
       () => [1, 2, 3].every((n) => bands(file(n), after[n - 1]).filter((x) => x.next > 1000).length >= 40),
       20_000,
       'the new music on every client',
     );
-    await waitFor(
+    await eventually(
       async () => (await t.op('device_list')).DeviceList.filter((d: any) => d.IsPlaying).length === 3,
       15_000,
       'all three clients playing the new music',
@@ -373,14 +374,14 @@ suite('ducked announcements on Snapcast clients', () => {
       },
     );
     try {
-      await waitFor(
+      await eventually(
         async () => (await env.status()).streams.find((x: any) => x.id === OTHER_STREAM)?.status === 'playing',
         10_000,
         'the other stream playing',
       );
       // The hub hears of it by a notification: wait for what it tells the core.
       const speaker = t.driver.speakers().find((x) => x.id === ids[2])!;
-      await waitFor(async () => !!speaker.duckUnavailable?.([ids[2]]), 10_000, 'the hub to see the other stream playing');
+      await eventually(async () => !!speaker.duckUnavailable?.([ids[2]]), 10_000, 'the hub to see the other stream playing');
       const a = await t.op('announce', { PersistentID: pids['Speech Tone'], DeviceIDList: ids[2], Mode: 'duck' });
       await done(a.AnnouncementID);
       const st = await status(a.AnnouncementID);
@@ -402,7 +403,7 @@ suite('ducked announcements on Snapcast clients', () => {
         await done(first.AnnouncementID);
         await done(second.AnnouncementID);
         for (const a of [first, second]) expect(await status(a.AnnouncementID)).toMatchObject({ State: 'done', Mode: mode });
-        await waitFor(
+        await eventually(
           () =>
             bands(file(1), from)
               .slice(-10)
@@ -424,7 +425,7 @@ suite('ducked announcements on Snapcast clients', () => {
         await done(a.AnnouncementID);
         expect(await status(a.AnnouncementID)).toMatchObject({ State: 'failed' });
         const from = fileSize(file(1));
-        await waitFor(() => bands(file(1), from).filter((x) => x.music > 1000).length >= 20, 15_000, 'the music on client 1');
+        await eventually(() => bands(file(1), from).filter((x) => x.music > 1000).length >= 20, 15_000, 'the music on client 1');
         expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
       });
 
@@ -432,14 +433,14 @@ suite('ducked announcements on Snapcast clients', () => {
         await musicOn12();
         const from = fileSize(file(1));
         const a = await t.op('announce', { PersistentID: pids['Speech Tone'], DeviceIDList: `${ids[0]},${ids[1]}`, Mode: mode });
-        await waitFor(() => bands(file(1), from).some((x) => x.speech > 500), 15_000, 'the announcement on client 1');
+        await eventually(() => bands(file(1), from).some((x) => x.speech > 500), 15_000, 'the announcement on client 1');
         expect(await t.op('stop_play')).toEqual({ Result: 'true' });
         await done(a.AnnouncementID);
         expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStateStopped');
-        await waitFor(async () => (await t.op('device_list')).DeviceList.every((d: any) => !d.IsPlaying), 10_000, 'nothing playing');
+        await eventually(async () => (await t.op('device_list')).DeviceList.every((d: any) => !d.IsPlaying), 10_000, 'nothing playing');
         // Nothing of the music or the announcement is fed any more: the clients go silent.
         const after = fileSize(file(1)) + 2 * SAMPLE_FORMAT.rate * SAMPLE_FORMAT.bytesPerFrame;
-        await waitFor(() => fileSize(file(1)) > after + SAMPLE_FORMAT.rate * SAMPLE_FORMAT.bytesPerFrame, 10_000, 'client 1 output');
+        await eventually(() => fileSize(file(1)) > after + SAMPLE_FORMAT.rate * SAMPLE_FORMAT.bytesPerFrame, 10_000, 'client 1 output');
         expect(bands(file(1), after).filter((x) => x.music > 200 || x.speech > 200)).toHaveLength(0);
       });
     });

@@ -6,9 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** The suites' shared helpers (test/helpers/net.ts), re-exported for this lab's tests. */
-import { freePort, waitFor } from '../../helpers/net';
+import { freePort } from '../../helpers/net';
+import { eventually } from '../../helpers/wait';
 
-export { freePort, waitFor };
+export { freePort };
 
 /**
  * A real snapserver and real snapclients on loopback, in a temp folder, for the Snapcast
@@ -148,7 +149,7 @@ export class SnapcastEnv {
     const log = openSync(join(this.dir, 'snapserver.log'), 'a');
     this.server = spawn('snapserver', ['-c', join(this.dir, 'snapserver.conf')], { stdio: ['ignore', log, log] });
     closeSync(log);
-    await waitFor(() => rpc(this.controlPort, 'Server.GetRPCVersion').then(() => true), 10_000, 'snapserver to accept control connections');
+    await eventually(() => rpc(this.controlPort, 'Server.GetRPCVersion').then(() => true), 10_000, 'snapserver to accept control connections');
   }
 
   async stopServer(): Promise<void> {
@@ -180,7 +181,7 @@ export class SnapcastEnv {
 
   /** Resolves when snapserver lists these clients as connected. */
   async clientsConnected(ids: string[], timeoutMs = 10_000): Promise<void> {
-    await waitFor(
+    await eventually(
       async () => {
         const status = await this.status();
         const connected = new Set(

@@ -1,7 +1,8 @@
 import { snapcastDeviceId } from '../../../src/drivers/snapcast';
-import { fileSize, groupOf, HUB_STREAM, loudness, SnapcastEnv, snapcastInstalled, waitFor } from './harness';
+import { fileSize, groupOf, HUB_STREAM, loudness, SnapcastEnv, snapcastInstalled } from './harness';
 import { labSuite } from '../../helpers/labs';
 import { startSnapcastHub, toneWav, type SnapcastHub } from './hub';
+import { eventually } from '../../helpers/wait';
 
 const describeIf = labSuite('the Snapcast lab', snapcastInstalled() ? undefined : 'snapserver, snapclient or ffmpeg is not installed');
 
@@ -28,7 +29,7 @@ describeIf('Snapcast driver feeding a pipe source', () => {
     const pid = (await t.op('media_list')).MediaList.find((m: any) => m.Title === 'Tone').PersistentID;
     const r = await t.op('play_hub_media_selected_speakers', { PersistentID: pid, DeviceIDList: snapcastDeviceId(env.address, c1.hostId) });
     expect(r).toEqual({ Result: 'true' });
-    await waitFor(() => loudness(c1.file, from[0]) > 2000, 8000, 'audio in client 1');
+    await eventually(() => loudness(c1.file, from[0]) > 2000, 8000, 'audio in client 1');
     expect(loudness(c2.file, from[1])).toBeLessThan(50);
     expect(groupOf(await env.status(), c1.hostId).stream_id).toBe(HUB_STREAM);
     await t.op('stop_play');
@@ -39,7 +40,7 @@ describeIf('Snapcast driver feeding a pipe source', () => {
     const pid = (await t.op('media_list')).MediaList.find((m: any) => m.Title === 'Short').PersistentID;
     await t.op('play_hub_media_party_mode', { PersistentID: pid });
     expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
-    await waitFor(async () => (await t.op('playback_status')).PlaybackState === 'PlayerStateStopped', 6000, 'the end');
+    await eventually(async () => (await t.op('playback_status')).PlaybackState === 'PlayerStateStopped', 6000, 'the end');
     expect((await env.status()).groups.filter((g: any) => g.stream_id === HUB_STREAM)).toEqual([]);
   });
 });

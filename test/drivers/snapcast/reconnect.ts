@@ -1,5 +1,6 @@
-import { SnapcastEnv, waitFor } from './harness';
+import { SnapcastEnv } from './harness';
 import { startSnapcastHub, toneWav } from './hub';
+import { eventually } from '../../helpers/wait';
 
 /**
  * A snapserver outage of `outageMs` with the hub's default reconnect backoff: snapserver is
@@ -33,10 +34,10 @@ export async function measureSnapcastReconnect(options: { outageMs?: number } = 
     hub = await startSnapcastHub(env.address, { 'tone.wav': toneWav(2, 440, 'Tone') }, { reconnectMinMs: 250, reconnectMaxMs: 10_000 });
     const t = hub;
     const active = async () => ((await t.op('device_list')).DeviceList as { Active: boolean }[]).map((d) => d.Active);
-    await waitFor(async () => (await active()).filter(Boolean).length === 2, 10_000, 'both clients active');
+    await eventually(async () => (await active()).filter(Boolean).length === 2, 10_000, 'both clients active');
 
     await env.stopServer();
-    await waitFor(async () => (await active()).every((a) => !a), 5000, 'all clients inactive');
+    await eventually(async () => (await active()).every((a) => !a), 5000, 'all clients inactive');
     // The outage itself (not a check that nothing happened).
     await new Promise((r) => setTimeout(r, outageMs));
     await env.startServer();
@@ -45,7 +46,7 @@ export async function measureSnapcastReconnect(options: { outageMs?: number } = 
     let hubBackMs = -1;
     await Promise.all([
       env.clientsConnected(clientIds, 20_000).then(() => (clientsBackMs = Date.now() - restartedAt)),
-      waitFor(async () => (await active()).every(Boolean), 30_000, 'all clients active again in the hub').then(
+      eventually(async () => (await active()).every(Boolean), 30_000, 'all clients active again in the hub').then(
         () => (hubBackMs = Date.now() - restartedAt),
       ),
     ]);

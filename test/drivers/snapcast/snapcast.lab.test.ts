@@ -13,10 +13,10 @@ import {
   SAMPLE_FORMAT,
   SnapcastEnv,
   snapcastInstalled,
-  waitFor,
 } from './harness';
 import { labSuite } from '../../helpers/labs';
 import { startSnapcastHub, toneWav, type SnapcastHub } from './hub';
+import { eventually } from '../../helpers/wait';
 
 /** Loudest 50 ms RMS that counts as "audio is there" (the test tones are ~8500) and as silence. */
 const AUDIBLE = 2000;
@@ -38,7 +38,7 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
   const device = async (n: number) => (await t.op('device_info', { DeviceID: ids[n - 1] })) as any;
   /** Waits until each listed client's output has audio after `from`, then checks the others stayed silent. */
   async function expectAudio(heard: number[], from: number[], timeoutMs = 8000, level = AUDIBLE): Promise<void> {
-    await waitFor(() => heard.every((n) => loudness(file(n), from[n - 1]) > level), timeoutMs, `audio in clients ${heard.join(', ')}`);
+    await eventually(() => heard.every((n) => loudness(file(n), from[n - 1]) > level), timeoutMs, `audio in clients ${heard.join(', ')}`);
     for (const n of [1, 2, 3].filter((x) => !heard.includes(x))) {
       expect({ client: n, loudness: loudness(file(n), from[n - 1]) }).toEqual({ client: n, loudness: expect.any(Number) });
       expect(loudness(file(n), from[n - 1])).toBeLessThan(SILENT);
@@ -52,7 +52,7 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
    */
   async function expectSilence(ns: number[], ms = 800): Promise<void> {
     const from = sizes();
-    await waitFor(
+    await eventually(
       () => ns.every((n) => fileSize(file(n)) - from[n - 1] >= bytesIn(ms)),
       ms + 5000,
       `${ms} ms of output from clients ${ns.join(', ')}`,
@@ -61,10 +61,10 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
   }
   /** Waits until the clients' latest 200 ms are silent (what was buffered has played out). */
   async function untilSilent(ns: number[], timeoutMs = 5000): Promise<void> {
-    await waitFor(
+    await eventually(
       async () => {
         const from = sizes();
-        await waitFor(() => ns.every((n) => fileSize(file(n)) - from[n - 1] >= bytesIn(200)), 3000, 'output');
+        await eventually(() => ns.every((n) => fileSize(file(n)) - from[n - 1] >= bytesIn(200)), 3000, 'output');
         return ns.every((n) => loudness(file(n), from[n - 1]) < SILENT);
       },
       timeoutMs,
@@ -108,7 +108,7 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     await t.op('stop_play');
     // A client writes a few more blocks of the old stream while it switches: let it settle
     // so the next test's "from" offsets see only what that test plays.
-    await waitFor(
+    await eventually(
       async () => {
         const from = sizes();
         await new Promise((r) => setTimeout(r, 200));
@@ -129,7 +129,7 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     expect(ids.every((id) => /^[1-9]\d{13}$/.test(id))).toBe(true);
     // A rename in a snapcast app reaches the hub by notification.
     await env.rpc('Client.SetName', { id: clientIds[2], name: 'Office' });
-    await waitFor(async () => (await device(3)).DeviceName === 'Office', 3000, 'the new name');
+    await eventually(async () => (await device(3)).DeviceName === 'Office', 3000, 'the new name');
   });
 
   test('clients on one host get distinct names: their snapcast name, else their id (--hostID), never the shared host name', async () => {
@@ -138,7 +138,7 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     expect([...hosts]).toEqual([hostname()]);
     const before = await Promise.all([1, 2, 3].map(async (n) => (await device(n)).DeviceName as string));
     for (const id of clientIds) await env.rpc('Client.SetName', { id, name: '' });
-    await waitFor(
+    await eventually(
       async () => (await Promise.all([1, 2, 3].map(async (n) => (await device(n)).DeviceName === clientIds[n - 1]))).every(Boolean),
       3000,
       'names to fall back to the ids',
@@ -146,7 +146,7 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     const names = (await t.op('device_list')).DeviceList.map((d: any) => d.DeviceName).sort();
     expect(names).toEqual(clientIds);
     for (const [i, id] of clientIds.entries()) await env.rpc('Client.SetName', { id, name: before[i] === id ? '' : before[i] });
-    await waitFor(async () => (await device(1)).DeviceName === before[0], 3000, 'the names back');
+    await eventually(async () => (await device(1)).DeviceName === before[0], 3000, 'the names back');
   });
 
   test('volume and mute round-trip between the hub and snapserver', async () => {
@@ -167,9 +167,9 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
 
     // Another controller's change arrives as Client.OnVolumeChanged.
     await env.rpc('Client.SetVolume', { id: clientIds[1], volume: { percent: 61, muted: false } });
-    await waitFor(async () => (await t.op('get_volume_device', { DeviceID: ids[1] })).Volume === '31', 3000, 'volume 31');
+    await eventually(async () => (await t.op('get_volume_device', { DeviceID: ids[1] })).Volume === '31', 3000, 'volume 31');
     await env.rpc('Client.SetVolume', { id: clientIds[1], volume: { percent: 100, muted: false } });
-    await waitFor(async () => (await t.op('get_volume_device', { DeviceID: ids[1] })).Volume === '50', 3000, 'volume 50');
+    await eventually(async () => (await t.op('get_volume_device', { DeviceID: ids[1] })).Volume === '50', 3000, 'volume 50');
   });
 
   test('hub media plays on the selected clients only, in one group on the hub stream', async () => {
@@ -232,7 +232,7 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
       const started = Date.now();
       await t.op('play_hub_media_selected_speakers', { PersistentID: pids['Short Tone'], DeviceIDList: ids[1] });
       await expectAudio([2], from);
-      await waitFor(async () => (await state()).PlaybackState === 'PlayerStateStopped', 8000, 'the end of the media');
+      await eventually(async () => (await state()).PlaybackState === 'PlayerStateStopped', 8000, 'the end of the media');
       expect(Date.now() - started).toBeGreaterThan(2000 + 900);
       expect(reasons).toContain('ended');
       expect((await env.status()).groups.filter((g: any) => g.stream_id === HUB_STREAM)).toEqual([]);
@@ -298,7 +298,7 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     expect(groupOf(status, clientIds[1]).stream_id).toBe(HUB_STREAM);
     await untilSilent([1]);
     from = sizes();
-    await waitFor(
+    await eventually(
       () => loudness(file(2), from[1]) > AUDIBLE && fileSize(file(1)) - from[0] >= bytesIn(800),
       5000,
       'client 2 audible while client 1 writes',
@@ -314,7 +314,7 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     const g2 = groupOf(await env.status(), clientIds[1]);
     await env.rpc('Group.SetClients', { id: g2.id, clients: [clientIds[1], clientIds[2]] });
     await env.rpc('Group.SetStream', { id: groupOf(await env.status(), clientIds[1]).id, stream_id: OTHER_STREAM });
-    await waitFor(async () => (await device(2)).GroupID === (await device(3)).GroupID, 3000, 'the hub to see the new group');
+    await eventually(async () => (await device(2)).GroupID === (await device(3)).GroupID, 3000, 'the hub to see the new group');
 
     const from = sizes();
     await t.op('play_hub_media_selected_speakers', { PersistentID: pids['Long Tone'], DeviceIDList: ids[1] });
@@ -335,7 +335,7 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     await t.op('play_hub_media_selected_speakers', { PersistentID: pids['Long Tone'], DeviceIDList: ids[0] });
     await expectAudio([1], from);
     await env.rpc('Group.SetStream', { id: groupOf(await env.status(), clientIds[0]).id, stream_id: OTHER_STREAM });
-    await waitFor(async () => (await state()).PlaybackState === 'PlayerStateStopped', 3000, 'the playback to stop');
+    await eventually(async () => (await state()).PlaybackState === 'PlayerStateStopped', 3000, 'the playback to stop');
     expect((await device(1)).IsPlaying).toBe(false);
     // The hub leaves the user's choice alone.
     expect(groupOf(await env.status(), clientIds[0]).stream_id).toBe(OTHER_STREAM);
@@ -347,7 +347,7 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
     await t.op('play_hub_media_party_mode', { PersistentID: pids['Long Tone'] });
     await expectAudio([1, 2, 3], from);
     await env.killClient(3);
-    await waitFor(async () => (await device(3)).Active === false, 5000, 'client 3 inactive');
+    await eventually(async () => (await device(3)).Active === false, 5000, 'client 3 inactive');
     expect((await state()).PlaybackState).toBe('PlayerStatePlaying');
     from = sizes();
     await expectAudio([1, 2], from);
@@ -356,8 +356,8 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
 
     // Back again, it rejoins the party play (playback.partyRejoin, default on) and hears it.
     await env.startClient(3);
-    await waitFor(async () => (await device(3)).Active === true, 8000, 'client 3 active again');
-    await waitFor(async () => (await device(3)).IsPlaying === true, 8000, 'client 3 back in the party play');
+    await eventually(async () => (await device(3)).Active === true, 8000, 'client 3 active again');
+    await eventually(async () => (await device(3)).IsPlaying === true, 8000, 'client 3 back in the party play');
     expect(groupOf(await env.status(), clientIds[2]).id).toBe(groupOf(await env.status(), clientIds[0]).id);
     from = sizes();
     await expectAudio([1, 2, 3], from);
@@ -366,11 +366,11 @@ describeIf('Snapcast driver against real snapserver and snapclients', () => {
   test('survives a snapserver restart: clients go inactive, come back, and play again', async () => {
     await t.op('play_hub_media_party_mode', { PersistentID: pids['Long Tone'] });
     await env.stopServer();
-    await waitFor(async () => (await t.op('device_list')).DeviceList.every((d: any) => !d.Active), 5000, 'all clients inactive');
-    await waitFor(async () => (await state()).PlaybackState === 'PlayerStateStopped', 3000, 'the playback to stop');
+    await eventually(async () => (await t.op('device_list')).DeviceList.every((d: any) => !d.Active), 5000, 'all clients inactive');
+    await eventually(async () => (await state()).PlaybackState === 'PlayerStateStopped', 3000, 'the playback to stop');
     await env.startServer();
     await env.clientsConnected(clientIds, 15_000);
-    await waitFor(async () => (await t.op('device_list')).DeviceList.every((d: any) => d.Active), 8000, 'all clients active again');
+    await eventually(async () => (await t.op('device_list')).DeviceList.every((d: any) => d.Active), 8000, 'all clients active again');
     const from = sizes();
     expect((await t.op('play_hub_media_selected_speakers', { PersistentID: pids['Long Tone'], DeviceIDList: ids[1] })).Result).toBe('true');
     await expectAudio([2], from);

@@ -1,7 +1,8 @@
 import { snapcastDeviceId } from '../../../src/drivers/snapcast';
 import { StampedCapture, monoMs } from '../../party/stamped-capture';
-import { HUB_STREAM, SnapcastEnv, waitFor } from './harness';
+import { HUB_STREAM, SnapcastEnv } from './harness';
 import { startSnapcastHub, toneWav, TOKEN, type SnapcastHub } from './hub';
+import { eventually } from '../../helpers/wait';
 
 /**
  * Snapcast zones under load (issue 27), for bench/snapcast-zones.js: start latency per zone
@@ -50,7 +51,7 @@ export async function measureSnapcastZones(options: { rounds?: number } = {}): P
     const ids = env.clients.map((c) => snapcastDeviceId(env.address, c.hostId));
     const pids: Record<string, string> = {};
     for (const m of (await hub.op('media_list')).MediaList) pids[m.Title] = m.PersistentID;
-    await waitFor(async () => (await hub.op('device_list')).DeviceList.filter((d: any) => d.Active).length === ids.length, 10_000, 'every client');
+    await eventually(async () => (await hub.op('device_list')).DeviceList.filter((d: any) => d.Active).length === ids.length, 10_000, 'every client');
 
     const get = async (path: string) => (await fetch(hub.base + path, { headers: { Authorization: `Bearer ${TOKEN}` } })).json() as Promise<any>;
     // One session per zone, as separate REST clients would have.
@@ -80,7 +81,7 @@ export async function measureSnapcastZones(options: { rounds?: number } = {}): P
       });
       const onsets: (number | undefined)[] = caps.map(() => undefined);
       const wanted = Array.from({ length: count }, (_, z) => clientsOf(z)).flat();
-      await waitFor(
+      await eventually(
         () => {
           for (const n of wanted) {
             if (onsets[n] !== undefined) continue;
@@ -101,10 +102,10 @@ export async function measureSnapcastZones(options: { rounds?: number } = {}): P
     /** Stops every zone (the hub's first session has no speakers of its own: its stop_play stops them all) and waits for quiet. */
     async function stopAll(): Promise<void> {
       await hub.op('stop_play');
-      await waitFor(async () => (await hub.op('playback_list')).PlaybackList.length === 0, 10_000, 'every zone stopped');
-      await waitFor(async () => (await env.status()).groups.every((g: any) => !POOL.slice(1).includes(g.stream_id)), 10_000, 'the pool released');
+      await eventually(async () => (await hub.op('playback_list')).PlaybackList.length === 0, 10_000, 'every zone stopped');
+      await eventually(async () => (await env.status()).groups.every((g: any) => !POOL.slice(1).includes(g.stream_id)), 10_000, 'the pool released');
       // Until every client has output 0.3 s of silence: the next onset is the next play's.
-      await waitFor(() => caps.every((c) => c.frames > 14_400 && c.firstLoud(c.frames - 14_400, 200) < 0), 10_000, 'every client silent');
+      await eventually(() => caps.every((c) => c.frames > 14_400 && c.firstLoud(c.frames - 14_400, 200) < 0), 10_000, 'every client silent');
     }
 
     const alone: ZoneSample[] = [];

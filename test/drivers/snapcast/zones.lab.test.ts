@@ -15,8 +15,9 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { MULTI_ZONE_LEAD_MS } from '../../../src/drivers/snapcast/feeder';
 import { snapcastDeviceId } from '../../../src/drivers/snapcast';
 import { labSuite } from '../../helpers/labs';
-import { fileSize, groupOf, HUB_STREAM, SAMPLE_FORMAT, SnapcastEnv, snapcastInstalled, waitFor } from './harness';
+import { fileSize, groupOf, HUB_STREAM, SAMPLE_FORMAT, SnapcastEnv, snapcastInstalled } from './harness';
 import { startSnapcastHub, toneWav, TOKEN, type SnapcastHub } from './hub';
+import { eventually } from '../../helpers/wait';
 
 const POOL = [HUB_STREAM, 'SpeakerHub2', 'SpeakerHub3'];
 const ANNOUNCE_STREAM = 'Announce';
@@ -96,7 +97,7 @@ suite('zones on one snapserver: a stream per zone', () => {
     const s = await session();
     const from = fileSize(file(n));
     expect(await s.op('play_hub_media_selected_speakers', { PersistentID: pids[`Zone ${z}`], DeviceIDList: ids[n - 1] })).toEqual({ Result: 'true' });
-    await waitFor(() => heard(n, from, ZONE_HZ[z - 1]) >= 10, 15_000, `zone ${z}'s tone on client ${n}`);
+    await eventually(() => heard(n, from, ZONE_HZ[z - 1]) >= 10, 15_000, `zone ${z}'s tone on client ${n}`);
     return s;
   }
   /** Snapserver's stream for client n's group. */
@@ -154,7 +155,7 @@ suite('zones on one snapserver: a stream per zone', () => {
   async function written(n: number, ms: number): Promise<void> {
     const from = fileSize(file(n));
     const bytes = Math.floor((SAMPLE_FORMAT.rate * ms) / 1000) * SAMPLE_FORMAT.bytesPerFrame;
-    await waitFor(() => fileSize(file(n)) - from >= bytes, ms + 10_000, `${ms} ms of output from client ${n}`);
+    await eventually(() => fileSize(file(n)) - from >= bytes, ms + 10_000, `${ms} ms of output from client ${n}`);
   }
 
   beforeAll(async () => {
@@ -171,14 +172,14 @@ suite('zones on one snapserver: a stream per zone', () => {
     t = await startSnapcastHub(env.address, media, { announceStream: ANNOUNCE_STREAM, zoneStreams: POOL.slice(1) });
     for (const id of clientIds) ids.push(snapcastDeviceId(env.address, id));
     for (const m of (await t.op('media_list')).MediaList) pids[m.Title] = m.PersistentID;
-    await waitFor(async () => (await t.op('device_list')).DeviceList.filter((d: any) => d.Active).length === 4, 10_000, 'four clients');
+    await eventually(async () => (await t.op('device_list')).DeviceList.filter((d: any) => d.Active).length === 4, 10_000, 'four clients');
   }, 60_000);
 
   afterEach(async () => {
     // The hub's first session has no speakers of its own: its stop_play stops every zone.
     await t.op('stop_play');
-    await waitFor(async () => (await t.op('playback_list')).PlaybackList.length === 0, 10_000, 'every zone stopped');
-    await waitFor(async () => (await env.status()).groups.every((g: any) => !POOL.includes(g.stream_id)), 10_000, 'the pool streams released');
+    await eventually(async () => (await t.op('playback_list')).PlaybackList.length === 0, 10_000, 'every zone stopped');
+    await eventually(async () => (await env.status()).groups.every((g: any) => !POOL.includes(g.stream_id)), 10_000, 'the pool streams released');
   });
 
   afterAll(async () => {
@@ -205,10 +206,10 @@ suite('zones on one snapserver: a stream per zone', () => {
 
     // Zone 2: a new play (another tone), a stop, a play again, an announcement, a ducked one.
     expect(await b.op('play_hub_media_selected_speakers', { PersistentID: pids['Zone 3'], DeviceIDList: ids[1] })).toEqual({ Result: 'true' });
-    await waitFor(() => heard(2, from[1], ZONE_HZ[2]) >= 10, 15_000, "zone 2's new tone on client 2");
+    await eventually(() => heard(2, from[1], ZONE_HZ[2]) >= 10, 15_000, "zone 2's new tone on client 2");
     expect(await b.op('stop_play')).toEqual({ Result: 'true' });
     const stopped = fileSize(file(2));
-    await waitFor(
+    await eventually(
       () =>
         levels(file(2), stopped, [ZONE_HZ[2]]).slice(-10).length === 10 &&
         levels(file(2), stopped, [ZONE_HZ[2]])
@@ -221,16 +222,16 @@ suite('zones on one snapserver: a stream per zone', () => {
     const a = await t.op('announce', { PersistentID: pids['Speech Tone'], DeviceIDList: ids[1] });
     expect(a).toMatchObject({ Result: 'true' });
     const announced = fileSize(file(2));
-    await waitFor(() => heard(2, announced, SPEECH_HZ) >= 20, 15_000, 'the announcement on client 2');
-    await waitFor(
+    await eventually(() => heard(2, announced, SPEECH_HZ) >= 20, 15_000, 'the announcement on client 2');
+    await eventually(
       async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done',
       30_000,
       'announcement done',
     );
-    await waitFor(() => heard(2, fileSize(file(2)) - 48_000 * 4, ZONE_HZ[1]) >= 10, 15_000, 'zone 2 back on client 2');
+    await eventually(() => heard(2, fileSize(file(2)) - 48_000 * 4, ZONE_HZ[1]) >= 10, 15_000, 'zone 2 back on client 2');
     const d = await t.op('announce', { PersistentID: pids['Speech Tone'], DeviceIDList: ids[1], Mode: 'duck', DuckLevel: '-20' });
     expect(d).toMatchObject({ Result: 'true' });
-    await waitFor(
+    await eventually(
       async () => (await t.op('announcement_status', { AnnouncementID: d.AnnouncementID })).State === 'done',
       30_000,
       'ducked announcement done',
@@ -265,14 +266,14 @@ suite('zones on one snapserver: a stream per zone', () => {
 
     // Zone 2 stops: its stream goes back to the pool, and client 4's zone gets it.
     expect(await zones[1].op('stop_play')).toEqual({ Result: 'true' });
-    await waitFor(async () => (await streamOf(2)) !== streams[1], 10_000, "client 2 off zone 2's stream");
+    await eventually(async () => (await streamOf(2)) !== streams[1], 10_000, "client 2 off zone 2's stream");
     const from4 = fileSize(file(4));
     expect(await fourth.op('play_hub_media_selected_speakers', { PersistentID: pids['Zone 4'], DeviceIDList: ids[3] })).toEqual({ Result: 'true' });
-    await waitFor(() => heard(4, from4, ZONE_HZ[3]) >= 10, 15_000, "zone 4's tone on client 4");
+    await eventually(() => heard(4, from4, ZONE_HZ[3]) >= 10, 15_000, "zone 4's tone on client 4");
     expect(await streamOf(4)).toBe(streams[1]);
     // An announcement in zone 3 meanwhile.
     const a = await zones[2].op('announce', { PersistentID: pids['Speech Tone'], DeviceIDList: ids[2] });
-    await waitFor(
+    await eventually(
       async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done',
       30_000,
       'announcement done',
@@ -304,20 +305,20 @@ suite('zones on one snapserver: a stream per zone', () => {
     const from = sizes();
     const a1 = await t.op('announce', { PersistentID: pids['Speech Tone'], DeviceIDList: ids[0] });
     expect(a1).toMatchObject({ Result: 'true' });
-    await waitFor(() => heard(1, from[0], SPEECH_HZ) >= 5, 15_000, 'the first announcement on client 1');
+    await eventually(() => heard(1, from[0], SPEECH_HZ) >= 5, 15_000, 'the first announcement on client 1');
     // The second starts while the first plays: the announcement stream is taken, so it gets a free zone stream.
     const a2 = await b.op('announce', { PersistentID: pids['Speech Two'], DeviceIDList: ids[1] });
     expect(a2).toMatchObject({ Result: 'true' });
     for (const a of [a1, a2])
-      await waitFor(
+      await eventually(
         async () => (await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State === 'done',
         30_000,
         'announcement done',
       );
     for (const a of [a1, a2]) expect((await t.op('announcement_status', { AnnouncementID: a.AnnouncementID })).Reason).toBeUndefined();
     // Each client: its own zone's music back, after its own announcement heard whole (3 s: 60 windows, a few short at the edges).
-    await waitFor(() => heard(1, fileSize(file(1)) - 48_000 * 4, ZONE_HZ[0]) >= 10, 15_000, 'zone 1 back on client 1');
-    await waitFor(() => heard(2, fileSize(file(2)) - 48_000 * 4, ZONE_HZ[1]) >= 10, 15_000, 'zone 2 back on client 2');
+    await eventually(() => heard(1, fileSize(file(1)) - 48_000 * 4, ZONE_HZ[0]) >= 10, 15_000, 'zone 1 back on client 1');
+    await eventually(() => heard(2, fileSize(file(2)) - 48_000 * 4, ZONE_HZ[1]) >= 10, 15_000, 'zone 2 back on client 2');
     const heardWhole = (n: number, hz: number, other: number) => ({
       client: n,
       own: heard(n, from[n - 1], hz) >= 56,

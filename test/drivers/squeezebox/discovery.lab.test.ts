@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { CLI, ensureBuilt, ROOT } from '../../helpers/cli';
 import { labSuite } from '../../helpers/labs';
 import { LAB_NETWORKS } from '../../helpers/lab-networks';
-import { squeezeliteInstalled, waitFor } from './harness';
+import { squeezeliteInstalled } from './harness';
+import { eventually } from '../../helpers/wait';
 
 function unavailable(): string | undefined {
   const missing = squeezeliteInstalled();
@@ -88,7 +89,7 @@ describeIf('Squeezebox discovery: a squeezelite without -s finds the hub', () =>
     procs.push(hub);
     hub.stdout!.on('data', (d) => (hubOut = (hubOut + String(d)).slice(-20_000)));
     hub.stderr!.on('data', (d) => (hubOut = (hubOut + String(d)).slice(-20_000)));
-    await waitFor(
+    await eventually(
       () => hubOut.includes('SlimProto server on port 3483'),
       30_000,
       () => `the hub's SlimProto server\n${hubOut}`,
@@ -99,7 +100,7 @@ describeIf('Squeezebox discovery: a squeezelite without -s finds the hub', () =>
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     procs.push(player);
-    await waitFor(
+    await eventually(
       () => hubOut.includes('squeezebox: player 02:00:00:5b:00:09 connected'),
       20_000,
       () => `the player on the hub\n${hubOut.slice(-3000)}`,

@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { encodeWav } from '../../../src/media/wav';
 
 /** The suites' shared helpers (test/helpers/net.ts), re-exported for this lab's tests. */
-import { freePort, waitFor } from '../../helpers/net';
+import { freePort } from '../../helpers/net';
 
-export { freePort, waitFor };
+export { freePort };
 
 /**
  * What every player outputs here: 44.1 kHz, 32-bit, stereo, little endian (`-a 32`). 32 bits

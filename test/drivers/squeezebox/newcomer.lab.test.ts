@@ -17,7 +17,8 @@ import type { AddressInfo } from 'node:net';
 import { encodeWav } from '../../../src/media/wav';
 import { cliResult, ensureBuilt, killAll, runCli, waitForBanner, within, type Cli } from '../../helpers/cli';
 import { labSuite } from '../../helpers/labs';
-import { freePort, squeezeliteInstalled, waitFor } from './harness';
+import { freePort, squeezeliteInstalled } from './harness';
+import { eventually } from '../../helpers/wait';
 
 const describeIf = labSuite('squeezelite on loopback', squeezeliteInstalled());
 
@@ -84,14 +85,14 @@ describeIf('Squeezebox for a newcomer: ffmpeg missing, volume across restarts', 
       expect(hub.stdout()).toMatch(
         /Warning: +ffmpeg is not installed: Squeezebox players cannot play anything until it is \(sudo apt install ffmpeg\)/,
       );
-      await waitFor(
+      await eventually(
         () => /ffmpeg is not installed/.test(hub.stdout() + hub.stderr()) && /"level":40/.test(hub.stdout()),
         5000,
         'the warning in the log',
       );
       const player = squeezelite('Kitchen', '00:01:02:03:04:51', slimPort);
       const token = readFileSync(path.join(data, 'api-token'), 'utf8').trim();
-      await waitFor(
+      await eventually(
         async () => (await cliResult(['speakers', '--url', url], { SPEAKERHUB_TOKEN: token })).stdout.includes('Kitchen'),
         20_000,
         () => `Kitchen in the speakers (${player.log().slice(-500)})`,
@@ -122,7 +123,7 @@ describeIf('Squeezebox for a newcomer: ffmpeg missing, volume across restarts', 
     const run = (...args: string[]) => cliResult([...args, '--url', url], { SPEAKERHUB_TOKEN: token }, 30_000);
     const player = squeezelite('Kitchen', '00:01:02:03:04:53', slimPort);
     try {
-      await waitFor(
+      await eventually(
         async () => (await run('speakers')).stdout.includes('Kitchen'),
         20_000,
         () => `Kitchen in the speakers (${player.log().slice(-500)})`,
@@ -150,7 +151,7 @@ describeIf('Squeezebox for a newcomer: ffmpeg missing, volume across restarts', 
     const volumeLine = async () => (await run('volume')).stdout.split('\n').find((l) => l.includes('Kitchen')) ?? '';
     const gains = () => [...player.log().matchAll(/audg gainL: (\d+)/g)].map((m) => Number(m[1]));
     try {
-      await waitFor(
+      await eventually(
         async () => (await volumeLine()) !== '',
         20_000,
         () => `Kitchen in the speakers (${player.log().slice(-500)})`,
@@ -158,7 +159,7 @@ describeIf('Squeezebox for a newcomer: ffmpeg missing, volume across restarts', 
       expect(await volumeLine()).toMatch(/\b20\b/);
       const set = await run('volume', 'Kitchen', '33');
       expect(set.code).toBe(0);
-      await waitFor(() => gains().length >= 2, 5000, 'the player taking the new volume');
+      await eventually(() => gains().length >= 2, 5000, 'the player taking the new volume');
       const gainAt33 = gains().at(-1)!;
       expect(gainAt33).not.toBe(gains()[0]);
       await stopHub(hub);
@@ -166,7 +167,7 @@ describeIf('Squeezebox for a newcomer: ffmpeg missing, volume across restarts', 
       ({ hub, url } = await startHub(data, slimPort));
       const before = gains().length;
       // squeezelite reconnects by itself; the hub sends it its volume at HELO.
-      await waitFor(
+      await eventually(
         () => gains().length > before,
         30_000,
         () => `the player's HELO after the restart (${player.log().slice(-500)})`,

@@ -9,19 +9,8 @@ import { Writable } from 'node:stream';
 import { createHub, type SpeakerHub } from '../../../src/hub';
 import { createLogger } from '../../../src/logger';
 import { labSuite } from '../../helpers/labs';
-import {
-  FRAME,
-  fileSize,
-  firstLoud,
-  freePort,
-  frequency,
-  loudness,
-  pulseWav,
-  squeezeliteInstalled,
-  SqueezelitePlayer,
-  toneWav,
-  waitFor,
-} from './harness';
+import { FRAME, fileSize, firstLoud, freePort, frequency, loudness, pulseWav, squeezeliteInstalled, SqueezelitePlayer, toneWav } from './harness';
+import { eventually } from '../../helpers/wait';
 
 const TOKEN = 'squeezebox-test-token-0123456789ab';
 /** The tones peak at 12000 (RMS ~8500 at full volume); silence is 0. */
@@ -49,7 +38,7 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
   const device = async (id: string) => (await op('device_list')).DeviceList.find((d: any) => d.DeviceID === id);
   /** Waits for a tone of about `hz` in what the player played after byte `from`. */
   async function expectTone(p: SqueezelitePlayer, from: number, hz: number, timeoutMs = 10_000): Promise<void> {
-    await waitFor(
+    await eventually(
       () => loudness(p.out, from) > AUDIBLE && fileSize(p.out) - from > 44100 * 4 && Math.abs(frequency(p.out, 0.3) - hz) < hz * 0.05,
       timeoutMs,
       () =>
@@ -112,8 +101,8 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
   });
 
   test('each player that connects is a speaker: name from -n, a stable DeviceID from its MAC, model and firmware from HELO', async () => {
-    await waitFor(async () => (await op('device_list')).DeviceList.filter((d: any) => d.Active).length === 3, 15_000, 'three active players');
-    await waitFor(
+    await eventually(async () => (await op('device_list')).DeviceList.filter((d: any) => d.Active).length === 3, 15_000, 'three active players');
+    await eventually(
       async () => (await op('device_list')).DeviceList.filter((d: any) => players.some((p) => p.name === d.DeviceName)).length === 3,
       5000,
       'names from -n',
@@ -140,7 +129,7 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
     expect((await op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
     expect((await device(ids[0])).IsPlaying).toBe(true);
     const t1 = Number((await op('playback_status')).TimeElapsed);
-    await waitFor(async () => Number((await op('playback_status')).TimeElapsed) > t1, 5000, 'TimeElapsed moving');
+    await eventually(async () => Number((await op('playback_status')).TimeElapsed) > t1, 5000, 'TimeElapsed moving');
   });
 
   test('volume changes the level the player plays at', async () => {
@@ -148,7 +137,7 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
     expect((await op('set_volume_device', { DeviceID: ids[0], Volume: '25' })).Result).toBe('true');
     await new Promise((r) => setTimeout(r, 1000)); // the FIFO holds 0.37 s of what was played before
     const from = fileSize(p.out);
-    await waitFor(() => fileSize(p.out) - from > 44100 * FRAME, 5000, 'a second of capture');
+    await eventually(() => fileSize(p.out) - from > 44100 * FRAME, 5000, 'a second of capture');
     const level = loudness(p.out, from);
     // 25 of 50 is −25 dB: about 1/18 of full scale.
     expect(level).toBeGreaterThan(200);
@@ -159,10 +148,10 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
   test('pause, resume and stop act on the player', async () => {
     const p = players[0];
     expect((await op('pause_play')).Result).toBe('true');
-    await waitFor(async () => (await device(ids[0])).IsPlaying === false, 5000, 'paused');
+    await eventually(async () => (await device(ids[0])).IsPlaying === false, 5000, 'paused');
     await new Promise((r) => setTimeout(r, 800));
     let from = fileSize(p.out);
-    await waitFor(() => fileSize(p.out) - from > 44100 * FRAME, 5000, 'a second of capture');
+    await eventually(() => fileSize(p.out) - from > 44100 * FRAME, 5000, 'a second of capture');
     expect(loudness(p.out, from)).toBeLessThan(50);
     const paused = Number((await op('playback_status')).TimeElapsed);
     expect((await op('resume_hub_media_selected_speakers', { PersistentID: pids['Hub Tone'], DeviceIDList: ids[0] })).Result).toBe('true');
@@ -170,10 +159,10 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
     await expectTone(p, from, 880);
     expect(Number((await op('playback_status')).TimeElapsed)).toBeGreaterThanOrEqual(paused);
     expect((await op('stop_play')).Result).toBe('true');
-    await waitFor(async () => (await device(ids[0])).IsPlaying === false, 5000, 'stopped');
+    await eventually(async () => (await device(ids[0])).IsPlaying === false, 5000, 'stopped');
     await new Promise((r) => setTimeout(r, 800));
     from = fileSize(p.out);
-    await waitFor(() => fileSize(p.out) - from > 44100 * FRAME, 5000, 'a second of capture');
+    await eventually(() => fileSize(p.out) - from > 44100 * FRAME, 5000, 'a second of capture');
     expect(loudness(p.out, from)).toBeLessThan(50);
   });
 
@@ -182,8 +171,8 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
     await op('set_volume_device', { DeviceID: ids[1], Volume: '50' });
     const from = fileSize(p.out);
     expect((await op('play_tts_selected_speakers', { Text: 'Dinner is ready.', DeviceIDList: ids[1] })).Result).toBe('true');
-    await waitFor(() => loudness(p.out, from) > AUDIBLE, 15_000, 'speech in the capture');
-    await waitFor(async () => (await op('playback_status')).PlaybackState === 'PlayerStateStopped', 20_000, 'TTS ended');
+    await eventually(() => loudness(p.out, from) > AUDIBLE, 15_000, 'speech in the capture');
+    await eventually(async () => (await op('playback_status')).PlaybackState === 'PlayerStateStopped', 20_000, 'TTS ended');
   });
 
   test('web media plays on a player (the hub fetches and decodes it)', async () => {
@@ -223,7 +212,7 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
     for (const id of ids) await op('set_volume_device', { DeviceID: id, Volume: '50' });
     const from = players.map((p) => fileSize(p.out));
     expect((await op('play_hub_media_party_mode', { PersistentID: pids['Pulses'] })).Result).toBe('true');
-    await waitFor(() => players.every((p, i) => pulses(p, from[i], 3).length === 3), 15_000, 'three pulses from every player');
+    await eventually(() => players.every((p, i) => pulses(p, from[i], 3).length === 3), 15_000, 'three pulses from every player');
     const first = players.map((p, i) => pulses(p, from[i], 1)[0]);
     const skew = Math.max(...first) - Math.min(...first);
     console.log(
@@ -244,8 +233,8 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
     expect(ann.AnnouncementID).toBeDefined();
     await expectTone(b, fromB, 660);
     // The others went on with the music meanwhile.
-    await waitFor(() => pulses(a, fromA, 2).length === 2, 5000, 'a plays on');
-    await waitFor(
+    await eventually(() => pulses(a, fromA, 2).length === 2, 5000, 'a plays on');
+    await eventually(
       async () => (await op('announcement_status', { AnnouncementID: ann.AnnouncementID })).State === 'done',
       20_000,
       'announcement done',
@@ -254,7 +243,7 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
     const after = [a, b, c].map((p) => fileSize(p.out));
     // b plays at 40 again: its pulses peak at ~4500 (−10 dB).
     const thresholds = [11_000, 3000, 11_000];
-    await waitFor(() => [a, b, c].every((p, i) => pulses(p, after[i], 3, thresholds[i]).length === 3), 15_000, 'pulses from every player again');
+    await eventually(() => [a, b, c].every((p, i) => pulses(p, after[i], 3, thresholds[i]).length === 3), 15_000, 'pulses from every player again');
     // In sync again: the same pulse heard at about the same time on b as on a and c.
     const pa = pulses(a, after[0], 3);
     const pb = pulses(b, after[1], 3, 3000);
@@ -275,18 +264,18 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
   test('a player killed mid-play is reported inactive, the others play on; restarted it is back with the same ID and rejoins in sync', async () => {
     const [a, b, c] = players;
     await b.kill();
-    await waitFor(async () => (await device(ids[1])).Active === false, 5000, 'b inactive');
+    await eventually(async () => (await device(ids[1])).Active === false, 5000, 'b inactive');
     const fromA = fileSize(a.out);
     const fromC = fileSize(c.out);
-    await waitFor(() => pulses(a, fromA, 2).length === 2 && pulses(c, fromC, 2).length === 2, 5000, 'a and c play on');
+    await eventually(() => pulses(a, fromA, 2).length === 2 && pulses(c, fromC, 2).length === 2, 5000, 'a and c play on');
     await b.start();
-    await waitFor(async () => (await device(ids[1])).Active === true, 15_000, 'b back');
+    await eventually(async () => (await device(ids[1])).Active === true, 15_000, 'b back');
     const list = (await op('device_list')).DeviceList;
     expect(list.filter((d: any) => d.DeviceName === b.name).map((d: any) => d.DeviceID)).toEqual([ids[1]]);
     expect(logs.some((l) => l.includes('disconnected'))).toBe(true);
     // The party play takes it back (at its own volume, 40: pulses ~4500), in step with the others.
     const [ra, rb] = [fileSize(a.out), fileSize(b.out)];
-    await waitFor(() => pulses(b, rb, 3, 3000).length === 3 && pulses(a, ra, 4).length === 4, 15_000, 'b playing the party again');
+    await eventually(() => pulses(b, rb, 3, 3000).length === 3 && pulses(a, ra, 4).length === 4, 15_000, 'b playing the party again');
     const off = offsetMs(a, ra, b, rb, 3000);
     console.log(`squeezebox rejoin offset after a restart: ${off.toFixed(1)} ms`);
     expect(off).toBeLessThan(150);
@@ -295,11 +284,11 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
   test('a player removed from the session stops, the others play on; added again it joins the running play in sync', async () => {
     const [a, b] = players;
     expect((await op('remove_device_from_session', { DeviceID: ids[1] })).Result).toBe('true');
-    await waitFor(async () => (await device(ids[1])).IsPlaying === false, 5000, 'b stopped');
+    await eventually(async () => (await device(ids[1])).IsPlaying === false, 5000, 'b stopped');
     expect((await device(ids[0])).IsPlaying).toBe(true);
     expect((await op('add_device_to_session', { DeviceID: ids[1] })).Result).toBe('true');
     const [ra, rb] = [fileSize(a.out), fileSize(b.out)];
-    await waitFor(() => pulses(b, rb, 3, 3000).length === 3 && pulses(a, ra, 4).length === 4, 15_000, 'b joined');
+    await eventually(() => pulses(b, rb, 3, 3000).length === 3 && pulses(a, ra, 4).length === 4, 15_000, 'b joined');
     const off = offsetMs(a, ra, b, rb, 3000);
     console.log(`squeezebox join offset (add_device_to_session): ${off.toFixed(1)} ms`);
     expect(off).toBeLessThan(150);
@@ -335,7 +324,7 @@ describeIf('Squeezebox driver against three real squeezelite players', () => {
     expect(logs.some((l) => l.includes('no HELO within 1000 ms'))).toBe(true);
 
     const flood = await Promise.all(Array.from({ length: 1000 }, () => rawClient().catch(() => undefined)));
-    await waitFor(() => logs.some((l) => l.includes('connections are open already')), 5000, 'the refusal line');
+    await eventually(() => logs.some((l) => l.includes('connections are open already')), 5000, 'the refusal line');
     expect(logs.filter((l) => l.includes('connections are open already')).length).toBe(1);
     for (const f of flood) f?.sock.destroy();
     // The players stayed connected and still play.

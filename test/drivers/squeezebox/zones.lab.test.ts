@@ -11,8 +11,9 @@ import { createHub, type SpeakerHub } from '../../../src/hub';
 import { createLogger } from '../../../src/logger';
 import { encodeWav } from '../../../src/media/wav';
 import { labSuite } from '../../helpers/labs';
-import { fileSize, firstLoud, freePort, RATE, samples, squeezeliteInstalled, SqueezelitePlayer, toneWav, waitFor } from './harness';
+import { fileSize, firstLoud, freePort, RATE, samples, squeezeliteInstalled, SqueezelitePlayer, toneWav } from './harness';
 import { lowWindows, steppedTone, strongest } from './tones';
+import { eventually } from '../../helpers/wait';
 
 const TOKEN = 'squeezebox-zones-token-0123456789';
 const A_HZ = 440;
@@ -49,7 +50,7 @@ describeIf('Squeezebox zones: one sync group per zone, on real squeezelite playe
     return strongest(samples(p.out, Math.max(0, size - Math.round(RATE * 0.3) * 8)), RATE, freqs);
   }
   async function expectHears(p: SqueezelitePlayer, hz: number, freqs = TONES): Promise<void> {
-    await waitFor(
+    await eventually(
       () => {
         const h = hearing(p, freqs);
         return h.hz === hz && h.amplitude > HEARD;
@@ -102,7 +103,11 @@ describeIf('Squeezebox zones: one sync group per zone, on real squeezelite playe
       ['Zone A One', 'Zone A Two', 'Zone B'].map((name, i) => SqueezelitePlayer.create(name, `02:00:00:5c:00:0${i + 1}`, port)),
     );
     for (const p of players) await p.start();
-    await waitFor(async () => (await op(admin, 'device_list')).DeviceList.filter((d: any) => d.Active).length === 3, 15_000, 'three active players');
+    await eventually(
+      async () => (await op(admin, 'device_list')).DeviceList.filter((d: any) => d.Active).length === 3,
+      15_000,
+      'three active players',
+    );
     const list = (await op(admin, 'device_list')).DeviceList;
     for (const p of players) ids.push(list.find((d: any) => d.MacAddress === p.mac.toUpperCase()).DeviceID);
     for (const id of ids) expect((await op(admin, 'set_volume_device', { DeviceID: id, Volume: '50' })).Result).toBe('true');
@@ -142,12 +147,12 @@ describeIf('Squeezebox zones: one sync group per zone, on real squeezelite playe
   test('a stop and a new play in zone B leave zone A playing without a gap', async () => {
     const mark = [0, 1].map((i) => fileSize(players[i].out));
     expect((await op(sessionB, 'stop_play')).Result).toBe('true');
-    await waitFor(() => hearing(players[2], TONES).amplitude < 200, 10_000, 'zone B silent');
+    await eventually(() => hearing(players[2], TONES).amplitude < 200, 10_000, 'zone B silent');
     expect((await op(sessionB, 'play_hub_media_selected_speakers', { PersistentID: pids['Zone B Next'], DeviceIDList: ids[2] })).Result).toBe('true');
     await expectHears(players[2], B_NEXT_HZ);
     expect((await op(sessionA, 'playback_status')).PlaybackState).toBe('PlayerStatePlaying');
     // At least 2 s of zone A's capture since the mark, the stop and the new play within it.
-    await waitFor(() => [0, 1].every((i) => fileSize(players[i].out) - mark[i] > RATE * 8 * 2), 5000, 'two seconds of zone A');
+    await eventually(() => [0, 1].every((i) => fileSize(players[i].out) - mark[i] > RATE * 8 * 2), 5000, 'two seconds of zone A');
     // Every 50 ms of zone A's players meanwhile (the pacer writes silence when a player gives nothing) holds A's tone, and only it.
     for (const i of [0, 1]) {
       const s = samples(players[i].out, mark[i]);
@@ -162,14 +167,14 @@ describeIf('Squeezebox zones: one sync group per zone, on real squeezelite playe
     // Before zones, a start of the same URL near a group's position joined that group (at its
     // position, seconds in); a zone of its own starts at 0, whose pitch is the first step's.
     expect((await op(sessionB, 'stop_play')).Result).toBe('true');
-    await waitFor(() => hearing(players[2], TONES).amplitude < 200, 10_000, 'zone B silent');
+    await eventually(() => hearing(players[2], TONES).amplitude < 200, 10_000, 'zone B silent');
     const fromB = fileSize(players[2].out);
     expect(
       (await op(sessionA, 'play_hub_media_selected_speakers', { PersistentID: pids['Steps'], DeviceIDList: `${ids[0]},${ids[1]}` })).Result,
     ).toBe('true');
     expect((await op(sessionB, 'play_hub_media_selected_speakers', { PersistentID: pids['Steps'], DeviceIDList: ids[2] })).Result).toBe('true');
     let onset = -1;
-    await waitFor(
+    await eventually(
       () => {
         onset = firstLoud(players[2].out, fromB, 3000);
         return onset >= 0 && fileSize(players[2].out) - onset > RATE * 8 * 0.5;
@@ -185,8 +190,8 @@ describeIf('Squeezebox zones: one sync group per zone, on real squeezelite playe
     // A stop in zone A leaves zone B's group playing on.
     const markB = fileSize(players[2].out);
     expect((await op(sessionA, 'stop_play')).Result).toBe('true');
-    await waitFor(() => hearing(players[0], STEPS).amplitude < 200 && hearing(players[1], STEPS).amplitude < 200, 10_000, 'zone A silent');
-    await waitFor(() => fileSize(players[2].out) - markB > RATE * 8 * 1.5, 5000, 'more of zone B');
+    await eventually(() => hearing(players[0], STEPS).amplitude < 200 && hearing(players[1], STEPS).amplitude < 200, 10_000, 'zone A silent');
+    await eventually(() => fileSize(players[2].out) - markB > RATE * 8 * 1.5, 5000, 'more of zone B');
     const b = samples(players[2].out, markB);
     const gaps = b.length ? lowRms(b, 1500) : [0];
     expect(gaps).toEqual([]);

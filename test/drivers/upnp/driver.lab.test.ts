@@ -12,8 +12,8 @@ import { MEDIA_RENDERER } from '../../../src/drivers/upnp/description';
 import type { UpnpSpeaker } from '../../../src/drivers/upnp/renderer';
 import type { SsdpAlive } from '../../../src/drivers/upnp/ssdp';
 import { createLogger } from '../../../src/logger';
-import { eventually } from '../../helpers/hub';
 import { FakeRenderer, UDN } from './fake-renderer';
+import { eventually } from '../../helpers/wait';
 
 const logger = createLogger({ level: 'silent' });
 

@@ -7,8 +7,8 @@
  */
 import { labUnavailableReason, MEDIA, UpnpLab, type HubProcess, type Renderer } from './lab';
 import { LAB_NETWORKS } from '../../helpers/lab-networks';
-import { eventually, sleep } from './processes';
 import { labSuite } from '../../helpers/labs';
+import { eventually, sleep } from '../../helpers/wait';
 
 const suite = labSuite('the UPnP lab (gmediarender in network namespaces)', labUnavailableReason());
 

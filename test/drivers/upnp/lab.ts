@@ -10,7 +10,8 @@ import { parseTime } from '../../../src/drivers/upnp/didl';
 import { encodeWav } from '../../../src/media/wav';
 import { LAB_NETWORKS } from '../../helpers/lab-networks';
 import { Lan, LAN_IFNAME, lanUnavailableReason, type LanHost } from './lan';
-import { JsonLines, sleep, terminate } from './processes';
+import { JsonLines, terminate } from './processes';
+import { sleep } from '../../helpers/wait';
 
 /**
  * The UPnP test lab: a private LAN (lan.ts) with real gmediarender renderers, a web server

@@ -67,22 +67,3 @@ export async function terminate(child: ChildProcess, signal: NodeJS.Signals = 'S
   await exited(child);
   clearTimeout(timer);
 }
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** Polls check() until it is truthy, or fails after timeoutMs naming what it waited for. */
-export async function eventually<T>(check: () => T | Promise<T>, timeoutMs: number, what: string, stepMs = 100): Promise<NonNullable<T>> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v as NonNullable<T>;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
-    await sleep(stepMs);
-  }
-}

@@ -4,7 +4,7 @@ import { didlLite, parseTime } from '../../../src/drivers/upnp/didl';
 import { GenaServer, GenaSubscription, parseLastChange } from '../../../src/drivers/upnp/gena';
 import { createLogger } from '../../../src/logger';
 import { MEDIA, UpnpLab, type Renderer } from './lab';
-import { eventually, sleep } from './processes';
+import { eventually, sleep } from '../../helpers/wait';
 
 /**
  * Measures, on the lab's real renderers:

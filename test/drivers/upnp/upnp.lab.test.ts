@@ -5,9 +5,9 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { labUnavailableReason, MEDIA, UpnpLab, type HubProcess, type Renderer } from './lab';
-import { eventually, sleep } from './processes';
 import { measureUpnpSkew } from './skew';
 import { labSuite } from '../../helpers/labs';
+import { eventually, sleep } from '../../helpers/wait';
 
 const suite = labSuite('the UPnP lab (gmediarender in network namespaces)', labUnavailableReason());
 

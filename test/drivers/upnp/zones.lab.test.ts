@@ -11,8 +11,8 @@ import { encodeWav } from '../../../src/media/wav';
 import { labSuite } from '../../helpers/labs';
 import { lowWindows, strongest, watchGrowth } from '../squeezebox/tones';
 import { labUnavailableReason, MEDIA, UpnpLab, type Renderer } from './lab';
-import { eventually } from './processes';
 import { LAB_NETWORKS } from '../../helpers/lab-networks';
+import { eventually } from '../../helpers/wait';
 
 const suite = labSuite('the UPnP lab (gmediarender in network namespaces)', labUnavailableReason());
 

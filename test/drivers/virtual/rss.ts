@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ensureBuilt } from '../upnp/lab';
-import { JsonLines, eventually, terminate } from '../upnp/processes';
+import { JsonLines, terminate } from '../upnp/processes';
+import { eventually } from '../../helpers/wait';
 
 /**
  * Memory of virtual speakers' downloads (issue 7, item 6), measured in a child hub

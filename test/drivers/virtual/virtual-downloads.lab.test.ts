@@ -3,8 +3,8 @@
  * download shared by every virtual speaker of a play, and checked to be audio.
  */
 import { startHub, type TestHub, virtualOf } from '../../helpers/hub';
-import { eventually } from '../upnp/processes';
 import { bigFileServer, measureDownloadRss, type BigFileServer } from './rss';
+import { eventually } from '../../helpers/wait';
 
 const MiB = 1024 * 1024;
 const BIG = 300 * MiB;
