@@ -8,6 +8,7 @@ import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { Lan, LAN_IFNAME, lanUnavailableReason } from '../drivers/upnp/lan';
 import { ensureBuilt } from '../drivers/upnp/lab';
 import { JsonLines, terminate } from '../drivers/upnp/processes';
+import { sine } from '../helpers/audio';
 
 /**
  * The DLNA lab: a private LAN of network namespaces (test/drivers/upnp/lan.ts, prefix shdl, subnet
@@ -291,11 +292,7 @@ function envNetwork(): { prefix: string; subnet: string } | undefined {
   return m ? { prefix: m[1], subnet: m[2] } : undefined;
 }
 
-function tone(seconds: number, hz: number, rate = 22050): Int16Array {
-  const samples = new Int16Array(Math.round(seconds * rate));
-  for (let i = 0; i < samples.length; i++) samples[i] = Math.round(Math.sin((2 * Math.PI * hz * i) / rate) * 12000);
-  return samples;
-}
+const tone = (seconds: number, hz: number) => sine(seconds, hz, 22050);
 
 function makeMedia(dir: string): void {
   execFileSync('mkdir', ['-p', dir]);

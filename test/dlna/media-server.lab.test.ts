@@ -9,6 +9,7 @@ import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { JsonLines } from '../drivers/upnp/processes';
 import { DlnaLab, http, labUnavailableReason, REPO, type LabHub } from './lab';
 import { eventually } from '../helpers/wait';
+import { sine } from '../helpers/audio';
 
 /**
  * The hub's library as a UPnP AV MediaServer (issue 28), against control points no one here
@@ -41,11 +42,7 @@ type CpLine = {
   location?: string;
 };
 
-function tone(seconds: number, hz: number, rate = 8000): Int16Array {
-  const s = new Int16Array(Math.round(seconds * rate));
-  for (let i = 0; i < s.length; i++) s[i] = Math.round(Math.sin((2 * Math.PI * hz * i) / rate) * 8000);
-  return s;
-}
+const tone = (seconds: number, hz: number) => sine(seconds, hz, 8000, 8000);
 
 /** Tracks beside the lab's own: two bands, three albums, a title that needs escaping, and an MP3 with a cover. */
 function addLibrary(dir: string): void {

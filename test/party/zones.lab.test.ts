@@ -22,7 +22,7 @@ import { createLogger } from '../../src/logger';
 import { labSuite } from '../helpers/labs';
 import * as snap from '../drivers/snapcast/harness';
 import * as sb from '../drivers/squeezebox/harness';
-import { lowWindows, strongest, toneWindows } from '../drivers/squeezebox/tones';
+import { lowWindows, strongest, toneWindows } from '../helpers/audio';
 import { SNAP_RATE, StampedCapture } from './stamped-capture';
 import { eventually } from '../helpers/wait';
 

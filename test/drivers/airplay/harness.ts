@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LAB_NETWORKS } from '../../helpers/lab-networks';
 import { eventually } from '../../helpers/wait';
+import { toneAmplitude } from '../../helpers/audio';
 
 /**
  * Real shairport-sync receivers, each in its own network namespace `ap-<pid>-N` with its own
@@ -212,18 +213,7 @@ export function analyse(pcm: Buffer, freqs: number[]): { rms: number; power: Rec
     sum += x[i] * x[i];
   }
   const power: Record<number, number> = {};
-  for (const f of freqs) {
-    const k = (2 * Math.PI * f) / 44100;
-    const c = 2 * Math.cos(k);
-    let s1 = 0;
-    let s2 = 0;
-    for (let i = 0; i < n; i++) {
-      const s0 = x[i] + c * s1 - s2;
-      s2 = s1;
-      s1 = s0;
-    }
-    power[f] = Math.sqrt(s1 * s1 + s2 * s2 - c * s1 * s2) / (n / 2 || 1);
-  }
+  for (const f of freqs) power[f] = toneAmplitude(x, 44100, f);
   return { rms: Math.sqrt(sum / (n || 1)), power };
 }
 

@@ -10,7 +10,7 @@ import type { AirPlayDriver } from '../../../src/drivers/airplay/driver';
 import { encodeWav } from '../../../src/media/wav';
 import { labSuite } from '../../helpers/labs';
 import { startHub, type TestHub } from '../../helpers/hub';
-import { lowWindows, steppedTone, strongest, watchGrowth } from '../squeezebox/tones';
+import { lowWindows, steppedTone, strongest, watchGrowth, lowRms } from '../../helpers/audio';
 import { ReceiverLab, canRunReceivers, until, type Receiver } from './harness';
 
 const describeIf = labSuite(
@@ -221,23 +221,11 @@ describeIf('AirPlay zones: one RAOP stream per zone, on real shairport-sync rece
     expect((await op(sessionA, 'stop_play')).Result).toBe('true');
     await until('zone A stopped', async () => (await zones()).length === 1);
     await until('more of zone B', () => lab.capturedBytes(rx[2]) - markB > 1.5 * BYTES_PER_S, 10_000);
-    expect(lowRms(left(lab.captured(rx[2]), markB), 1500)).toEqual([]);
+    expect(lowRms(left(lab.captured(rx[2]), markB), RATE, 1500)).toEqual([]);
     expect((await op(sessionB, 'playback_status')).PlaybackState).toBe('PlayerStatePlaying');
     await op(sessionB, 'stop_play');
   });
 });
-
-/** 50 ms windows (their indexes) whose RMS is below `min`: gaps, whatever the pitch (the steps change it). */
-function lowRms(s: Int16Array, min: number): number[] {
-  const n = Math.round(RATE * 0.05);
-  const out: number[] = [];
-  for (let i = 0, w = 0; i + n <= s.length; i += n, w++) {
-    let sum = 0;
-    for (let j = i; j < i + n; j++) sum += s[j] * s[j];
-    if (Math.sqrt(sum / n) < min) out.push(w);
-  }
-  return out;
-}
 
 /**
  * When the bytes of a capture arrived (polled every ms, as skew.ts does): timeOf(offset) is the

@@ -10,6 +10,7 @@ import { encodeWav } from '../../../src/media/wav';
 /** The suites' shared helpers (test/helpers/net.ts), re-exported for this lab's tests. */
 import { freePort } from '../../helpers/net';
 import { eventually } from '../../helpers/wait';
+import { sine } from '../../helpers/audio';
 
 export { freePort };
 
@@ -26,7 +27,7 @@ export function mpdInstalled(): string | undefined {
 
 /** A mono 16-bit sine WAV. */
 export function toneWav(seconds: number, freq: number, title: string, rate = 22050): Buffer {
-  const samples = new Int16Array(Math.round(rate * seconds)).map((_, i) => Math.round(12000 * Math.sin((2 * Math.PI * freq * i) / rate)));
+  const samples = sine(seconds, freq, rate);
   return encodeWav(samples, rate, { title, artist: 'MPD Test', album: 'MPD Test' });
 }
 

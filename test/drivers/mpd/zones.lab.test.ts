@@ -13,7 +13,7 @@ import { Writable } from 'node:stream';
 import { createHub, type SpeakerHub } from '../../../src/hub';
 import { createLogger } from '../../../src/logger';
 import { labSuite } from '../../helpers/labs';
-import { lowWindows, strongest, watchGrowth } from '../squeezebox/tones';
+import { lowWindows, strongest, watchGrowth } from '../../helpers/audio';
 import { fileSize, MpdLab, mpdInstalled, mpdStatus, RATE, toneWav } from './harness';
 import { eventually } from '../../helpers/wait';
 

@@ -5,6 +5,7 @@ import { snapcastDeviceId } from '../../../src/drivers/snapcast';
 import { freePort, SAMPLE_FORMAT, SnapcastEnv } from './harness';
 import { startSnapcastHub, toneWav } from './hub';
 import { eventually } from '../../helpers/wait';
+import { leftChannel, toneAmplitude } from '../../helpers/audio';
 
 /**
  * Announce-to-first-speech on a real snapclient, Mode duck against Mode interrupt (issue 21),
@@ -26,16 +27,7 @@ export interface DuckLatencyResult {
 }
 
 function amplitude(block: Buffer, hz: number): number {
-  const n = Math.floor(block.length / SAMPLE_FORMAT.bytesPerFrame);
-  const coeff = 2 * Math.cos((2 * Math.PI * hz) / SAMPLE_FORMAT.rate);
-  let s1 = 0;
-  let s2 = 0;
-  for (let i = 0; i < n; i++) {
-    const s = block.readInt16LE(i * SAMPLE_FORMAT.bytesPerFrame) + coeff * s1 - s2;
-    s2 = s1;
-    s1 = s;
-  }
-  return (2 * Math.sqrt(Math.max(0, s1 * s1 + s2 * s2 - coeff * s1 * s2))) / Math.max(1, n);
+  return toneAmplitude(leftChannel(block, SAMPLE_FORMAT.bytesPerFrame), SAMPLE_FORMAT.rate, hz);
 }
 
 export async function measureDuckLatency(options: { rounds?: number } = {}): Promise<DuckLatencyResult> {

@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { openSync, readSync, readFileSync, closeSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { snapcastDeviceId } from '../../../src/drivers/snapcast';
 import { fileSize, freePort, groupOf, HUB_STREAM, OTHER_STREAM, SAMPLE_FORMAT, SnapcastEnv, snapcastInstalled } from './harness';
 import { startSnapcastHub, toneWav, type SnapcastHub } from './hub';
@@ -17,6 +17,7 @@ import { labSuite } from '../../helpers/labs';
 import { encodeWav } from '../../../src/media/wav';
 import { voicePlacementDb } from '../../../src/media/duck-mix';
 import { eventually } from '../../helpers/wait';
+import { captureFrom, leftChannel, toneAmplitude } from '../../helpers/audio';
 
 const ANNOUNCE_STREAM = 'Announce';
 const MUSIC_HZ = 440;
@@ -31,31 +32,11 @@ jest.setTimeout(90_000);
 
 /** Per 50 ms window of a client's output from byte `from`: the amplitude of each tone (left channel, Goertzel). */
 function bands(file: string, from: number): { music: number; chime: number; speech: number; next: number }[] {
-  const size = fileSize(file);
-  const start = from - (from % SAMPLE_FORMAT.bytesPerFrame);
-  if (size <= start) return [];
-  const pcm = Buffer.alloc(size - start);
-  const fd = openSync(file, 'r');
-  try {
-    readSync(fd, pcm, 0, pcm.length, start);
-  } finally {
-    closeSync(fd);
-  }
-  const amp = (o: number, hz: number) => {
-    const w = (2 * Math.PI * hz) / SAMPLE_FORMAT.rate;
-    const coeff = 2 * Math.cos(w);
-    let s1 = 0;
-    let s2 = 0;
-    for (let i = 0; i < WINDOW; i++) {
-      const s = pcm.readInt16LE(o + i * SAMPLE_FORMAT.bytesPerFrame) + coeff * s1 - s2;
-      s2 = s1;
-      s1 = s;
-    }
-    return (2 * Math.sqrt(Math.max(0, s1 * s1 + s2 * s2 - coeff * s1 * s2))) / WINDOW;
-  };
+  const s = leftChannel(captureFrom(file, from, SAMPLE_FORMAT.bytesPerFrame), SAMPLE_FORMAT.bytesPerFrame);
+  const amp = (i: number, hz: number) => toneAmplitude(s, SAMPLE_FORMAT.rate, hz, i, WINDOW);
   const out: { music: number; chime: number; speech: number; next: number }[] = [];
-  for (let o = 0; o + WINDOW * SAMPLE_FORMAT.bytesPerFrame <= pcm.length; o += WINDOW * SAMPLE_FORMAT.bytesPerFrame) {
-    out.push({ music: amp(o, MUSIC_HZ), chime: amp(o, CHIME_HZ), speech: amp(o, SPEECH_HZ), next: amp(o, NEXT_HZ) });
+  for (let i = 0; i + WINDOW <= s.length; i += WINDOW) {
+    out.push({ music: amp(i, MUSIC_HZ), chime: amp(i, CHIME_HZ), speech: amp(i, SPEECH_HZ), next: amp(i, NEXT_HZ) });
   }
   return out;
 }

@@ -7,6 +7,7 @@ import { SnapcastDriver, SnapcastConfigSchema } from '../../../src/drivers/snapc
 import { createHub, type SpeakerHub } from '../../../src/hub';
 import { createLogger } from '../../../src/logger';
 import { encodeWav } from '../../../src/media/wav';
+import { sine } from '../../helpers/audio';
 
 export const TOKEN = 'snapcast-test-token-0123456789';
 
@@ -23,7 +24,7 @@ export interface SnapcastHub {
 
 /** A mono 16-bit sine, `seconds` long, loud enough to find in a client's output. */
 export function toneWav(seconds: number, freq: number, title: string, rate = 22050): Buffer {
-  const samples = new Int16Array(Math.round(rate * seconds)).map((_, i) => Math.round(12000 * Math.sin((2 * Math.PI * freq * i) / rate)));
+  const samples = sine(seconds, freq, rate);
   return encodeWav(samples, rate, { title, artist: 'Snapcast Test', album: 'Snapcast Test' });
 }
 

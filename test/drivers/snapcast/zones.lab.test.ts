@@ -9,7 +9,7 @@
  *
  * Tones are told apart per 50 ms window with a Goertzel filter at each zone's frequency.
  */
-import { closeSync, copyFileSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { MULTI_ZONE_LEAD_MS } from '../../../src/drivers/snapcast/feeder';
@@ -18,6 +18,7 @@ import { labSuite } from '../../helpers/labs';
 import { fileSize, groupOf, HUB_STREAM, SAMPLE_FORMAT, SnapcastEnv, snapcastInstalled } from './harness';
 import { startSnapcastHub, toneWav, TOKEN, type SnapcastHub } from './hub';
 import { eventually } from '../../helpers/wait';
+import { captureFrom, leftChannel, toneAmplitude } from '../../helpers/audio';
 
 const POOL = [HUB_STREAM, 'SpeakerHub2', 'SpeakerHub3'];
 const ANNOUNCE_STREAM = 'Announce';
@@ -41,33 +42,9 @@ jest.setTimeout(120_000);
 
 /** Per 50 ms window of a client's output from byte `from`: the amplitude of each frequency (left channel, Goertzel). */
 function levels(file: string, from: number, hzs: number[]): number[][] {
-  const size = fileSize(file);
-  const start = from - (from % SAMPLE_FORMAT.bytesPerFrame);
-  if (size <= start) return [];
-  const pcm = Buffer.alloc(size - start);
-  const fd = openSync(file, 'r');
-  try {
-    readSync(fd, pcm, 0, pcm.length, start);
-  } finally {
-    closeSync(fd);
-  }
+  const s = leftChannel(captureFrom(file, from, SAMPLE_FORMAT.bytesPerFrame), SAMPLE_FORMAT.bytesPerFrame);
   const out: number[][] = [];
-  const step = WINDOW * SAMPLE_FORMAT.bytesPerFrame;
-  for (let o = 0; o + step <= pcm.length; o += step) {
-    out.push(
-      hzs.map((hz) => {
-        const coeff = 2 * Math.cos((2 * Math.PI * hz) / SAMPLE_FORMAT.rate);
-        let s1 = 0;
-        let s2 = 0;
-        for (let i = 0; i < WINDOW; i++) {
-          const s = pcm.readInt16LE(o + i * SAMPLE_FORMAT.bytesPerFrame) + coeff * s1 - s2;
-          s2 = s1;
-          s1 = s;
-        }
-        return (2 * Math.sqrt(Math.max(0, s1 * s1 + s2 * s2 - coeff * s1 * s2))) / WINDOW;
-      }),
-    );
-  }
+  for (let i = 0; i + WINDOW <= s.length; i += WINDOW) out.push(hzs.map((hz) => toneAmplitude(s, SAMPLE_FORMAT.rate, hz, i, WINDOW)));
   return out;
 }
 

@@ -7,6 +7,7 @@ import { encodeWav } from '../../../src/media/wav';
 
 /** The suites' shared helpers (test/helpers/net.ts), re-exported for this lab's tests. */
 import { freePort } from '../../helpers/net';
+import { sine } from '../../helpers/audio';
 
 export { freePort };
 
@@ -27,7 +28,7 @@ export function squeezeliteInstalled(): string | undefined {
 
 /** A mono 16-bit sine WAV at `amplitude` (of 32767). */
 export function toneWav(seconds: number, freq: number, title: string, amplitude = 12000, rate = 44100): Buffer {
-  const samples = new Int16Array(Math.round(rate * seconds)).map((_, i) => Math.round(amplitude * Math.sin((2 * Math.PI * freq * i) / rate)));
+  const samples = sine(seconds, freq, rate, amplitude);
   return encodeWav(samples, rate, { title, artist: 'Squeezebox Test', album: 'Squeezebox Test' });
 }
 

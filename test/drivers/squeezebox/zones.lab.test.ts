@@ -12,7 +12,7 @@ import { createLogger } from '../../../src/logger';
 import { encodeWav } from '../../../src/media/wav';
 import { labSuite } from '../../helpers/labs';
 import { fileSize, firstLoud, freePort, RATE, samples, squeezeliteInstalled, SqueezelitePlayer, toneWav } from './harness';
-import { lowWindows, steppedTone, strongest } from './tones';
+import { lowWindows, steppedTone, strongest, lowRms } from '../../helpers/audio';
 import { eventually } from '../../helpers/wait';
 
 const TOKEN = 'squeezebox-zones-token-0123456789';
@@ -193,21 +193,9 @@ describeIf('Squeezebox zones: one sync group per zone, on real squeezelite playe
     await eventually(() => hearing(players[0], STEPS).amplitude < 200 && hearing(players[1], STEPS).amplitude < 200, 10_000, 'zone A silent');
     await eventually(() => fileSize(players[2].out) - markB > RATE * 8 * 1.5, 5000, 'more of zone B');
     const b = samples(players[2].out, markB);
-    const gaps = b.length ? lowRms(b, 1500) : [0];
+    const gaps = b.length ? lowRms(b, RATE, 1500) : [0];
     expect(gaps).toEqual([]);
     expect((await op(sessionB, 'playback_status')).PlaybackState).toBe('PlayerStatePlaying');
     await op(sessionB, 'stop_play');
   });
 });
-
-/** 50 ms windows (their indexes) whose RMS is below `min`: gaps, whatever the pitch (the steps change it). */
-function lowRms(s: Int16Array, min: number): number[] {
-  const n = Math.round(RATE * 0.05);
-  const out: number[] = [];
-  for (let i = 0, w = 0; i + n <= s.length; i += n, w++) {
-    let sum = 0;
-    for (let j = i; j < i + n; j++) sum += s[j] * s[j];
-    if (Math.sqrt(sum / n) < min) out.push(w);
-  }
-  return out;
-}

@@ -12,6 +12,7 @@ import { LAB_NETWORKS } from '../../helpers/lab-networks';
 import { Lan, LAN_IFNAME, lanUnavailableReason, type LanHost } from './lan';
 import { JsonLines, terminate } from './processes';
 import { sleep } from '../../helpers/wait';
+import { sine } from '../../helpers/audio';
 
 /**
  * The UPnP test lab: a private LAN (lan.ts) with real gmediarender renderers, a web server
@@ -359,11 +360,7 @@ export class UpnpLab {
 /** Titles of the lab media (WAV INFO tags): the hub lists them under these names. */
 export const MEDIA = { long: 'Long Tone', short: 'Short Tone' } as const;
 
-function tone(seconds: number, hz: number, rate = 22050): Int16Array {
-  const samples = new Int16Array(Math.round(seconds * rate));
-  for (let i = 0; i < samples.length; i++) samples[i] = Math.round(Math.sin((2 * Math.PI * hz * i) / rate) * 12000);
-  return samples;
-}
+const tone = (seconds: number, hz: number) => sine(seconds, hz, 22050);
 
 function makeMedia(mediaDir: string, webDir: string): void {
   for (const d of [mediaDir, webDir]) execFileSync('mkdir', ['-p', d]);

@@ -9,7 +9,7 @@ import { closeSync, openSync, readSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path';
 import { encodeWav } from '../../../src/media/wav';
 import { labSuite } from '../../helpers/labs';
-import { lowWindows, strongest, watchGrowth } from '../squeezebox/tones';
+import { lowWindows, strongest, watchGrowth, sine } from '../../helpers/audio';
 import { labUnavailableReason, MEDIA, UpnpLab, type Renderer } from './lab';
 import { LAB_NETWORKS } from '../../helpers/lab-networks';
 import { eventually } from '../../helpers/wait';
@@ -34,8 +34,7 @@ const RATE = 22050;
 jest.setTimeout(60_000);
 
 function tone(seconds: number, hz: number, title: string): Buffer {
-  const s = new Int16Array(Math.round(seconds * RATE)).map((_, i) => Math.round(12000 * Math.sin((2 * Math.PI * hz * i) / RATE)));
-  return encodeWav(s, RATE, { title, artist: 'SpeakerHub Tests', album: 'UPnP zones' });
+  return encodeWav(sine(seconds, hz, RATE), RATE, { title, artist: 'SpeakerHub Tests', album: 'UPnP zones' });
 }
 
 function size(file: string): number {

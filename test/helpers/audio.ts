@@ -1,12 +1,48 @@
 /**
- * Tone levels in captured audio, for the zone labs (Squeezebox, UPnP, MPD): each zone plays
- * its own tone, so a narrow band filter (Goertzel) per short window tells which zone a player
- * hears, and a window where its own tone is low is a gap. The same filter as the Snapcast duck
- * and AirPlay suites, over plain mono samples so that every lab's capture format fits.
+ * Tones made and measured, for every lab that plays audio and captures what a speaker played:
+ * each zone (or the music, the chime, the speech) plays its own tone, so a narrow band filter
+ * (Goertzel) per short window tells which one a player hears, and a window where its own tone
+ * (or any sound: RMS) is low is a gap. Over plain mono samples so that every capture fits
+ * (leftChannel() takes one channel of an interleaved s16le capture).
  */
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
+
+/** Mono 16-bit samples of a sine at `hz`. */
+export function sine(seconds: number, hz: number, rate: number, amplitude = 12000): Int16Array {
+  const s = new Int16Array(Math.round(seconds * rate));
+  for (let i = 0; i < s.length; i++) s[i] = Math.round(amplitude * Math.sin((2 * Math.PI * hz * i) / rate));
+  return s;
+}
+
+/** The first channel of interleaved s16le frames of `bytesPerFrame` bytes. */
+export function leftChannel(pcm: Buffer, bytesPerFrame: number): Int16Array {
+  const s = new Int16Array(Math.floor(pcm.length / bytesPerFrame));
+  for (let i = 0; i < s.length; i++) s[i] = pcm.readInt16LE(i * bytesPerFrame);
+  return s;
+}
+
+/** A capture's bytes from `from` (rounded down to a whole frame) to its current end. */
+export function captureFrom(file: string, from: number, bytesPerFrame: number): Buffer {
+  let size = 0;
+  try {
+    size = statSync(file).size;
+  } catch {
+    return Buffer.alloc(0);
+  }
+  const start = from - (from % bytesPerFrame);
+  if (size <= start) return Buffer.alloc(0);
+  const pcm = Buffer.alloc(size - start);
+  const fd = openSync(file, 'r');
+  try {
+    readSync(fd, pcm, 0, pcm.length, start);
+  } finally {
+    closeSync(fd);
+  }
+  return pcm;
+}
 
 /** Amplitude (in sample units, a full-scale sine of amplitude A gives about A) of `hz` in `s[from, from+n)`. */
-export function toneAmplitude(s: Int16Array, rate: number, hz: number, from = 0, n = s.length - from): number {
+export function toneAmplitude(s: ArrayLike<number>, rate: number, hz: number, from = 0, n = s.length - from): number {
   const c = 2 * Math.cos((2 * Math.PI * hz) / rate);
   let s1 = 0;
   let s2 = 0;
@@ -50,6 +86,18 @@ export function lowWindows(
   return toneWindows(s, rate, [hz], windowMs)
     .map((w, index) => ({ index, atMs: index * windowMs, amplitude: w[hz] }))
     .filter((w) => w.amplitude < min);
+}
+
+/** Windows of `windowMs` (their indexes) whose RMS is below `min`: gaps, whatever the pitch. */
+export function lowRms(s: Int16Array, rate: number, min: number, windowMs = 50): number[] {
+  const n = Math.round((rate * windowMs) / 1000);
+  const out: number[] = [];
+  for (let i = 0, w = 0; i + n <= s.length; i += n, w++) {
+    let sum = 0;
+    for (let j = i; j < i + n; j++) sum += s[j] * s[j];
+    if (Math.sqrt(sum / n) < min) out.push(w);
+  }
+  return out;
 }
 
 /** Mono 16-bit samples of `(t) => frequency at t`: a tone whose pitch says where in the media a player is. */
