@@ -1,7 +1,7 @@
 /**
  * Zones on real shairport-sync receivers (issue 27): two sessions play two zones at once, and
  * the AirPlay driver makes one RAOP stream per zone. Every zone plays its own tone, so each
- * receiver's capture says which zone it hears (Goertzel, the Squeezebox zone lab's helpers),
+ * receiver's capture says which zone it hears (Goertzel, test/helpers/audio.ts),
  * and a window where its tone is low is a gap.
  */
 import { writeFileSync, mkdirSync } from 'node:fs';
