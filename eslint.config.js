@@ -13,7 +13,7 @@ const FRONT_ENDS = [
   'nodered',
   'homebridge',
   'cli',
-  'client',
+  'rest-client',
   'extensions',
   'docs',
   'web-client',
@@ -132,13 +132,13 @@ module.exports = tseslint.config(
     },
   },
   // Each front end is a sibling of the others: it reaches the hub through the extension
-  // context and shares only neutral modules (src/client, src/http, src/protocols, src/extensions,
+  // context and shares only neutral modules (src/rest-client, src/http, src/protocols, src/extensions,
   // src/web-client …). A front end's CLI registrar (cli.ts, cli-options.ts) is composition.
   ...SIBLING_FRONT_ENDS.map((f) =>
     layer(
       [`src/${f}/**/*.ts`],
       SIBLING_FRONT_ENDS.filter((other) => other !== f),
-      `A front end does not import another front end: share through a neutral module (src/hub-client, src/client, src/http, src/protocols, src/extensions).`,
+      `A front end does not import another front end: share through a neutral module (src/hub-client, src/rest-client, src/http, src/protocols, src/extensions).`,
     ),
   ).map((c) => ({ ...c, ignores: ['src/*/cli.ts', 'src/*/cli-options.ts'] })),
   // The client layer every front end stands on knows none of them (they are its users).

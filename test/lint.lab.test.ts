@@ -53,7 +53,7 @@ test('the core may import the core; a front end may import the core and the shar
   expect(await problems('src/core/probe.ts', "import { HubError } from './errors';\nexport const y = HubError;\n")).toEqual([]);
   const shared = [
     "import { HubError } from '../core/errors';",
-    "import { SpeakerHubClient } from '../client/client';",
+    "import { SpeakerHubClient } from '../rest-client/client';",
     "import { operationRoutes } from '../http/operation-routes';",
     "import { LINK_PATH } from '../protocols/cloud-link';",
     "import { lazyExtension } from '../extensions/lazy';",
@@ -108,7 +108,7 @@ const LAYER_CASES: { file: string; bad: string[]; good: string[] }[] = [
     file: 'src/hub-client/probe.ts',
     bad: ["import { a } from '../mqtt/bridge';", "import { b } from '../homebridge/platform';", "import { c } from '../dlna/extension';"],
     good: [
-      "import { SpeakerHubClient } from '../client/client';",
+      "import { SpeakerHubClient } from '../rest-client/client';",
       "import { OPERATIONS } from '../operations/table';",
       "import { Backoff } from '../util/backoff';",
     ],

@@ -1,7 +1,7 @@
 import type { AnnouncementEvent, DeviceRecord, PlaybackSnapshot } from '../core/events';
 import type { ExtensionContext } from '../extensions/extension';
 import type { HubWireEvent } from '../hub-client/connection';
-import { LocalConnection } from '../hub-client/local';
+import { FrontEndHubPort, type ZoneRef } from '../hub-client/front-end-port';
 import type { Logger } from '../logger';
 
 /** The announce Mode the announcement renderers ask for (config dlna.announcementMode, duckLevel, fadeMs). */
@@ -36,18 +36,7 @@ export type HubChange =
   | { kind: 'time'; timeElapsed: number; deviceIds: string[] }
   | { kind: 'announcement'; event: AnnouncementEvent };
 
-/** A refused operation: the hub's error code and message (mapped onto UPnP errors by the caller). */
-export class HubCommandError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** A zone, named by a speaker in it or by its PlaybackID. */
-export type ZoneRef = { deviceId: string } | { playbackId: string };
+export { HubCommandError, type ZoneRef } from '../hub-client/front-end-port';
 
 export interface HubPort {
   start(onChange: (c: HubChange) => void): Promise<void>;
@@ -77,108 +66,26 @@ export interface HubPort {
   announce(id: string, url: string, volume?: number, mode?: AnnounceMode): Promise<string>;
 }
 
-const STOPPED: PlaybackSnapshot = { state: 'PlayerStateStopped', timeElapsed: -1, deviceIds: [] };
-
 /**
  * The adapter over the hub-client layer's connection to the hub this extension runs in
- * (operations in its trusted session, the bounded wire-event feed with resync).
+ * (operations in its trusted session, the bounded wire-event feed with resync): the shared
+ * read model and commands (src/hub-client/front-end-port.ts), the renderers' changes here.
  */
-export class ClientHubPort implements HubPort {
-  private readonly conn: LocalConnection;
-  private unfollow?: () => void;
-  private readonly byId = new Map<string, SpeakerView>();
-  private readonly mutes = new Map<string, boolean>();
-  /** The live playbacks (zones) by PlaybackID, from the wire events. */
-  private readonly zones = new Map<string, PlaybackSnapshot>();
-  private onChange: (c: HubChange) => void = () => undefined;
-  private stopped = false;
-
-  constructor(
-    ctx: ExtensionContext,
-    private readonly log: Logger,
-  ) {
-    this.conn = new LocalConnection(ctx, { logger: log, maxQueued: 2000 });
+export class ClientHubPort extends FrontEndHubPort<SpeakerView, HubChange> implements HubPort {
+  constructor(ctx: ExtensionContext, log: Logger) {
+    super(ctx, log, 'DLNA');
   }
 
-  async start(onChange: (c: HubChange) => void): Promise<void> {
-    this.onChange = onChange;
-    await this.load();
-    this.unfollow = this.conn.follow({
-      event: (e) => this.event(e),
-      // Events may have been missed: read the speakers again (the playback comes with the next event).
-      resync: () => {
-        if (this.stopped) return;
-        void this.load().catch((e: Error) => this.log.warn({ err: e.message }, 'DLNA resync failed'));
-      },
-    });
+  protected viewOf(d: DeviceRecord): SpeakerView {
+    return viewOf(d);
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.unfollow?.();
-    await this.conn.close();
-  }
-
-  speakers(): SpeakerView[] {
-    return [...this.byId.values()];
-  }
-
-  speaker(id: string): SpeakerView | undefined {
-    return this.byId.get(id);
-  }
-
-  playback(deviceId?: string): PlaybackSnapshot {
-    if (deviceId !== undefined) {
-      for (const z of this.zones.values()) if (z.deviceIds.includes(deviceId)) return z;
-      return STOPPED;
-    }
-    const active = this.speakers().filter((s) => s.active);
-    for (const z of [...this.zones.values()].reverse()) if (active.length && active.every((s) => z.deviceIds.includes(s.id))) return z;
-    return STOPPED;
-  }
-
-  async playOn(deviceIds: string[], url: string, startAt?: number): Promise<void> {
-    await this.run('play_web_media_selected_speakers', { MediaUrl: url, DeviceIDList: deviceIds.join(','), ...startAtParam(startAt) });
-  }
-
-  async playParty(url: string, startAt?: number): Promise<void> {
-    await this.run('play_web_media_party_mode', { MediaUrl: url, ...startAtParam(startAt) });
-  }
-
-  async pause(zone: ZoneRef): Promise<void> {
-    await this.run('pause_play', 'deviceId' in zone ? { DeviceID: zone.deviceId } : { PlaybackID: zone.playbackId });
-  }
-
-  async resume(persistentId: string, target: { party: true } | { deviceIds: string[] }): Promise<void> {
-    if ('party' in target) await this.run('resume_hub_media_party_mode', { PersistentID: persistentId });
-    else await this.run('resume_hub_media_selected_speakers', { PersistentID: persistentId, DeviceIDList: target.deviceIds.join(',') });
-  }
-
-  async stopPlay(zone: ZoneRef): Promise<void> {
-    if ('playbackId' in zone) {
-      await this.run('stop_play', { PlaybackID: zone.playbackId });
-      return;
-    }
-    const shared = this.playback(zone.deviceId).deviceIds.length > 1;
-    // A speaker's Stop touches that speaker only: in a shared zone it leaves, the others play on.
-    if (shared) await this.run('set_speaker_power', { DeviceID: zone.deviceId, Power: 'off' });
-    else await this.run('stop_play', { DeviceID: zone.deviceId });
-  }
-
-  async setVolume(id: string, volume: number): Promise<void> {
-    await this.run('set_volume_device', { DeviceID: id, Volume: String(volume) });
-  }
-
-  async setVolumeAll(volume: number): Promise<void> {
-    await this.run('set_volume', { Volume: String(volume) });
+  protected speakersLoaded(): void {
+    this.onChange({ kind: 'speakers' });
   }
 
   muted(id: string): boolean | undefined {
     return this.mutes.get(id);
-  }
-
-  async setMute(id: string, mute: boolean): Promise<void> {
-    await this.run('set_mute_device', { DeviceID: id, Mute: String(mute) });
   }
 
   async announce(id: string, url: string, volume?: number, mode?: AnnounceMode): Promise<string> {
@@ -193,34 +100,7 @@ export class ClientHubPort implements HubPort {
     return String(body.AnnouncementID);
   }
 
-  private async run(operation: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
-    try {
-      return await this.conn.run(operation, params);
-    } catch (e) {
-      const err = e as { code?: string; message?: string };
-      throw new HubCommandError(err.code ?? 'InternalError', err.message ?? String(e));
-    }
-  }
-
-  private async load(): Promise<void> {
-    const body = await this.run('device_list', {});
-    const list = (body.DeviceList ?? []) as DeviceRecord[];
-    const seen = new Set<string>();
-    for (const d of list) {
-      seen.add(d.DeviceID);
-      this.byId.set(d.DeviceID, viewOf(d));
-      const m = await this.run('get_mute_device', { DeviceID: d.DeviceID }).catch(() => undefined);
-      if (m) this.mutes.set(d.DeviceID, m.Mute === 'true' || m.Mute === true);
-    }
-    for (const id of [...this.byId.keys()]) {
-      if (seen.has(id)) continue;
-      this.byId.delete(id);
-      this.mutes.delete(id);
-    }
-    this.onChange({ kind: 'speakers' });
-  }
-
-  private event(e: HubWireEvent): void {
+  protected event(e: HubWireEvent): void {
     switch (e.type) {
       case 'device': {
         const before = this.byId.get(e.data.device.DeviceID);
@@ -262,10 +142,6 @@ export class ClientHubPort implements HubPort {
         return;
     }
   }
-}
-
-function startAtParam(startAt?: number): { StartAt?: string } {
-  return startAt ? { StartAt: String(Math.floor(startAt)) } : {};
 }
 
 function viewOf(d: DeviceRecord): SpeakerView {

@@ -91,8 +91,8 @@ export class CommandRunner {
         if (zone.state === 'PlayerStatePlaying') return this.hub.pause(zone.playbackId ? { playbackId: zone.playbackId } : { deviceId: ids[0] });
         return this.play(entity, zone);
       case PlayerCommand.STOP:
-        if (party) return zone.playbackId ? this.hub.stopZone(zone.playbackId) : undefined;
-        return this.hub.stopSpeaker(entity.target);
+        if (party) return zone.playbackId ? this.hub.stopPlay({ playbackId: zone.playbackId }) : undefined;
+        return this.hub.stopPlay({ deviceId: entity.target });
       case PlayerCommand.MUTE:
       case PlayerCommand.UNMUTE:
         for (const id of ids) await this.hub.setMute(id, command === PlayerCommand.MUTE);
@@ -117,7 +117,7 @@ export class CommandRunner {
     const party = entity.target === PARTY;
     if (zone.state === 'PlayerStatePlaying') return;
     if (zone.state === 'PlayerStatePaused' && zone.kind === 'hub' && zone.persistentId) {
-      return this.hub.resume(zone.persistentId, party ? 'party' : zone.deviceIds.length ? zone.deviceIds : [entity.target]);
+      return this.hub.resume(zone.persistentId, party ? { party: true } : { deviceIds: zone.deviceIds.length ? zone.deviceIds : [entity.target] });
     }
     const url = zone.url ?? (party ? undefined : this.hub.lastUrlOf(entity.target));
     if (!url) return;

@@ -1,5 +1,5 @@
-import { SpeakerHubClient } from '../client/client';
-import { HubEventStream } from '../client/event-stream';
+import { SpeakerHubClient } from '../rest-client/client';
+import { HubEventStream } from '../rest-client/event-stream';
 import { isHubError } from '../core/errors';
 import type { WireEvent } from '../extensions/wire-events';
 import { HUB_EVENT_NAMES } from '../core/events';

@@ -3,7 +3,7 @@ import type { ExtensionContext } from '../extensions/extension';
 import type { DispatchResult } from '../operations/dispatch';
 import { OPERATIONS, OPERATIONS_BY_NAME } from '../operations/table';
 import { runOperation } from '../hub-client/run';
-import type { HubLink } from './link';
+import type { BrokerLink } from './broker-link';
 import type { Topics } from './topics';
 import { SerialQueues } from './serial';
 
@@ -58,7 +58,7 @@ export class BridgeRequests {
 
   constructor(
     private readonly ctx: Pick<ExtensionContext, 'dispatch' | 'run'>,
-    private readonly link: Pick<HubLink, 'publish'>,
+    private readonly link: Pick<BrokerLink, 'publish'>,
     private readonly topics: Topics,
     private readonly session: string,
     /** Told of every failed request, with its parameters (the error event entities). */

@@ -1,7 +1,7 @@
 import type { ExtensionContext } from '../extensions/extension';
 import type { DispatchResult } from '../operations/dispatch';
 import type { WireEvent } from '../extensions/wire-events';
-import type { HubLink } from './link';
+import type { BrokerLink } from './broker-link';
 import { announceMessage, eventMessage, networkEvent, parseMessage, responseMessage } from './envelope';
 import type { RateLimitedLog } from './rate-limit';
 import { runOperation } from '../hub-client/run';
@@ -16,7 +16,7 @@ export class PubsubChannel {
 
   constructor(
     private readonly ctx: Pick<ExtensionContext, 'uuid' | 'version' | 'dispatch' | 'run'>,
-    private readonly link: Pick<HubLink, 'publish'>,
+    private readonly link: Pick<BrokerLink, 'publish'>,
     readonly topic: string,
     private readonly faults: RateLimitedLog,
     /** Told of every failed command, with its parameters (the error event entities). */

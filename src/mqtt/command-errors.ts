@@ -1,7 +1,7 @@
 import { ERROR_CODES, type ErrorCode } from '../core/errors';
 import type { DispatchResult } from '../operations/dispatch';
 import { redactText } from '../redact';
-import type { HubLink } from './link';
+import type { BrokerLink } from './broker-link';
 import type { Topics } from './topics';
 
 /** The event types of the error event entities: every stable error code, in the table's order. */
@@ -28,7 +28,7 @@ export interface ErrorSource {
  */
 export class CommandErrors {
   constructor(
-    private readonly link: Pick<HubLink, 'publish'>,
+    private readonly link: Pick<BrokerLink, 'publish'>,
     private readonly topics: Topics,
   ) {}
 

@@ -10,7 +10,7 @@ import type { DispatchResult } from '../operations/dispatch';
 import { FriendlyNames } from './friendly-names';
 import { HaDiscovery } from './ha-discovery';
 import { loadOrCreateKeys, type PubsubKeys } from './keys';
-import { HubLink } from './link';
+import { BrokerLink } from './broker-link';
 import { NetworkWatch, type InterfaceSource } from './network-watch';
 import { RateLimitedLog } from './rate-limit';
 import { SpeakerTopics } from './speakers';
@@ -77,7 +77,7 @@ export interface MqttExtensionOptions {
 export class MqttExtension implements HubExtension {
   readonly name = 'mqtt';
   private broker?: EmbeddedBroker;
-  private link?: HubLink;
+  private link?: BrokerLink;
   private unfollow?: () => void;
   private local?: LocalConnection;
   private ctx?: ExtensionContext;
@@ -146,7 +146,7 @@ export class MqttExtension implements HubExtension {
       }
     }
     const faults = new RateLimitedLog(log);
-    const link = new HubLink({
+    const link = new BrokerLink({
       target: external ?? (() => this.broker!.connectInProcess()),
       clientId,
       username: external ? cfg.username : HUB_USERNAME,

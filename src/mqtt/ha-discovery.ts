@@ -1,5 +1,5 @@
 import { ERROR_EVENT_TYPES } from './command-errors';
-import type { HubLink } from './link';
+import type { BrokerLink } from './broker-link';
 import type { SpeakerView } from './speakers';
 import type { Topics } from './topics';
 
@@ -350,7 +350,7 @@ export function speakerUid(hubKey: string, deviceId: string): string {
 /** Publishes the discovery configs (retained) now, on new speakers, and when HA comes online. */
 export class HaDiscovery {
   constructor(
-    private readonly link: Pick<HubLink, 'publish'>,
+    private readonly link: Pick<BrokerLink, 'publish'>,
     private readonly topics: Topics,
     private readonly uuid: string,
     private readonly version: string,

@@ -5,7 +5,7 @@ import type { WireEvent } from '../extensions/wire-events';
 import type { DispatchResult } from '../operations/dispatch';
 import { bridgeResponse, failed, objectPayload, succeeded } from './bridge';
 import type { FriendlyNames } from './friendly-names';
-import type { HubLink } from './link';
+import type { BrokerLink } from './broker-link';
 import type { Topics } from './topics';
 import { SerialQueues } from './serial';
 
@@ -36,7 +36,7 @@ export class SpeakerTopics {
 
   constructor(
     private readonly ctx: Pick<ExtensionContext, 'dispatch'>,
-    private readonly link: Pick<HubLink, 'publish'>,
+    private readonly link: Pick<BrokerLink, 'publish'>,
     private readonly topics: Topics,
     private readonly names: FriendlyNames,
     private readonly session: string,

@@ -5,7 +5,7 @@
  * the runtime part checks that the typed values are the real ones.
  */
 import type { z } from 'zod';
-import { SpeakerHubClient } from '../../src/client/client';
+import { SpeakerHubClient } from '../../src/rest-client/client';
 import { dispatch } from '../../src/operations/dispatch';
 import { OPERATIONS, isOperationName, type OperationName, type ParamsOf, type ResponseOf } from '../../src/operations/table';
 import { startHub, type TestHub } from '../helpers/hub';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { SpeakerHubClient } from '../../client/client';
+import type { SpeakerHubClient } from '../../rest-client/client';
 import type { ResponseOf } from '../../operations/table';
 import { EXIT_FAILED, EXIT_USAGE } from '../program';
 import { addRemoteOptions, connect, explainRemoteError, UsageError, type RemoteFlags } from '../remote/connection';

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { RemoteFlags } from '../remote/connection';
 import { duration, printJson, printTable } from '../remote/output';
 import { HubError } from '../../core/errors';
-import type { SpeakerHubClient } from '../../client/client';
+import type { SpeakerHubClient } from '../../rest-client/client';
 import type { ResponseOf } from '../../operations/table';
 import { remoteCommand } from './common';
 

@@ -4,7 +4,7 @@ import type { RemoteFlags } from '../remote/connection';
 import { printJson } from '../remote/output';
 import { resolveOne } from '../remote/resolve';
 import { intFlag } from '../hub-command';
-import type { SpeakerHubClient } from '../../client/client';
+import type { SpeakerHubClient } from '../../rest-client/client';
 import { remoteCommand, speakerNames, targetSpeakers, type Device } from './common';
 
 interface PlayFlags extends RemoteFlags {

@@ -3,7 +3,7 @@ import { HubError } from '../../core/errors';
 import { printJson } from '../remote/output';
 import { remoteCommand, speakerNames, targetSpeakers, type Device } from './common';
 import type { RemoteFlags } from '../remote/connection';
-import type { SpeakerHubClient } from '../../client/client';
+import type { SpeakerHubClient } from '../../rest-client/client';
 
 interface ZoneFlags extends RemoteFlags {
   speakers?: string;

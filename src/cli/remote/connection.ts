@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { SpeakerHubClient } from '../../client/client';
+import { SpeakerHubClient } from '../../rest-client/client';
 import { HubError } from '../../core/errors';
 import { describeError } from '../../logging/pretty';
 

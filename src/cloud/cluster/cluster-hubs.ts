@@ -1,5 +1,5 @@
 import type { Logger } from '../../logger';
-import type { HubLink } from '../relay/hub-link';
+import type { BrokerLink } from '../relay/hub-link';
 import type { HubDirectory, HubList, HubRegistry, HubSummary } from '../relay/hub-registry';
 import type { ClusterBus } from './bus';
 import { KEY_PREFIX } from './keys';
@@ -76,11 +76,11 @@ export class ClusterHubs implements HubDirectory {
     clearInterval(this.renewTimer);
   }
 
-  private field(link: HubLink): string {
+  private field(link: BrokerLink): string {
     return `${this.me}.${link.seq}`;
   }
 
-  private async put(link: HubLink, max: number): Promise<void> {
+  private async put(link: BrokerLink, max: number): Promise<void> {
     if (!this.bus.up) return;
     try {
       const over = await this.bus.scripts.shPutHub(hubsKey(link.userId), this.field(link), link.connectedAt, link.uuid, this.options.leaseMs, max);
@@ -94,7 +94,7 @@ export class ClusterHubs implements HubDirectory {
     }
   }
 
-  private async forget(link: HubLink): Promise<void> {
+  private async forget(link: BrokerLink): Promise<void> {
     if (!this.bus.up) return;
     await this.bus.redis.hdel(hubsKey(link.userId), this.field(link)).catch(() => undefined);
   }

@@ -19,7 +19,7 @@ interface Pending {
 }
 
 /** The cloud's end of one connected hub's link. */
-export class HubLink {
+export class BrokerLink {
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
   uuid = '';

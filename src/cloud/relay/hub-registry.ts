@@ -1,5 +1,5 @@
 import { HubError } from '../../core/errors';
-import type { HubLink, LinkResult } from './hub-link';
+import type { BrokerLink, LinkResult } from './hub-link';
 
 export interface RegistryOptions {
   /** A request for a user whose hub dropped at most this long ago waits for it to come back… */
@@ -16,7 +16,7 @@ export interface RegistryOptions {
 export type LinkChange = (userId: string, linked: boolean) => void;
 
 /** Told of each link: linked here, its hub said its uuid, gone (the cluster's hub lists follow these). */
-export type LinkEvent = (link: HubLink, event: 'added' | 'hello' | 'removed') => void;
+export type LinkEvent = (link: BrokerLink, event: 'added' | 'hello' | 'removed') => void;
 
 /** Where a user's requests go: this instance's registry alone, or the cluster's relay. */
 export interface HubRouter {
@@ -40,7 +40,7 @@ export function hubOffline(): LinkResult {
 export class HubRegistry implements HubRouter {
   private readonly changes = new Set<LinkChange>();
   private readonly events = new Set<LinkEvent>();
-  private readonly links = new Map<string, HubLink[]>();
+  private readonly links = new Map<string, BrokerLink[]>();
   private readonly lastSeen = new Map<string, number>();
   private readonly waiting = new Map<string, Set<() => void>>();
   private waitingCount = 0;
@@ -65,7 +65,7 @@ export class HubRegistry implements HubRouter {
    * the caller refuses it. Live links are never displaced by a newcomer (LinkServer first
    * replaces one that fails a liveness ping), so a stolen link token cannot push hubs out.
    */
-  add(link: HubLink): boolean {
+  add(link: BrokerLink): boolean {
     if (this.full(link.userId)) return false;
     link.onHello = () => {
       for (const l of this.events) l(link, 'hello');
@@ -85,7 +85,7 @@ export class HubRegistry implements HubRouter {
     return this.links.keys();
   }
 
-  remove(link: HubLink): void {
+  remove(link: BrokerLink): void {
     const list = this.links.get(link.userId);
     if (!list) return link.failAll();
     const i = list.indexOf(link);
@@ -108,7 +108,7 @@ export class HubRegistry implements HubRouter {
     return gone.length;
   }
 
-  hubsOf(userId: string): readonly HubLink[] {
+  hubsOf(userId: string): readonly BrokerLink[] {
     return this.links.get(userId) ?? [];
   }
 
@@ -118,7 +118,7 @@ export class HubRegistry implements HubRouter {
     return n;
   }
 
-  all(): HubLink[] {
+  all(): BrokerLink[] {
     return [...this.links.values()].flat();
   }
 
@@ -130,13 +130,13 @@ export class HubRegistry implements HubRouter {
   }
 
   /** The user's most recently linked hub here, if any. */
-  current(userId: string): HubLink | undefined {
+  current(userId: string): BrokerLink | undefined {
     const list = this.links.get(userId);
     return list?.[list.length - 1];
   }
 
   /** A hub whose link just dropped is usually back within seconds: wait briefly for it. */
-  private waitForReconnect(userId: string): Promise<HubLink | undefined> {
+  private waitForReconnect(userId: string): Promise<BrokerLink | undefined> {
     const seen = this.lastSeen.get(userId);
     if (seen === undefined || Date.now() - seen > this.options.recentlyOnlineMs || this.waitingCount >= this.options.maxWaiting)
       return Promise.resolve(undefined);

@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { CloudContext } from '../context';
 import { CLOSE_SHUTDOWN, LINK_PATH } from '../../protocols/cloud-link';
-import { HubLink } from './hub-link';
+import { BrokerLink } from './hub-link';
 import { LimitedLog } from '../../logging/limited-log';
 import { digest } from '../secrets';
 
@@ -64,7 +64,7 @@ export class LinkServer {
   };
 
   private accept(ws: WebSocket, userId: string, tokenDigest: string): void {
-    const link = new HubLink(userId, ws, this.options.requestTimeoutMs, tokenDigest);
+    const link = new BrokerLink(userId, ws, this.options.requestTimeoutMs, tokenDigest);
     this.sockets.add(ws);
     ws.on('error', () => undefined);
     ws.on('close', () => {
@@ -82,7 +82,7 @@ export class LinkServer {
    * link answers, the newcomer is refused (CLOSE_LINK_LIMIT). So whoever else holds the link
    * token cannot evict the real hub by opening links; refusals are logged once per heartbeat.
    */
-  private async admit(link: HubLink): Promise<void> {
+  private async admit(link: BrokerLink): Promise<void> {
     const reg = this.ctx.registry;
     if (reg.full(link.userId)) {
       const held = [...reg.hubsOf(link.userId)];

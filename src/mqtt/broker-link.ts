@@ -35,7 +35,7 @@ export type MessageHandler = (topic: string, payload: Buffer) => Promise<void> |
  * hub was away are delivered when it is back, reconnects with exponential backoff, TCP_NODELAY
  * re-applied on every connect, and bounded work: nothing is queued while offline.
  */
-export class HubLink {
+export class BrokerLink {
   private client?: MqttClient;
   private readonly backoff: Backoff;
   private timer?: NodeJS.Timeout;
