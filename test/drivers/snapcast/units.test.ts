@@ -180,7 +180,8 @@ describe('snapcast server model', () => {
 });
 
 describe('snapcast reconnect backoff', () => {
-  const { reconnectDelay } = require('../../../src/drivers/snapcast/server-connection') as typeof import('../../../src/drivers/snapcast/server-connection');
+  const { reconnectDelay } =
+    require('../../../src/drivers/snapcast/server-connection') as typeof import('../../../src/drivers/snapcast/server-connection');
 
   /** Clock ms of the first connection attempt at or after `backAt`, for an outage starting at 0. */
   function firstAttemptAfter(backAt: number, min = 250, max = 10_000): { at: number; attempts: number } {

@@ -1,6 +1,15 @@
 import { squeezeboxDriver } from '../../../src/drivers/squeezebox/definition';
 import { SqueezeboxConfigSchema } from '../../../src/drivers/squeezebox/config';
-import { audg, FrameReader, MAX_FRAME_BODY, parseHelo, parseStat, SlimProtoError, strm, volumeToGain } from '../../../src/drivers/squeezebox/protocol';
+import {
+  audg,
+  FrameReader,
+  MAX_FRAME_BODY,
+  parseHelo,
+  parseStat,
+  SlimProtoError,
+  strm,
+  volumeToGain,
+} from '../../../src/drivers/squeezebox/protocol';
 import { parseConfig } from '../../../src/hub-config';
 
 /** A player frame: 4-byte opcode, 4-byte big-endian length, body. */
