@@ -88,6 +88,13 @@ export function lowWindows(
     .filter((w) => w.amplitude < min);
 }
 
+/** The frequency of a plain tone, from its zero crossings (no window needed, any pitch). */
+export function zeroCrossingHz(s: Int16Array, rate: number): number {
+  let crossings = 0;
+  for (let i = 1; i < s.length; i++) if (s[i - 1] < 0 !== s[i] < 0) crossings++;
+  return crossings / 2 / (s.length / rate);
+}
+
 /** Windows of `windowMs` (their indexes) whose RMS is below `min`: gaps, whatever the pitch. */
 export function lowRms(s: Int16Array, rate: number, min: number, windowMs = 50): number[] {
   const n = Math.round((rate * windowMs) / 1000);

@@ -1,3 +1,5 @@
+import { eventually } from '../helpers/wait';
+
 /** A minimal REST caller for checking outcomes on a hub (its own session, like any client). */
 export class HubRest {
   private session?: string;
@@ -18,20 +20,17 @@ export class HubRest {
   }
 }
 
-/** Polls until check() holds (a positive signal), failing after timeoutMs. */
+/** Polls until check() holds on what probe() gives (a positive signal), failing after timeoutMs with the last value. */
 export async function until<T>(what: string, probe: () => Promise<T>, check: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
   let last: T | undefined;
-  let lastErr: unknown;
-  for (;;) {
-    try {
+  const held = await eventually(
+    async () => {
       last = await probe();
-      if (check(last)) return last;
-    } catch (e) {
-      lastErr = e;
-    }
-    if (Date.now() > end)
-      throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)?.slice(-1500)} ${lastErr ? String(lastErr) : ''}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+      return check(last) ? { value: last } : undefined;
+    },
+    timeoutMs,
+    () => `${what}; last: ${JSON.stringify(last)?.slice(-1500)}`,
+    50,
+  );
+  return held.value;
 }

@@ -10,7 +10,7 @@ import { encodeWav } from '../../../src/media/wav';
 /** The suites' shared helpers (test/helpers/net.ts), re-exported for this lab's tests. */
 import { freePort } from '../../helpers/net';
 import { eventually } from '../../helpers/wait';
-import { sine } from '../../helpers/audio';
+import { sine, zeroCrossingHz } from '../../helpers/audio';
 
 export { freePort };
 
@@ -71,9 +71,8 @@ export function loudness(file: string, from: number): number {
 export function frequency(file: string, seconds = 0.5): number {
   const size = fileSize(file);
   const s = readFrom(file, Math.max(0, size - Math.round(RATE * seconds) * FRAME));
-  let crossings = 0;
-  for (let i = 2; i < s.length; i += 2) if (s[i - 2] < 0 !== s[i] < 0) crossings++;
-  return crossings / 2 / (s.length / 2 / RATE);
+  const left = s.filter((_, i) => i % 2 === 0);
+  return zeroCrossingHz(left, RATE);
 }
 
 /**

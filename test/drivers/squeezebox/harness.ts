@@ -7,7 +7,7 @@ import { encodeWav } from '../../../src/media/wav';
 
 /** The suites' shared helpers (test/helpers/net.ts), re-exported for this lab's tests. */
 import { freePort } from '../../helpers/net';
-import { sine } from '../../helpers/audio';
+import { sine, zeroCrossingHz } from '../../helpers/audio';
 
 export { freePort };
 
@@ -232,9 +232,7 @@ export function loudness(file: string, from: number, to?: number): number {
 export function frequency(file: string, seconds = 0.5): number {
   const size = fileSize(file);
   const s = samples(file, Math.max(0, size - Math.round(RATE * seconds) * FRAME));
-  let crossings = 0;
-  for (let i = 1; i < s.length; i++) if (s[i - 1] < 0 !== s[i] < 0) crossings++;
-  return crossings / 2 / (s.length / RATE);
+  return zeroCrossingHz(s, RATE);
 }
 
 /** Byte offset of the first sample at or above `threshold` (absolute) from byte `from`, or -1. */
