@@ -20,6 +20,8 @@ export interface TextToSpeech {
   validate(text: string): void;
   /** voice: the provider's voice/language for this text; undefined = the configured one. */
   speak(text: string, voice?: string): Promise<TtsAudio>;
+  /** The text's cached audio, or undefined if it would have to be synthesized: never synthesizes. */
+  cached(text: string, voice?: string): Promise<TtsAudio | undefined>;
 }
 
 export interface HubCoreOptions {
@@ -45,8 +47,13 @@ export interface HubCoreOptions {
 export interface AnnouncementAudio {
   /** Whether a lone part is worth rendering (loudness normalisation is on). */
   readonly normalises: boolean;
-  render(parts: ({ file: string } | { url: string })[]): Promise<{ file: string; contentType: string; duration?: number }>;
+  render(parts: ClipPart[]): Promise<{ file: string; contentType: string; duration?: number }>;
+  /** The clip of these parts if it is made already, else undefined: never renders. */
+  cached(parts: ClipPart[]): Promise<{ file: string; contentType: string; duration?: number } | undefined>;
 }
+
+/** A part of an announcement clip: a file (its content named by `id` when known: a TTS entry) or a web URL. */
+export type ClipPart = { file: string; id?: string } | { url: string };
 
 /** What an announcement plays: exactly one of text, persistentId, mediaUrl; chime before it. */
 export interface AnnouncementSource {
@@ -211,11 +218,22 @@ export class HubCore {
     const chimeItem = typeof src.chime === 'string' ? this.catalogItem(src.chime, 'Chime') : undefined;
     if (src.chime === true && !this.chimeFile) throw new HubError('MediaNotFound', 'This hub has no chime.', { parameter: 'Chime' });
     const chimeFile = src.chime === true ? this.chimeFile : chimeItem?.file;
+    const title = src.text ?? item?.title ?? web!.title;
+    // A repeated text (its speech and clip cached): the clip is published now, before the
+    // request is answered, so the speaker can fetch it the moment the play starts.
+    if (src.text !== undefined) {
+      const ready = await this.cachedClip(src.text, src.voice, chimeFile).catch(() => undefined);
+      if (ready) {
+        const media: PlayableMedia[] = [
+          { kind: 'tts', url: this.publish(ready.file, ready.contentType), contentType: ready.contentType, title, duration: ready.duration },
+        ];
+        return () => Promise.resolve(media);
+      }
+    }
     return async () => {
       const speech = src.text !== undefined ? await this.tts.speak(src.text, src.voice) : undefined;
-      const mainSource = speech ? { file: speech.file } : item ? { file: item.file } : { url: web!.url };
+      const mainSource = speech ? { file: speech.file, id: speech.id } : item ? { file: item.file } : { url: web!.url };
       const parts = [...(chimeFile ? [{ file: chimeFile }] : []), mainSource];
-      const title = src.text ?? item?.title ?? web!.title;
       if (this.clips && (parts.length > 1 || this.clips.normalises)) {
         try {
           const clip = await this.clips.render(parts);
@@ -232,6 +250,16 @@ export class HubCore {
           : web!;
       return [...(chime ? [chime] : []), main];
     };
+  }
+
+  /** The finished clip of a text (with its chime), when its speech and the clip are cached: a stat or two, no synthesis, no rendering. */
+  private async cachedClip(text: string, voice: string | undefined, chimeFile: string | undefined) {
+    const speech = await this.tts.cached(text, voice);
+    if (!speech) return undefined;
+    const parts = [...(chimeFile ? [{ file: chimeFile }] : []), { file: speech.file, id: speech.id }];
+    if (this.clips && (parts.length > 1 || this.clips.normalises)) return this.clips.cached(parts);
+    // No clip is made of a lone part without loudness work: the speech is the clip.
+    return parts.length === 1 ? speech : undefined;
   }
 
   private catalogItem(persistentId: string, parameter: string) {
