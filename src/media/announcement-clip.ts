@@ -157,20 +157,23 @@ export class AnnouncementClips {
   /**
    * The parts in order (chime first), joined with the gap after each but the last, each at
    * the target loudness. Rejects with ClipError (ffmpeg missing or failing where it is
-   * needed, too busy, timeout).
+   * needed, too busy, timeout). `leadGap`: the gap before the first part too (the speech
+   * that follows its chime as a play of its own: a speaker that starts late loses silence, not
+   * the first word, and the chime and the voice stay apart).
    */
-  async render(parts: ClipSource[]): Promise<ClipAudio> {
+  async render(parts: ClipSource[], options: { leadGap?: boolean } = {}): Promise<ClipAudio> {
     if (!parts.length) throw new ClipError('nothing to render');
+    const lead = !!options.leadGap && this.gapMs > 0;
     const lone = parts.length === 1 && 'file' in parts[0] ? parts[0] : undefined;
-    if (lone && this.loudness) {
+    if (lone && this.loudness && !lead) {
       const ready = await this.loneClip(lone);
       if (ready) return ready;
     }
     const keys = await this.keysOf(parts);
-    const key = this.clipKey(keys);
+    const key = this.clipKey(keys, lead);
     const pending = this.inFlight.get(key);
     if (pending) return pending;
-    const job = this.produce(keys, key).finally(() => this.inFlight.delete(key));
+    const job = this.produce(keys, key, lead).finally(() => this.inFlight.delete(key));
     this.inFlight.set(key, job);
     return job;
   }
@@ -259,14 +262,14 @@ export class AnnouncementClips {
     );
   }
 
-  private clipKey(keys: PartKey[]): string {
-    const h = createHash('sha256').update(`${VERSION}\0${JSON.stringify(this.loudness ?? 'off')}\0${this.gapMs}`);
+  private clipKey(keys: PartKey[], lead = false): string {
+    const h = createHash('sha256').update(`${VERSION}\0${JSON.stringify(this.loudness ?? 'off')}\0${this.gapMs}${lead ? '\0lead' : ''}`);
     // A web part is never reused: the same URL may serve something else next time.
     for (const k of keys) h.update(`\0${k.id ?? `url:${randomBytes(16).toString('hex')}`}`);
     return h.digest('hex');
   }
 
-  private async produce(keys: PartKey[], key: string): Promise<ClipAudio> {
+  private async produce(keys: PartKey[], key: string, lead: boolean): Promise<ClipAudio> {
     const hit = await this.cachedClip(key);
     if (hit) return hit;
     const file = join(this.opts.cacheDir, `${key}.wav`);
@@ -316,7 +319,7 @@ export class AnnouncementClips {
         ready.push(channels);
         lap('loudness');
       }
-      const clip = this.joined(ready, rate, nch);
+      const clip = this.joined(ready, rate, nch, lead);
       lap('join');
       await mkdir(this.opts.cacheDir, { recursive: true });
       await writeFile(temp, this.loudness ? this.audio.encode(clip) : encodeWav16(clip));
@@ -369,12 +372,12 @@ export class AnnouncementClips {
     }
   }
 
-  /** The parts one after the other, with gapMs of silence between each two. */
-  private joined(parts: Float32Array[][], rate: number, nch: number): Pcm {
+  /** The parts one after the other, with gapMs of silence between each two (and before the first, with `lead`). */
+  private joined(parts: Float32Array[][], rate: number, nch: number, lead: boolean): Pcm {
     const gap = Math.round((this.gapMs / 1000) * rate);
-    const frames = parts.reduce((n, p) => n + p[0].length, 0) + gap * (parts.length - 1);
+    const frames = parts.reduce((n, p) => n + p[0].length, 0) + gap * (parts.length - 1 + (lead ? 1 : 0));
     const channels = Array.from({ length: nch }, () => new Float32Array(frames));
-    let at = 0;
+    let at = lead ? gap : 0;
     parts.forEach((p, i) => {
       for (let c = 0; c < nch; c++) channels[c].set(p[c], at);
       at += p[0].length + (i < parts.length - 1 ? gap : 0);

@@ -5,7 +5,12 @@
  * (REST included) runs it: everything after its answer is a microtask away, so what is true
  * when the answer is read was true when the answer went out. Order of events, never times.
  */
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ManualClock } from '../../src/core/clock';
+import { decodeWav } from '../../src/media/pcm-wav';
 import { dispatch } from '../../src/operations/dispatch';
 import { eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
 
@@ -50,7 +55,8 @@ describe('announcement first-sound path (virtual speakers)', () => {
     ['with the chime', { Chime: 'true' }],
   ])('a repeated text %s: its clip is published before announce answers, and the speaker is answered with audio', async (_name, extra) => {
     const text = `The dryer has finished ${Object.keys(extra).length}`;
-    // First time: synthesis and the clip happen after the answer (nothing is servable yet).
+    // First time: synthesis and the clip happen after the answer (nothing is servable yet);
+    // with the chime, the chime plays while the speech is made, and the one clip is made beside it.
     const first = await announceNow({ Text: text, DeviceIDList: ids[0], ...extra });
     expect(first.servableAtAnswer).toEqual([]);
     expect(await finish(first.id)).toBe('done');
@@ -81,13 +87,131 @@ describe('announcement first-sound path (virtual speakers)', () => {
     const text = 'The kettle has boiled';
     const first = await announceNow({ Text: text, DeviceIDList: ids[0] });
     expect(await finish(first.id)).toBe('done');
-    const { rm, readdir } = await import('node:fs/promises');
-    const { join } = await import('node:path');
+    const { readdir } = await import('node:fs/promises');
     const ttsDir = join(t.hub.config.dataDir, 'tts-cache');
     for (const f of await readdir(ttsDir)) await rm(join(ttsDir, f), { force: true });
     const again = await announceNow({ Text: text, DeviceIDList: ids[0] });
     expect(again.servableAtAnswer).toEqual([]);
     expect(await finish(again.id)).toBe('done');
     expect(speaker(0).fetches.at(-1)!.bytes).toBeGreaterThan(10_000);
+  });
+});
+
+/**
+ * The chime and a new text's synthesis at once (issue 30): espeak-ng is the real one, behind a
+ * gate the test opens (a wrapper that marks its start and waits for a file), so "the chime plays
+ * while the speech is still being made" is a fact the test sets up, not a race it hopes to win.
+ */
+describe('announcement: the speech is synthesized while the chime plays (virtual speakers, gated espeak-ng)', () => {
+  const clock = new ManualClock();
+  let t: TestHub;
+  let ids: string[];
+  let dir: string;
+  const speaker = (i: number) => virtualOf(t.hub).speaker(i);
+  const status = (id: string) => t.op('announcement_status', { AnnouncementID: id });
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tts-gate-'));
+    const wrapper = join(dir, 'espeak-gated');
+    await writeFile(
+      wrapper,
+      [
+        '#!/bin/sh',
+        'case "$1" in --version) exec espeak-ng "$@";; esac',
+        `touch '${dir}/started'`,
+        'i=0',
+        `while [ ! -e '${dir}/go' ] && [ ! -e '${dir}/fail' ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done`,
+        `if [ -e '${dir}/fail' ]; then echo 'gate: told to fail' >&2; exit 3; fi`,
+        'exec espeak-ng "$@"',
+        '',
+      ].join('\n'),
+    );
+    await chmod(wrapper, 0o755);
+    t = await startHub(
+      { speakers: { virtual: { count: 2 } }, tts: { provider: 'espeak', espeak: { mode: 'binary', binaryPath: wrapper } } },
+      { clock },
+    );
+    ids = virtualOf(t.hub)
+      .speakers()
+      .map((s) => s.id);
+  });
+  afterAll(async () => {
+    await writeFile(join(dir, 'go'), '').catch(() => undefined);
+    await t?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  afterEach(async () => {
+    for (const f of ['started', 'go', 'fail']) await rm(join(dir, f), { force: true });
+  });
+
+  /** Speaker i's download that is not `since`, once it plays it. */
+  const nextPlay = async (i: number, since: unknown) => {
+    await eventually(() => speaker(i).state === 'playing' && speaker(i).fetches.at(-1) !== since, 10_000, `speaker ${i} playing something new`);
+    return speaker(i).fetches.at(-1)!;
+  };
+
+  test('Chime with a new text: the chime plays before the synthesis ends, the speech (gap first) follows it as soon as the chime ends', async () => {
+    const text = 'A parcel has been left at the back door';
+    const events: string[] = [];
+    const since = speaker(0).fetches.at(-1);
+    const r = await t.op('announce', { Text: text, Chime: 'true', DeviceIDList: ids[0] });
+    expect(r).toMatchObject({ Result: 'true' });
+    const chime = await nextPlay(0, since);
+    events.push('chime playing');
+    // The chime is what plays (0.9 s), and the synthesis started and is held at the gate: not done.
+    expect(chime.duration).toBeGreaterThan(0.5);
+    expect(chime.duration).toBeLessThan(1.5);
+    await eventually(() => existsSync(join(dir, 'started')), 10_000, 'espeak-ng started');
+    events.push('synthesis started');
+    expect(await t.hub.tts.cached(text)).toBeUndefined();
+    await writeFile(join(dir, 'go'), '');
+    await eventually(async () => (await t.hub.tts.cached(text)) !== undefined, 10_000, 'the speech synthesized');
+    // Still the chime: the hub's clock has not moved, so its playback has not ended.
+    expect(speaker(0).state).toBe('playing');
+    expect(speaker(0).fetches.at(-1)).toBe(chime);
+    events.push('speech synthesized');
+    clock.advance(1000);
+    events.push('chime ended');
+    const speech = await nextPlay(0, chime);
+    events.push('speech playing');
+    expect(events).toEqual(['chime playing', 'synthesis started', 'speech synthesized', 'chime ended', 'speech playing']);
+    // The speech clip: the 300 ms gap first (a late start loses silence, not the word), then the voice.
+    const body = Buffer.from(await (await fetch(speech.url)).arrayBuffer());
+    const pcm = decodeWav(body);
+    const gap = Math.round(0.28 * pcm.rate);
+    expect(pcm.channels[0].subarray(0, gap).every((x) => x === 0)).toBe(true);
+    expect(pcm.channels[0].subarray(gap).some((x) => Math.abs(x) > 0.05)).toBe(true);
+    expect(speech.duration!).toBeGreaterThan(1);
+    for (let k = 0; k < 20 && (await status(r.AnnouncementID)).State !== 'done'; k++) {
+      clock.advance(1000);
+      await new Promise((res) => setTimeout(res, 20));
+    }
+    expect((await status(r.AnnouncementID)).State).toBe('done');
+    // Once cached, the same text with the chime is one clip again (chime, gap, speech in one play).
+    const before = speaker(1).fetches.length;
+    const again = await t.op('announce', { Text: text, Chime: 'true', DeviceIDList: ids[1] });
+    await eventually(() => speaker(1).fetches.length > before && speaker(1).state === 'playing', 10_000, 'the second announcement playing');
+    expect(speaker(1).fetches.at(-1)!.duration!).toBeCloseTo(chime.duration! + speech.duration!, 1);
+    for (let k = 0; k < 20 && (await status(again.AnnouncementID)).State !== 'done'; k++) {
+      clock.advance(1000);
+      await new Promise((res) => setTimeout(res, 20));
+    }
+    expect(speaker(1).fetches.length).toBe(before + 1);
+  });
+
+  test('the synthesis fails while the chime plays: the announcement fails (load_failed) after the chime and the speaker is put back', async () => {
+    const since = speaker(0).fetches.at(-1);
+    const r = await t.op('announce', { Text: 'This text never gets a voice', Chime: 'true', DeviceIDList: ids[0] });
+    const chime = await nextPlay(0, since);
+    expect(chime.duration).toBeLessThan(1.5);
+    await eventually(() => existsSync(join(dir, 'started')), 10_000, 'espeak-ng started');
+    await writeFile(join(dir, 'fail'), '');
+    clock.advance(1000);
+    let st: any;
+    await eventually(async () => ['done', 'failed'].includes((st = await status(r.AnnouncementID)).State), 10_000, 'the announcement over');
+    expect(st).toMatchObject({ State: 'failed', ReasonCode: 'load_failed' });
+    expect(st.Reason).toMatch(/Text-to-speech/);
+    expect(speaker(0).fetches.at(-1)).toBe(chime);
+    expect(speaker(0).state).toBe('stopped');
   });
 });
