@@ -239,10 +239,12 @@ export class HubCore {
       // instead of the chime waiting for the synthesis to make one clip.
       const text = src.text;
       if (chimeFile && text !== undefined && this.clips && !(await this.tts.cached(text, src.voice))) {
+        // The chime's clip (cached after the first time) is asked for first: its file reads queue ahead of the synthesis's.
+        const chimeClip = this.clips.render([{ file: chimeFile }]).catch(() => undefined);
         const later = this.tts.speak(text, src.voice).then(async (speech) => [await this.speechAfterChime(speech, chimeFile, title)]);
         // Its failure is the announcement's (AnnouncementManager.follow), never an unhandled rejection meanwhile.
         later.catch(() => undefined);
-        const chime = await this.clips.render([{ file: chimeFile }]).catch(() => undefined);
+        const chime = await chimeClip;
         const first = chime
           ? {
               kind: 'hub' as const,
