@@ -305,6 +305,9 @@ export class AnnouncementManager extends AnnouncementLanes {
             try {
               const mute = muteOf(l.speaker);
               if (mute && isMuted(l.speaker)) await mute.setMute(false);
+              // At that level already (read from the speaker just now, or set by the run's last
+              // announcement): no round trip before the play (a UPnP SetVolume is one).
+              if ((l.setVolume ?? (fresh.includes(l) ? l.snapshot?.transport?.volume : undefined)) === a.volume) return;
               await l.speaker.setVolume(a.volume!);
               l.setVolume = a.volume;
             } catch (e) {

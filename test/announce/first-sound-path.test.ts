@@ -83,6 +83,35 @@ describe('announcement first-sound path (virtual speakers)', () => {
     expect(await finish(again.id)).toBe('done');
   });
 
+  test('Volume the speaker is at already: no volume change goes to it before the play (a round trip on UPnP)', async () => {
+    await t.op('set_volume_device', { DeviceID: ids[0], Volume: '30' });
+    const sent: number[] = [];
+    const s = speaker(0);
+    const real = s.setVolume.bind(s);
+    s.setVolume = async (v: number) => {
+      sent.push(v);
+      return real(v);
+    };
+    /** The levels sent to the speaker up to the moment it plays the announcement. */
+    const sentBeforePlay = async (params: Record<string, string>) => {
+      const since = s.fetches.at(-1);
+      const a = await announceNow({ DeviceIDList: ids[0], ...params });
+      await eventually(() => s.state === 'playing' && s.fetches.at(-1) !== since, 10_000, 'the announcement playing');
+      const before = [...sent];
+      expect(await finish(a.id)).toBe('done');
+      sent.length = 0;
+      return before;
+    };
+    try {
+      expect(await sentBeforePlay({ Text: 'Same level', Volume: '30' })).toEqual([]);
+      // Another level is set before the play (and put back after).
+      expect(await sentBeforePlay({ Text: 'Other level', Volume: '35' })).toEqual([35]);
+      expect(s.volume).toBe(30);
+    } finally {
+      s.setVolume = real;
+    }
+  });
+
   test('a cached text whose cache file is gone is synthesized again (the memory of the cache is not trusted blindly)', async () => {
     const text = 'The kettle has boiled';
     const first = await announceNow({ Text: text, DeviceIDList: ids[0] });
