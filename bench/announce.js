@@ -183,7 +183,7 @@ async function main() {
     }
 
     // 4. The chime while the speech is synthesized.
-    const { wavDurationFromBuffer } = require('../dist/media/wav-duration.js');
+    const { wavDurationFromBuffer } = require('../dist/audio/wav-duration.js');
     const chimeMs = wavDurationFromBuffer(readFileSync(join(dataDir, 'chime-v1.wav'))) * 1000;
     const gapMs = 300;
     /** Request → first speech sound, and the chime's end → first speech sound (ms), for one announcement played out. */

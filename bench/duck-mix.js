@@ -2,7 +2,7 @@
 /**
  * Announcement audio benchmark (issue 21; needs dist/ from npm run build, ffmpeg, espeak-ng):
  *
- *  1. CPU per ducked stream: ffmpeg running the duck mix (src/media/duck-mix.ts: music from a
+ *  1. CPU per ducked stream: ffmpeg running the duck mix (src/audio/duck-mix.ts: music from a
  *     position, the voice on top, fades) as fast as it can over a 30 s voice, CPU seconds (user
  *     + sys, /usr/bin/time) per second of audio, against a plain decode of the same music to
  *     the same output as the baseline (what one Snapcast feed costs today). Goal: 10 ducked
@@ -42,9 +42,9 @@ function timed(args) {
 }
 
 async function main() {
-  const { duckMixArgs } = require('../dist/media/duck-mix.js');
+  const { duckMixArgs } = require('../dist/audio/duck-mix.js');
   const { AnnouncementClips } = require('../dist/media/announcement-clip.js');
-  const { ensureChime } = require('../dist/media/chime.js');
+  const { ensureChime } = require('../dist/audio/chime.js');
   const { createLogger } = require('../dist/logger.js');
   const dir = mkdtempSync(join(tmpdir(), 'speakerhub-bench-duck-'));
   let failed = false;
@@ -76,8 +76,8 @@ async function main() {
 
     // 1b. What a Snapcast feed runs in process (no ffmpeg): the music's loudness meter, on
     // all along, and the DuckMixer during an announcement; per second of 48 kHz stereo s16.
-    const { DuckMixer } = require('../dist/media/duck-mix.js');
-    const { MusicLoudness } = require('../dist/media/music-loudness.js');
+    const { DuckMixer } = require('../dist/audio/duck-mix.js');
+    const { MusicLoudness } = require('../dist/audio/music-loudness.js');
     const format = { rate: 48000, bits: 16, channels: 2 };
     const chunk = Buffer.alloc((48000 / 50) * 4); // 20 ms, as the feed hands it over
     for (let i = 0; i < chunk.length / 2; i++) chunk.writeInt16LE(Math.round(8000 * Math.sin(i / 7)), i * 2);
@@ -106,8 +106,8 @@ async function main() {
     console.log(`| 10 ducked streams at once (meter + mixer), share of one core | ${(both * 10 * 100).toFixed(1)}% | < 50% |`);
 
     // 1c. The hub's CPU per ducked stream vs a plain play of the same stream.
-    const { PcmDecoder } = require('../dist/media/pcm-decoder.js');
-    const { DuckVoice } = require('../dist/media/duck-voice.js');
+    const { PcmDecoder } = require('../dist/audio/pcm-decoder.js');
+    const { DuckVoice } = require('../dist/audio/duck-voice.js');
     const silent = createLogger({ level: 'silent' });
     const tick = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' })) || 100;
     /** CPU seconds of this process's reaped children (the ffmpeg decodes). */

@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logger';
 import { CacheTrimmer } from './cache-trimmer';
-import { decodeWithFfmpeg, resampleWithFfmpeg } from './ffmpeg-pcm';
-import { DEFAULT_LOUDNESS, LoudnessNormaliser, type LoudnessTarget } from './loudness-file';
-import { encodeWav16, type Pcm } from './pcm-wav';
-import { wavDuration } from './wav-duration';
+import { decodeWithFfmpeg, resampleWithFfmpeg } from '../audio/ffmpeg-pcm';
+import { DEFAULT_LOUDNESS, LoudnessNormaliser, type LoudnessTarget } from '../audio/loudness-file';
+import { encodeWav16, type Pcm } from '../audio/pcm-wav';
+import { wavDuration } from '../audio/wav-duration';
 
-export { DEFAULT_LOUDNESS, type LoudnessTarget } from './loudness-file';
+export { DEFAULT_LOUDNESS, type LoudnessTarget } from '../audio/loudness-file';
 
 /**
  * An announcement's audio as ONE clip: the chime, a short gap, then the speech (or media),
@@ -20,7 +20,7 @@ export { DEFAULT_LOUDNESS, type LoudnessTarget } from './loudness-file';
  * loudness: espeak, VoiceRSS, a chime and a user's file all come at different levels, and a
  * voice must neither drown in nor shout over the music it interrupts or ducks.
  *
- * Everything is done in process (src/media/loudness.ts: BS.1770 measurement, gain, a
+ * Everything is done in process (src/audio/loudness.ts: BS.1770 measurement, gain, a
  * true-peak limiter; joining PCM): announcements wait for this, and the two ffmpeg runs it
  * took before cost ~200 ms a clip. ffmpeg is still used where only it can help: decoding
  * what is not PCM WAV (MP3, a web URL) and resampling a part whose rate differs from the

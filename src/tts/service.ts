@@ -30,13 +30,13 @@ export interface TtsServiceOptions {
   reader?: MetadataReader;
   /**
    * Brings each synthesized text to the announcement loudness before it enters the cache, so
-   * a cache hit is ready to play with no loudness work (src/media/loudness-file.ts). Entries
+   * a cache hit is ready to play with no loudness work (src/audio/loudness-file.ts). Entries
    * are then WAV whatever the provider writes.
    */
   normaliser?: TtsNormaliser;
 }
 
-/** What the cache needs of src/media/loudness-file.ts's LoudnessNormaliser. */
+/** What the cache needs of src/audio/loudness-file.ts's LoudnessNormaliser. */
 export interface TtsNormaliser {
   /** Names the target; part of the cache key. */
   readonly tag: string;

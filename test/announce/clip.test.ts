@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ManualClock } from '../../src/core/clock';
-import { encodeWav } from '../../src/media/wav';
+import { encodeWav } from '../../src/audio/wav';
 import { eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
 
 const run = promisify(execFile);

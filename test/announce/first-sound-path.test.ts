@@ -10,7 +10,7 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock } from '../../src/core/clock';
-import { decodeWav } from '../../src/media/pcm-wav';
+import { decodeWav } from '../../src/audio/pcm-wav';
 import { dispatch } from '../../src/operations/dispatch';
 import { eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { statSync } from 'node:fs';
 import { ManualClock } from '../../src/core/clock';
 import type { PlaybackSnapshot } from '../../src/core/events';
-import { encodeWav } from '../../src/media/wav';
+import { encodeWav } from '../../src/audio/wav';
 import { eventually, startHub, type TestHub, virtualOf } from '../helpers/hub';
 
 /** A real web server on loopback serving a 10 s WAV, counting requests per path. */

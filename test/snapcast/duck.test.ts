@@ -14,8 +14,8 @@ import { snapcastDeviceId } from '../../src/drivers/snapcast';
 import { fileSize, freePort, groupOf, HUB_STREAM, OTHER_STREAM, SAMPLE_FORMAT, SnapcastEnv, snapcastInstalled, waitFor } from './harness';
 import { startSnapcastHub, toneWav, type SnapcastHub } from './hub';
 import { labSuite } from '../helpers/labs';
-import { encodeWav } from '../../src/media/wav';
-import { voicePlacementDb } from '../../src/media/duck-mix';
+import { encodeWav } from '../../src/audio/wav';
+import { voicePlacementDb } from '../../src/audio/duck-mix';
 
 const ANNOUNCE_STREAM = 'Announce';
 const MUSIC_HZ = 440;
