@@ -157,13 +157,20 @@ module.exports = tseslint.config(
     ['util/', 'logging/', 'logger'],
     'src/net imports only src/util and the logger (src/logger.ts, src/logging): it is network plumbing any layer may use.',
   ),
+  // src/audio: audio processing (decode, mix, loudness, WAV, synth, the one ffmpeg helper), apart
+  // from the media library and its server: every layer that handles audio stands on it.
+  leaf(
+    ['src/audio/**/*.ts'],
+    ['util/', 'logging/', 'logger', 'redact'],
+    'src/audio imports only util, the logger and redact: audio processing knows no library, core, driver or front end.',
+  ),
   // src/tts: the text-to-speech engines and their cache. It uses the media helpers (duration,
   // cache trimming) and throws the hub's typed errors (core/errors: HubError, a leaf of its own);
   // the rest of the core, the drivers and the front ends are its users.
   leaf(
     ['src/tts/**/*.ts'],
-    ['util/', 'net/', 'logging/', 'media/', 'logger', 'core/errors'],
-    'src/tts imports only util, net, media, the logger and core/errors: the TTS engines know no core, driver, operation or front end.',
+    ['util/', 'net/', 'logging/', 'media/', 'audio/', 'logger', 'core/errors'],
+    'src/tts imports only util, net, media, audio, the logger and core/errors: the TTS engines know no core, driver, operation or front end.',
   ),
   // src/http: the REST/HTTP helpers the REST server and the cloud share (operation routes,
   // OpenAPI, limits): they stand on the operation table and the core, under every front end.

@@ -14,11 +14,16 @@
  *  3. restore latency: the announcement's end on the speaker → announcement restored (music
  *     playing again there), p50/p95 (virtual speakers; UPnP is measured by test/announce/upnp.test.ts
  *     logging, goal < 1 s).
+ *  4. the chime while a new text is synthesized (issue 30): request → first sound of the
+ *     speech, with the chime and uncached TTS, against uncached TTS without the chime (the
+ *     baseline), and how long after the chime's end the speech starts. A virtual speaker's
+ *     sound starts at its fetch; in a clip, the speech starts after the chime and the gap (one
+ *     clip: fetch + chime + gap; the speech as a play of its own: its fetch + the gap it starts with).
  *
  * Speakers' downloads are seen by wrapping globalThis.fetch (what virtual speakers use).
  * Exit code 0 whatever the figures say; 1 if anything failed.
  */
-const { mkdtempSync, rmSync } = require('node:fs');
+const { mkdtempSync, readFileSync, rmSync } = require('node:fs');
 const { cpus, loadavg, tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { performance } = require('node:perf_hooks');
@@ -177,6 +182,32 @@ async function main() {
       await settle();
     }
 
+    // 4. The chime while the speech is synthesized.
+    const { wavDurationFromBuffer } = require('../dist/audio/wav-duration.js');
+    const chimeMs = wavDurationFromBuffer(readFileSync(join(dataDir, 'chime-v1.wav'))) * 1000;
+    const gapMs = 300;
+    /** Request → first speech sound, and the chime's end → first speech sound (ms), for one announcement played out. */
+    async function firstSpeech(params) {
+      const mark = firstFetch.length;
+      const t0 = performance.now();
+      const r = await op('announce', params);
+      if (r.Result !== 'true') throw new Error(`announce failed: ${JSON.stringify(r)}`);
+      await allOver();
+      const got = firstFetch.slice(mark).filter((x) => x.url.includes('/media/') && x.t >= t0);
+      if (!got.length) throw new Error('the speaker fetched nothing');
+      if (!params.Chime) return { speech: got[0].t - t0 };
+      const last = got[got.length - 1];
+      if (got.length === 1) return { speech: got[0].t - t0 + chimeMs + gapMs, afterChime: gapMs };
+      return { speech: last.t - t0 + gapMs, afterChime: last.t - (got[0].t + chimeMs) + gapMs };
+    }
+    const M = Math.min(N, 10);
+    const chimed = [];
+    const plain = [];
+    for (let i = 0; i < M; i++) {
+      plain.push(await firstSpeech({ Text: `Plain parcel ${stamp} number ${i}`, DeviceIDList: ids[0] }));
+      chimed.push(await firstSpeech({ Text: `Chimed parcel ${stamp} number ${i}`, DeviceIDList: ids[0], Chime: 'true' }));
+    }
+
     const base0 = rows['play_tts (spec), cached TTS [baseline]'];
     // Wall-clock figures on a shared machine: the load says how much they are inflated.
     const load = loadavg()
@@ -191,6 +222,25 @@ async function main() {
     }
     console.log(`| music gap on the 2 other speakers (sum per announcement) | ${fmt(pct(gaps, 50))} | ${fmt(Math.max(...gaps))} (max) | | 0 |`);
     console.log(`| restore: end of announcement → restored, music playing | ${fmt(pct(restores, 50))} | ${fmt(pct(restores, 95))} | | < 1000 ms |`);
+    const sp = (xs) => xs.map((x) => x.speech);
+    console.log(`\nThe chime while a new text is synthesized (${M} runs each; chime ${fmt(chimeMs)} ms, gap ${gapMs} ms)`);
+    console.log('| Measurement | p50 ms | p95 ms | p50 / baseline p50 | Goal |');
+    console.log('|---|---|---|---|---|');
+    console.log(
+      `| request → first speech sound, uncached TTS, no chime [baseline] | ${fmt(pct(sp(plain), 50))} | ${fmt(pct(sp(plain), 95))} | 1.0 | |`,
+    );
+    console.log(
+      `| request → first speech sound, Chime + uncached TTS | ${fmt(pct(sp(chimed), 50))} | ${fmt(pct(sp(chimed), 95))} | ${fmt(pct(sp(chimed), 50) / pct(sp(plain), 50))} | chime + gap + baseline at most |`,
+    );
+    // What the synthesis (and everything else before the chime) adds to the speech: zero would be the chime's own length and gap only.
+    const extra = chimed.map((x) => x.speech - chimeMs - gapMs);
+    console.log(
+      `| Chime + uncached TTS: first speech sound − (chime + gap) | ${fmt(pct(extra, 50))} | ${fmt(pct(extra, 95))} | ${fmt(pct(extra, 50) / pct(sp(plain), 50))} | well under the baseline (synthesis off the path) |`,
+    );
+    const after = chimed.map((x) => x.afterChime);
+    console.log(
+      `| chime's end → first speech sound (the gap is ${gapMs} ms) | ${fmt(pct(after, 50))} | ${fmt(pct(after, 95))} | | ${gapMs} ms + a play's start |`,
+    );
   } catch (e) {
     failed = true;
     console.error('announce bench failed:', e);

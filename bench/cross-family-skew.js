@@ -122,7 +122,7 @@ class SnapCapture {
 async function main() {
   const { createHub } = require('../dist/index.js');
   const { createLogger } = require('../dist/logger.js');
-  const { encodeWav } = require('../dist/media/wav.js');
+  const { encodeWav } = require('../dist/audio/wav.js');
   const dir = mkdtempSync(join(tmpdir(), 'speakerhub-bench-cross-'));
   const procs = [];
   let hub;

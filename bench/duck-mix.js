@@ -2,11 +2,17 @@
 /**
  * Announcement audio benchmark (issue 21; needs dist/ from npm run build, ffmpeg, espeak-ng):
  *
- *  1. CPU per ducked stream: ffmpeg running the duck mix (src/media/duck-mix.ts: music from a
+ *  1. CPU per ducked stream: ffmpeg running the duck mix (src/audio/duck-mix.ts: music from a
  *     position, the voice on top, fades) as fast as it can over a 30 s voice, CPU seconds (user
  *     + sys, /usr/bin/time) per second of audio, against a plain decode of the same music to
  *     the same output as the baseline (what one Snapcast feed costs today). Goal: 10 ducked
  *     streams at once under 50% of one core, i.e. CPU per audio second < 0.05.
+ *  1c. The hub's CPU per ducked stream against a plain play of the same stream (issue 30), as
+ *     a ratio: the music decoded as a Snapcast feed decodes it (PcmDecoder: ffmpeg to 48 kHz
+ *     stereo s16) through the music loudness meter, alone (the plain play, the baseline) and with
+ *     a ducked announcement on it (the voice decoded by DuckVoice, mixed by DuckMixer), the
+ *     hub's own CPU (process.cpuUsage) plus its ffmpeg children's (cutime + cstime of
+ *     /proc/self/stat), per second of audio, best of 3.
  *  2. Clip render time (src/media/announcement-clip.ts): chime + gap + speech at the target
  *     loudness, uncached, p50/p95 over N texts, against espeak-ng's synthesis of the same text
  *     (what an announcement waited for before) as the baseline.
@@ -14,7 +20,7 @@
  * Exit code 0 whatever the figures say; 1 if anything failed.
  */
 const { execFileSync, spawnSync } = require('node:child_process');
-const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const { mkdtempSync, readFileSync, rmSync, writeFileSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { performance } = require('node:perf_hooks');
@@ -36,9 +42,9 @@ function timed(args) {
 }
 
 async function main() {
-  const { duckMixArgs } = require('../dist/media/duck-mix.js');
+  const { duckMixArgs } = require('../dist/audio/duck-mix.js');
   const { AnnouncementClips } = require('../dist/media/announcement-clip.js');
-  const { ensureChime } = require('../dist/media/chime.js');
+  const { ensureChime } = require('../dist/audio/chime.js');
   const { createLogger } = require('../dist/logger.js');
   const dir = mkdtempSync(join(tmpdir(), 'speakerhub-bench-duck-'));
   let failed = false;
@@ -70,8 +76,8 @@ async function main() {
 
     // 1b. What a Snapcast feed runs in process (no ffmpeg): the music's loudness meter, on
     // all along, and the DuckMixer during an announcement; per second of 48 kHz stereo s16.
-    const { DuckMixer } = require('../dist/media/duck-mix.js');
-    const { MusicLoudness } = require('../dist/media/music-loudness.js');
+    const { DuckMixer } = require('../dist/audio/duck-mix.js');
+    const { MusicLoudness } = require('../dist/audio/music-loudness.js');
     const format = { rate: 48000, bits: 16, channels: 2 };
     const chunk = Buffer.alloc((48000 / 50) * 4); // 20 ms, as the feed hands it over
     for (let i = 0; i < chunk.length / 2; i++) chunk.writeInt16LE(Math.round(8000 * Math.sin(i / 7)), i * 2);
@@ -98,6 +104,74 @@ async function main() {
     console.log(`| music loudness meter (MusicLoudness, K-weighted, 3 s short-term) | ${meterCpu.toFixed(4)} | |`);
     console.log(`| DuckMixer (envelope + voice placed on the music's loudness) | ${mixerCpu.toFixed(4)} | |`);
     console.log(`| 10 ducked streams at once (meter + mixer), share of one core | ${(both * 10 * 100).toFixed(1)}% | < 50% |`);
+
+    // 1c. The hub's CPU per ducked stream vs a plain play of the same stream.
+    const { PcmDecoder } = require('../dist/audio/pcm-decoder.js');
+    const { DuckVoice } = require('../dist/audio/duck-voice.js');
+    const silent = createLogger({ level: 'silent' });
+    const tick = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' })) || 100;
+    /** CPU seconds of this process's reaped children (the ffmpeg decodes). */
+    const childCpu = () => {
+      const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+      return (Number(f[13]) + Number(f[14])) / tick;
+    };
+    const decodeOpts = (url) => ({ url, format, ffmpegPath: 'ffmpeg', startTimeoutMs: 20_000, what: 'bench', logger: silent });
+    /** One stream of `seconds` of music (and a 30 s ducked voice on it): hub CPU seconds per audio second. */
+    async function streamCpu(ducked) {
+      const c0 = process.cpuUsage();
+      const k0 = childCpu();
+      const meter = new MusicLoudness(format);
+      const mix = ducked ? new DuckMixer({ format, levelDb: -15, fadeMs: 500, musicLufs: meter.lufs, maxVoiceBytes: 4 * 1024 * 1024 }) : undefined;
+      const voiceOver = new Promise((resolve) => {
+        if (!mix) return resolve();
+        const endVoice = mix.endVoice.bind(mix);
+        mix.endVoice = () => {
+          endVoice();
+          resolve();
+        };
+        new DuckVoice({ url: voice, format, ffmpegPath: 'ffmpeg', startTimeoutMs: 20_000, logger: silent }).start(mix);
+      });
+      const music48 = new PcmDecoder({ ...decodeOpts(music), startAt: 10 });
+      let bytes = 0;
+      const limit = seconds * format.rate * 4;
+      await new Promise((resolve, reject) => {
+        music48
+          .start({
+            data: (chunk) => {
+              if (bytes >= limit) return true;
+              bytes += chunk.length;
+              meter.push(chunk);
+              if (mix) mix.process(chunk);
+              if (bytes >= limit) {
+                music48.stop();
+                resolve();
+              }
+              return true;
+            },
+            end: () => resolve(),
+          })
+          .catch(reject);
+      });
+      await voiceOver;
+      // The decodes' ffmpeg processes reaped, so their CPU shows in cutime/cstime.
+      await new Promise((r) => setTimeout(r, 300));
+      const u = process.cpuUsage(c0);
+      return ((u.user + u.system) / 1e6 + (childCpu() - k0)) / seconds;
+    }
+    let plainHub = Infinity;
+    let duckedHub = Infinity;
+    for (let i = 0; i < runs; i++) {
+      plainHub = Math.min(plainHub, await streamCpu(false));
+      duckedHub = Math.min(duckedHub, await streamCpu(true));
+    }
+    console.log(`\nThe hub's CPU per stream: a ducked announcement on it vs a plain play of the same music (${seconds} s, best of ${runs})`);
+    console.log('| Measurement | CPU s per audio s | ratio to baseline | Goal |');
+    console.log('|---|---|---|---|');
+    console.log(`| plain play: music decode (ffmpeg) + loudness meter [baseline] | ${plainHub.toFixed(4)} | 1.0 | |`);
+    console.log(
+      `| ducked: + the voice's decode (DuckVoice) + DuckMixer | ${duckedHub.toFixed(4)} | ${(duckedHub / Math.max(plainHub, 1e-4)).toFixed(2)} | 10 streams < 50% of a core |`,
+    );
+    console.log(`| 10 ducked streams at once, share of one core | ${(duckedHub * 10 * 100).toFixed(1)}% | | < 50% |`);
 
     // 2. Clip render time, uncached.
     const clips = new AnnouncementClips({ cacheDir: join(dir, 'clips'), logger: createLogger({ level: 'silent' }) });

@@ -7,7 +7,7 @@
  *  1. Announce-to-first-speech on a real snapclient, Mode duck against Mode interrupt (the
  *     baseline), alternating rounds (test/drivers/snapcast/duck-latency.ts). Goal: duck no slower.
  *  2. CPU of 10 ducked streams at once: what ducking adds to a feed is the mix (DuckMixer,
- *     src/media/duck-mix.ts, run here in-process over 30 s of 48 kHz stereo PCM per stream,
+ *     src/audio/duck-mix.ts, run here in-process over 30 s of 48 kHz stereo PCM per stream,
  *     process.cpuUsage) and the decode of the voice (ffmpeg, /usr/bin/time). The music's own
  *     decode runs whether or not the hub ducks, and is the baseline. Goal: 10 streams under
  *     50 % of one core.
@@ -36,7 +36,7 @@ function ffmpegCpu(args) {
 }
 
 function cpu() {
-  const { DuckMixer } = require('../dist/media/duck-mix.js');
+  const { DuckMixer } = require('../dist/audio/duck-mix.js');
   const dir = mkdtempSync(join(tmpdir(), 'speakerhub-bench-duck-'));
   try {
     const format = { rate: 48000, bits: 16, channels: 2 };

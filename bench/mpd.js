@@ -79,7 +79,7 @@ function mpdCommand(port, command, sent) {
 async function main() {
   const { createHub } = require('../dist/index.js');
   const { createLogger } = require('../dist/logger.js');
-  const { encodeWav } = require('../dist/media/wav.js');
+  const { encodeWav } = require('../dist/audio/wav.js');
   const dir = mkdtempSync(join(tmpdir(), 'speakerhub-bench-mpd-'));
   let mpd;
   let hub;

@@ -206,7 +206,7 @@ async function waitFor(check, ms, what) {
 async function main() {
   const { createHub } = require('../dist/index.js');
   const { createLogger } = require('../dist/logger.js');
-  const { encodeWav } = require('../dist/media/wav.js');
+  const { encodeWav } = require('../dist/audio/wav.js');
   const dir = mkdtempSync(join(tmpdir(), 'speakerhub-bench-squeezebox-'));
   const players = [];
   let hub;

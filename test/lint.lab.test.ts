@@ -165,6 +165,22 @@ const LAYER_CASES: { file: string; bad: string[]; good: string[] }[] = [
     ],
   },
   {
+    // src/audio: audio processing apart from the library: util, the logger and redact only.
+    file: 'src/audio/probe.ts',
+    bad: [
+      "import { a } from '../media/library';",
+      "import { b } from '../core/errors';",
+      "import { c } from '../drivers/driver';",
+      "import { d } from '../tts/service';",
+    ],
+    good: [
+      "import { messageOf } from '../util/error-message';",
+      "import { createLogger } from '../logger';",
+      "import { redactUrl } from '../redact';",
+      "import { decodeWav } from './pcm-wav';",
+    ],
+  },
+  {
     // src/http: the REST helpers the HTTP front ends share; no front end, no driver.
     file: 'src/http/probe.ts',
     bad: [

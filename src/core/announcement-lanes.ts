@@ -1,6 +1,6 @@
 import type { Clock } from './clock';
 import type { AnnouncementEvent, HubEventBus } from './events';
-import type { PlaybackEngine } from './playback-engine';
+import type { PlayableMedia, PlaybackEngine } from './playback-engine';
 import type { SpeakerRegistry } from './speaker-registry';
 import {
   ANNOUNCEMENT_STATE_OF,
@@ -287,6 +287,30 @@ export abstract class AnnouncementLanes {
       priority: a.priority,
       ...(a.reason ? { reason: reasonText(a.reason) } : {}),
     });
+  }
+
+  /** Items made while the first ones play (the speech during the chime): appended, or the announcement fails with the reason. */
+  protected follow(a: Announcement, later: Promise<PlayableMedia[]>): void {
+    a.later = later;
+    const arrived = (items: PlayableMedia[], e?: unknown) =>
+      this.guard('load', () => {
+        if (a.later !== later) return;
+        a.later = undefined;
+        if (a.phase !== 'queued' && a.phase !== 'starting' && a.phase !== 'playing') return;
+        if (e === undefined) a.media = [...(a.media ?? []), ...items];
+        else {
+          const err = e as { message?: string; code?: string };
+          const reason: AnnouncementReason = { code: 'load_failed', message: err.message ?? String(e), errorCode: err.code };
+          if (a.phase === 'queued') return this.cancel(a, reason);
+          a.reason ??= reason;
+        }
+        // A step that waited for them goes on (or, after a failure, the announcement ends).
+        this.checkStep(a);
+      });
+    later.then(
+      (items) => arrived(items),
+      (e: unknown) => arrived([], e ?? new Error('the media could not be made')),
+    );
   }
 
   /**

@@ -10,7 +10,7 @@ export type AnnouncementReason =
   | { code: 'hub_shutdown' }
   /** A higher-Priority announcement cut in on some of its speakers. */
   | { code: 'interrupted'; by: string; deviceIds: string[] }
-  /** Its media could not be prepared (TTS failure): no speaker was touched. */
+  /** Its media could not be prepared (TTS failure): no speaker was touched, or only its chime played (the speech was synthesized while it played). */
   | { code: 'load_failed'; message: string; errorCode?: string }
   /** Every speaker it started on refused to play it. */
   | { code: 'play_failed'; failures: string[] }
@@ -56,5 +56,7 @@ export function reasonText(reason: AnnouncementReason): string {
  * not a failure). Shutdown before it played, or no speaker playing it, is a failure.
  */
 export function endsDone(played: boolean, reason: AnnouncementReason | undefined): boolean {
+  // A chime that played before its speech failed is not an announcement heard.
+  if (reason?.code === 'load_failed') return false;
   return played || reason?.code === 'stopped_by_play';
 }

@@ -6,9 +6,19 @@ import type { OverlayHandle, Speaker, SpeakerSnapshot } from '../drivers/driver'
 
 /** What announcements are made of (announcements.ts runs them; announcement-lanes.ts restores). */
 
+/**
+ * An announcement's media items in order. `later`: items still being made when the first ones
+ * can play (the speech of a new text, synthesized while its chime plays); they follow the
+ * others, and the announcement waits for them at the end of its last item in hand.
+ */
+export interface AnnouncementMedia {
+  items: PlayableMedia[];
+  later?: Promise<PlayableMedia[]>;
+}
+
 export interface AnnounceRequest {
-  /** Loads the announcement's media items in order (chime, speech): synthesis happens here, before any speaker is touched. */
-  load: () => Promise<PlayableMedia[]>;
+  /** Loads the announcement's media items in order (chime, speech): synthesis starts here, before any speaker is touched. */
+  load: () => Promise<AnnouncementMedia>;
   /** Targets; undefined = every available speaker. */
   deviceIds?: string[];
   /** The level on each target while it announces (0–50); undefined keeps each speaker's own. */
@@ -73,6 +83,8 @@ export interface Announcement {
   endedAt?: number;
   restoredAt?: number;
   media?: PlayableMedia[];
+  /** Media items still being made (AnnouncementMedia.later): the step after the last item waits for them. */
+  later?: Promise<PlayableMedia[]>;
   /** Speakers it still plays on. */
   playing: Set<string>;
   /** Speakers that have not yet been restored after it (or dropped from it). */

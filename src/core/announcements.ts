@@ -142,7 +142,8 @@ export class AnnouncementManager extends AnnouncementLanes {
         this.guard('load', () => {
           // Cancelled (stop_play) while it loaded: nothing more to do.
           if (a.phase !== 'loading') return;
-          a.media = media;
+          a.media = media.items;
+          if (media.later) this.follow(a, media.later);
           this.move(a, 'loaded');
           this.pump();
         }),
@@ -304,6 +305,9 @@ export class AnnouncementManager extends AnnouncementLanes {
             try {
               const mute = muteOf(l.speaker);
               if (mute && isMuted(l.speaker)) await mute.setMute(false);
+              // At that level already (read from the speaker just now, or set by the run's last
+              // announcement): no round trip before the play (a UPnP SetVolume is one).
+              if ((l.setVolume ?? (fresh.includes(l) ? l.snapshot?.transport?.volume : undefined)) === a.volume) return;
               await l.speaker.setVolume(a.volume!);
               l.setVolume = a.volume;
             } catch (e) {
@@ -388,6 +392,8 @@ export class AnnouncementManager extends AnnouncementLanes {
   protected checkStep(a: Announcement): void {
     if (a.phase !== 'playing') return;
     if ([...a.playing].some((id) => !a.stepDone.has(id))) return;
+    // The next item is still being made (the speech, while the chime played): its arrival comes back here.
+    if (a.later && a.step + 1 >= (a.media?.length ?? 0) && a.playing.size > 0) return;
     a.step += 1;
     if (a.step < (a.media?.length ?? 0) && a.playing.size > 0) {
       this.playStep(a).catch((e: unknown) => this.fault('next media item', e));

@@ -3,6 +3,7 @@ import type { Clock } from './clock';
 import { HubEventBus } from './events';
 import { AnnouncementManager } from './announcements';
 import { PlaybackEngine, type PlayableMedia } from './playback-engine';
+import type { AnnouncementMedia } from './announcement-types';
 import { SessionScopes } from './session-scopes';
 import { SessionStore } from './sessions';
 import { SpeakerRegistry } from './speaker-registry';
@@ -20,6 +21,8 @@ export interface TextToSpeech {
   validate(text: string): void;
   /** voice: the provider's voice/language for this text; undefined = the configured one. */
   speak(text: string, voice?: string): Promise<TtsAudio>;
+  /** The text's cached audio, or undefined if it would have to be synthesized: never synthesizes. */
+  cached(text: string, voice?: string): Promise<TtsAudio | undefined>;
 }
 
 export interface HubCoreOptions {
@@ -45,8 +48,14 @@ export interface HubCoreOptions {
 export interface AnnouncementAudio {
   /** Whether a lone part is worth rendering (loudness normalisation is on). */
   readonly normalises: boolean;
-  render(parts: ({ file: string } | { url: string })[]): Promise<{ file: string; contentType: string; duration?: number }>;
+  /** leadGap: the gap before the first part too (speech that plays after its chime as a play of its own). */
+  render(parts: ClipPart[], options?: { leadGap?: boolean }): Promise<{ file: string; contentType: string; duration?: number }>;
+  /** The clip of these parts if it is made already, else undefined: never renders. */
+  cached(parts: ClipPart[]): Promise<{ file: string; contentType: string; duration?: number } | undefined>;
 }
+
+/** A part of an announcement clip: a file (its content named by `id` when known: a TTS entry) or a web URL. */
+export type ClipPart = { file: string; id?: string } | { url: string };
 
 /** What an announcement plays: exactly one of text, persistentId, mediaUrl; chime before it. */
 export interface AnnouncementSource {
@@ -204,34 +213,97 @@ export class HubCore {
    * that does not end in time) the parts play as they are, one after the other: the
    * announcement still speaks, and the log says why it was not one clip.
    */
-  async announcementMedia(src: AnnouncementSource): Promise<() => Promise<PlayableMedia[]>> {
+  async announcementMedia(src: AnnouncementSource): Promise<() => Promise<AnnouncementMedia>> {
     if (src.text !== undefined) this.validateText(src.text);
     const item = src.persistentId !== undefined ? this.catalogItem(src.persistentId, 'PersistentID') : undefined;
     const web = src.mediaUrl !== undefined ? await this.webMedia(src.mediaUrl) : undefined;
     const chimeItem = typeof src.chime === 'string' ? this.catalogItem(src.chime, 'Chime') : undefined;
     if (src.chime === true && !this.chimeFile) throw new HubError('MediaNotFound', 'This hub has no chime.', { parameter: 'Chime' });
     const chimeFile = src.chime === true ? this.chimeFile : chimeItem?.file;
+    const title = src.text ?? item?.title ?? web!.title;
+    const chimeMedia = () => (src.chime === true ? this.chimeMedia() : chimeItem ? this.hubMedia(chimeItem.persistentId) : undefined);
+    // A repeated text (its speech and clip cached): the clip is published now, before the
+    // request is answered, so the speaker can fetch it the moment the play starts.
+    if (src.text !== undefined) {
+      const ready = await this.cachedClip(src.text, src.voice, chimeFile).catch(() => undefined);
+      if (ready) {
+        const items: PlayableMedia[] = [
+          { kind: 'tts', url: this.publish(ready.file, ready.contentType), contentType: ready.contentType, title, duration: ready.duration },
+        ];
+        return () => Promise.resolve({ items });
+      }
+    }
     return async () => {
+      // A chime before a text still to synthesize: the chime plays at once, the synthesis runs
+      // while it plays, and the speech follows as a play of its own (AnnouncementMedia.later),
+      // instead of the chime waiting for the synthesis to make one clip.
+      const text = src.text;
+      if (chimeFile && text !== undefined && this.clips && !(await this.tts.cached(text, src.voice))) {
+        // The chime's clip (cached after the first time) is asked for first: its file reads queue ahead of the synthesis's.
+        const chimeClip = this.clips.render([{ file: chimeFile }]).catch(() => undefined);
+        const later = this.tts.speak(text, src.voice).then(async (speech) => [await this.speechAfterChime(speech, chimeFile, title)]);
+        // Its failure is the announcement's (AnnouncementManager.follow), never an unhandled rejection meanwhile.
+        later.catch(() => undefined);
+        const chime = await chimeClip;
+        const first = chime
+          ? {
+              kind: 'hub' as const,
+              url: this.publish(chime.file, chime.contentType),
+              contentType: chime.contentType,
+              title: 'Chime',
+              duration: chime.duration,
+            }
+          : chimeMedia()!;
+        return { items: [first], later };
+      }
       const speech = src.text !== undefined ? await this.tts.speak(src.text, src.voice) : undefined;
-      const mainSource = speech ? { file: speech.file } : item ? { file: item.file } : { url: web!.url };
+      const mainSource = speech ? { file: speech.file, id: speech.id } : item ? { file: item.file } : { url: web!.url };
       const parts = [...(chimeFile ? [{ file: chimeFile }] : []), mainSource];
-      const title = src.text ?? item?.title ?? web!.title;
       if (this.clips && (parts.length > 1 || this.clips.normalises)) {
         try {
           const clip = await this.clips.render(parts);
-          return [{ kind: 'tts', url: this.publish(clip.file, clip.contentType), contentType: clip.contentType, title, duration: clip.duration }];
+          return {
+            items: [{ kind: 'tts', url: this.publish(clip.file, clip.contentType), contentType: clip.contentType, title, duration: clip.duration }],
+          };
         } catch (e) {
           this.logger.warn({ err: (e as Error)?.message ?? String(e) }, 'announcement clip not made; the parts play one after the other as they are');
         }
       }
-      const chime = src.chime === true ? this.chimeMedia() : chimeItem ? this.hubMedia(chimeItem.persistentId) : undefined;
+      const chime = chimeMedia();
       const main: PlayableMedia = speech
         ? { kind: 'tts', url: this.publish(speech.file, speech.contentType), contentType: speech.contentType, title, duration: speech.duration }
         : item
           ? this.hubMedia(item.persistentId)
           : web!;
-      return [...(chime ? [chime] : []), main];
+      return { items: [...(chime ? [chime] : []), main] };
     };
+  }
+
+  /**
+   * The speech that follows its chime as a play of its own: the gap first, then the voice, at
+   * the target loudness. The one clip of chime, gap and speech is made beside it (a few ms in
+   * process), so the text's next announcement is servable before its request is answered.
+   */
+  private async speechAfterChime(speech: TtsAudio, chimeFile: string, title: string | undefined): Promise<PlayableMedia> {
+    const part = { file: speech.file, id: speech.id };
+    const [clip] = await Promise.all([
+      this.clips!.render([part], { leadGap: true }).catch((e: unknown) => {
+        this.logger.warn({ err: (e as Error)?.message ?? String(e) }, 'speech clip not made; the speech plays as it is');
+        return speech;
+      }),
+      this.clips!.render([{ file: chimeFile }, part]).catch(() => undefined),
+    ]);
+    return { kind: 'tts', url: this.publish(clip.file, clip.contentType), contentType: clip.contentType, title, duration: clip.duration };
+  }
+
+  /** The finished clip of a text (with its chime), when its speech and the clip are cached: a stat or two, no synthesis, no rendering. */
+  private async cachedClip(text: string, voice: string | undefined, chimeFile: string | undefined) {
+    const speech = await this.tts.cached(text, voice);
+    if (!speech) return undefined;
+    const parts = [...(chimeFile ? [{ file: chimeFile }] : []), { file: speech.file, id: speech.id }];
+    if (this.clips && (parts.length > 1 || this.clips.normalises)) return this.clips.cached(parts);
+    // No clip is made of a lone part without loudness work: the speech is the clip.
+    return parts.length === 1 ? speech : undefined;
   }
 
   private catalogItem(persistentId: string, parameter: string) {

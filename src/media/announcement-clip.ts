@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logger';
 import { CacheTrimmer } from './cache-trimmer';
-import { decodeWithFfmpeg, resampleWithFfmpeg } from './ffmpeg-pcm';
-import { DEFAULT_LOUDNESS, LoudnessNormaliser, type LoudnessTarget } from './loudness-file';
-import { encodeWav16, type Pcm } from './pcm-wav';
-import { wavDuration } from './wav-duration';
+import { decodeWithFfmpeg, resampleWithFfmpeg } from '../audio/ffmpeg-pcm';
+import { DEFAULT_LOUDNESS, LoudnessNormaliser, type LoudnessTarget } from '../audio/loudness-file';
+import { encodeWav16, type Pcm } from '../audio/pcm-wav';
+import { wavDuration } from '../audio/wav-duration';
 
-export { DEFAULT_LOUDNESS, type LoudnessTarget } from './loudness-file';
+export { DEFAULT_LOUDNESS, type LoudnessTarget } from '../audio/loudness-file';
 
 /**
  * An announcement's audio as ONE clip: the chime, a short gap, then the speech (or media),
@@ -20,7 +20,7 @@ export { DEFAULT_LOUDNESS, type LoudnessTarget } from './loudness-file';
  * loudness: espeak, VoiceRSS, a chime and a user's file all come at different levels, and a
  * voice must neither drown in nor shout over the music it interrupts or ducks.
  *
- * Everything is done in process (src/media/loudness.ts: BS.1770 measurement, gain, a
+ * Everything is done in process (src/audio/loudness.ts: BS.1770 measurement, gain, a
  * true-peak limiter; joining PCM): announcements wait for this, and the two ffmpeg runs it
  * took before cost ~200 ms a clip. ffmpeg is still used where only it can help: decoding
  * what is not PCM WAV (MP3, a web URL) and resampling a part whose rate differs from the
@@ -32,8 +32,12 @@ export { DEFAULT_LOUDNESS, type LoudnessTarget } from './loudness-file';
  * content may change). Identical renders at once share one (single-flight).
  */
 
-/** A part of the clip: a file on the hub, or a web URL ffmpeg fetches (http/https only). */
-export type ClipSource = { file: string } | { url: string };
+/**
+ * A part of the clip: a file on the hub, or a web URL ffmpeg fetches (http/https only). A
+ * file's `id`, when given, names its content (a TTS cache entry's key): the clip cache keys
+ * by it instead of reading and hashing the file.
+ */
+export type ClipSource = { file: string; id?: string } | { url: string };
 
 export interface ClipAudio {
   file: string;
@@ -73,6 +77,10 @@ const MEMO_ENTRIES = 8;
 const MEMO_SAMPLES = 4 * 1024 * 1024;
 /** Only parts up to this many samples are memoised (30 s of stereo at 48 kHz). */
 const MEMO_PART_SAMPLES = 30 * 48_000 * 2;
+/** Finished clips (and lone parts that are clips themselves) kept in memory: a hit costs a stat. */
+const READY_ENTRIES = 256;
+/** Content hashes of files without an id (the chime), by path, size, mtime and inode. */
+const CONTENT_IDS = 64;
 
 export class ClipError extends Error {
   constructor(message: string) {
@@ -112,6 +120,10 @@ export class AnnouncementClips {
   /** Normalised parts by content id and format, least recently used first. */
   private readonly memo = new Map<string, Float32Array[]>();
   private memoSamples = 0;
+  /** Clips found or made, by clip key (or `lone:` and a part's id), least recently used first. */
+  private readonly ready = new Map<string, ClipAudio>();
+  /** Content ids of id-less file parts, so the chime is hashed once, not on every announcement. */
+  private readonly contentIds = new Map<string, string>();
   private readonly trimmer: CacheTrimmer;
 
   constructor(private readonly opts: AnnouncementClipsOptions) {
@@ -145,58 +157,122 @@ export class AnnouncementClips {
   /**
    * The parts in order (chime first), joined with the gap after each but the last, each at
    * the target loudness. Rejects with ClipError (ffmpeg missing or failing where it is
-   * needed, too busy, timeout).
+   * needed, too busy, timeout). `leadGap`: the gap before the first part too (the speech
+   * that follows its chime as a play of its own: a speaker that starts late loses silence, not
+   * the first word, and the chime and the voice stay apart).
    */
-  async render(parts: ClipSource[]): Promise<ClipAudio> {
+  async render(parts: ClipSource[], options: { leadGap?: boolean } = {}): Promise<ClipAudio> {
     if (!parts.length) throw new ClipError('nothing to render');
-    const lone = parts.length === 1 && 'file' in parts[0] ? parts[0].file : undefined;
-    if (lone && this.loudness && (await this.audio.isNormalised(lone).catch(() => false))) {
-      // Already at the target (a TTS cache entry): it is the clip, nothing to do or to cache.
-      return { file: lone, contentType: 'audio/wav', duration: await wavDuration(lone).catch(() => undefined) };
+    const lead = !!options.leadGap && this.gapMs > 0;
+    const lone = parts.length === 1 && 'file' in parts[0] ? parts[0] : undefined;
+    if (lone && this.loudness && !lead) {
+      const ready = await this.loneClip(lone);
+      if (ready) return ready;
     }
     const keys = await this.keysOf(parts);
-    const key = this.clipKey(keys);
+    const key = this.clipKey(keys, lead);
     const pending = this.inFlight.get(key);
     if (pending) return pending;
-    const job = this.produce(keys, join(this.opts.cacheDir, `${key}.wav`)).finally(() => this.inFlight.delete(key));
+    const job = this.produce(keys, key, lead).finally(() => this.inFlight.delete(key));
     this.inFlight.set(key, job);
     return job;
+  }
+
+  /**
+   * The clip of these parts if it is made already, else undefined: never renders. A clip seen
+   * before costs a stat (its parts named by id, the chime's hash kept), so an announcement of
+   * a repeated text can be servable before its request is answered.
+   */
+  async cached(parts: ClipSource[]): Promise<ClipAudio | undefined> {
+    if (!parts.length || parts.some((p) => !('file' in p))) return undefined;
+    const lone = parts.length === 1 ? (parts[0] as { file: string; id?: string }) : undefined;
+    if (lone && this.loudness) {
+      const ready = await this.loneClip(lone);
+      if (ready) return ready;
+    }
+    const keys = await this.keysOf(parts).catch(() => undefined);
+    if (!keys) return undefined;
+    const key = this.clipKey(keys);
+    return this.inFlight.has(key) ? undefined : this.cachedClip(key);
+  }
+
+  /** A lone part already at the target (a TTS cache entry) is the clip: nothing to do or to cache. */
+  private async loneClip(part: { file: string; id?: string }): Promise<ClipAudio | undefined> {
+    const known = part.id ? this.recallReady(`lone:${part.id}`) : undefined;
+    if (known && known.file === part.file && (await isNonEmptyFile(part.file))) return known;
+    if (!(await this.audio.isNormalised(part.file).catch(() => false))) return undefined;
+    const clip: ClipAudio = { file: part.file, contentType: 'audio/wav', duration: await wavDuration(part.file).catch(() => undefined) };
+    return part.id ? this.rememberReady(`lone:${part.id}`, clip) : clip;
+  }
+
+  /** The cache entry of a clip key (touched: the trimmer drops the least recently used), or undefined. */
+  private async cachedClip(key: string): Promise<ClipAudio | undefined> {
+    const file = join(this.opts.cacheDir, `${key}.wav`);
+    const known = this.recallReady(key);
+    if (!(await isNonEmptyFile(file))) return undefined;
+    const now = new Date();
+    await utimes(file, now, now).catch(() => undefined);
+    return known ?? this.rememberReady(key, { file, contentType: 'audio/wav', duration: await wavDuration(file).catch(() => undefined) });
+  }
+
+  private recallReady(key: string): ClipAudio | undefined {
+    const known = this.ready.get(key);
+    if (known) {
+      this.ready.delete(key);
+      this.ready.set(key, known);
+    }
+    return known;
+  }
+
+  private rememberReady(key: string, clip: ClipAudio): ClipAudio {
+    this.ready.delete(key);
+    this.ready.set(key, clip);
+    for (const k of this.ready.keys()) {
+      if (this.ready.size <= READY_ENTRIES) break;
+      this.ready.delete(k);
+    }
+    return clip;
   }
 
   private async keysOf(parts: ClipSource[]): Promise<PartKey[]> {
     return Promise.all(
       parts.map(async (p): Promise<PartKey> => {
         if (!('file' in p)) return { source: p };
+        if (p.id) return { source: p, id: `given:${p.id}` };
         const st = await stat(p.file).catch(() => undefined);
         if (!st?.isFile()) throw new ClipError(`no such file: ${p.file}`);
+        if (st.size > MAX_HASHED_BYTES) return { source: p, id: `file:${p.file}\0${st.size}\0${st.mtimeMs}` };
         // By content where that is cheap: the TTS cache touches its files' mtime on every hit
-        // (its LRU), which must not make every cached text a new clip.
-        if (st.size <= MAX_HASHED_BYTES)
-          return {
-            source: p,
-            id: `content:${createHash('sha256')
-              .update(await readFile(p.file))
-              .digest('hex')}`,
-          };
-        return { source: p, id: `file:${p.file}\0${st.size}\0${st.mtimeMs}` };
+        // (its LRU), which must not make every cached text a new clip. The hash of a file not
+        // changed since (same size, mtime and inode: the chime) is kept.
+        const seen = `${p.file}\0${st.size}\0${st.mtimeMs}\0${st.ino}`;
+        let id = this.contentIds.get(seen);
+        if (!id) {
+          id = `content:${createHash('sha256')
+            .update(await readFile(p.file))
+            .digest('hex')}`;
+          this.contentIds.set(seen, id);
+          for (const k of this.contentIds.keys()) {
+            if (this.contentIds.size <= CONTENT_IDS) break;
+            this.contentIds.delete(k);
+          }
+        }
+        return { source: p, id };
       }),
     );
   }
 
-  private clipKey(keys: PartKey[]): string {
-    const h = createHash('sha256').update(`${VERSION}\0${JSON.stringify(this.loudness ?? 'off')}\0${this.gapMs}`);
+  private clipKey(keys: PartKey[], lead = false): string {
+    const h = createHash('sha256').update(`${VERSION}\0${JSON.stringify(this.loudness ?? 'off')}\0${this.gapMs}${lead ? '\0lead' : ''}`);
     // A web part is never reused: the same URL may serve something else next time.
     for (const k of keys) h.update(`\0${k.id ?? `url:${randomBytes(16).toString('hex')}`}`);
     return h.digest('hex');
   }
 
-  private async produce(keys: PartKey[], file: string): Promise<ClipAudio> {
-    const hit = await stat(file).catch(() => undefined);
-    if (hit?.isFile() && hit.size > 0) {
-      const now = new Date();
-      await utimes(file, now, now).catch(() => undefined);
-      return { file, contentType: 'audio/wav', duration: await wavDuration(file).catch(() => undefined) };
-    }
+  private async produce(keys: PartKey[], key: string, lead: boolean): Promise<ClipAudio> {
+    const hit = await this.cachedClip(key);
+    if (hit) return hit;
+    const file = join(this.opts.cacheDir, `${key}.wav`);
     if (this.running >= this.maxConcurrent) throw new ClipError(`${this.running} clips are rendering already`);
     this.running++;
     let held = 0;
@@ -243,7 +319,7 @@ export class AnnouncementClips {
         ready.push(channels);
         lap('loudness');
       }
-      const clip = this.joined(ready, rate, nch);
+      const clip = this.joined(ready, rate, nch, lead);
       lap('join');
       await mkdir(this.opts.cacheDir, { recursive: true });
       await writeFile(temp, this.loudness ? this.audio.encode(clip) : encodeWav16(clip));
@@ -258,7 +334,7 @@ export class AnnouncementClips {
     }
     this.log.debug({ parts: keys.length, ms: Math.round(performance.now() - started), stages: ms }, 'announcement clip rendered');
     this.trimmer.schedule();
-    return { file, contentType: 'audio/wav', duration: await wavDuration(file).catch(() => undefined) };
+    return this.rememberReady(key, { file, contentType: 'audio/wav', duration: await wavDuration(file).catch(() => undefined) });
   }
 
   /**
@@ -296,12 +372,12 @@ export class AnnouncementClips {
     }
   }
 
-  /** The parts one after the other, with gapMs of silence between each two. */
-  private joined(parts: Float32Array[][], rate: number, nch: number): Pcm {
+  /** The parts one after the other, with gapMs of silence between each two (and before the first, with `lead`). */
+  private joined(parts: Float32Array[][], rate: number, nch: number, lead: boolean): Pcm {
     const gap = Math.round((this.gapMs / 1000) * rate);
-    const frames = parts.reduce((n, p) => n + p[0].length, 0) + gap * (parts.length - 1);
+    const frames = parts.reduce((n, p) => n + p[0].length, 0) + gap * (parts.length - 1 + (lead ? 1 : 0));
     const channels = Array.from({ length: nch }, () => new Float32Array(frames));
-    let at = 0;
+    let at = lead ? gap : 0;
     parts.forEach((p, i) => {
       for (let c = 0; c < nch; c++) channels[c].set(p[c], at);
       at += p[0].length + (i < parts.length - 1 ? gap : 0);
@@ -313,6 +389,11 @@ export class AnnouncementClips {
   idle(): Promise<void> {
     return this.trimmer.idle();
   }
+}
+
+async function isNonEmptyFile(file: string): Promise<boolean> {
+  const st = await stat(file).catch(() => undefined);
+  return !!st?.isFile() && st.size > 0;
 }
 
 function samplesOf(pcm: { channels: Float32Array[] }): number {

@@ -1,5 +1,5 @@
 import { metadataReader, type MetadataReader } from './metadata-reader';
-import { wavDuration } from './wav-duration';
+import { wavDuration } from '../audio/wav-duration';
 
 /** Seconds of audio in a file: from the header for WAV, else from the metadata reader. */
 export async function audioDuration(file: string, reader: MetadataReader = metadataReader): Promise<number | undefined> {

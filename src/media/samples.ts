@@ -1,7 +1,7 @@
 import { mkdir, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { renderScore, type Score } from './synth';
-import { encodeWav } from './wav';
+import { renderScore, type Score } from '../audio/synth';
+import { encodeWav } from '../audio/wav';
 
 export const SAMPLE_ARTIST = 'SpeakerHub';
 export const SAMPLE_ALBUM = 'SpeakerHub Samples';

@@ -22,4 +22,10 @@ export interface TtsAudio {
   contentType: string;
   /** Seconds (fractional), when known. */
   duration?: number;
+  /**
+   * What the audio is (the cache key: provider, voice, text, loudness target, revision): the
+   * same id is the same speech, so the announcement clip cache keys by it instead of reading
+   * and hashing the file on every announcement.
+   */
+  id?: string;
 }

@@ -30,13 +30,13 @@ export interface TtsServiceOptions {
   reader?: MetadataReader;
   /**
    * Brings each synthesized text to the announcement loudness before it enters the cache, so
-   * a cache hit is ready to play with no loudness work (src/media/loudness-file.ts). Entries
+   * a cache hit is ready to play with no loudness work (src/audio/loudness-file.ts). Entries
    * are then WAV whatever the provider writes.
    */
   normaliser?: TtsNormaliser;
 }
 
-/** What the cache needs of src/media/loudness-file.ts's LoudnessNormaliser. */
+/** What the cache needs of src/audio/loudness-file.ts's LoudnessNormaliser. */
 export interface TtsNormaliser {
   /** Names the target; part of the cache key. */
   readonly tag: string;
@@ -49,6 +49,8 @@ const NORMALISED = { ext: 'wav', contentType: 'audio/wav' };
 
 // Finished cache entries only; temp files start with '.' and never match.
 const CACHE_FILE = /^[0-9a-f]{64}\.[A-Za-z0-9]+$/;
+/** Cache entries whose file, type and duration are kept in memory, so a hit costs one stat (least recently used go first). */
+const KNOWN_ENTRIES = 256;
 
 /** Text-to-speech with limits and a file cache in front of a provider. */
 export class TtsService {
@@ -63,6 +65,8 @@ export class TtsService {
   private readonly reader?: MetadataReader;
   private readonly normaliser?: TtsNormaliser;
   private readonly inFlight = new Map<string, Promise<TtsAudio>>();
+  /** Entries found or made, by hash, least recently used first (at most KNOWN_ENTRIES). */
+  private readonly known = new Map<string, TtsAudio>();
   private readonly trimmer: CacheTrimmer;
   /** Stops the running syntheses (their engines are killed) when the hub stops. */
   private stopping = new AbortController();
@@ -99,12 +103,7 @@ export class TtsService {
   async speak(text: string, voice?: string): Promise<TtsAudio> {
     const spoken = this.validate(text);
     const useVoice = voice?.trim() || this.voice;
-    const hash = createHash('sha256')
-      .update(
-        `${this.provider.name}\0${useVoice}\0${spoken}${this.normaliser ? `\0${this.normaliser.tag}` : ''}${this.provider.revision ? `\0${this.provider.revision}` : ''}`,
-      )
-      .digest('hex');
-
+    const hash = this.hashOf(spoken, useVoice);
     const pending = this.inFlight.get(hash);
     if (pending) return pending;
     const job = this.produce(hash, spoken, useVoice).finally(() => this.inFlight.delete(hash));
@@ -112,18 +111,70 @@ export class TtsService {
     return job;
   }
 
-  private async produce(hash: string, text: string, voice: string): Promise<TtsAudio> {
+  /**
+   * The cached audio of a text, or undefined when it would have to be synthesized (or is
+   * being synthesized now, or can never be spoken): never starts a synthesis. An entry seen
+   * before costs one stat; announcements ask this before they answer, so that a repeated
+   * text's clip is servable when the answer goes out.
+   */
+  async cached(text: string, voice?: string): Promise<TtsAudio | undefined> {
+    const spoken = text.trim();
+    if (!spoken || spoken.length > this.maxTextLength) return undefined;
+    const hash = this.hashOf(spoken, voice?.trim() || this.voice);
+    if (this.inFlight.has(hash)) return undefined;
+    return this.lookup(hash);
+  }
+
+  private hashOf(spoken: string, voice: string): string {
+    return createHash('sha256')
+      .update(
+        `${this.provider.name}\0${voice}\0${spoken}${this.normaliser ? `\0${this.normaliser.tag}` : ''}${this.provider.revision ? `\0${this.provider.revision}` : ''}`,
+      )
+      .digest('hex');
+  }
+
+  /** A finished cache entry (touched: eviction drops the least recently used), or undefined. */
+  private async lookup(hash: string): Promise<TtsAudio | undefined> {
+    const known = this.known.get(hash);
+    if (known) {
+      this.known.delete(hash);
+      if (await isNonEmptyFile(known.file)) {
+        this.remember(hash, known);
+        await this.touch(known.file);
+        return known;
+      }
+    }
     // Normalised entries are WAV; one the normaliser failed on stays in the provider's format.
     const names = [...(this.normaliser ? [NORMALISED] : []), this.provider.format];
     for (const { ext, contentType } of names) {
       const file = join(this.cacheDir, `${hash}.${ext}`);
       if (await isNonEmptyFile(file)) {
-        // Touching a hit makes eviction drop the least recently used entries, not the oldest made.
-        const now = new Date();
-        await utimes(file, now, now).catch(() => undefined);
-        return { file, contentType, duration: await this.duration(file) };
+        await this.touch(file);
+        return this.remember(hash, { file, contentType, duration: await this.duration(file), id: `tts:${hash}` });
       }
     }
+    return undefined;
+  }
+
+  private remember(hash: string, audio: TtsAudio): TtsAudio {
+    this.known.delete(hash);
+    this.known.set(hash, audio);
+    for (const k of this.known.keys()) {
+      if (this.known.size <= KNOWN_ENTRIES) break;
+      this.known.delete(k);
+    }
+    return audio;
+  }
+
+  /** Touching a hit makes eviction drop the least recently used entries, not the oldest made. */
+  private async touch(file: string): Promise<void> {
+    const now = new Date();
+    await utimes(file, now, now).catch(() => undefined);
+  }
+
+  private async produce(hash: string, text: string, voice: string): Promise<TtsAudio> {
+    const hit = await this.lookup(hash);
+    if (hit) return hit;
 
     if (this.synthesizing >= this.maxQueue) {
       // Failing now beats a queue of announcements that would all play late.
@@ -181,7 +232,7 @@ export class TtsService {
       'text synthesized',
     );
     this.trimmer.schedule();
-    return { file, contentType, duration };
+    return this.remember(hash, { file, contentType, duration, id: `tts:${hash}` });
   }
 
   private async duration(file: string): Promise<number | undefined> {

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ManualClock } from '../../src/core/clock';
-import { encodeWav } from '../../src/media/wav';
+import { encodeWav } from '../../src/audio/wav';
 import { startHub, type TestHub, virtualOf } from '../helpers/hub';
 import { eventually } from '../helpers/wait';
 
@@ -151,6 +151,8 @@ describe('announcement clip: chime and speech as one play, at the target loudnes
 
   test('the clip is cached: the same text with the chime again renders nothing new (the TTS cache touching its file does not matter)', async () => {
     const rendered = () => t.logs.filter((l) => l.includes('announcement clip rendered')).length;
+    // The text spoken first: a new text with the chime plays the chime while it is synthesized (other clips).
+    await announceOn(0, { Text: 'Cached clip please' });
     const before = rendered();
     const [first] = await announceOn(0, { Text: 'Cached clip please', Chime: 'true' });
     expect(rendered()).toBe(before + 1);

@@ -63,11 +63,13 @@ describe('announce Mode=duck on speakers that cannot mix', () => {
 
   test('without Mode (or Mode=interrupt) the status reads Mode "interrupt" with no ModeReason', async () => {
     for (const params of [{}, { Mode: 'INTERRUPT' }] as Record<string, string>[]) {
+      const since = speaker(1).fetches.at(-1);
       const r = await t.op('announce', { Text: 'Plain', DeviceIDList: ids[1], ...params });
       const s = await status(r.AnnouncementID);
       expect(s.Mode).toBe('interrupt');
       expect(s).not.toHaveProperty('ModeReason');
-      await eventually(async () => (await status(r.AnnouncementID)).State === 'playing', 15_000, 'playing');
+      // The speaker's own play, not the state (it reads playing while the speaker is still being taken): time passes after it.
+      await eventually(() => speaker(1).state === 'playing' && speaker(1).fetches.at(-1) !== since, 15_000, 'the speaker playing the announcement');
       clock.advance(8000);
       await untilState(r.AnnouncementID, 'done');
     }

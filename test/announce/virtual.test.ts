@@ -271,11 +271,20 @@ describe('announcements (virtual speakers)', () => {
     expect(speaker(2).volume).toBe(33);
   });
 
-  test('Chime=true plays the chime and the speech as one clip (one play; test/announce/clip.test.ts checks its audio)', async () => {
-    const before = speaker(1).fetches.length;
-    const before1 = lastFetch(1);
+  test('Chime=true: a new text plays the chime while it is synthesized, then the speech (two plays); a text spoken before is one clip (one play; test/announce/clip.test.ts checks its audio)', async () => {
+    let before = speaker(1).fetches.length;
+    const first = await t.op('announce', { Text: 'With a chime', DeviceIDList: ids[1], Chime: 'true' });
+    await playsNew(1, lastFetch(1));
+    // The chime, then (played out by the clock) the speech.
+    for (let k = 0; k < 20 && (await status(first.AnnouncementID)).State !== 'done'; k++) {
+      playOut(1000);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await untilState(first.AnnouncementID, 'done');
+    expect(speaker(1).fetches.length).toBe(before + 2);
+    before = speaker(1).fetches.length;
     const r = await t.op('announce', { Text: 'With a chime', DeviceIDList: ids[1], Chime: 'true' });
-    await playsNew(1, before1);
+    await playsNew(1, lastFetch(1));
     playOut();
     await untilState(r.AnnouncementID, 'done');
     expect(speaker(1).fetches.length).toBe(before + 1);

@@ -1,6 +1,6 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { encodeWav } from '../../src/media/wav';
+import { encodeWav } from '../../src/audio/wav';
 
 /** A loopback web server for media URLs: any path serves a 20 s WAV; /hang… accepts and never answers; /missing… is a 404. */
 export async function webServer(title: string) {

@@ -93,7 +93,7 @@ describe('announcement transitions', () => {
 });
 
 describe('announcement reasons', () => {
-  test('done or failed is decided by the code: played, or stopped by stop_play, is done', () => {
+  test('done or failed is decided by the code: played, or stopped by stop_play, is done; a chime whose speech failed is not', () => {
     const reasons: AnnouncementReason[] = [
       { code: 'stopped_by_play' },
       { code: 'hub_shutdown' },
@@ -103,7 +103,8 @@ describe('announcement reasons', () => {
       { code: 'never_played' },
     ];
     expect(reasons.map((r) => endsDone(false, r))).toEqual([true, false, false, false, false, false]);
-    expect(reasons.map((r) => endsDone(true, r))).toEqual([true, true, true, true, true, true]);
+    // load_failed after something played: the chime played while its speech was synthesized, and the synthesis failed.
+    expect(reasons.map((r) => endsDone(true, r))).toEqual([true, true, true, false, true, true]);
     expect(endsDone(true, undefined)).toBe(true);
     expect(endsDone(false, undefined)).toBe(false);
     // A message that merely mentions stop_play decides nothing.

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { statSync } from 'node:fs';
 import { ManualClock } from '../../src/core/clock';
 import type { PlaybackSnapshot } from '../../src/core/events';
-import { encodeWav } from '../../src/media/wav';
+import { encodeWav } from '../../src/audio/wav';
 import { startHub, type TestHub, virtualOf } from '../helpers/hub';
 import { eventually } from '../helpers/wait';
 

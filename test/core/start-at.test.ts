@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ManualClock } from '../../src/core/clock';
-import { encodeWav } from '../../src/media/wav';
+import { encodeWav } from '../../src/audio/wav';
 import { startHub, type TestHub, virtualOf } from '../helpers/hub';
 import { eventually } from '../helpers/wait';
 

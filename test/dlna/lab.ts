@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { encodeWav } from '../../src/media/wav';
+import { encodeWav } from '../../src/audio/wav';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { Lan, LAN_IFNAME, lanUnavailableReason } from '../drivers/upnp/lan';
 import { ensureBuilt } from '../drivers/upnp/lab';

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { encodeWav } from '../../src/media/wav';
+import { encodeWav } from '../../src/audio/wav';
 import { attr, child, children, parseXml, text, type XmlValue } from '../../src/protocols/upnp/xml';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { JsonLines } from '../drivers/upnp/processes';

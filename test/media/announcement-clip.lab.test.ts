@@ -12,10 +12,10 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { AnnouncementClips, ClipError } from '../../src/media/announcement-clip';
-import { ensureChime } from '../../src/media/chime';
-import { LoudnessNormaliser } from '../../src/media/loudness-file';
-import { decodeWav, readWavInfo } from '../../src/media/pcm-wav';
-import { encodeWav } from '../../src/media/wav';
+import { ensureChime } from '../../src/audio/chime';
+import { LoudnessNormaliser } from '../../src/audio/loudness-file';
+import { decodeWav, readWavInfo } from '../../src/audio/pcm-wav';
+import { encodeWav } from '../../src/audio/wav';
 import { captureLogger, tempDir } from './helpers';
 
 const run = promisify(execFile);

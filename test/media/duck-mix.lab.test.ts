@@ -1,5 +1,5 @@
 /**
- * The ducked-announcement mix (src/media/duck-mix.ts) on real ffmpeg: music from a position,
+ * The ducked-announcement mix (src/audio/duck-mix.ts) on real ffmpeg: music from a position,
  * a real espeak voice on top. The output is decoded and split, window by window, into
  * gain × music + voice (least squares against the two sources): the music is there in every
  * window (no gap), at full level before, DuckLevel lower (±2 dB) under the voice, and the voice
@@ -10,8 +10,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { duckMixArgs, duckTimes } from '../../src/media/duck-mix';
-import { encodeWav } from '../../src/media/wav';
+import { duckMixArgs, duckTimes } from '../../src/audio/duck-mix';
+import { encodeWav } from '../../src/audio/wav';
 
 const run = promisify(execFile);
 const RATE = 48000;

@@ -1,10 +1,10 @@
 /**
- * src/media/ffmpeg.ts, the one way the hub starts ffmpeg: every decode reads its input the
+ * src/audio/ffmpeg.ts, the one way the hub starts ffmpeg: every decode reads its input the
  * same way (Squeezebox and AirPlay used to miss the URL mapping), and a missing binary is a
  * clear message. Needs no ffmpeg (the decodes themselves are tested in each family's suite).
  */
 import { once } from 'node:events';
-import { ffmpegInput, startFfmpeg } from '../../src/media/ffmpeg';
+import { ffmpegInput, startFfmpeg } from '../../src/audio/ffmpeg';
 
 test('an input is read the same way for every decode: scheme mapping, stall timeout for HTTP, start offset', () => {
   expect(ffmpegInput('mms://radio.example/live')).toEqual(['-i', 'mmsh://radio.example/live']);

@@ -1,5 +1,5 @@
 /**
- * The in-process EBU R128 measurement (src/media/loudness.ts) against ffmpeg's ebur128 filter
+ * The in-process EBU R128 measurement (src/audio/loudness.ts) against ffmpeg's ebur128 filter
  * as the reference, on signals ffmpeg and espeak-ng make: sines at known levels, pink and
  * white noise, speech, silence. Then normalisation: quiet and loud sources brought to the
  * target, as ffmpeg measures the written file, with the true peak under the ceiling.
@@ -9,9 +9,9 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { integratedLoudness, measureLoudness, normaliseLoudness, normaliseLoudnessAsync, truePeak } from '../../src/media/loudness';
-import { LoudnessNormaliser } from '../../src/media/loudness-file';
-import { decodeWav, encodeWav16, readWavInfo } from '../../src/media/pcm-wav';
+import { integratedLoudness, measureLoudness, normaliseLoudness, normaliseLoudnessAsync, truePeak } from '../../src/audio/loudness';
+import { LoudnessNormaliser } from '../../src/audio/loudness-file';
+import { decodeWav, encodeWav16, readWavInfo } from '../../src/audio/pcm-wav';
 
 const run = promisify(execFile);
 

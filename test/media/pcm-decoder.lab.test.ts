@@ -5,7 +5,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ffmpegInputUrl, PcmDecoder, pcmDecodeArgs, type PcmSink } from '../../src/media/pcm-decoder';
+import { ffmpegInputUrl, PcmDecoder, pcmDecodeArgs, type PcmSink } from '../../src/audio/pcm-decoder';
 import { makeWav } from '../rest/util';
 import { captureLogger, tempDir } from './helpers';
 import { eventually } from '../helpers/wait';

@@ -3,9 +3,9 @@
  * what it converts, served over real HTTP, and how it hands anything else to ffmpeg.
  */
 import { createServer, type Server } from 'node:http';
-import { PcmDecoder, type PcmSink } from '../../src/media/pcm-decoder';
-import { convertWav, inProcessCandidate, pcmSourceFor, WavPcmDecoder } from '../../src/media/wav-pcm-decoder';
-import { readWavInfo } from '../../src/media/pcm-wav';
+import { PcmDecoder, type PcmSink } from '../../src/audio/pcm-decoder';
+import { convertWav, inProcessCandidate, pcmSourceFor, WavPcmDecoder } from '../../src/audio/wav-pcm-decoder';
+import { readWavInfo } from '../../src/audio/pcm-wav';
 import { makeWav } from '../rest/util';
 import { captureLogger } from './helpers';
 import { eventually } from '../helpers/wait';

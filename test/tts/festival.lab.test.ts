@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { HubError } from '../../src/core/errors';
-import { LoudnessNormaliser } from '../../src/media/loudness-file';
+import { LoudnessNormaliser } from '../../src/audio/loudness-file';
 import { TtsEngineError } from '../../src/tts/errors';
 import { FestivalProvider } from '../../src/tts/festival';
 import { createTtsProvider, TtsService } from '../../src/tts/service';

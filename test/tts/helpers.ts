@@ -64,7 +64,7 @@ export interface SpeechStats {
 
 export function speechStats(wav: Buffer): SpeechStats {
   // Imported here so helpers.ts stays loadable without the media modules for the other suites.
-  const { decodeWav } = require('../../src/media/pcm-wav') as typeof import('../../src/media/pcm-wav');
+  const { decodeWav } = require('../../src/audio/pcm-wav') as typeof import('../../src/audio/pcm-wav');
   const { rate, channels } = decodeWav(wav);
   const x = channels[0];
   const win = Math.round(rate * 0.02);

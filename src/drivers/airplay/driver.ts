@@ -6,7 +6,7 @@ import { AirPlayError } from './rtsp';
 import { digitId, type DriverEvents, type MediaRequest, type OverlayHandle, type OverlayRequest, type SpeakerDriver } from '../driver';
 import type { AirPlayConfig } from './config';
 import type { ReceiverAddress } from './session';
-import { voiceGainDb } from '../../media/duck-mix';
+import { voiceGainDb } from '../../audio/duck-mix';
 import { AirPlayDuck } from './duck';
 import { AirPlaySpeaker, type SpeakerHost } from './speaker';
 import { AirPlayStream } from './stream';

@@ -1,6 +1,6 @@
 import type { Logger } from '../../logger';
-import { DuckMixer, type PcmFormat } from '../../media/duck-mix';
-import { DuckVoice } from '../../media/duck-voice';
+import { DuckMixer, type PcmFormat } from '../../audio/duck-mix';
+import { DuckVoice } from '../../audio/duck-voice';
 import type { DuckRequest, OverlayEnd, OverlayHandle } from '../driver';
 
 /** The PCM an AirPlay stream encodes: what the announcement is decoded to for the mix. */

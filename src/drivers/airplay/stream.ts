@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../logger';
-import { ffmpegInput, startFfmpeg } from '../../media/ffmpeg';
+import { ffmpegInput, startFfmpeg } from '../../audio/ffmpeg';
 import { FRAMES_PER_PACKET, alacEscapeFrame } from './alac';
 import { PayloadCipher } from './crypto';
 import type { AirPlayDuck } from './duck';

@@ -1,5 +1,5 @@
 import type { DuckRequest } from '../driver';
-import { DuckMixer } from '../../media/duck-mix';
+import { DuckMixer } from '../../audio/duck-mix';
 import { bytesPerSecond, type Feed, type SampleFormat } from './feeder';
 import type { FeedSetup } from './hub-stream';
 

@@ -1,5 +1,5 @@
 import type { Logger } from '../../logger';
-import { voiceGainDb } from '../../media/duck-mix';
+import { voiceGainDb } from '../../audio/duck-mix';
 import { OverlayUnavailable, type MediaRequest, type OverlayHandle, type OverlayRequest } from '../driver';
 import type { SnapcastSpeaker } from './client-speaker';
 import type { ResolvedServerConfig } from './config';

@@ -1,6 +1,6 @@
 import type { TimerHandle } from '../../core/clock';
-import { DuckMixer } from '../../media/duck-mix';
-import { DuckVoice } from '../../media/duck-voice';
+import { DuckMixer } from '../../audio/duck-mix';
+import { DuckVoice } from '../../audio/duck-voice';
 import type { MediaRequest, OverlayEnd, OverlayHandle, StopReason } from '../driver';
 import { type Feed, safeUrl } from './feeder';
 import { HeldMusicStream } from './held-music';

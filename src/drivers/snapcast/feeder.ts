@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import type { Logger } from '../../logger';
-import { PcmDecoder } from '../../media/pcm-decoder';
-import { pcmSourceFor, type PcmSource } from '../../media/wav-pcm-decoder';
+import { PcmDecoder } from '../../audio/pcm-decoder';
+import { pcmSourceFor, type PcmSource } from '../../audio/wav-pcm-decoder';
 import { redactUrl } from '../../redact';
 
 /** snapserver's `sampleformat=rate:bits:channels`. */
@@ -215,7 +215,7 @@ export class Feed extends EventEmitter<FeedEvents> {
 
   /**
    * Runs every chunk of PCM through `mix` on its way to snapserver (a ducked announcement,
-   * src/media/duck-mix.ts), from the next chunk on; undefined takes it out again. The decode
+   * src/audio/duck-mix.ts), from the next chunk on; undefined takes it out again. The decode
    * itself goes on untouched, so the music keeps its place.
    */
   setMix(mix: ((pcm: Buffer) => Buffer) | undefined, done?: () => void): void {

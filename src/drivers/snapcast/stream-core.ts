@@ -3,7 +3,7 @@ import type { Clock, TimerHandle } from '../../core/clock';
 import type { Logger } from '../../logger';
 import { syncClockMs, type MediaRequest, type SpeakerPlayState, type StopReason } from '../driver';
 import type { ResolvedServerConfig } from './config';
-import { MusicLoudness } from '../../media/music-loudness';
+import { MusicLoudness } from '../../audio/music-loudness';
 import { Feed, FEED_LEAD_MS, parseSampleFormat } from './feeder';
 import { Grouping, type ControlChannel } from './grouping';
 import type { ModelChange, ServerModel } from './model';

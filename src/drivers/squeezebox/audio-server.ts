@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../../logger';
-import { ffmpegInput, startFfmpeg } from '../../media/ffmpeg';
+import { ffmpegInput, startFfmpeg } from '../../audio/ffmpeg';
 import type { StreamFormat } from './protocol';
 
 /** Sample rate of everything the hub sends: the players' positions are frames of it. */

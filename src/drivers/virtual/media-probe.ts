@@ -1,4 +1,4 @@
-import { wavDurationFromBuffer } from '../../media/wav-duration';
+import { wavDurationFromBuffer } from '../../audio/wav-duration';
 import { redactText } from '../../redact';
 import { looksLikeAudio } from './audio-sniff';
 

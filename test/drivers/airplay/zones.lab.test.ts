@@ -7,7 +7,7 @@
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AirPlayDriver } from '../../../src/drivers/airplay/driver';
-import { encodeWav } from '../../../src/media/wav';
+import { encodeWav } from '../../../src/audio/wav';
 import { labSuite } from '../../helpers/labs';
 import { startHub, type TestHub } from '../../helpers/hub';
 import { lowWindows, steppedTone, strongest, watchGrowth, lowRms } from '../../helpers/audio';

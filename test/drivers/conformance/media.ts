@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { encodeWav } from '../../../src/media/wav';
+import { encodeWav } from '../../../src/audio/wav';
 
 /**
  * The media the conformance suite plays: a real HTTP server whose every path

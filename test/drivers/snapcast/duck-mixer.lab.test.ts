@@ -1,5 +1,5 @@
 /**
- * DuckMixer (src/media/duck-mix.ts), the mix the Snapcast feed runs its PCM through during a
+ * DuckMixer (src/audio/duck-mix.ts), the mix the Snapcast feed runs its PCM through during a
  * ducked announcement: exact sample values for constant music and voice, fed in uneven
  * pieces as the feed hands them over. The same mix on real snapclients: duck.test.ts.
  */
@@ -13,9 +13,9 @@ import {
   VOICE_MAX_CUT_DB,
   VOICE_OVER_BED_LU,
   VOICE_UNDER_MUSIC_LU,
-} from '../../../src/media/duck-mix';
-import { integratedLoudness } from '../../../src/media/loudness';
-import { MusicLoudness } from '../../../src/media/music-loudness';
+} from '../../../src/audio/duck-mix';
+import { integratedLoudness } from '../../../src/audio/loudness';
+import { MusicLoudness } from '../../../src/audio/music-loudness';
 
 const RATE = 1000;
 

@@ -14,8 +14,8 @@ import { snapcastDeviceId } from '../../../src/drivers/snapcast';
 import { fileSize, freePort, groupOf, HUB_STREAM, OTHER_STREAM, SAMPLE_FORMAT, SnapcastEnv, snapcastInstalled } from './harness';
 import { startSnapcastHub, toneWav, type SnapcastHub } from './hub';
 import { labSuite } from '../../helpers/labs';
-import { encodeWav } from '../../../src/media/wav';
-import { voicePlacementDb } from '../../../src/media/duck-mix';
+import { encodeWav } from '../../../src/audio/wav';
+import { voicePlacementDb } from '../../../src/audio/duck-mix';
 import { eventually } from '../../helpers/wait';
 import { captureFrom, leftChannel, toneAmplitude } from '../../helpers/audio';
 

@@ -6,7 +6,7 @@ import { systemClock } from '../../../src/core/clock';
 import { SnapcastDriver, SnapcastConfigSchema } from '../../../src/drivers/snapcast';
 import { createHub, type SpeakerHub } from '../../../src/hub';
 import { createLogger } from '../../../src/logger';
-import { encodeWav } from '../../../src/media/wav';
+import { encodeWav } from '../../../src/audio/wav';
 import { sine } from '../../helpers/audio';
 
 export const TOKEN = 'snapcast-test-token-0123456789';

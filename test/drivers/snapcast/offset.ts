@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { encodeWav } from '../../../src/media/wav';
+import { encodeWav } from '../../../src/audio/wav';
 import { SAMPLE_FORMAT, SnapcastEnv } from './harness';
 import { startSnapcastHub } from './hub';
 

@@ -64,7 +64,9 @@ describe('snapcast config', () => {
   test('the hub config accepts the snapcast section and names bad keys', () => {
     const c = parseConfig({ drivers: ['snapcast'], snapcast: { servers: ['127.0.0.1:1705'] } });
     expect(c.snapcast.servers).toEqual(['127.0.0.1:1705']);
-    expect(c.snapcast.ffmpegPath).toBe('ffmpeg');
+    // Unset: Snapcast runs the hub's media.ffmpegPath.
+    expect(c.snapcast.ffmpegPath).toBeUndefined();
+    expect(c.media.ffmpegPath).toBe('ffmpeg');
     expect(() => parseConfig({ snapcast: { servers: [{ address: 'x', source: 'http://x' }] } })).toThrow(/snapcast\.servers\.0/);
     expect(() => parseConfig({ snapcast: { sever: [] } })).toThrow(/snapcast\.sever: unknown key/);
     expect(() => parseHostPort('host:99999', 1705)).toThrow(/bad port/);

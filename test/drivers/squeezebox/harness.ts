@@ -3,7 +3,7 @@ import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encodeWav } from '../../../src/media/wav';
+import { encodeWav } from '../../../src/audio/wav';
 
 /** The suites' shared helpers (test/helpers/net.ts), re-exported for this lab's tests. */
 import { freePort } from '../../helpers/net';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { createHub, type SpeakerHub } from '../../../src/hub';
 import { createLogger } from '../../../src/logger';
-import { encodeWav } from '../../../src/media/wav';
+import { encodeWav } from '../../../src/audio/wav';
 import { labSuite } from '../../helpers/labs';
 import { fileSize, firstLoud, freePort, RATE, samples, squeezeliteInstalled, SqueezelitePlayer, toneWav } from './harness';
 import { lowWindows, steppedTone, strongest, lowRms } from '../../helpers/audio';

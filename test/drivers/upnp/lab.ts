@@ -7,7 +7,7 @@ import { httpRequest } from '../../../src/drivers/upnp/http';
 import { soapCall, type SoapArgs } from '../../../src/drivers/upnp/soap';
 import { upnpDeviceId } from '../../../src/drivers/upnp/renderer';
 import { parseTime } from '../../../src/drivers/upnp/didl';
-import { encodeWav } from '../../../src/media/wav';
+import { encodeWav } from '../../../src/audio/wav';
 import { LAB_NETWORKS } from '../../helpers/lab-networks';
 import { Lan, LAN_IFNAME, lanUnavailableReason, type LanHost } from './lan';
 import { JsonLines, terminate } from './processes';

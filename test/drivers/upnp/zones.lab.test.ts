@@ -7,7 +7,7 @@
  */
 import { closeSync, openSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { encodeWav } from '../../../src/media/wav';
+import { encodeWav } from '../../../src/audio/wav';
 import { labSuite } from '../../helpers/labs';
 import { lowWindows, strongest, watchGrowth, sine } from '../../helpers/audio';
 import { labUnavailableReason, MEDIA, UpnpLab, type Renderer } from './lab';

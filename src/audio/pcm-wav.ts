@@ -1,6 +1,6 @@
 /**
  * PCM WAV files as planar float samples, for the loudness work the hub does in process
- * (src/media/loudness.ts): decoding 8/16/24/32-bit integer and 32/64-bit float WAV, and
+ * (src/audio/loudness.ts): decoding 8/16/24/32-bit integer and 32/64-bit float WAV, and
  * writing 16-bit PCM with an optional comment (LIST/INFO/ICMT) that records what was done to
  * the samples, so that a file normalised once is recognised later from its header alone.
  */

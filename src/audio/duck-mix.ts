@@ -98,7 +98,7 @@ export interface DuckMixerOptions {
   voiceLufs?: number;
 }
 
-/** The loudness announcement clips are normalised to (LUFS; src/media/loudness-file.ts DEFAULT_LOUDNESS). */
+/** The loudness announcement clips are normalised to (LUFS; src/audio/loudness-file.ts DEFAULT_LOUDNESS). */
 export const ANNOUNCEMENT_LUFS = -16;
 /**
  * Where a ducked voice sits (issue 21): at least this many LU above the ducked music, as
