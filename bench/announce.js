@@ -12,7 +12,7 @@
  *  2. music gap on the other speakers while one announces: milliseconds they were not playing
  *     (target 0), over the whole announcement and its restore.
  *  3. restore latency: the announcement's end on the speaker → announcement restored (music
- *     playing again there), p50/p95 (virtual speakers; UPnP is measured by test/announce/upnp.test.ts
+ *     playing again there), p50/p95 (virtual speakers; UPnP is measured by test/announce/upnp.lab.test.ts
  *     logging, goal < 1 s).
  *  4. the chime while a new text is synthesized (issue 30): request → first sound of the
  *     speech, with the chime and uncached TTS, against uncached TTS without the chime (the

@@ -6,7 +6,7 @@
  * loses its place.
  *
  * Two forms: duckMixArgs, an ffmpeg graph over a music file or URL (tested on real ffmpeg
- * output, test/media/duck-mix.test.ts), and DuckMixer, the same envelope applied to PCM that
+ * output, test/audio/duck-mix.lab.test.ts), and DuckMixer, the same envelope applied to PCM that
  * is already flowing. Snapcast uses DuckMixer: the music is the hub's own running decode, so
  * mixing into its PCM on the way to snapserver keeps every sample in place (nothing is
  * decoded twice, nothing restarts) and costs a multiply-add per sample.

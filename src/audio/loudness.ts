@@ -7,7 +7,7 @@ import type { Pcm } from './pcm-wav';
  * machine, these functions a few milliseconds for a spoken sentence.
  *
  * Mono and stereo only (every channel weighs 1; the caller downmixes anything wider).
- * Checked against ffmpeg's ebur128 filter by test/media/loudness.test.ts.
+ * Checked against ffmpeg's ebur128 filter by test/audio/loudness.lab.test.ts.
  */
 
 export interface LoudnessTarget {

@@ -12,7 +12,7 @@ import { operationParams, stringPayloadParam } from './params';
  * nodes/speakerhub-operations.html registers every type by a loop over
  * the table's names and holds one edit template per type; nodes/locales/en-US/
  * speakerhub-operations.html holds their help. `npm run nodered:gen` writes both;
- * test/nodered/editor.test.ts fails when they are stale.
+ * test/nodered/editor.lab.test.ts fails when they are stale.
  */
 
 const GENERATED = '<!-- Generated from src/operations/table.ts by scripts/gen-nodered.js (npm run nodered:gen): do not edit. -->';

@@ -271,7 +271,7 @@ describe('announcements (virtual speakers)', () => {
     expect(speaker(2).volume).toBe(33);
   });
 
-  test('Chime=true: a new text plays the chime while it is synthesized, then the speech (two plays); a text spoken before is one clip (one play; test/announce/clip.test.ts checks its audio)', async () => {
+  test('Chime=true: a new text plays the chime while it is synthesized, then the speech (two plays); a text spoken before is one clip (one play; test/announce/clip.lab.test.ts checks its audio)', async () => {
     let before = speaker(1).fetches.length;
     const first = await t.op('announce', { Text: 'With a chime', DeviceIDList: ids[1], Chime: 'true' });
     await playsNew(1, lastFetch(1));

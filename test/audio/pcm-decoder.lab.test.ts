@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ffmpegInputUrl, PcmDecoder, pcmDecodeArgs, type PcmSink } from '../../src/audio/pcm-decoder';
 import { makeWav } from '../rest/util';
-import { captureLogger, tempDir } from './helpers';
+import { captureLogger, tempDir } from '../media/helpers';
 import { eventually } from '../helpers/wait';
 
 const FORMAT = { rate: 8000, bits: 16 as const, channels: 1 };

@@ -7,7 +7,7 @@ import { PcmDecoder, type PcmSink } from '../../src/audio/pcm-decoder';
 import { convertWav, inProcessCandidate, pcmSourceFor, WavPcmDecoder } from '../../src/audio/wav-pcm-decoder';
 import { readWavInfo } from '../../src/audio/pcm-wav';
 import { makeWav } from '../rest/util';
-import { captureLogger } from './helpers';
+import { captureLogger } from '../media/helpers';
 import { eventually } from '../helpers/wait';
 
 const { logger } = captureLogger('silent');
