@@ -194,10 +194,14 @@ describe('ESPHome native API, plaintext (@2colors/esphome-native-api)', () => {
       await first;
       const i = await speakerIndex('Kitchen');
       virtualOf(t.hub).speaker(i).update({ name: 'Pantry' });
+      // After the reconnect the device info comes first and the entities list after it: wait
+      // for both (the list read at the moment the name shows may still be filling).
       await eventually(
-        () => ((c.deviceInfo?.devicesList ?? []) as { name: string }[]).some((d) => d.name === 'Pantry'),
+        () =>
+          ((c.deviceInfo?.devicesList ?? []) as { name: string }[]).some((d) => d.name === 'Pantry') &&
+          Object.values((c.entities ?? {}) as Record<string, unknown>).length >= 3,
         15_000,
-        'the new name listed',
+        'the new name listed with the entities',
       );
       expect(Object.values(c.entities as Record<string, unknown>)).toHaveLength(3);
     } finally {
