@@ -139,7 +139,7 @@ export abstract class AnnouncementLanes {
       if (!snap && lane.kept) {
         // It stayed in its playback under the driver's overlays: nothing to put back. A play
         // made meanwhile holds it as an idle member (reserved): that one starts on it now.
-        await this.engine.giveBack(s.id);
+        await this.engine.rejoin(s.id);
       }
       if (snap) {
         const t = snap.transport;
@@ -157,7 +157,7 @@ export abstract class AnnouncementLanes {
             await mute.setMute(true).catch((e) => this.logger.warn({ deviceId: s.id, err: String(e) }, 'mute not restored'));
         }
         // The music playback, if the speaker is (still, or now) one of its members.
-        const back = await this.engine.giveBack(s.id);
+        const back = await this.engine.rejoin(s.id);
         // What no hub playback holds: the driver puts back what it read (another app's media,
         // a Snapcast client's group and stream); a snapshot of a stopped speaker stops it.
         if (back === 'none' && transport && !snap.member && t && snapshots && s.available) {

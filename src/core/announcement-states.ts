@@ -20,7 +20,7 @@ import type { AnnouncementState } from './events';
  *
  * - loading: accepted; its media (TTS) is being prepared; no speaker touched.
  * - queued: ready, waiting to be first in line on every one of its speakers.
- * - starting: taking its speakers (snapshot, lending them from the music, its volume).
+ * - starting: taking its speakers (snapshot, setting them aside from the music, its volume).
  * - playing: speaking on the speakers it still has.
  * - waiting_restore: finished on every speaker (played out, stopped, interrupted, or every
  *   speaker dropped out), but not every speaker has been put back yet: the restore runs, or
@@ -84,7 +84,7 @@ export const ANNOUNCEMENT_STATE_OF: Readonly<Record<AnnouncementPhase, Announcem
  *   (waits for its other speakers or its media): no restore in between.
  * - restoring: its speaker is being put back (volume, mute, music or what it played).
  * From `take` on the speaker is reserved in the playback engine (no music starts on it);
- * the reservation ends when the restore gives it back into the music, or at the restore's end.
+ * the reservation ends when the restore lets it rejoin the music, or at the restore's end.
  */
 export type LanePhase = 'free' | 'announcing' | 'between' | 'restoring';
 

@@ -118,7 +118,7 @@ export interface Lane {
   /** Set in phase restoring. */
   restoring?: Promise<void>;
   /**
-   * The last announcement's taking of this speaker (snapshot, lend, volume). The next taking
+   * The last announcement's taking of this speaker (snapshot, set aside, volume). The next taking
    * (a cut-in) and the restore wait for it, so that a stop_play or a cut-in during the start
    * cannot have the announcement's volume land after the restore.
    */

@@ -34,7 +34,7 @@ export {
 } from './announcement-types';
 
 /**
- * Announcements: overlays on top of the music playback. An announcement borrows its
+ * Announcements: overlays on top of the music playback. An announcement takes its
  * speakers, plays (chime, then speech or media) at its own volume, and puts every speaker
  * back exactly as it was: in the music playback again (in sync, at the current position),
  * or what another app had on it (snapshot from the speaker itself), its volume and mute.
@@ -47,8 +47,8 @@ export {
  * States and their transitions: src/core/announcement-states.ts (every change goes through
  * its transition()); reasons: src/core/announcement-reasons.ts.
  *
- * Coupling runs one way: this manager uses the PlaybackEngine (reserve/lend a speaker, play
- * on it, give it back, release it); the engine holds no reference to announcements. Its one
+ * Coupling runs one way: this manager uses the PlaybackEngine (reserve a speaker, set it aside
+ * from the music, play on it, let it rejoin, release it); the engine holds no reference to announcements. Its one
  * request upwards, "end every overlay" at stop_play and shutdown, is a function this manager
  * hands it (engine.onEndOverlays).
  */
@@ -274,7 +274,7 @@ export class AnnouncementManager extends AnnouncementLanes {
   }
 
   /**
-   * Snapshots what each speaker does before touching it (only the first of a run), lends it,
+   * Snapshots what each speaker does before touching it (only the first of a run), sets it aside,
    * sets the announcement's volume. In mode duck a speaker whose driver mixes overlays and
    * that carries playing music is not taken at all: it stays in its playback (kept), and the
    * driver plays the announcement over the music.
@@ -288,7 +288,7 @@ export class AnnouncementManager extends AnnouncementLanes {
       const fresh = usable.filter((l) => !l.snapshot && !(a.duck && l.kept));
       for (const l of fresh) l.kept = undefined;
       await Promise.all(fresh.map((l) => this.takeSnapshot(l)));
-      await this.engine.lend(
+      await this.engine.setAside(
         fresh.map((l) => l.id),
         a.priority,
       );
@@ -376,12 +376,12 @@ export class AnnouncementManager extends AnnouncementLanes {
     this.checkStep(a);
   }
 
-  /** The fallback for kept speakers whose driver cannot mix in place: taken (snapshot, lent) and played to. */
+  /** The fallback for kept speakers whose driver cannot mix in place: taken (snapshot, set aside) and played to. */
   private async takeForOverlay(a: Announcement, speakers: Speaker[], request: MediaRequest): Promise<PromiseSettledResult<void>[]> {
     const lanes = speakers.map((s) => this.lanes.get(s.id)!);
     for (const l of lanes) l.kept = undefined;
     await Promise.all(lanes.map((l) => this.takeSnapshot(l)));
-    await this.engine.lend(
+    await this.engine.setAside(
       speakers.map((s) => s.id),
       a.priority,
     );

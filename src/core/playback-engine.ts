@@ -40,10 +40,13 @@ export interface StopScope {
  * Which playback a client's pause, resume, stop and status mean is the session layer's
  * business (src/core/session-scopes.ts); the engine acts on the playback it is named.
  *
- * Overlays (announcements, src/core/announcements.ts) borrow speakers: a borrowed speaker stays
- * a member of its playback (idle), the others play on, and when it is given back it rejoins at
- * the current position (restarts a web stream), or stays parked while the playback is paused.
- * Coupling runs one way: the overlays call the engine (reserve, lend, playOverlay, giveBack,
+ * Overlays (announcements, src/core/announcements.ts) use speakers in three steps, each one
+ * word: an overlay *reserves* a speaker (from then on no music starts on it; the engine's
+ * per-speaker record is `reserved`), *sets it aside* from the music it carries (it stays an
+ * idle member of its playback while the others play on), and when it is done the speaker
+ * *rejoins* its playback at the current position (restarts a web stream), or stays parked
+ * while the playback is paused; a speaker with no playback to rejoin is *released*.
+ * Coupling runs one way: the overlays call the engine (reserve, setAside, playOverlay, rejoin,
  * release), the engine never calls them but to ask, at stop_play and shutdown, that overlays
  * end (EndOverlays, a function they hand it).
  *
@@ -96,10 +99,10 @@ export class PlaybackEngine extends ZoneBook {
     return this.locks.run(ids, async () => {
       const targets = this.resolveTarget(target);
       this.checkPriority(targets, priority);
-      // Speakers lent to an overlay become members now and join when it gives them back.
-      const speakers = targets.filter((s) => !this.lent.has(s.id));
-      const lent = targets.filter((s) => this.lent.has(s.id));
-      // What each speaker carried, so that a play that starts nowhere gives it back (nothing is lost).
+      // Speakers an overlay reserved become idle members now and start when they rejoin.
+      const speakers = targets.filter((s) => !this.reserved.has(s.id));
+      const reserved = targets.filter((s) => this.reserved.has(s.id));
+      // What each speaker carried, so that a play that starts nowhere lets it rejoin that (nothing is lost).
       const carried = new Map<string, Playback>();
       for (const s of speakers) {
         const was = this.playbackOf(s.id);
@@ -113,7 +116,7 @@ export class PlaybackEngine extends ZoneBook {
       try {
         started = speakers.length ? await this.starter.start(id, speakers, media, startAt, false, priority) : [];
       } catch (e) {
-        await this.giveBackCarried(carried);
+        await this.rejoinCarried(carried);
         for (const p of emptied) if (isEmpty(p)) this.finish(p, 'interrupted');
         throw e;
       }
@@ -126,15 +129,15 @@ export class PlaybackEngine extends ZoneBook {
         target: target.kind,
         state: 'PlayerStatePlaying',
         speakers: new Map(),
-        idle: new Map(lent.map((s) => [s.id, s])),
+        idle: new Map(reserved.map((s) => [s.id, s])),
         offset: startAt,
         startedAt: this.clock.now(),
         since: new Date().toISOString(),
       };
       this.playbacks.set(p.id, p);
       for (const s of started) {
-        // Lent while it was starting: it is the overlay's now.
-        if (this.lent.has(s.id)) p.idle.set(s.id, s);
+        // Reserved while it was starting: it is the overlay's now.
+        if (this.reserved.has(s.id)) p.idle.set(s.id, s);
         else this.watch(p, s);
       }
       this.logger.info(
@@ -147,7 +150,7 @@ export class PlaybackEngine extends ZoneBook {
           priority,
           target: target.kind,
           speakers: started.map((s) => s.id),
-          lent: lent.map((s) => s.id),
+          reserved: reserved.map((s) => s.id),
         },
         'playback started',
       );
@@ -159,10 +162,10 @@ export class PlaybackEngine extends ZoneBook {
 
   /**
    * A play that started on none of its speakers (a web URL that answers 404): each speaker it
-   * took from a playing playback goes back to it, at its current position (a web stream from
-   * its start), as after an overlay — the music it played is not lost to a failed play.
+   * took from a playing playback rejoins it, at its current position (a web stream from its
+   * start), as after an overlay — the music it played is not lost to a failed play.
    */
-  private async giveBackCarried(carried: Map<string, Playback>): Promise<void> {
+  private async rejoinCarried(carried: Map<string, Playback>): Promise<void> {
     for (const [sid, p] of carried) {
       const s = this.registry.find(sid);
       if (!s?.available || this.playbacks.get(p.id) !== p || p.state !== 'PlayerStatePlaying' || hasMember(p, sid)) continue;
@@ -246,9 +249,9 @@ export class PlaybackEngine extends ZoneBook {
       }
       for (const sid of [...p.idle.keys()]) if (!wantedIds.has(sid)) p.idle.delete(sid);
       this.takeOut(new Set(wanted.filter((s) => !hasMember(p, s.id)).map((s) => s.id)), 'interrupted');
-      // Lent speakers stay members and join when their overlay gives them back.
-      for (const s of wanted) if (this.lent.has(s.id) && !p.speakers.has(s.id)) p.idle.set(s.id, s);
-      const fresh = wanted.filter((s) => !p.speakers.has(s.id) && !this.lent.has(s.id));
+      // Reserved speakers stay idle members and start when their overlay lets them rejoin.
+      for (const s of wanted) if (this.reserved.has(s.id) && !p.speakers.has(s.id)) p.idle.set(s.id, s);
+      const fresh = wanted.filter((s) => !p.speakers.has(s.id) && !this.reserved.has(s.id));
       const resumed = await Promise.allSettled([...p.speakers.values()].map(({ speaker }) => speaker.resume()));
       [...p.speakers.values()].forEach(({ speaker, unwatch }, i) => {
         if (resumed[i].status === 'rejected') {
@@ -305,8 +308,8 @@ export class PlaybackEngine extends ZoneBook {
       if (!p || p.state !== 'PlayerStatePlaying') return;
       const candidates = speakerIds.map((sid) => this.registry.find(sid)).filter((s): s is Speaker => !!s && s.available && !p.speakers.has(s.id));
       this.takeOut(new Set(candidates.filter((s) => !hasMember(p, s.id)).map((s) => s.id)), 'interrupted');
-      for (const s of candidates) if (this.lent.has(s.id)) p.idle.set(s.id, s);
-      const fresh = candidates.filter((s) => !this.lent.has(s.id));
+      for (const s of candidates) if (this.reserved.has(s.id)) p.idle.set(s.id, s);
+      const fresh = candidates.filter((s) => !this.reserved.has(s.id));
       if (!fresh.length) return;
       for (const s of fresh) p.idle.delete(s.id);
       const joined = await this.starter.start(p.id, fresh, p.media, elapsed(p, this.clock.now()), true);
@@ -360,20 +363,20 @@ export class PlaybackEngine extends ZoneBook {
    * starting on them, and stop_play leaves them to the overlay. Idempotent.
    */
   reserve(speakerIds: string[]): void {
-    for (const id of speakerIds) this.lent.add(id);
+    for (const id of speakerIds) this.reserved.add(id);
   }
 
-  /** The overlay is done with a speaker it did not give back into the playback (giveBack said 'none'). Idempotent. */
+  /** The overlay is done with a speaker that did not rejoin a playback (rejoin said 'none'). Idempotent. */
   release(speakerId: string): void {
-    this.lent.delete(speakerId);
+    this.reserved.delete(speakerId);
   }
 
   /**
-   * An overlay takes speakers (reserved by it): they stop carrying their playbacks but stay
-   * members; the others play on untouched. A play still starting on them is cancelled when
-   * `priority` is at least its own, else awaited.
+   * An overlay sets speakers (reserved by it) aside from the music: they stop carrying their
+   * playbacks but stay idle members; the others play on untouched. A play still starting on
+   * them is cancelled when `priority` is at least its own, else awaited.
    */
-  async lend(speakerIds: string[], priority: number): Promise<void> {
+  async setAside(speakerIds: string[], priority: number): Promise<void> {
     const ids = new Set(speakerIds);
     if (this.starter.startingOn(ids)) {
       this.starter.cancel(priority, ids);
@@ -391,21 +394,22 @@ export class PlaybackEngine extends ZoneBook {
   }
 
   /**
-   * An overlay gives a speaker back: if it is still a member of a playing playback it
-   * rejoins in sync at the current position (hub media and TTS) or restarts the stream (web
-   * media); while the playback is paused it stays parked and starts on resume. Resolves
-   * once the speaker plays again (or it is clear it will not). Rejoined or parked, the loan
-   * ends with it (in the same step, so no play sees it in between); on 'none' the speaker
-   * stays reserved until the overlay has put back what it played and calls release().
+   * An overlay is done with a speaker and lets it rejoin its music: if it is still a member
+   * of a playing playback it rejoins in sync at the current position (hub media and TTS) or
+   * restarts the stream (web media); while the playback is paused it stays parked and starts
+   * on resume. Resolves once the speaker plays again (or it is clear it will not). Rejoined
+   * or parked, the reservation ends with it (in the same step, so no play sees it in
+   * between); on 'none' the speaker stays reserved until the overlay has put back what it
+   * played and calls release().
    */
-  async giveBack(speakerId: string): Promise<'rejoined' | 'parked' | 'none'> {
+  async rejoin(speakerId: string): Promise<'rejoined' | 'parked' | 'none'> {
     return this.locks.run([speakerId], async () => {
       const id = this.playbackOf(speakerId);
       const p = id !== undefined ? this.playbacks.get(id) : undefined;
       const speaker = p?.idle.get(speakerId);
       if (!p || !speaker) return 'none';
       if (p.state === 'PlayerStatePaused') {
-        this.lent.delete(speakerId);
+        this.reserved.delete(speakerId);
         return 'parked';
       }
       if (p.media.duration !== undefined && elapsed(p, this.clock.now()) >= p.media.duration - 0.5) {
@@ -414,7 +418,7 @@ export class PlaybackEngine extends ZoneBook {
         return 'none';
       }
       p.idle.delete(speakerId);
-      this.lent.delete(speakerId);
+      this.reserved.delete(speakerId);
       const joined = speaker.available ? await this.starter.start(p.id, [speaker], p.media, this.rejoinPosition(p), true).catch(() => []) : [];
       if (this.playbacks.get(p.id) !== p) {
         for (const s of joined) s.stop().catch(() => undefined);
@@ -440,8 +444,8 @@ export class PlaybackEngine extends ZoneBook {
    * Whether an overlay on this speaker can be its driver's (SpeakerDriver.overlay, mixed over
    * the music): the driver declares it (capabilities.duck), and the speaker carries a playing
    * playback (a member that carries it, reserved or not): there is music to mix into, and the
-   * speaker stays in its playback the whole time. Otherwise the overlay takes the speaker
-   * (lend) and gives it back.
+   * speaker stays in its playback the whole time. Otherwise the overlay sets the speaker aside
+   * (setAside) and lets it rejoin after.
    */
   mixesOn(speakerId: string): boolean {
     const s = this.registry.find(speakerId);

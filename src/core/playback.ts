@@ -35,8 +35,9 @@ export interface Playback {
   /** Speakers carrying the playback now, with the listener that watches each. */
   speakers: Map<string, { speaker: Speaker; unwatch: () => void }>;
   /**
-   * Members that do not carry the media now: lent to an overlay (an announcement), or given
-   * back while the playback is paused. They rejoin when given back / on resume.
+   * Members that do not carry the media now: set aside for an overlay (an announcement), or
+   * parked (the overlay let them rejoin while the playback was paused). They start when they
+   * rejoin / on resume.
    */
   idle: Map<string, Speaker>;
   /** Pending end-of-media settlement (the first speaker reported the end). */

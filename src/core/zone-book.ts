@@ -23,8 +23,8 @@ export abstract class ZoneBook {
   protected seq = 0;
   protected readonly locks = new SpeakerLocks();
   protected readonly starter: SpeakerStarter;
-  /** Speakers reserved by an overlay: the music does not start on them until they are released (or given back into it). */
-  protected readonly lent = new Set<string>();
+  /** Speakers an overlay reserved (PlaybackEngine.reserve): no music starts on them until they rejoin it or are released. */
+  protected readonly reserved = new Set<string>();
 
   constructor(
     protected readonly registry: SpeakerRegistry,
@@ -78,7 +78,7 @@ export abstract class ZoneBook {
     return last;
   }
 
-  /** The playback a speaker is a member of (carrying it, or lent/parked), if any. */
+  /** The playback a speaker is a member of (carrying it, or idle: set aside for an overlay, or parked), if any. */
   playbackOf(speakerId: string): string | undefined {
     for (const p of this.playbacks.values()) if (hasMember(p, speakerId)) return p.id;
     return undefined;
@@ -89,7 +89,7 @@ export abstract class ZoneBook {
     return new Set([...this.playbacks.values()].map((p) => p.media.url));
   }
 
-  /** Whether the speaker is a member of a playback (carrying it, or lent/parked). */
+  /** Whether the speaker is a member of a playback (carrying it, or idle: set aside for an overlay, or parked). */
   isMember(speakerId: string): boolean {
     return this.playbackOf(speakerId) !== undefined;
   }
@@ -106,7 +106,7 @@ export abstract class ZoneBook {
    * Takes speakers out of the playbacks they are members of (they are about to play
    * something else, so they are not stopped); a playback left with none ends with `reason`,
    * unless `keepEmpty` (a play not yet sure to start): those are returned, live, for the
-   * caller to end or to give the speakers back to.
+   * caller to end or to let the speakers rejoin.
    */
   protected takeOut(ids: ReadonlySet<string>, reason: PlaybackEndReason, keepEmpty = false): Playback[] {
     const emptied: Playback[] = [];
@@ -134,7 +134,7 @@ export abstract class ZoneBook {
   protected async stopStrays(area?: ReadonlySet<string>): Promise<void> {
     const strays = this.registry
       .available()
-      .filter((s) => (!area || area.has(s.id)) && s.state !== 'stopped' && !this.isMember(s.id) && !this.lent.has(s.id));
+      .filter((s) => (!area || area.has(s.id)) && s.state !== 'stopped' && !this.isMember(s.id) && !this.reserved.has(s.id));
     if (!strays.length) return;
     this.logger.info({ speakers: strays.map((s) => s.id) }, 'stopping speakers that play outside any playback');
     const results = await Promise.allSettled(strays.map((s) => s.stop()));
@@ -254,7 +254,7 @@ export abstract class ZoneBook {
       return;
     }
     this.logger.warn({ deviceId: id, playback: p.id, reason }, 'speaker dropped out of the playback');
-    // Lent speakers keep the playback alive: it goes on (in time) and they rejoin it.
+    // Idle members (set aside for an overlay) keep the playback alive: it goes on (in time) and they rejoin it.
     if (isEmpty(p)) this.finish(p, reason === 'error' ? 'error' : 'stopped');
     else if (!p.ending) this.changed(p);
   }
@@ -292,7 +292,7 @@ export abstract class ZoneBook {
     p.tick = this.clock.setTimer(
       () => {
         if (this.playbacks.get(p.id) !== p || p.state !== 'PlayerStatePlaying') return;
-        // Every member lent to an overlay: no speaker reports the end, the clock does.
+        // Every member set aside for an overlay: no speaker reports the end, the clock does.
         if (p.speakers.size === 0 && p.media.duration !== undefined && elapsed(p, this.clock.now()) >= p.media.duration) {
           this.finish(p, 'ended');
           return;

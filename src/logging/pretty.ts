@@ -12,7 +12,7 @@ const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO ', 
 const COLORS: Record<number, string> = { 10: '90', 20: '36', 30: '32', 40: '33', 50: '31', 60: '35' };
 /** Fields that hold one speaker's DeviceID, or a list of them (the core and drivers log IDs; a person reads names). */
 const SPEAKER_KEYS = new Set(['deviceId', 'DeviceID', 'speaker']);
-const SPEAKER_LIST_KEYS = new Set(['deviceIds', 'speakers', 'lent']);
+const SPEAKER_LIST_KEYS = new Set(['deviceIds', 'speakers', 'reserved']);
 /** What withSpeakerNames() adds for JSON logs. */
 const NAME_KEYS = new Set(['speakerName', 'speakerNames']);
 
@@ -95,7 +95,7 @@ export function formatLine(line: string, names: LogNames = {}, color = false): s
     if (HIDDEN.has(k) || v === undefined || (k === 'name' && v === 'speakerhub')) continue;
     if (SPEAKER_KEYS.has(k) && typeof v === 'string') fields.push(`speaker=${value(speakerName(v, names))}`);
     else if (SPEAKER_LIST_KEYS.has(k) && Array.isArray(v)) {
-      if (!v.length) continue; // "lent=" says nothing
+      if (!v.length) continue; // "reserved=" says nothing
       fields.push(`${k === 'deviceIds' ? 'speakers' : k}=${value(v.map((id) => speakerName(String(id), names)).join(', '))}`);
     } else if (NAME_KEYS.has(k) && names.device)
       continue; // the JSON log's names for the IDs: shown in their place above

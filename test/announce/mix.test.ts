@@ -74,7 +74,7 @@ describe('announcements mixed over the music by the driver (virtual speakers tha
     expect(speaker(0).volume).toBe(18);
     clock.advance(15_000);
     await untilState(r.AnnouncementID, 'done');
-    // Nothing was given back: the speaker never left. The zone kept its members, its id, its position.
+    // Nothing rejoined: the speaker never left. The zone kept its members, its id, its position.
     expect(await zones()).toEqual(before);
     expect(music(0).length).toBe(fetched);
     expect(speaker(0).state).toBe('playing');
@@ -103,7 +103,7 @@ describe('announcements mixed over the music by the driver (virtual speakers tha
     const urgent = await t.op('announce', { Text: 'Smoke in the kitchen', DeviceIDList: ids[0], Priority: '200' });
     await eventually(async () => (await status(urgent.AnnouncementID)).State === 'playing', 15_000, 'urgent playing');
     expect(await status(ducked.AnnouncementID)).toMatchObject({ ReasonCode: 'interrupted' });
-    // Interrupt: the speaker plays the announcement itself (a fetch of its own), the zone holds it as lent.
+    // Interrupt: the speaker plays the announcement itself (a fetch of its own), the zone holds it as an idle member (set aside).
     await eventually(() => music(0).length === fetched + 1, 15_000, 'the urgent announcement fetched as a play of its own');
     clock.advance(15_000);
     await untilState(urgent.AnnouncementID, 'done');

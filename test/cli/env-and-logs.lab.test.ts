@@ -141,8 +141,8 @@ describe('pretty logs', () => {
     expect(line).toContain('error="fetch failed ← ENOTFOUND (radio.example)"');
   });
 
-  test('lists of speakers under any of their keys (speakers, lent) are named; the JSON log keeps the IDs and adds the names', () => {
-    const rec = { level: 30, time: 0, msg: 'playback started', title: 'Little Waltz', speakers: ['12106658486352'], lent: [] };
+  test('lists of speakers under any of their keys (speakers, reserved) are named; the JSON log keeps the IDs and adds the names', () => {
+    const rec = { level: 30, time: 0, msg: 'playback started', title: 'Little Waltz', speakers: ['12106658486352'], reserved: [] };
     expect(formatLine(JSON.stringify(rec), names)).toContain('title="Little Waltz" speakers=Kitchen\n');
     const json = withSpeakerNames(names)({ ...rec, deviceId: '12106658486352' });
     expect(json).toMatchObject({ speakers: ['12106658486352'], speakerNames: ['Kitchen'], deviceId: '12106658486352', speakerName: 'Kitchen' });
