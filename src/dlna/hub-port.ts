@@ -120,18 +120,13 @@ export class ClientHubPort extends FrontEndHubPort<SpeakerView, HubChange> imple
         this.mutes.set(e.data.deviceId, e.data.muted);
         this.onChange({ kind: 'mute', id: e.data.deviceId, muted: e.data.muted });
         return;
-      case 'playbackState': {
-        const id = e.data.playbackId;
-        if (id === undefined) {
-          if (e.data.state === 'PlayerStateStopped') this.zones.clear();
-        } else if (e.data.state === 'PlayerStateStopped') this.zones.delete(id);
-        else this.zones.set(id, e.data);
+      case 'playbackState':
+        // Every renderer reads its zone again on this change, so which speakers it touched is not needed.
+        this.zoneChanged(e.data);
         this.onChange({ kind: 'playback', snapshot: e.data });
         return;
-      }
       case 'playbackTime': {
-        const z = e.data.playbackId !== undefined ? this.zones.get(e.data.playbackId) : undefined;
-        if (z) this.zones.set(z.playbackId!, { ...z, timeElapsed: e.data.timeElapsed });
+        this.zoneTime(e.data.playbackId, e.data.timeElapsed);
         this.onChange({ kind: 'time', timeElapsed: e.data.timeElapsed, deviceIds: e.data.deviceIds });
         return;
       }

@@ -104,24 +104,11 @@ export class EsphomeHubPort extends FrontEndHubPort<SpeakerView, HubChange> {
   }
 
   private playbackChanged(p: PlaybackSnapshot): void {
-    const touched = new Set(p.deviceIds);
-    const id = p.playbackId;
-    if (id === undefined) {
-      if (p.state === 'PlayerStateStopped') {
-        for (const z of this.zones.values()) for (const d of z.deviceIds) touched.add(d);
-        this.zones.clear();
-      }
-    } else {
-      for (const d of this.zones.get(id)?.deviceIds ?? []) touched.add(d);
-      if (p.state === 'PlayerStateStopped') this.zones.delete(id);
-      else {
-        // A speaker is in one zone at a time: a new zone takes it from the one it was in.
-        for (const [zid, z] of this.zones) if (zid !== id && z.deviceIds.some((d) => p.deviceIds.includes(d))) this.zones.delete(zid);
-        this.zones.set(id, p);
-        if (p.kind === 'web' && p.url) for (const d of p.deviceIds) this.lastUrl.set(d, p.url);
-      }
+    const touched = this.zoneChanged(p);
+    if (p.playbackId !== undefined && p.state !== 'PlayerStateStopped' && p.kind === 'web' && p.url) {
+      for (const d of p.deviceIds) this.lastUrl.set(d, p.url);
     }
-    this.onChange({ kind: 'speaker', ids: [...touched] });
+    this.onChange({ kind: 'speaker', ids: touched });
   }
 
   private announcementChanged(a: AnnouncementEvent): void {

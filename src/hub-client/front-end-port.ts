@@ -42,7 +42,7 @@ export abstract class FrontEndHubPort<V extends SpeakerViewBase, C> {
   private unfollow?: () => void;
   protected readonly byId = new Map<string, V>();
   protected readonly mutes = new Map<string, boolean>();
-  /** The live playbacks (zones) by PlaybackID, from the wire events. */
+  /** The live playbacks (zones) by PlaybackID, from the wire events (see zoneChanged: a speaker is in one at most). */
   protected readonly zones = new Map<string, PlaybackSnapshot>();
   protected onChange: (c: C) => void = () => undefined;
   private stopped = false;
@@ -104,6 +104,46 @@ export abstract class FrontEndHubPort<V extends SpeakerViewBase, C> {
     const active = this.speakers().filter((s) => s.active);
     for (const z of [...this.zones.values()].reverse()) if (active.length && active.every((s) => z.deviceIds.includes(s.id))) return z;
     return STOPPED;
+  }
+
+  /**
+   * One playbackState event into the zone map, by the one rule a user expects of every front
+   * end: a speaker belongs to the zone that started on it last, at once. A zone's event that
+   * names a speaker takes it out of any other zone here (a zone left with none is gone),
+   * without waiting for that zone's own event — it comes first from the hub, but a front end
+   * that fell behind the feed lost it (it resyncs the speakers, not the zones that ended).
+   * Answers the speakers whose zone changed: the event's, and the zone's members before it.
+   */
+  protected zoneChanged(p: PlaybackSnapshot): string[] {
+    const touched = new Set(p.deviceIds);
+    const id = p.playbackId;
+    if (id === undefined) {
+      // No playback id: the hub has no zone at all (a subscription's first event when none plays).
+      if (p.state === 'PlayerStateStopped') {
+        for (const z of this.zones.values()) for (const d of z.deviceIds) touched.add(d);
+        this.zones.clear();
+      }
+      return [...touched];
+    }
+    for (const d of this.zones.get(id)?.deviceIds ?? []) touched.add(d);
+    if (p.state === 'PlayerStateStopped') {
+      this.zones.delete(id);
+      return [...touched];
+    }
+    for (const [zid, z] of this.zones) {
+      if (zid === id || !z.deviceIds.some((d) => p.deviceIds.includes(d))) continue;
+      const rest = z.deviceIds.filter((d) => !p.deviceIds.includes(d));
+      if (rest.length) this.zones.set(zid, { ...z, deviceIds: rest });
+      else this.zones.delete(zid);
+    }
+    this.zones.set(id, p);
+    return [...touched];
+  }
+
+  /** A playbackTime event: the zone's position (its members do not change). */
+  protected zoneTime(playbackId: string | undefined, timeElapsed: number): void {
+    const z = playbackId !== undefined ? this.zones.get(playbackId) : undefined;
+    if (z) this.zones.set(playbackId!, { ...z, timeElapsed });
   }
 
   /** Web media on these speakers, from `startAt` seconds when given. */

@@ -69,10 +69,10 @@ export async function createTestHub(
   return { hub, logs };
 }
 
-/** Starts a real hub on 127.0.0.1 with a temp data folder; close() removes everything. */
-export async function startHub(config: HubConfigInput = {}, options: { clock?: Clock } = {}): Promise<TestHub> {
+/** Starts a real hub on 127.0.0.1 with a temp data folder; close() removes everything. `extensions`: front ends of the test's own. */
+export async function startHub(config: HubConfigInput = {}, options: { clock?: Clock; extensions?: HubExtension[] } = {}): Promise<TestHub> {
   const dataDir = await mkdtemp(join(tmpdir(), 'speakerhub-test-'));
-  const { hub, logs } = await createTestHub(config, { dataDir, clock: options.clock });
+  const { hub, logs } = await createTestHub(config, { dataDir, clock: options.clock, extensions: options.extensions });
   await hub.start();
   const base = hub.url!;
   const get = async (path: string, headers: Record<string, string> = { Authorization: `Bearer ${TEST_TOKEN}` }) => {
