@@ -119,7 +119,7 @@ export class DlnaHttpServer {
     const path = (req.url ?? '/').split('?')[0];
     const method = req.method ?? 'GET';
     const from = req.socket.remoteAddress ?? '?';
-    if (method === 'POST' && !(this.rate.get(from)?.take() && this.bodyBytes.get(from)?.take(bodyCost(req)))) {
+    if (method === 'POST' && !this.admitAction(from, bodyCost(req))) {
       // Answered without reading the body, and the connection is not kept.
       this.throttled.warn({ from, method, path: path.slice(0, 100) });
       res.setHeader('Connection', 'close');
@@ -185,6 +185,18 @@ export class DlnaHttpServer {
     const out = await this.routes.control(slug, service, body, Array.isArray(soapAction) ? soapAction[0] : soapAction);
     if (!out) return this.reply(res, 404, 'text/plain', 'not found');
     this.reply(res, out.status, 'text/xml; charset="utf-8"', out.body, { EXT: '' });
+  }
+
+  /**
+   * A SOAP action's two budgets, both or neither: one action and its body's bytes. Checked
+   * before either is spent, so a body refused for bytes costs its sender no action (else a
+   * host over its byte budget drained its action budget too, and was reset at accept).
+   */
+  private admitAction(from: string, cost: number): boolean {
+    const actions = this.rate.get(from);
+    const bytes = this.bodyBytes.get(from);
+    if (!actions?.has(1) || !bytes?.has(cost)) return false;
+    return actions.take() && bytes.take(cost);
   }
 
   private reply(res: ServerResponse, status: number, type: string, body: string | Buffer, extra: Record<string, string> = {}): void {

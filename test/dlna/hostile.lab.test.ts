@@ -4,7 +4,7 @@
  * (upnp-mediarenderer-client, test/dlna/cp-mrc.js). Each attack runs while the hub must keep
  * answering /healthz within its usual bound, and the real control point must keep working.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
@@ -113,6 +113,60 @@ d('hostile control points against a real hub with --dlna, beside a real control 
     await cp.call('setVolume', { volume: 30 });
     expect(await cp.call('getVolume')).toBe(30);
     expect(readFileSync(join(lab.tmp, 'hub-hub.log'), 'utf8')).toContain('DLNA: control request refused');
+  });
+
+  test('bodies refused for the byte budget cost no SOAP action: 640 unread bodies get 503, never a reset at accept; the host’s next action is answered', async () => {
+    const control = kitchen().replace(/description\.xml$/, 'AVTransport/control');
+    /** A POST with a chunked body: it counts as the largest allowed (64 KB), whatever it holds. */
+    const chunked = (): Promise<number | 'reset'> =>
+      new Promise((resolve) => {
+        const u = new URL(control);
+        const req = request(
+          {
+            agent: false,
+            host: u.hostname,
+            port: u.port,
+            path: u.pathname,
+            method: 'POST',
+            headers: { 'Content-Type': 'text/xml; charset="utf-8"', 'Transfer-Encoding': 'chunked', SOAPACTION: '"x#Play"' },
+            timeout: 20_000,
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+            res.on('error', () => resolve(res.statusCode ?? 0));
+          },
+        );
+        req.on('error', () => resolve('reset'));
+        req.end('<x/>');
+      });
+    // 640 of them, 8 at a time (under the per-address connection cap): far more than the action
+    // burst (400) and faster than its refill (200/s), so actions spent on refused bodies would
+    // empty it and the hub would reset this host's connections at accept.
+    const answers: (number | 'reset')[] = [];
+    const { worstHealthMs } = await underAttack(async () => {
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (next < 640) {
+            next++;
+            answers.push(await chunked());
+          }
+        }),
+      );
+    });
+    const refused = answers.filter((a) => a === 503).length;
+    console.log(`dlna byte budget: 640 chunked bodies, ${refused} refused unread (503); slowest /healthz meanwhile ${worstHealthMs} ms`);
+    expect(answers.filter((a) => a === 'reset')).toEqual([]);
+    // At most the byte burst (2 MiB: 32 bodies) and its refill are parsed (a 500 fault); the rest is 503.
+    expect(new Set(answers.filter((a) => a !== 503))).toEqual(new Set([500]));
+    expect(refused).toBeGreaterThan(500);
+    // Its budget refills 1 KB a millisecond: a real action from the same host is answered.
+    await eventually(
+      async () => (await soap(kitchen(), 'RenderingControl', 'GetVolume', { InstanceID: 0, Channel: 'Master' })).status === 200,
+      5000,
+      'GetVolume answered after the flood',
+    );
   });
 
   test('item 6: URIs at loopback, link-local or the hub itself are refused with 716 at SetAVTransportURI and SetNextAVTransportURI; a LAN URL plays', async () => {
