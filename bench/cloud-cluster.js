@@ -25,6 +25,7 @@ const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const autocannon = require('autocannon');
 const { paced, summarize } = require('./load');
+const { processCpuS } = require('./run-children');
 
 const num = (name, dflt) => (process.env[name] ? Number(process.env[name]) : dflt);
 const S = {
@@ -218,13 +219,6 @@ async function main() {
 const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
 const links = async (url) => (await (await fetch(`${url}/healthz`)).json()).links;
 
-/** CPU seconds (user + system) a process has used so far, from /proc. */
-function cpuSeconds(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (100 Hz on Linux)
-}
-
 /**
  * Simulated hub links (one user each, link tokens written straight into PostgreSQL), spread
  * evenly over the instances: memory per link; then SIGKILL the first instance and time until
@@ -277,7 +271,7 @@ async function relinkStorm(instances, database) {
   console.log(
     `  ${n} simulated hub links over ${instances.length} instances: ${perLink.toFixed(1)} KB of RSS per link (RSS ${after.map((r) => r.toFixed(0)).join(' + ')} MB)`,
   );
-  const cpu0 = survivors.map((i) => cpuSeconds(i.child.pid));
+  const cpu0 = survivors.map((i) => processCpuS(i.child.pid));
   const health = [];
   const t0 = Date.now();
   dead = true;
@@ -289,7 +283,7 @@ async function relinkStorm(instances, database) {
     return count === n;
   });
   const seconds = (Date.now() - t0) / 1000;
-  const cpu = survivors.map((i, k) => (cpuSeconds(i.child.pid) - cpu0[k]) / seconds);
+  const cpu = survivors.map((i, k) => (processCpuS(i.child.pid) - cpu0[k]) / seconds);
   health.sort((a, b) => a - b);
   console.log(
     `  SIGKILL of one instance: all ${n} links held by the ${survivors.length} survivors in ${seconds.toFixed(1)} s   (goal < 30 s; ${Math.ceil(n / instances.length)} relinked)`,

@@ -18,6 +18,7 @@ const { execFileSync, spawnSync } = require('node:child_process');
 const { mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
+const { sine, stereo } = require('./helpers');
 
 const ROUNDS = Number(process.env.BENCH_DUCK_ROUNDS || 4);
 const STREAMS = 10;
@@ -42,12 +43,7 @@ function cpu() {
     const format = { rate: 48000, bits: 16, channels: 2 };
     const bytes = SECONDS * format.rate * 4;
     // The music: a tone, as the feed hands it over (10 ms pieces at a time, as the pacer does).
-    const music = Buffer.alloc(bytes);
-    for (let i = 0; i < bytes / 4; i++) {
-      const v = Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / format.rate));
-      music.writeInt16LE(v, i * 4);
-      music.writeInt16LE(v, i * 4 + 2);
-    }
+    const music = stereo(sine(bytes / 4 / format.rate, 440, format.rate, 8000));
     const voice = Buffer.from(music);
     const piece = format.rate * 4 * 0.01;
     const before = process.cpuUsage();

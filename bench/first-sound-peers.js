@@ -15,6 +15,7 @@ const { createServer } = require('node:http');
 const { connect } = require('node:net');
 const { join } = require('node:path');
 const { FetchCapture, GrowthCapture, PacedCapture, SnapCapture } = require('./first-sound-capture');
+const { sleep, until } = require('./helpers');
 
 const TOKEN = 'bench-first-sound-token-0123456789ab';
 const build = join(__dirname, '..', '.bench-build', 'test');
@@ -22,16 +23,7 @@ const build = join(__dirname, '..', '.bench-build', 'test');
 const realFetch = globalThis.fetch;
 /** This bench's UPnP LAN: test/helpers/lab-networks.ts `firstSoundBench` (plain JS here, so spelled out; keep them equal). */
 const UPNP_LAN = { prefix: 'shfsb', subnet: '10.231.55' };
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const skip = (reason) => Object.assign(new Error(reason), { skip: reason });
-
-async function until(check, ms, what) {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 /** A plain HTTP server on loopback serving the floor's clip (set by clipUrl). */
 async function clipServer() {

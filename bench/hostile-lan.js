@@ -23,6 +23,8 @@ const http = require('node:http');
 const net = require('node:net');
 const { join } = require('node:path');
 const { performance } = require('node:perf_hooks');
+const { sleep } = require('./helpers');
+const { processCpuS } = require('./run-children');
 
 const REPO = join(__dirname, '..');
 const OUT = join(REPO, '.bench-build', 'hostile-lan');
@@ -36,7 +38,6 @@ const RATE = 100;
 const REAL_MAC = [2, 0, 0, 0xbe, 0, 1];
 
 const log = (msg) => process.stderr.write(`[hostile-lan ${(performance.now() / 1000).toFixed(1).padStart(5)}s] ${msg}\n`);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] : NaN;
@@ -102,22 +103,12 @@ async function restLoad(hub, ms) {
   return { p99: pct(lat, 99), p50: pct(lat, 50), n: lat.length, failed, lat };
 }
 
-/** CPU seconds (user + system) a process used so far, from /proc. */
-function cpuSeconds(pid) {
-  try {
-    const f = require('node:fs').readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
-
 /** restLoad, with the share of a core the hub used meanwhile. */
 async function measured(hub, ms) {
-  const c0 = cpuSeconds(hub.child.pid);
+  const c0 = processCpuS(hub.child.pid);
   const t0 = performance.now();
   const r = await restLoad(hub, ms);
-  r.cpu = (cpuSeconds(hub.child.pid) - c0) / ((performance.now() - t0) / 1000);
+  r.cpu = (processCpuS(hub.child.pid) - c0) / ((performance.now() - t0) / 1000);
   return r;
 }
 

@@ -23,6 +23,7 @@ const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { performance } = require('node:perf_hooks');
 const { RawConn, buildRequest, bulk, getOnce, paced, summarize } = require('./load');
+const { processCpuS } = require('./run-children');
 
 const num = (name, dflt) => (process.env[name] ? Number(process.env[name]) : dflt);
 const SETTINGS = {
@@ -80,16 +81,6 @@ function startHub() {
     rmSync(dataDir, { recursive: true, force: true });
   };
   return hub;
-}
-
-/** CPU seconds a process has used (Linux /proc; NaN elsewhere). */
-function cpuSeconds(pid) {
-  try {
-    const f = require('node:fs').readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, in clock ticks (100/s)
-  } catch {
-    return NaN;
-  }
 }
 
 const mb = (b) => `${(b / 1024 / 1024).toFixed(1)} MiB`;
@@ -209,10 +200,10 @@ async function main() {
         attacker.send('stats');
       });
     await new Promise((r) => setTimeout(r, 3000));
-    const cpu0 = cpuSeconds(hub.proc.pid);
+    const cpu0 = processCpuS(hub.proc.pid);
     const t0 = performance.now();
     const underAttack = await p99(url, session, SETTINGS.trickleS * 1000);
-    const hubCpu = (cpuSeconds(hub.proc.pid) - cpu0) / ((performance.now() - t0) / 1000);
+    const hubCpu = (processCpuS(hub.proc.pid) - cpu0) / ((performance.now() - t0) / 1000);
     const t = await stats();
     const held = t.open;
     attacker.kill();

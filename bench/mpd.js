@@ -16,11 +16,12 @@
  */
 const { spawn } = require('node:child_process');
 const { mkdtempSync, mkdirSync, rmSync, writeFileSync } = require('node:fs');
-const { createServer, connect } = require('node:net');
+const { connect } = require('node:net');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { Writable } = require('node:stream');
 const { performance } = require('node:perf_hooks');
+const { freePort, sine, sleep } = require('./helpers');
 
 const N = Number(process.env.BENCH_MPD_N || 10);
 const TOKEN = 'bench-mpd-token-0123456789abcdef';
@@ -30,18 +31,6 @@ const pct = (xs, p) => {
   return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] : NaN;
 };
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function ping(port) {
   return new Promise((resolve) => {
@@ -106,9 +95,9 @@ async function main() {
       ].join('\n'),
     );
     const rate = 22050;
-    const tone = new Int16Array(rate).map((_, i) => Math.round(8000 * Math.sin((2 * Math.PI * 660 * i) / rate)));
+    const tone = sine(1, 660, rate, 8000);
     writeFileSync(join(dir, 'media', 'chime.wav'), encodeWav(tone, rate, { title: 'Bench Chime', artist: 'Bench', album: 'Bench' }));
-    const long = new Int16Array(rate * 60).map((_, i) => Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)));
+    const long = sine(60, 440, rate, 8000);
     writeFileSync(join(dir, 'media', 'tone.wav'), encodeWav(long, rate, { title: 'Bench Tone', artist: 'Bench', album: 'Bench' }));
     mpd = spawn('mpd', ['--no-daemon', join(dir, 'mpd.conf')], { stdio: 'ignore' });
     for (let i = 0; !(await ping(port)); i++) {

@@ -20,11 +20,11 @@
  */
 const { spawn, spawnSync } = require('node:child_process');
 const { closeSync, mkdtempSync, mkdirSync, openSync, readSync, rmSync, statSync, writeFileSync } = require('node:fs');
-const { createServer } = require('node:net');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { Writable } = require('node:stream');
 const { performance } = require('node:perf_hooks');
+const { freePort, sine, sleep, until } = require('./helpers');
 
 const ROUNDS = Number(process.env.BENCH_SQUEEZEBOX_ROUNDS || 5);
 const SECONDS = Number(process.env.BENCH_SQUEEZEBOX_SECONDS || 60);
@@ -42,32 +42,20 @@ const pct = (xs, p) => {
   return s.length ? s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] : NaN;
 };
 const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Silence, then a 10 ms 2 kHz burst every second from `lead` s: the marker every capture is aligned on. */
 function pulseWav(encodeWav, seconds, lead) {
   const s = new Int16Array(Math.round(RATE * seconds));
+  const burst = sine(BURST_MS / 1000, BURST_HZ, RATE, 20000);
   for (let t = lead; t < seconds; t += 1) {
     const i0 = Math.round(t * RATE);
-    for (let i = 0; i < Math.round((RATE * BURST_MS) / 1000); i++) s[i0 + i] = Math.round(20000 * Math.sin((2 * Math.PI * BURST_HZ * i) / RATE));
+    s.set(burst.subarray(0, Math.max(0, s.length - i0)), i0);
   }
   return encodeWav(s, RATE, { title: 'Bench Pulses', artist: 'Bench', album: 'Bench' });
 }
 
 function toneWav(encodeWav, seconds, hz, title) {
-  const s = new Int16Array(Math.round(RATE * seconds)).map((_, i) => Math.round(12000 * Math.sin((2 * Math.PI * hz * i) / RATE)));
-  return encodeWav(s, RATE, { title, artist: 'Bench', album: 'Bench' });
+  return encodeWav(sine(seconds, hz, RATE), RATE, { title, artist: 'Bench', album: 'Bench' });
 }
 
 /** Same pacer as test/drivers/squeezebox/harness.ts: reads the FIFO at real time into the capture. */
@@ -195,13 +183,8 @@ class Player {
   }
 }
 
-async function waitFor(check, ms, what) {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+/** bench/helpers.js until, polling every 100 ms (the players' captures are read from files). */
+const waitFor = (check, ms, what) => until(check, ms, what, 100);
 
 async function main() {
   const { createHub } = require('../dist/index.js');

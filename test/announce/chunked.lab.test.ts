@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock } from '../../src/core/clock';
 import { startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { liveWavHeader } from '../helpers/audio';
 import { eventually } from '../helpers/wait';
 
 /** Small for the test (the default is 600), yet longer than the 3 s files, which it also bounds. */
@@ -35,24 +36,6 @@ function writeChunked(res: ServerResponse, body: Buffer, contentType: string): v
     setTimeout(next, 5);
   };
   next();
-}
-
-/** A WAV header saying "as long as it goes" (0xFFFFFFFF sizes), as streaming writers send. */
-function liveWavHeader(): Buffer {
-  const head = Buffer.alloc(44);
-  head.write('RIFF', 0);
-  head.writeUInt32LE(0xffffffff, 4);
-  head.write('WAVEfmt ', 8);
-  head.writeUInt32LE(16, 16);
-  head.writeUInt16LE(1, 20); // PCM
-  head.writeUInt16LE(1, 22); // mono
-  head.writeUInt32LE(22050, 24);
-  head.writeUInt32LE(44100, 28);
-  head.writeUInt16LE(2, 32);
-  head.writeUInt16LE(16, 34);
-  head.write('data', 36);
-  head.writeUInt32LE(0xffffffff, 40);
-  return head;
 }
 
 describe('announcements of media of unknown length (chunked, live) end, and the music comes back', () => {

@@ -14,17 +14,15 @@ import { promisify } from 'node:util';
 import { ManualClock } from '../../src/core/clock';
 import { encodeWav } from '../../src/audio/wav';
 import { startHub, type TestHub, virtualOf } from '../helpers/hub';
-import { eventually } from '../helpers/wait';
+import { liveWavHeader, sine, toneAmplitude } from '../helpers/audio';
+import { eventually, sleep } from '../helpers/wait';
 
 const run = promisify(execFile);
 const RATE = 44100;
 
-/** A tone of `seconds` at `amplitude` (0–1), with a slow tremolo so it is not a flat sine. */
+/** A tone of `seconds` at `amplitude` (0–1), with a slow (3 Hz) tremolo so it is not a flat sine. */
 function tone(seconds: number, freq: number, amplitude: number, title: string): Buffer {
-  const n = Math.round(seconds * 22050);
-  const s = new Int16Array(n);
-  for (let i = 0; i < n; i++)
-    s[i] = Math.round(amplitude * (0.7 + 0.3 * Math.sin((2 * Math.PI * 3 * i) / 22050)) * Math.sin((2 * Math.PI * freq * i) / 22050) * 32767);
+  const s = sine(seconds, freq, 22050, amplitude * 32767, (t) => 0.7 + 0.3 * Math.sin(2 * Math.PI * 3 * t));
   return encodeWav(s, 22050, { title, artist: 'Test', album: '' });
 }
 
@@ -57,22 +55,17 @@ function rmsDb(x: Float32Array, from: number, to: number): number {
   return 10 * Math.log10(sum / Math.max(1, b - a) + 1e-12);
 }
 
-/** Power at one frequency relative to the window's total power (0–1), Goertzel. */
+/**
+ * Power at one frequency relative to the window's total power (0–1), by Goertzel
+ * (toneAmplitude): a tone of amplitude A over n samples has power A²·n/2 there.
+ */
 function toneShare(x: Float32Array, from: number, to: number, freq: number): number {
   const a = Math.round(from * RATE);
   const b = Math.min(x.length, Math.round(to * RATE));
-  const w = (2 * Math.PI * freq) / RATE;
-  let s1 = 0;
-  let s2 = 0;
   let total = 0;
-  for (let i = a; i < b; i++) {
-    const s = x[i] + 2 * Math.cos(w) * s1 - s2;
-    s2 = s1;
-    s1 = s;
-    total += x[i] * x[i];
-  }
-  const power = s1 * s1 + s2 * s2 - 2 * Math.cos(w) * s1 * s2;
-  return (2 * power) / ((b - a) * Math.max(total, 1e-12));
+  for (let i = a; i < b; i++) total += x[i] * x[i];
+  const amplitude = toneAmplitude(x, RATE, freq, a, b - a);
+  return (amplitude * amplitude * (b - a)) / (2 * Math.max(total, 1e-12));
 }
 
 describe('announcement clip: chime and speech as one play, at the target loudness', () => {
@@ -95,7 +88,7 @@ describe('announcement clip: chime and speech as one play, at the target loudnes
     // Played out in steps: a second play (the old chime-then-speech) would start and be counted.
     for (let k = 0; k < 20 && (await status(r.AnnouncementID)).State !== 'done'; k++) {
       clock.advance(1000);
-      await new Promise((res) => setTimeout(res, 20));
+      await sleep(20);
     }
     await untilState(r.AnnouncementID, 'done');
     return speaker(i)
@@ -180,20 +173,7 @@ describe('announcement clip: chime and speech as one play, at the target loudnes
         // A WAV header with the largest size, then silence for ever: no end to be read.
         live.add(res);
         res.writeHead(200, { 'Content-Type': 'audio/wav' });
-        const head = Buffer.alloc(44);
-        head.write('RIFF', 0);
-        head.writeUInt32LE(0xffffffff, 4);
-        head.write('WAVEfmt ', 8);
-        head.writeUInt32LE(16, 16);
-        head.writeUInt16LE(1, 20); // PCM
-        head.writeUInt16LE(1, 22); // mono
-        head.writeUInt32LE(22050, 24);
-        head.writeUInt32LE(44100, 28);
-        head.writeUInt16LE(2, 32);
-        head.writeUInt16LE(16, 34);
-        head.write('data', 36);
-        head.writeUInt32LE(0xffffffff, 40);
-        res.write(head);
+        res.write(liveWavHeader());
         const tick = setInterval(() => res.write(Buffer.alloc(44100)), 500);
         res.on('close', () => clearInterval(tick));
         return;

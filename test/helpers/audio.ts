@@ -7,11 +7,29 @@
  */
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 
-/** Mono 16-bit samples of a sine at `hz`. */
-export function sine(seconds: number, hz: number, rate: number, amplitude = 12000): Int16Array {
+/** Mono 16-bit samples of a sine at `hz`; `envelope(t)` (t in seconds) scales it, e.g. a tremolo so it is not a flat tone. */
+export function sine(seconds: number, hz: number, rate: number, amplitude = 12000, envelope?: (t: number) => number): Int16Array {
   const s = new Int16Array(Math.round(seconds * rate));
-  for (let i = 0; i < s.length; i++) s[i] = Math.round(amplitude * Math.sin((2 * Math.PI * hz * i) / rate));
+  for (let i = 0; i < s.length; i++) s[i] = Math.round(amplitude * (envelope ? envelope(i / rate) : 1) * Math.sin((2 * Math.PI * hz * i) / rate));
   return s;
+}
+
+/** A WAV header saying "as long as it goes" (0xFFFFFFFF sizes), as streaming writers send: 16-bit mono at `rate`. */
+export function liveWavHeader(rate = 22050): Buffer {
+  const head = Buffer.alloc(44);
+  head.write('RIFF', 0);
+  head.writeUInt32LE(0xffffffff, 4);
+  head.write('WAVEfmt ', 8);
+  head.writeUInt32LE(16, 16);
+  head.writeUInt16LE(1, 20); // PCM
+  head.writeUInt16LE(1, 22); // mono
+  head.writeUInt32LE(rate, 24);
+  head.writeUInt32LE(rate * 2, 28);
+  head.writeUInt16LE(2, 32);
+  head.writeUInt16LE(16, 34);
+  head.write('data', 36);
+  head.writeUInt32LE(0xffffffff, 40);
+  return head;
 }
 
 /** The first channel of interleaved s16le frames of `bytesPerFrame` bytes. */
