@@ -80,8 +80,13 @@ export function frequency(file: string, seconds = 0.5): number {
  * do it: a command list, answered as text; rejects on ACK.
  */
 export function mpc(port: number, ...commands: string[]): Promise<string> {
+  return mpcAt('127.0.0.1', port, ...commands);
+}
+
+/** mpc() to an MPD at `host` (another machine: the remote lab's namespace). */
+export function mpcAt(host: string, port: number, ...commands: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const sock: Socket = connect({ host: '127.0.0.1', port });
+    const sock: Socket = connect({ host, port });
     let buf = '';
     let greeted = false;
     const timer = setTimeout(() => {

@@ -9,13 +9,12 @@
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { cliResult, ensureBuilt, killAll, runCli, waitForBanner, within, type Cli } from '../../helpers/cli';
 import { LAB_NETWORKS } from '../../helpers/lab-networks';
 import { labSuite } from '../../helpers/labs';
-import { fields, mpdInstalled } from './harness';
+import { fields, mpcAt, mpdInstalled } from './harness';
 import { eventually } from '../../helpers/wait';
 
 function unavailable(): string | undefined {
@@ -26,40 +25,6 @@ function unavailable(): string | undefined {
 }
 
 const describeIf = labSuite('the remote MPD lab', unavailable());
-
-/** One command list on a fresh connection to host:port, answered as text. */
-function mpcAt(host: string, port: number, ...commands: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const sock = connect({ host, port });
-    let buf = '';
-    let greeted = false;
-    const timer = setTimeout(() => {
-      sock.destroy();
-      reject(new Error(`mpc ${commands.join(';')}: timeout`));
-    }, 5000);
-    sock.setEncoding('utf8');
-    sock.on('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    sock.on('data', (d: string) => {
-      buf += d;
-      if (!greeted) {
-        const nl = buf.indexOf('\n');
-        if (nl < 0) return;
-        greeted = true;
-        buf = buf.slice(nl + 1);
-        sock.write(['command_list_begin', ...commands, 'command_list_end', ''].join('\n'));
-      }
-      const m = /(^|\n)(OK|ACK[^\n]*)\n$/.exec(buf);
-      if (!m) return;
-      clearTimeout(timer);
-      sock.destroy();
-      if (m[2].startsWith('ACK')) reject(new Error(m[2]));
-      else resolve(buf);
-    });
-  });
-}
 
 describeIf('a remote MPD added with --mpd <host>, without --interface', () => {
   const tag = `${process.pid % 10_000}`;
