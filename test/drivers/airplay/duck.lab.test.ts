@@ -1,15 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { AirPlayDriver } from '../../../src/drivers/airplay/driver';
-import { labSuite } from '../../helpers/labs';
-import { startHub, type TestHub } from '../../helpers/hub';
-import { ReceiverLab, analyse, canRunReceivers, until, type Receiver } from './harness';
-
-const describeIf = labSuite(
-  'the AirPlay lab',
-  canRunReceivers() ? undefined : 'shairport-sync, avahi-daemon, dbus-daemon, ffmpeg or root (for namespaces) is missing',
-);
+import { describeAirPlayLab as describeIf, hubWithReceivers, musicDir, toneFile } from './lab-hub';
+import type { TestHub } from '../../helpers/hub';
+import { ReceiverLab, analyse, until, type Receiver } from './harness';
 
 jest.setTimeout(180_000);
 
@@ -48,41 +40,14 @@ describeIf('AirPlay ducking (two shairport-sync receivers)', () => {
   beforeAll(async () => {
     lab = new ReceiverLab();
     rx = [await lab.add({ name: 'Kitchen' }), await lab.add({ name: 'Den' })];
-    const music = join(lab.dir, 'music');
-    mkdirSync(music);
-    const tone = (hz: number, seconds: number, title: string, file: string) =>
-      execFileSync('ffmpeg', [
-        '-loglevel',
-        'error',
-        '-f',
-        'lavfi',
-        '-i',
-        `sine=frequency=${hz}:duration=${seconds}`,
-        '-af',
-        'volume=4',
-        '-ac',
-        '2',
-        '-ar',
-        '44100',
-        '-metadata',
-        `title=${title}`,
-        join(music, file),
-      ]);
-    tone(MUSIC_HZ, 90, 'Long Tone', 'long-tone.wav');
-    tone(VOICE_HZ, 3, 'Voice Tone', 'voice-tone.wav');
-    t = await startHub({
-      media: { samples: false, folders: [music] },
-      airplay: { receivers: rx.map((r) => ({ host: r.host, port: r.port, name: r.name })) },
-    } as never);
-    await until('two available AirPlay speakers', async () => {
-      const list = (await t.op('device_list')).DeviceList ?? [];
-      return list.filter((d: any) => d.Active === true).length === 2;
-    });
-    const list = (await t.op('device_list')).DeviceList;
-    for (const r of rx) ids.push(list.find((d: any) => d.DeviceName === r.name).DeviceID);
-    const media = (await t.op('media_list')).MediaList;
-    toneId = media.find((m: any) => m.Title === 'Long Tone').PersistentID;
-    voiceId = media.find((m: any) => m.Title === 'Voice Tone').PersistentID;
+    const music = musicDir(lab);
+    toneFile(music, 'long-tone.wav', MUSIC_HZ, 90, 'Long Tone');
+    toneFile(music, 'voice-tone.wav', VOICE_HZ, 3, 'Voice Tone');
+    const hub = await hubWithReceivers(rx, music);
+    t = hub.t;
+    ids.push(...hub.ids);
+    toneId = hub.media['Long Tone'];
+    voiceId = hub.media['Voice Tone'];
     for (const id of ids) await t.op('set_volume_device', { DeviceID: id, Volume: '50' });
   });
 

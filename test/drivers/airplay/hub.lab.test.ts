@@ -1,17 +1,11 @@
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { AirPlayDriver } from '../../../src/drivers/airplay/driver';
-import { labSuite } from '../../helpers/labs';
-import { startHub, type TestHub } from '../../helpers/hub';
-import { ReceiverLab, analyse, audible, canRunReceivers, until, type Receiver } from './harness';
-
-const describeIf = labSuite(
-  'the AirPlay lab',
-  canRunReceivers() ? undefined : 'shairport-sync, avahi-daemon, dbus-daemon, ffmpeg or root (for namespaces) is missing',
-);
+import { describeAirPlayLab as describeIf, hubWithReceivers, musicDir, toneFile } from './lab-hub';
+import type { TestHub } from '../../helpers/hub';
+import { ReceiverLab, analyse, audible, until, type Receiver } from './harness';
 
 jest.setTimeout(180_000);
 
@@ -34,55 +28,14 @@ describeIf('AirPlay speakers through the hub (three shairport-sync receivers)', 
   beforeAll(async () => {
     lab = new ReceiverLab();
     rx = [await lab.add({ name: 'Kitchen' }), await lab.add({ name: 'Den' }), await lab.add({ name: 'Porch' })];
-    const music = join(lab.dir, 'music');
-    mkdirSync(music);
-    execFileSync('ffmpeg', [
-      '-loglevel',
-      'error',
-      '-f',
-      'lavfi',
-      '-i',
-      'sine=frequency=1000:duration=40',
-      '-af',
-      'volume=4',
-      '-ac',
-      '2',
-      '-ar',
-      '44100',
-      '-metadata',
-      'title=Long Tone',
-      join(music, 'long-tone.wav'),
-    ]);
-    execFileSync('ffmpeg', [
-      '-loglevel',
-      'error',
-      '-f',
-      'lavfi',
-      '-i',
-      'sine=frequency=440:duration=2',
-      '-af',
-      'volume=4',
-      '-ac',
-      '2',
-      '-ar',
-      '44100',
-      '-metadata',
-      'title=Bell',
-      join(music, 'bell.wav'),
-    ]);
-    t = await startHub({
-      media: { samples: false, folders: [music] },
-      airplay: { receivers: rx.map((r) => ({ host: r.host, port: r.port, name: r.name })) },
-    } as never);
-    await until('three available AirPlay speakers', async () => {
-      const list = (await t.op('device_list')).DeviceList ?? [];
-      return list.filter((d: any) => d.Active === true).length === 3;
-    });
-    const list = (await t.op('device_list')).DeviceList;
-    for (const r of rx) ids.push(list.find((d: any) => d.DeviceName === r.name).DeviceID);
-    const media = (await t.op('media_list')).MediaList;
-    toneId = media.find((m: any) => m.Title === 'Long Tone').PersistentID;
-    chimeId = media.find((m: any) => m.Title === 'Bell').PersistentID;
+    const music = musicDir(lab);
+    toneFile(music, 'long-tone.wav', 1000, 40, 'Long Tone');
+    toneFile(music, 'bell.wav', 440, 2, 'Bell');
+    const hub = await hubWithReceivers(rx, music);
+    t = hub.t;
+    ids.push(...hub.ids);
+    toneId = hub.media['Long Tone'];
+    chimeId = hub.media['Bell'];
   });
 
   afterAll(async () => {

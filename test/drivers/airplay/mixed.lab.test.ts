@@ -1,14 +1,6 @@
-import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { labSuite } from '../../helpers/labs';
-import { startHub, virtualOf, type TestHub } from '../../helpers/hub';
-import { ReceiverLab, analyse, audible, canRunReceivers, until, type Receiver } from './harness';
-
-const describeIf = labSuite(
-  'the AirPlay lab',
-  canRunReceivers() ? undefined : 'shairport-sync, avahi-daemon, dbus-daemon, ffmpeg or root (for namespaces) is missing',
-);
+import { describeAirPlayLab as describeIf, hubWithReceivers, musicDir, toneFile } from './lab-hub';
+import { virtualOf, type TestHub } from '../../helpers/hub';
+import { ReceiverLab, analyse, audible, until, type Receiver } from './harness';
 
 jest.setTimeout(120_000);
 
@@ -26,36 +18,12 @@ describeIf('a mixed party play: AirPlay + virtual speakers', () => {
   beforeAll(async () => {
     lab = new ReceiverLab();
     rx = await lab.add({ name: 'Patio' });
-    const music = join(lab.dir, 'music');
-    mkdirSync(music);
-    execFileSync('ffmpeg', [
-      '-loglevel',
-      'error',
-      '-f',
-      'lavfi',
-      '-i',
-      'sine=frequency=1000:duration=30',
-      '-af',
-      'volume=4',
-      '-ac',
-      '2',
-      '-ar',
-      '44100',
-      '-metadata',
-      'title=Long Tone',
-      join(music, 'long-tone.wav'),
-    ]);
-    t = await startHub({
-      media: { samples: false, folders: [music] },
-      drivers: ['virtual'],
-      speakers: { virtual: { count: 2 } },
-      airplay: { receivers: [{ host: rx.host, port: rx.port, name: rx.name }] },
-    });
-    await until('the receiver and both virtual speakers available', async () => {
-      const list = (await t.op('device_list')).DeviceList ?? [];
-      return list.filter((d: any) => d.Active === true).length === 3;
-    });
-    toneId = (await t.op('media_list')).MediaList.find((m: any) => m.Title === 'Long Tone').PersistentID;
+    const music = musicDir(lab);
+    toneFile(music, 'long-tone.wav', 1000, 30, 'Long Tone');
+    // The receiver and both virtual speakers available.
+    const hub = await hubWithReceivers([rx], music, { active: 3, extra: { drivers: ['virtual'], speakers: { virtual: { count: 2 } } } });
+    t = hub.t;
+    toneId = hub.media['Long Tone'];
   });
 
   afterAll(async () => {
