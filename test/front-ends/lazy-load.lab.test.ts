@@ -4,44 +4,21 @@
  * the cloud link (ws) or DLNA is in the process; with `mqtt.enabled` the MQTT code loads.
  * Run in a child process of the built package (dist/), as a library user runs it.
  */
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureBuilt, ROOT } from '../helpers/cli';
+import { ensureBuilt } from '../helpers/cli';
+import { probeLoaded } from '../helpers/lazy-load';
 
-const PROBE = `
-const { createHub } = require(${JSON.stringify(ROOT)});
-const [dataDir, mqtt] = process.argv.slice(1);
-(async () => {
-  const hub = createHub({
-    dataDir,
-    server: { host: '127.0.0.1', port: 0 },
-    media: { samples: false },
-    log: { level: 'silent' },
-    ...(mqtt === 'on' ? { mqtt: { enabled: true, host: '127.0.0.1', port: 0 } } : {}),
+const probe = (dataDir: string, mqtt: 'on' | 'off') =>
+  probeLoaded(dataDir, mqtt === 'on' ? { mqtt: { enabled: true, host: '127.0.0.1', port: 0 } } : {}, ['rest', 'mqtt', 'dlna', 'cloud-link'], {
+    mqtt: /\/dist\/mqtt\/extension\.js$/,
+    aedes: /node_modules\/aedes\//,
+    mqttjs: /node_modules\/mqtt\//,
+    dlna: /\/dist\/dlna\/extension\.js$/,
+    cloudLink: /\/dist\/cloud-link\/link-extension\.js$/,
+    ws: /node_modules\/ws\//,
   });
-  await hub.start();
-  const loaded = Object.keys(require.cache).map((f) => f.replace(/\\\\/g, '/'));
-  const has = (re) => loaded.some((f) => re.test(f));
-  const out = {
-    running: ['rest', 'mqtt', 'dlna', 'cloud-link'].filter((n) => hub.extension(n)),
-    mqtt: has(/\\/dist\\/mqtt\\/extension\\.js$/), aedes: has(/node_modules\\/aedes\\//), mqttjs: has(/node_modules\\/mqtt\\//),
-    dlna: has(/\\/dist\\/dlna\\/extension\\.js$/), cloudLink: has(/\\/dist\\/cloud-link\\/link-extension\\.js$/), ws: has(/node_modules\\/ws\\//),
-  };
-  await hub.stop();
-  console.log(JSON.stringify(out));
-})().catch((e) => { console.error(e); process.exit(1); });
-`;
-
-function probe(dataDir: string, mqtt: 'on' | 'off'): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['-e', PROBE, dataDir, mqtt], { cwd: ROOT, timeout: 60_000 }, (err, stdout, stderr) => {
-      if (err) return reject(new Error(`${err.message}\n${stderr}`));
-      resolve(JSON.parse(stdout.trim().split('\n').pop()!));
-    });
-  });
-}
 
 let dataDir: string;
 beforeAll(async () => {

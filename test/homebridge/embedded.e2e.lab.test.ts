@@ -1,4 +1,4 @@
-import { readdir, rm } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   Controller,
@@ -11,6 +11,10 @@ import {
   VERSIONS,
   type ControllerAccessory,
   type HomebridgeRun,
+  accessoryNamed,
+  embeddedPlatform,
+  startEmbedded,
+  tearDown,
 } from './helpers';
 import { longMediaFolder, Rest } from './rest';
 
@@ -32,41 +36,20 @@ describe.each(VERSIONS)('embedded hub in $label', ({ major }) => {
   let media: string;
   let accessories: ControllerAccessory[];
   let platform: Record<string, unknown>;
-  const byName = (n: string) => {
-    const a = accessories.find((x) => x.name === n);
-    if (!a) throw new Error(`no accessory named ${n}: ${accessories.map((x) => x.name).join(', ')}`);
-    return a;
-  };
+  const byName = (n: string) => accessoryNamed(accessories, n);
 
   beforeAll(async () => {
     media = await longMediaFolder();
     const restPort = await freePort();
-    platform = {
-      platform: 'SpeakerHub',
-      name: 'SpeakerHub',
-      hub: {
-        drivers: ['virtual'],
-        virtualSpeakers: NAMES,
-        samples: false,
-        mediaFolders: [media],
-        rest: { enabled: true, host: '127.0.0.1', port: restPort, token: TOKEN },
-      },
-      announcements: [{ name: 'Dinner', text: 'Dinner is ready', speakers: ['Kitchen'] }],
-      partySwitch: true,
-    };
-    run = await startHomebridge({ major, platform });
-    await run.waitFor(/SpeakerHub hub running in Homebridge/);
+    platform = embeddedPlatform(
+      { names: NAMES, media, restPort, token: TOKEN },
+      { announcements: [{ name: 'Dinner', text: 'Dinner is ready', speakers: ['Kitchen'] }], partySwitch: true },
+    );
+    ({ run, ctrl, accessories } = await startEmbedded(major, platform, 1 + NAMES.length + 2));
     rest = new Rest(`http://127.0.0.1:${restPort}`, TOKEN);
-    ctrl = await Controller.pair(run);
-    await until(async () => (accessories = await ctrl.accessories()).length >= 1 + NAMES.length + 2, 'the accessories');
   });
 
-  afterAll(async () => {
-    ctrl?.close();
-    await run?.stop();
-    if (run) await rm(run.storage, { recursive: true, force: true });
-    if (media) await rm(media, { recursive: true, force: true });
-  });
+  afterAll(() => tearDown({ ctrl, run, media }));
 
   test('lists one accessory per speaker with its name, plus the announcement and party switches', () => {
     for (const n of NAMES) {

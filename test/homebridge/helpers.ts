@@ -286,3 +286,57 @@ export class Controller {
 /** Polls until check() holds (a positive signal), failing with `what` after timeoutMs (test/helpers/wait). */
 export const until = (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000) =>
   eventually(check, timeoutMs, what, 25).then(() => undefined);
+
+// ---- what the end-to-end suites set up alike ------------------------------------------------
+
+/** The accessory listed under `name`; throws naming those listed, so a missing one fails clearly. */
+export function accessoryNamed(accessories: ControllerAccessory[], name: string): ControllerAccessory {
+  const a = accessories.find((x) => x.name === name);
+  if (!a) throw new Error(`no accessory named ${name}: ${accessories.map((x) => x.name).join(', ')}`);
+  return a;
+}
+
+/**
+ * The plugin's platform with its hub embedded: virtual speakers `names`, the media folder, and
+ * REST on loopback (so the test can watch the hub); `extra` adds platform settings.
+ */
+export function embeddedPlatform(
+  hub: { names: string[]; media: string; restPort: number; token: string },
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    platform: 'SpeakerHub',
+    name: 'SpeakerHub',
+    hub: {
+      drivers: ['virtual'],
+      virtualSpeakers: hub.names,
+      samples: false,
+      mediaFolders: [hub.media],
+      rest: { enabled: true, host: '127.0.0.1', port: hub.restPort, token: hub.token },
+    },
+    ...extra,
+  };
+}
+
+/** Homebridge running `platform` with its hub embedded and up, and a paired controller that lists at least `count` accessories. */
+export async function startEmbedded(
+  major: HomebridgeMajor,
+  platform: Record<string, unknown>,
+  count: number,
+): Promise<{ run: HomebridgeRun; ctrl: Controller; accessories: ControllerAccessory[] }> {
+  const run = await startHomebridge({ major, platform });
+  await run.waitFor(/SpeakerHub hub running in Homebridge/);
+  const ctrl = await Controller.pair(run);
+  let accessories: ControllerAccessory[] = [];
+  await until(async () => (accessories = await ctrl.accessories()).length >= count, 'the accessories');
+  return { run, ctrl, accessories };
+}
+
+/** A suite's end: the controller closed, Homebridge stopped and its storage removed, then `hub` closed and the media folder removed. */
+export async function tearDown(p: { ctrl?: Controller; run?: HomebridgeRun; hub?: { close(): Promise<void> }; media?: string }): Promise<void> {
+  p.ctrl?.close();
+  await p.run?.stop();
+  if (p.run) await rm(p.run.storage, { recursive: true, force: true });
+  await p.hub?.close();
+  if (p.media) await rm(p.media, { recursive: true, force: true });
+}

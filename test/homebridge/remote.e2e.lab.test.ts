@@ -1,4 +1,3 @@
-import { rm } from 'node:fs/promises';
 import { startHub, TEST_TOKEN, type TestHub, virtualOf } from '../helpers/hub';
 import {
   Controller,
@@ -10,6 +9,8 @@ import {
   VERSIONS,
   type ControllerAccessory,
   type HomebridgeRun,
+  accessoryNamed,
+  tearDown,
 } from './helpers';
 import { longMediaFolder } from './rest';
 
@@ -34,11 +35,7 @@ describe.each(VERSIONS)('remote hub in $label', ({ major }) => {
     speakers: [{ name: 'Garage', service: 'fan' }],
     removeAfterHours: 0,
   });
-  const byName = (n: string) => {
-    const a = accessories.find((x) => x.name === n);
-    if (!a) throw new Error(`no accessory named ${n}: ${accessories.map((x) => x.name).join(', ')}`);
-    return a;
-  };
+  const byName = (n: string) => accessoryNamed(accessories, n);
   const speaker = (name: string) =>
     virtualOf(hub.hub)
       .speakers()
@@ -53,13 +50,7 @@ describe.each(VERSIONS)('remote hub in $label', ({ major }) => {
     await until(async () => (accessories = await ctrl.accessories()).length === 1 + NAMES.length, 'the accessories');
   });
 
-  afterAll(async () => {
-    ctrl?.close();
-    await run?.stop();
-    if (run) await rm(run.storage, { recursive: true, force: true });
-    await hub?.close();
-    if (media) await rm(media, { recursive: true, force: true });
-  });
+  afterAll(() => tearDown({ ctrl, run, hub, media }));
 
   test('lists the remote speakers; the per-speaker service setting applies', () => {
     expect(byName('Desk').serviceType).toBe(HAP.services.lightbulb);

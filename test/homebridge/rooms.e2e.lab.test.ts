@@ -1,15 +1,17 @@
-import { rm } from 'node:fs/promises';
 import {
   Controller,
   HAP,
   installHomebridgeDeps,
   freePort,
   removePluginDir,
-  startHomebridge,
   until,
   VERSIONS,
   type ControllerAccessory,
   type HomebridgeRun,
+  accessoryNamed,
+  embeddedPlatform,
+  startEmbedded,
+  tearDown,
 } from './helpers';
 import { longMediaFolder, Rest } from './rest';
 
@@ -39,42 +41,17 @@ describe.each(VERSIONS)('zones through HomeKit in $label', ({ major }) => {
   let media: string;
   let watcher: Rest;
   let accessories: ControllerAccessory[];
-  const byName = (n: string) => {
-    const a = accessories.find((x) => x.name === n);
-    if (!a) throw new Error(`no accessory named ${n}: ${accessories.map((x) => x.name).join(', ')}`);
-    return a;
-  };
+  const byName = (n: string) => accessoryNamed(accessories, n);
 
   beforeAll(async () => {
     media = await longMediaFolder();
     const restPort = await freePort();
-    run = await startHomebridge({
-      major,
-      platform: {
-        platform: 'SpeakerHub',
-        name: 'SpeakerHub',
-        hub: {
-          drivers: ['virtual'],
-          virtualSpeakers: NAMES,
-          samples: false,
-          mediaFolders: [media],
-          rest: { enabled: true, host: '127.0.0.1', port: restPort, token: TOKEN },
-        },
-      },
-    });
-    await run.waitFor(/SpeakerHub hub running in Homebridge/);
+    ({ run, ctrl, accessories } = await startEmbedded(major, embeddedPlatform({ names: NAMES, media, restPort, token: TOKEN }), 1 + NAMES.length));
     // The watcher only reads (playback_list and device_list are the hub's, not a session's).
     watcher = new Rest(`http://127.0.0.1:${restPort}`, TOKEN);
-    ctrl = await Controller.pair(run);
-    await until(async () => (accessories = await ctrl.accessories()).length >= 1 + NAMES.length, 'the accessories');
   });
 
-  afterAll(async () => {
-    ctrl?.close();
-    await run?.stop();
-    if (run) await rm(run.storage, { recursive: true, force: true });
-    if (media) await rm(media, { recursive: true, force: true });
-  });
+  afterAll(() => tearDown({ ctrl, run, media }));
 
   const zones = async (): Promise<Zone[]> => (await watcher.op('playback_list')).PlaybackList;
   const zone = async (id: string): Promise<Zone | undefined> => (await zones()).find((z) => z.PlaybackID === id);
