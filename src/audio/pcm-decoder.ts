@@ -2,6 +2,7 @@ import type { Logger } from '../logger';
 import { redactUrl } from '../redact';
 import type { PcmFormat } from './duck-mix';
 import { ffmpegInput, startFfmpeg, type FfmpegRun } from './ffmpeg';
+import { settleOnce } from '../util/settle-once';
 
 export { ffmpegInputUrl } from './ffmpeg';
 
@@ -84,17 +85,12 @@ export class PcmDecoder {
   start(sink: PcmSink): Promise<void> {
     const { url, ffmpegPath, startTimeoutMs } = this.opts;
     return new Promise<void>((resolve, reject) => {
-      let settled = false;
-      const settle = (error?: Error) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        if (error) {
-          this.stop();
-          reject(error);
-        } else resolve();
-      };
-      const timer = setTimeout(() => settle(new Error(`no audio from ${this.opts.what} within ${startTimeoutMs} ms`)), startTimeoutMs);
+      const settle = settleOnce(
+        resolve,
+        reject,
+        { ms: startTimeoutMs, message: () => `no audio from ${this.opts.what} within ${startTimeoutMs} ms` },
+        () => this.stop(),
+      );
       let run: FfmpegRun;
       try {
         run = startFfmpeg(pcmDecodeArgs(this.opts), { ffmpegPath });
@@ -115,7 +111,7 @@ export class PcmDecoder {
           settle(new Error('playback was replaced before it started'));
           return;
         }
-        if (!settled) {
+        if (!settle.settled) {
           // One message for every cause: ffmpeg's own ("Connection refused", "404 Not Found")
           // would tell a client which ports on the hub's machine are open. The cause is logged.
           this.opts.logger.debug(

@@ -4,6 +4,7 @@ import { redactUrl } from '../redact';
 import type { PcmFormat } from './duck-mix';
 import { PcmDecoder, type PcmDecoderOptions, type PcmSink } from './pcm-decoder';
 import { readWavInfo, sampleReader, type WavInfo } from './pcm-wav';
+import { settleOnce } from '../util/settle-once';
 
 /**
  * What a feed reads PCM from: an ffmpeg decode (PcmDecoder) or a WAV converted in process
@@ -104,20 +105,12 @@ export class WavPcmDecoder implements PcmSource {
     const { startTimeoutMs, what } = this.opts;
     const t0 = performance.now();
     return new Promise<void>((resolve, reject) => {
-      let settled = false;
-      const settle = (error?: Error) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        if (error) {
-          this.stop();
-          reject(error);
-        } else resolve();
-      };
-      const timer = setTimeout(() => settle(new Error(`no audio from ${what} within ${startTimeoutMs} ms`)), startTimeoutMs);
+      const settle = settleOnce(resolve, reject, { ms: startTimeoutMs, message: () => `no audio from ${what} within ${startTimeoutMs} ms` }, () =>
+        this.stop(),
+      );
       this.fetch()
         .then((wav) => {
-          if (settled) return;
+          if (settle.settled) return;
           if (this.stopped) return settle(new Error('playback was replaced before it started'));
           const info = wav && readWavInfo(wav);
           if (!wav || !info) {
