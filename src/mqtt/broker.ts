@@ -2,10 +2,14 @@ import { createServer, type Server as TcpServer, type Socket } from 'node:net';
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { WebSocketServer } from 'ws';
-import { Aedes, type AuthenticateError, type Client } from 'aedes';
+import { Aedes, type AedesPublishPacket, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from '../logger';
 import type { KeyAuth, Rights } from './auth';
-import { duplexPair, guardPackets } from './packet-guard';
+import { guardPackets } from './packet-guard';
+
+/** An in-process listener: `done` tells the broker the message was taken (until then it holds the delivery). */
+export type Deliver = (topic: string, payload: Buffer, done: () => void) => void;
+type AedesDeliver = (packet: AedesPublishPacket, done: () => void) => void;
 
 export interface EmbeddedBrokerOptions {
   auth: KeyAuth;
@@ -50,6 +54,8 @@ export class EmbeddedBroker {
   private readonly rights = new WeakMap<Client, Rights>();
   private readonly sockets = new Set<Duplex>();
   private lastRefusalLog = 0;
+  /** The aedes listener of each in-process one, so that it can be removed again. */
+  private readonly listeners = new WeakMap<Deliver, AedesDeliver>();
   /** Set when the TCP port was busy at start. */
   portBusy?: BrokerPortBusyError;
 
@@ -130,11 +136,37 @@ export class EmbeddedBroker {
     if (options.httpServer) this.attachWebSocket(options.httpServer, options.wsPath ?? '/mqtt');
   }
 
-  /** A connection for the hub's own mqtt.js client: an in-memory stream pair, no port needed. */
-  connectInProcess(): Duplex {
-    const [hubEnd, brokerEnd] = duplexPair();
-    this.handle(brokerEnd);
-    return hubEnd;
+  /**
+   * Publishes as the broker itself (the hub's own messages: no client, so no authorizePublish):
+   * retained messages are stored, QoS 1 ones queued for offline persistent subscribers, then
+   * forwarded. Resolves once aedes has done all that.
+   */
+  publish(topic: string, payload: Buffer, qos: 0 | 1, retain: boolean): Promise<void> {
+    const aedes = this.aedes;
+    if (!aedes) return Promise.reject(new Error('the MQTT broker is stopped'));
+    return new Promise((resolve, reject) =>
+      aedes.publish({ cmd: 'publish', topic, payload, qos, retain, dup: false }, (err) => (err ? reject(err) : resolve())),
+    );
+  }
+
+  /** Listens in process to what clients publish on `topic` (wildcards allowed; retained messages are not replayed). */
+  subscribe(topic: string, deliver: Deliver): Promise<void> {
+    const aedes = this.aedes;
+    if (!aedes) return Promise.reject(new Error('the MQTT broker is stopped'));
+    let fn = this.listeners.get(deliver);
+    if (!fn) {
+      fn = (packet, done) => deliver(packet.topic, Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload), done);
+      this.listeners.set(deliver, fn);
+    }
+    const listener = fn;
+    return new Promise((resolve, reject) => aedes.subscribe(topic, listener, (err?: Error) => (err ? reject(err) : resolve())));
+  }
+
+  unsubscribe(topic: string, deliver: Deliver): Promise<void> {
+    const aedes = this.aedes;
+    const fn = this.listeners.get(deliver);
+    if (!aedes || !fn) return Promise.resolve();
+    return new Promise((resolve) => aedes.unsubscribe(topic, fn, () => resolve()));
   }
 
   async stop(): Promise<void> {
