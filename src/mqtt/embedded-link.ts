@@ -28,6 +28,14 @@ export interface EmbeddedLinkOptions {
  * and aedes reads no further packets from its publisher meanwhile (it finishes a read batch
  * before the next); the hub's own publications the broker has not finished are capped at
  * MAX_UNACKED, beyond which they are dropped (counted, logged), as a stalled external broker's.
+ *
+ * Order: aedes numbers each publication when it is handed over, and each client drops a
+ * message numbered below one it already got (its dedupe of clustered brokers). A retained or
+ * QoS 1 message passes through the broker's persistence (promises) before it is forwarded, a
+ * plain QoS 0 one is forwarded at once: handed over in the same turn, the later one overtook
+ * the earlier and the earlier was lost (a speaker's availability after a channel event). So
+ * after a message that goes through the persistence, the next is handed over only on the next
+ * turn of the event loop, when the in-memory persistence has finished with it.
  */
 export class EmbeddedLink implements BrokerLink {
   private handler: MessageHandler = () => {};
@@ -36,7 +44,10 @@ export class EmbeddedLink implements BrokerLink {
   private readonly drops: DropLog;
   private readonly deliver: Deliver;
   private attached = false;
+  /** Publications taken and not yet finished by the broker (queued ones included): at most MAX_UNACKED. */
   private pending = 0;
+  private readonly queue: { topic: string; payload: Buffer; qos: 0 | 1; retain: boolean; done: (e?: Error) => void }[] = [];
+  private waitingTurn = false;
   readonly lastError?: Error;
 
   constructor(private readonly options: EmbeddedLinkOptions) {
@@ -91,12 +102,29 @@ export class EmbeddedLink implements BrokerLink {
       return Promise.resolve();
     }
     this.pending++;
-    return this.options.broker.publish(topic, Buffer.from(payload), qos, retain).then(
-      () => void this.pending--,
-      (e: Error) => {
+    return new Promise((resolve) => {
+      const done = (e?: Error) => {
         this.pending--;
-        if (this.attached) this.options.logger.debug({ err: e.message, topic }, 'MQTT publish failed');
-      },
-    );
+        if (e && this.attached) this.options.logger.debug({ err: e.message, topic }, 'MQTT publish failed');
+        resolve();
+      };
+      this.queue.push({ topic, payload: Buffer.from(payload), qos, retain, done });
+      this.handOver();
+    });
+  }
+
+  /** Hands queued publications to the broker in order (see the class comment). */
+  private handOver(): void {
+    while (!this.waitingTurn && this.queue.length) {
+      const p = this.queue.shift()!;
+      this.options.broker.publish(p.topic, p.payload, p.qos, p.retain).then(() => p.done(), p.done);
+      if (p.retain || p.qos > 0) {
+        this.waitingTurn = true;
+        setImmediate(() => {
+          this.waitingTurn = false;
+          this.handOver();
+        });
+      }
+    }
   }
 }
