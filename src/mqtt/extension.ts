@@ -145,7 +145,13 @@ export class MqttExtension implements HubExtension {
       }
     }
     const faults = new RateLimitedLog(log);
-    const subscriptions = [pubsub.channel, topics.requests, `${topics.base}/+/set`, `${topics.base}/+/get`, ...(cfg.haDiscovery ? [topics.haStatus] : [])];
+    const subscriptions = [
+      pubsub.channel,
+      topics.requests,
+      `${topics.base}/+/set`,
+      `${topics.base}/+/get`,
+      ...(cfg.haDiscovery ? [topics.haStatus] : []),
+    ];
     // The embedded broker is attached to in process; mqtt.js is loaded only for an external one.
     const link: BrokerLink = external
       ? new (await import('./client-link')).ClientLink({

@@ -9,7 +9,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { connectAsync, type MqttClient } from 'mqtt';
+import type { MqttClient } from 'mqtt';
 import { ensureBuilt, killAll, runCli, waitForBanner, within, type Cli } from '../helpers/cli';
 import { Probe } from './helpers';
 
