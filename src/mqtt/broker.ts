@@ -22,7 +22,7 @@ export interface EmbeddedBrokerOptions {
   maxPacketBytes: number;
   maxClients: number;
   drainTimeoutMs: number;
-  /** The hub's own client id: nobody else may connect under it and take over its session. */
+  /** The hub's client id (its name at an external broker): no client may connect under it here. */
   hubClientId: string;
   /** Topics under which only the hub publishes (its state, responses, discovery). */
   isHubTopic(topic: string): boolean;
@@ -90,21 +90,20 @@ export class EmbeddedBroker {
       },
       authenticate: (client, username, password, done) => {
         const rights = options.auth.rights(username, password);
-        if (!rights || (rights !== 'hub' && client.id === options.hubClientId)) {
+        if (!rights || client.id === options.hubClientId) {
           this.logRefusal({ clientId: client.id.slice(0, 64) }, 'MQTT connection refused: wrong keys');
           const e = new Error('not authorized') as AuthenticateError;
           e.returnCode = 5 as AuthenticateError['returnCode'];
           return done(e, false);
         }
         this.rights.set(client, rights);
-        if (rights === 'hub') exemptFromDrainTimeout(client);
         done(null, true);
       },
       authorizePublish: (client, packet, done) => {
         if (packet.topic.startsWith('$')) return done(new Error('topics starting with $ are reserved'));
         // A dead client's last will (client null) was authorized when it connected.
-        const rights = client ? this.rights.get(client) : 'hub';
-        if (rights === 'hub') return done(null);
+        if (!client) return done(null);
+        const rights = this.rights.get(client);
         if (rights === 'publish' && !options.isHubTopic(packet.topic)) {
           // Retained messages of clients would grow the broker's store without bound; only the hub's are kept.
           packet.retain = false;
@@ -121,9 +120,9 @@ export class EmbeddedBroker {
         done(null);
       },
       authorizeSubscribe: (client, sub, done) => {
-        // Other clients get QoS 0: the broker keeps no offline queue for them, so a client
-        // that subscribes and vanishes (clean: false) never grows the hub's memory.
-        if (this.rights.get(client) !== 'hub' && sub.qos > 0) sub.qos = 0;
+        // Clients get QoS 0: the broker keeps no offline queue for them, so a client that
+        // subscribes and vanishes (clean: false) never grows the hub's memory.
+        if (sub.qos > 0) sub.qos = 0;
         done(null, sub);
       },
       authorizeForward: (_client, packet) => (packet.topic === REFUSED_TOPIC ? null : packet),
@@ -243,19 +242,6 @@ export class EmbeddedBroker {
     this.lastRefusalLog = now;
     this.options.logger.warn(fields, msg);
   }
-}
-
-/**
- * The hub's own connection is never dropped by its own broker: aedes disconnects a client whose
- * socket does not drain within drainTimeout (right for a stalled subscriber), but the hub reads
- * slowly on purpose while mqtt.maxConcurrentCommands commands run, and dropping it would take
- * the bridge offline and redeliver the commands it was running. Its deliveries wait for the
- * drain instead (aedes' per-client concurrency keeps that bounded; publishers are held back).
- */
-function exemptFromDrainTimeout(client: Client): void {
-  const c = client as unknown as { waitForDrain?: (cb: (err?: Error, client?: Client) => void) => void; conn: NodeJS.EventEmitter };
-  if (typeof c.waitForDrain !== 'function') return;
-  c.waitForDrain = (cb) => void c.conn.once('drain', () => cb(undefined, client));
 }
 
 function loadWs() {
