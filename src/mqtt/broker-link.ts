@@ -1,249 +1,61 @@
-import { readFileSync } from 'node:fs';
-import { Backoff } from '../util/backoff';
-import type { Duplex } from 'node:stream';
-import { connect, MqttClient, type IClientOptions, type IPublishPacket } from 'mqtt';
 import type { Logger } from '../logger';
 
-export interface LinkOptions {
-  /** An external broker's URL, or a function giving a fresh in-process stream to the embedded one. */
-  target: string | (() => Duplex);
-  clientId: string;
-  username?: string;
-  password?: string;
-  caFile?: string;
-  rejectUnauthorized?: boolean;
-  /** Published by the broker when the hub's link dies (zigbee2mqtt's bridge/state offline). */
-  will: { topic: string; payload: string };
-  /** Topics the hub listens to, (re)subscribed at QoS 1 on every connect. */
-  subscriptions: string[];
-  reconnectMinMs: number;
-  reconnectMaxMs: number;
-  /** Messages handled at once; the next one is not read from the broker before a slot frees. */
-  maxConcurrent: number;
-  logger: Logger;
+/**
+ * The seam between the MQTT front end (bridge, channel, speaker topics, discovery) and a
+ * broker. Two links implement it and nothing above them knows which one runs:
+ * - EmbeddedLink (embedded-link.ts): the hub attaches to its own in-process aedes broker
+ *   directly, with no MQTT client, no packets and no socket in between;
+ * - ClientLink (client-link.ts): an mqtt.js client to an external broker (loaded only then).
+ */
+export interface BrokerLink {
+  /** Whether publications reach the broker now. */
+  readonly connected: boolean;
+  /** The last connection failure, until the next successful connect. */
+  readonly lastError?: Error;
+  onMessage(handler: MessageHandler): void;
+  /** reconnect is false for the first connection of this start. */
+  onConnect(listener: (reconnect: boolean) => void): void;
+  onOffline(listener: () => void): void;
+  /** Connects; resolves once connected or after the first failure (an external link then retries with backoff). */
+  start(): Promise<void>;
+  /** Publishes when connected; nothing piles up while offline or while the broker does not keep up (see MAX_UNACKED). */
+  publish(topic: string, payload: string, options?: { retain?: boolean; qos?: 0 | 1 }): void;
+  /** Publishes and waits until the broker took it (QoS 1). */
+  publishAsync(topic: string, payload: string, retain?: boolean): Promise<void>;
+  /** Stops after publishing `last` (retained, e.g. bridge/state offline), each step bounded. */
+  stop(last?: { topic: string; payload: string }): Promise<void>;
 }
-
-/** Bounds on what the hub's client may hold for a broker that does not keep up. */
-const MAX_UNSENT_BYTES = 4 * 1024 * 1024;
-const MAX_UNACKED = 5000;
 
 export type MessageHandler = (topic: string, payload: Buffer) => Promise<void> | void;
 
+/** Hub publications the broker has not taken yet beyond which new ones are dropped (counted, logged). */
+export const MAX_UNACKED = 5000;
+
+/** How long each step of a clean stop may wait for the broker. */
+export const STOP_STEP_MS = 2000;
+
 /**
- * The hub's one MQTT client (mqtt.js), the same code against the embedded broker and an
- * external one: a persistent session (clean: false, QoS 1) so commands published while the
- * hub was away are delivered when it is back, reconnects with exponential backoff, TCP_NODELAY
- * re-applied on every connect, and bounded work: nothing is queued while offline.
+ * Runs incoming messages, at most `max` at once: a message is admitted (and the broker told it
+ * was taken: `done`) at once while a slot is free; beyond that its admission waits for a slot,
+ * so the broker keeps the rest and a flood of commands never grows the hub's memory.
  */
-export class BrokerLink {
-  private client?: MqttClient;
-  private readonly backoff: Backoff;
-  private timer?: NodeJS.Timeout;
-  private stopping = false;
+export class CommandSlots {
   private inflight = 0;
   private readonly waiting: (() => void)[] = [];
-  private handler: MessageHandler = () => {};
-  private connectedOnce = false;
-  private unacked = 0;
-  private dropped = 0;
-  private lastDropLog = 0;
-  private wasConnected = false;
-  /** The last connection failure, until the next successful connect. */
-  lastError?: Error;
-  private readonly connectListeners: ((reconnect: boolean) => void)[] = [];
-  private readonly offlineListeners: (() => void)[] = [];
 
-  constructor(private readonly options: LinkOptions) {
-    this.backoff = new Backoff(options.reconnectMinMs, options.reconnectMaxMs);
-  }
+  constructor(
+    private readonly max: number,
+    private readonly logger: Logger,
+  ) {}
 
-  get connected(): boolean {
-    return !!this.client?.connected;
-  }
-
-  onMessage(handler: MessageHandler): void {
-    this.handler = handler;
-  }
-
-  /** reconnect is false for the first connection of this start. */
-  onConnect(listener: (reconnect: boolean) => void): void {
-    this.connectListeners.push(listener);
-  }
-
-  onOffline(listener: () => void): void {
-    this.offlineListeners.push(listener);
-  }
-
-  /** Connects; resolves at the first CONNACK or after the first failure (then it retries with backoff). */
-  start(): Promise<void> {
-    const o = this.options;
-    const opts: IClientOptions = {
-      clientId: o.clientId,
-      username: o.username,
-      password: o.password,
-      clean: false,
-      protocolVersion: 4,
-      keepalive: 30,
-      connectTimeout: 10_000,
-      // Reconnects are ours (exponential backoff); mqtt.js only knows a fixed period.
-      reconnectPeriod: 0,
-      queueQoSZero: false,
-      resubscribe: false,
-      // mqtt-packet would otherwise pre-build a Buffer for each of the 65,536 packet ids (about
-      // 6 MB of heap, shared with the embedded aedes broker); a hub writes few packets, so the
-      // two bytes are allocated when written.
-      writeCache: false,
-      will: { topic: o.will.topic, payload: Buffer.from(o.will.payload), qos: 1, retain: true },
-      rejectUnauthorized: o.rejectUnauthorized,
-      ...(o.caFile ? { ca: readFileSync(o.caFile) } : {}),
-    };
-    const target = o.target;
-    const client = typeof target === 'string' ? connect(target, opts) : new MqttClient(() => target() as never, opts);
-    this.client = client;
-    client.handleMessage = (packet: IPublishPacket, done: (e?: Error) => void) => this.admit(packet, done);
-    return new Promise((resolve) => {
-      let settled = false;
-      client.on('connect', () => {
-        // Nagle holds back small packets ~40 ms waiting for an ACK: every hop of a QoS 1 command.
-        (client.stream as unknown as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true);
-        this.backoff.reset();
-        // What is still unacknowledged now is what mqtt.js resends from the session.
-        this.unacked = Object.keys((client as unknown as { outgoing?: object }).outgoing ?? {}).length;
-        client.subscribe(
-          o.subscriptions.map((t) => t),
-          { qos: 1 },
-          (err) => {
-            if (err) o.logger.warn({ err: err.message }, 'MQTT subscribe failed');
-          },
-        );
-        const reconnect = this.connectedOnce;
-        this.connectedOnce = true;
-        this.wasConnected = true;
-        this.lastError = undefined;
-        if (!settled) {
-          settled = true;
-          resolve();
-        }
-        for (const l of this.connectListeners) l(reconnect);
-      });
-      client.on('error', (err: Error & { code?: unknown }) => {
-        // A refused CONNECT (code 1-5) is a configuration problem: say so plainly, keep retrying.
-        const refused = typeof err.code === 'number';
-        o.logger[refused || !this.connectedOnce ? 'error' : 'warn'](
-          { err: err.message, code: err.code },
-          refused ? 'MQTT broker refused the hub (check mqtt.username/mqtt.password and the broker ACL)' : 'MQTT link error',
-        );
-        this.lastError = err;
-      });
-      client.on('close', () => {
-        if (this.stopping) return;
-        if (this.wasConnected) {
-          this.wasConnected = false;
-          for (const l of this.offlineListeners) l();
-        }
-        this.scheduleReconnect();
-        if (!settled) {
-          // The hub runs on without its broker; the link keeps trying in the background.
-          settled = true;
-          resolve();
-        }
-      });
-    });
-  }
-
-  /**
-   * Publishes when connected; while offline nothing piles up (state is republished on
-   * reconnect), and neither does it while the broker does not keep up: beyond
-   * MAX_UNSENT_BYTES unsent or MAX_UNACKED unacknowledged messages, messages are dropped
-   * (counted, logged at most every 5 s) rather than buffered without bound.
-   */
-  publish(topic: string, payload: string, options: { retain?: boolean; qos?: 0 | 1 } = {}): void {
-    const c = this.client;
-    if (!c?.connected) return;
-    const backlog = (c.stream as unknown as { writableLength?: number }).writableLength ?? 0;
-    if (backlog > MAX_UNSENT_BYTES || this.unacked >= MAX_UNACKED) {
-      this.dropped++;
-      const now = Date.now();
-      if (now - this.lastDropLog > 5000) {
-        this.lastDropLog = now;
-        this.options.logger.warn({ dropped: this.dropped, backlog, unacked: this.unacked }, 'MQTT broker does not keep up; hub messages dropped');
-      }
-      return;
-    }
-    if ((options.qos ?? 0) > 0) this.unacked++;
-    c.publish(topic, payload, { qos: options.qos ?? 0, retain: options.retain ?? false }, (err) => {
-      if ((options.qos ?? 0) > 0) this.unacked = Math.max(0, this.unacked - 1);
-      if (err && !this.stopping) this.options.logger.debug({ err: err.message, topic }, 'MQTT publish failed');
-    });
-  }
-
-  /** Publishes and waits for the broker's acknowledgement (QoS 1). */
-  publishAsync(topic: string, payload: string, retain = true): Promise<void> {
-    const c = this.client;
-    if (!c?.connected) return Promise.resolve();
-    return c.publishAsync(topic, payload, { qos: 1, retain }).then(
-      () => undefined,
-      () => undefined,
-    );
-  }
-
-  /**
-   * Stops after publishing `last` (retained, e.g. bridge/state offline) so that subscribers
-   * see a clean shutdown rather than waiting for the will.
-   */
-  async stop(last?: { topic: string; payload: string }): Promise<void> {
-    this.stopping = true;
-    clearTimeout(this.timer);
-    const c = this.client;
-    if (!c) return;
-    // A stalled or vanished broker never acknowledges: the goodbye and the clean end are each
-    // bounded, then the connection is dropped (the broker's will says offline instead).
-    if (last && c.connected) await bounded(this.publishAsync(last.topic, last.payload, true), STOP_STEP_MS);
-    const ended = await bounded(new Promise<boolean>((resolve) => c.end(false, {}, () => resolve(true))), STOP_STEP_MS);
-    if (!ended) await new Promise<void>((resolve) => c.end(true, {}, () => resolve()));
-  }
-
-  private scheduleReconnect(): void {
-    if (this.timer || this.stopping) return;
-    const wait = this.backoff.next();
-    this.options.logger.info({ inMs: wait }, 'MQTT link lost; reconnecting');
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      if (!this.stopping) this.client?.reconnect();
-    }, wait);
-    this.timer.unref();
-  }
-
-  /**
-   * Runs a message and acknowledges it at once while fewer than maxConcurrent run; beyond
-   * that the acknowledgement (and with it mqtt.js's reading) waits for a slot: the broker
-   * keeps the rest, so a flood of commands never grows the hub's memory.
-   */
-  /** Message ids of the QoS 1 messages run lately (the broker reuses an id only after it was acknowledged). */
-  private readonly recentIds = new Set<number>();
-
-  private remember(id: number): void {
-    this.recentIds.delete(id);
-    this.recentIds.add(id);
-    if (this.recentIds.size > RECENT_IDS) this.recentIds.delete(this.recentIds.values().next().value as number);
-  }
-
-  private admit(packet: IPublishPacket, done: (e?: Error) => void): void {
-    // A QoS 1 message the broker sends again (dup) after a lost acknowledgement was run
-    // already: acknowledged, not run twice. The ids of the session's recent ones are kept.
-    const id = packet.qos > 0 ? packet.messageId : undefined;
-    if (id !== undefined && packet.dup && this.recentIds.has(id)) {
-      this.options.logger.debug({ messageId: id, topic: packet.topic.slice(0, 200) }, 'MQTT redelivery of a message already run: not run again');
-      return done();
-    }
+  admit(topic: string, payload: Buffer, handler: MessageHandler, done: () => void): void {
     const run = () => {
-      if (id !== undefined) this.remember(id);
       this.inflight++;
       let result: Promise<void> | void = undefined;
       try {
-        result = this.handler(packet.topic, Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload));
+        result = handler(topic, payload);
       } catch (e) {
-        this.options.logger.error({ err: (e as Error).message, topic: packet.topic }, 'MQTT message handler failed');
+        this.logger.error({ err: (e as Error).message, topic }, 'MQTT message handler failed');
       }
       const finish = () => {
         this.inflight--;
@@ -251,25 +63,35 @@ export class BrokerLink {
       };
       if (result instanceof Promise) {
         result.then(finish, (e: Error) => {
-          this.options.logger.error({ err: e.message, topic: packet.topic }, 'MQTT message handler failed');
+          this.logger.error({ err: e.message, topic }, 'MQTT message handler failed');
           finish();
         });
       } else finish();
       done();
     };
-    if (this.inflight < this.options.maxConcurrent) run();
+    if (this.inflight < this.max) run();
     else this.waiting.push(run);
   }
 }
 
-/** How many recent QoS 1 message ids are kept to recognise a redelivery. */
-const RECENT_IDS = 1024;
+/** Counts and logs (at most every 5 s) the hub publications dropped because the broker did not keep up. */
+export class DropLog {
+  private dropped = 0;
+  private last = 0;
 
-/** How long each step of a clean stop may wait for the broker. */
-const STOP_STEP_MS = 2000;
+  constructor(private readonly logger: Logger) {}
+
+  drop(fields: Record<string, unknown>): void {
+    this.dropped++;
+    const now = Date.now();
+    if (now - this.last <= 5000) return;
+    this.last = now;
+    this.logger.warn({ dropped: this.dropped, ...fields }, 'MQTT broker does not keep up; hub messages dropped');
+  }
+}
 
 /** The promise's value, or undefined once `ms` passed without it. */
-function bounded<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+export function bounded<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), ms);

@@ -2,10 +2,14 @@ import { createServer, type Server as TcpServer, type Socket } from 'node:net';
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { WebSocketServer } from 'ws';
-import { Aedes, type AuthenticateError, type Client } from 'aedes';
+import { Aedes, type AedesPublishPacket, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from '../logger';
 import type { KeyAuth, Rights } from './auth';
-import { duplexPair, guardPackets } from './packet-guard';
+import { guardPackets } from './packet-guard';
+
+/** An in-process listener: `done` tells the broker the message was taken (until then it holds the delivery). */
+export type Deliver = (topic: string, payload: Buffer, done: () => void) => void;
+type AedesDeliver = (packet: AedesPublishPacket, done: () => void) => void;
 
 export interface EmbeddedBrokerOptions {
   auth: KeyAuth;
@@ -18,7 +22,7 @@ export interface EmbeddedBrokerOptions {
   maxPacketBytes: number;
   maxClients: number;
   drainTimeoutMs: number;
-  /** The hub's own client id: nobody else may connect under it and take over its session. */
+  /** The hub's client id (its name at an external broker): no client may connect under it here. */
   hubClientId: string;
   /** Topics under which only the hub publishes (its state, responses, discovery). */
   isHubTopic(topic: string): boolean;
@@ -50,6 +54,8 @@ export class EmbeddedBroker {
   private readonly rights = new WeakMap<Client, Rights>();
   private readonly sockets = new Set<Duplex>();
   private lastRefusalLog = 0;
+  /** The aedes listener of each in-process one, so that it can be removed again. */
+  private readonly listeners = new WeakMap<Deliver, AedesDeliver>();
   /** Set when the TCP port was busy at start. */
   portBusy?: BrokerPortBusyError;
 
@@ -84,21 +90,20 @@ export class EmbeddedBroker {
       },
       authenticate: (client, username, password, done) => {
         const rights = options.auth.rights(username, password);
-        if (!rights || (rights !== 'hub' && client.id === options.hubClientId)) {
+        if (!rights || client.id === options.hubClientId) {
           this.logRefusal({ clientId: client.id.slice(0, 64) }, 'MQTT connection refused: wrong keys');
           const e = new Error('not authorized') as AuthenticateError;
           e.returnCode = 5 as AuthenticateError['returnCode'];
           return done(e, false);
         }
         this.rights.set(client, rights);
-        if (rights === 'hub') exemptFromDrainTimeout(client);
         done(null, true);
       },
       authorizePublish: (client, packet, done) => {
         if (packet.topic.startsWith('$')) return done(new Error('topics starting with $ are reserved'));
         // A dead client's last will (client null) was authorized when it connected.
-        const rights = client ? this.rights.get(client) : 'hub';
-        if (rights === 'hub') return done(null);
+        if (!client) return done(null);
+        const rights = this.rights.get(client);
         if (rights === 'publish' && !options.isHubTopic(packet.topic)) {
           // Retained messages of clients would grow the broker's store without bound; only the hub's are kept.
           packet.retain = false;
@@ -115,9 +120,9 @@ export class EmbeddedBroker {
         done(null);
       },
       authorizeSubscribe: (client, sub, done) => {
-        // Other clients get QoS 0: the broker keeps no offline queue for them, so a client
-        // that subscribes and vanishes (clean: false) never grows the hub's memory.
-        if (this.rights.get(client) !== 'hub' && sub.qos > 0) sub.qos = 0;
+        // Clients get QoS 0: the broker keeps no offline queue for them, so a client that
+        // subscribes and vanishes (clean: false) never grows the hub's memory.
+        if (sub.qos > 0) sub.qos = 0;
         done(null, sub);
       },
       authorizeForward: (_client, packet) => (packet.topic === REFUSED_TOPIC ? null : packet),
@@ -130,11 +135,37 @@ export class EmbeddedBroker {
     if (options.httpServer) this.attachWebSocket(options.httpServer, options.wsPath ?? '/mqtt');
   }
 
-  /** A connection for the hub's own mqtt.js client: an in-memory stream pair, no port needed. */
-  connectInProcess(): Duplex {
-    const [hubEnd, brokerEnd] = duplexPair();
-    this.handle(brokerEnd);
-    return hubEnd;
+  /**
+   * Publishes as the broker itself (the hub's own messages: no client, so no authorizePublish):
+   * retained messages are stored, QoS 1 ones queued for offline persistent subscribers, then
+   * forwarded. Resolves once aedes has done all that.
+   */
+  publish(topic: string, payload: Buffer, qos: 0 | 1, retain: boolean): Promise<void> {
+    const aedes = this.aedes;
+    if (!aedes) return Promise.reject(new Error('the MQTT broker is stopped'));
+    return new Promise((resolve, reject) =>
+      aedes.publish({ cmd: 'publish', topic, payload, qos, retain, dup: false }, (err) => (err ? reject(err) : resolve())),
+    );
+  }
+
+  /** Listens in process to what clients publish on `topic` (wildcards allowed; retained messages are not replayed). */
+  subscribe(topic: string, deliver: Deliver): Promise<void> {
+    const aedes = this.aedes;
+    if (!aedes) return Promise.reject(new Error('the MQTT broker is stopped'));
+    let fn = this.listeners.get(deliver);
+    if (!fn) {
+      fn = (packet, done) => deliver(packet.topic, Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload), done);
+      this.listeners.set(deliver, fn);
+    }
+    const listener = fn;
+    return new Promise((resolve, reject) => aedes.subscribe(topic, listener, (err?: Error) => (err ? reject(err) : resolve())));
+  }
+
+  unsubscribe(topic: string, deliver: Deliver): Promise<void> {
+    const aedes = this.aedes;
+    const fn = this.listeners.get(deliver);
+    if (!aedes || !fn) return Promise.resolve();
+    return new Promise((resolve) => aedes.unsubscribe(topic, fn, () => resolve()));
   }
 
   async stop(): Promise<void> {
@@ -211,19 +242,6 @@ export class EmbeddedBroker {
     this.lastRefusalLog = now;
     this.options.logger.warn(fields, msg);
   }
-}
-
-/**
- * The hub's own connection is never dropped by its own broker: aedes disconnects a client whose
- * socket does not drain within drainTimeout (right for a stalled subscriber), but the hub reads
- * slowly on purpose while mqtt.maxConcurrentCommands commands run, and dropping it would take
- * the bridge offline and redeliver the commands it was running. Its deliveries wait for the
- * drain instead (aedes' per-client concurrency keeps that bounded; publishers are held back).
- */
-function exemptFromDrainTimeout(client: Client): void {
-  const c = client as unknown as { waitForDrain?: (cb: (err?: Error, client?: Client) => void) => void; conn: NodeJS.EventEmitter };
-  if (typeof c.waitForDrain !== 'function') return;
-  c.waitForDrain = (cb) => void c.conn.once('drain', () => cb(undefined, client));
 }
 
 function loadWs() {

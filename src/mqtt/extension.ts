@@ -1,7 +1,7 @@
 import type { ExtensionContext, HubExtension } from '../extensions/extension';
 import { LocalConnection } from '../hub-client/local';
 import { HubReadModel } from '../hub-client/read-model';
-import { HUB_USERNAME, KeyAuth } from './auth';
+import { KeyAuth } from './auth';
 import { BridgeRequests, OPERATION_NAMES, bridgeResponse, failed, objectPayload } from './bridge';
 import { EmbeddedBroker } from './broker';
 import { PubsubChannel } from './channel';
@@ -10,7 +10,8 @@ import type { DispatchResult } from '../operations/dispatch';
 import { FriendlyNames } from './friendly-names';
 import { HaDiscovery } from './ha-discovery';
 import { loadOrCreateKeys, type PubsubKeys } from './keys';
-import { BrokerLink } from './broker-link';
+import type { BrokerLink } from './broker-link';
+import { EmbeddedLink } from './embedded-link';
 import { NetworkWatch, type InterfaceSource } from './network-watch';
 import { RateLimitedLog } from './rate-limit';
 import { SpeakerTopics } from './speakers';
@@ -121,11 +122,9 @@ export class MqttExtension implements HubExtension {
     const topics = new Topics(cfg.baseTopic, cfg.haDiscoveryPrefix);
     const clientId = cfg.clientId ?? `speakerhub-${ctx.uuid.slice(0, 8)}`;
     const external = cfg.url || undefined;
-    let auth: KeyAuth | undefined;
     if (!external) {
-      auth = new KeyAuth(keys);
       this.broker = new EmbeddedBroker({
-        auth,
+        auth: new KeyAuth(keys),
         logger: log,
         tcp: { host: cfg.host ?? ctx.config.server.host, port: cfg.port },
         httpServer: cfg.websocket ? ctx.httpServer : undefined,
@@ -146,20 +145,30 @@ export class MqttExtension implements HubExtension {
       }
     }
     const faults = new RateLimitedLog(log);
-    const link = new BrokerLink({
-      target: external ?? (() => this.broker!.connectInProcess()),
-      clientId,
-      username: external ? cfg.username : HUB_USERNAME,
-      password: external ? cfg.password : auth!.hubPassword,
-      caFile: cfg.caFile,
-      rejectUnauthorized: cfg.rejectUnauthorized,
-      will: { topic: topics.state, payload: JSON.stringify({ state: 'offline' }) },
-      subscriptions: [pubsub.channel, topics.requests, `${topics.base}/+/set`, `${topics.base}/+/get`, ...(cfg.haDiscovery ? [topics.haStatus] : [])],
-      reconnectMinMs: cfg.reconnectMinMs,
-      reconnectMaxMs: cfg.reconnectMaxMs,
-      maxConcurrent: cfg.maxConcurrentCommands,
-      logger: log,
-    });
+    const subscriptions = [
+      pubsub.channel,
+      topics.requests,
+      `${topics.base}/+/set`,
+      `${topics.base}/+/get`,
+      ...(cfg.haDiscovery ? [topics.haStatus] : []),
+    ];
+    // The embedded broker is attached to in process; mqtt.js is loaded only for an external one.
+    const link: BrokerLink = external
+      ? new (await import('./client-link')).ClientLink({
+          url: external,
+          clientId,
+          username: cfg.username,
+          password: cfg.password,
+          caFile: cfg.caFile,
+          rejectUnauthorized: cfg.rejectUnauthorized,
+          will: { topic: topics.state, payload: JSON.stringify({ state: 'offline' }) },
+          subscriptions,
+          reconnectMinMs: cfg.reconnectMinMs,
+          reconnectMaxMs: cfg.reconnectMaxMs,
+          maxConcurrent: cfg.maxConcurrentCommands,
+          logger: log,
+        })
+      : new EmbeddedLink({ broker: this.broker!, subscriptions, maxConcurrent: cfg.maxConcurrentCommands, logger: log });
     this.link = link;
     // The client layer: operations in the bridge's trusted session, events, the read model.
     const local = new LocalConnection(ctx, { logger: log, maxQueued: MAX_QUEUED_EVENTS });

@@ -82,8 +82,9 @@ export function guardPackets(transport: Duplex, limit: number, onTooLarge: (e: P
 }
 
 /**
- * Two connected in-memory stream ends (Node 20 has no stream.duplexPair): the hub's own client
- * talks to its embedded broker through them, so it needs no TCP port at all.
+ * Two connected in-memory stream ends (Node 20 has no stream.duplexPair), with backpressure:
+ * bench/mqtt-server.js's bare baseline attaches its mqtt.js echo client to aedes through them
+ * (the hub itself is attached to its broker without any stream: embedded-link.ts).
  */
 export function duplexPair(): [Duplex, Duplex] {
   const ends: Duplex[] = [];

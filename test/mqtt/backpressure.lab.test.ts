@@ -1,10 +1,10 @@
 /**
- * The hub's own MQTT connection is never dropped by its own broker. A slow command holds the
- * hub's only command slot (mqtt.maxConcurrentCommands 1) while ~6 MB of bridge requests queue
- * up; the hub stops reading on purpose, and the embedded broker (drainTimeout 100 ms here)
- * must wait for it rather than disconnect it — which took bridge/state offline and ran QoS 1
- * commands twice after the redelivery. Every request is answered exactly once, and the bridge
- * never says offline.
+ * The hub's own link to its broker is never dropped. A slow command holds the hub's only
+ * command slot (mqtt.maxConcurrentCommands 1) while ~6 MB of bridge requests queue up; the hub
+ * holds the broker's deliveries on purpose (in process, embedded-link.ts; with the mqtt.js link
+ * it stopped reading, and the embedded broker, drainTimeout 100 ms here, disconnected it, which
+ * took bridge/state offline and ran QoS 1 commands twice after the redelivery). Every request
+ * is answered exactly once, and the bridge never says offline.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { Probe, startMqttHub, type MqttTestHub } from './helpers';

@@ -12,6 +12,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mqttPacket from 'mqtt-packet';
+import { Aedes } from 'aedes';
 import { eventually } from '../helpers/wait';
 
 describe('keys', () => {
@@ -107,22 +108,35 @@ describe('the MQTT front end in a hub', () => {
     }
   });
 
-  test("the hub's link dies: the broker publishes its last will (bridge/state offline); it reconnects, says NetworkUnavailable and online", async () => {
-    t = await startMqttHub({ mqtt: { reconnectMinMs: 200 } });
-    const p = await Probe.connect(t.url!, { username: t.keys.subscribeKey });
-    await p.client.subscribeAsync(['speakerhub/bridge/state', 'speakerhub/channel']);
-    await p.wait((m) => m.topic === 'speakerhub/bridge/state' && m.json?.state === 'online');
-    // Fault injection: cut the hub client's stream without a DISCONNECT.
-    (t.ext as unknown as { link: { client: { stream: { destroy(): void } } } }).link.client.stream.destroy();
-    const offline = await p.wait((m) => m.topic === 'speakerhub/bridge/state' && m.json?.state === 'offline');
-    const start = p.messages.indexOf(offline);
-    await p.wait(
-      (m) =>
-        m.json?.Reason === 'NetworkUnavailable' && m.json.Network === 'Restored' && m.json.HKWHubUUID === t!.uuid && p.messages.indexOf(m) > start,
-    );
-    await p.wait((m) => m.json?.Event === 'HubOnline' && p.messages.indexOf(m) > start);
-    await p.wait((m) => m.topic === 'speakerhub/bridge/state' && m.json?.state === 'online' && p.messages.indexOf(m) > start);
-    await p.end();
+  test("the hub's link to an external broker dies: the broker publishes its last will (bridge/state offline); it reconnects, says NetworkUnavailable and online", async () => {
+    // A bare aedes over TCP as the external broker (mqtt.js link); the link to the embedded
+    // broker is in process and cannot die on its own.
+    const broker = await Aedes.createBroker();
+    const server = createServer((s) => broker.handle(s));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `mqtt://127.0.0.1:${(server.address() as { port: number }).port}`;
+    try {
+      t = await startMqttHub({ mqtt: { url, reconnectMinMs: 200 } });
+      const p = await Probe.connect(url, {});
+      await p.client.subscribeAsync(['speakerhub/bridge/state', 'speakerhub/channel']);
+      await p.wait((m) => m.topic === 'speakerhub/bridge/state' && m.json?.state === 'online');
+      // Fault injection: cut the hub client's stream without a DISCONNECT.
+      (t.ext as unknown as { link: { client: { stream: { destroy(): void } } } }).link.client.stream.destroy();
+      const offline = await p.wait((m) => m.topic === 'speakerhub/bridge/state' && m.json?.state === 'offline');
+      const start = p.messages.indexOf(offline);
+      await p.wait(
+        (m) =>
+          m.json?.Reason === 'NetworkUnavailable' && m.json.Network === 'Restored' && m.json.HKWHubUUID === t!.uuid && p.messages.indexOf(m) > start,
+      );
+      await p.wait((m) => m.json?.Event === 'HubOnline' && p.messages.indexOf(m) > start);
+      await p.wait((m) => m.topic === 'speakerhub/bridge/state' && m.json?.state === 'online' && p.messages.indexOf(m) > start);
+      await p.end();
+      await t.close();
+      t = undefined;
+    } finally {
+      await new Promise<void>((r) => broker.close(() => r()));
+      await new Promise((r) => server.close(r));
+    }
   });
 
   test('a clean stop says bridge/state offline itself', async () => {
