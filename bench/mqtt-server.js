@@ -2,7 +2,8 @@
 /**
  * Bench child for bench/mqtt.js: either a SpeakerHub with its embedded MQTT broker
  * (mode "hub"), or the baseline, a bare aedes broker with an echo responder attached the way
- * the hub's own client is (an mqtt.js client over an in-process stream pair) (mode "bare").
+ * the hub attaches to its embedded broker (aedes' in-process subscribe/publish, no MQTT client:
+ * src/mqtt/embedded-link.ts) (mode "bare").
  *
  *   node bench/mqtt-server.js hub <dataDir>      node bench/mqtt-server.js bare
  *
@@ -50,49 +51,36 @@ async function startHub(dataDir) {
 
 async function startBare() {
   const { Aedes } = require('aedes');
-  const mqtt = require('mqtt');
-  const { duplexPair } = require(join(dist, 'mqtt', 'packet-guard.js'));
   const broker = await Aedes.createBroker({ drainTimeout: 10000 });
   const server = net.createServer({ noDelay: true }, (s) => {
     s.setNoDelay(true);
     broker.handle(s);
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const echo = new mqtt.MqttClient(
-    () => {
-      const [a, b] = duplexPair();
-      broker.handle(b);
-      return a;
-    },
-    { clientId: 'echo', clean: false, protocolVersion: 4, reconnectPeriod: 0 },
-  );
-  await new Promise((r) => echo.once('connect', r));
-  await echo.subscribeAsync(['echo/req', 'echo/chan'], { qos: 1 });
-  echo.on('message', (topic, payload) => {
+  const publish = (topic, body) =>
+    broker.publish({ cmd: 'publish', topic, payload: Buffer.from(JSON.stringify(body)), qos: 1, retain: false, dup: false }, () => {});
+  const answer = (packet, done) => {
     // Parse and answer a JSON the size of the hub's answer, as the hub does.
-    const req = JSON.parse(payload.toString());
-    if (topic === 'echo/req') {
-      echo.publish('echo/res', JSON.stringify({ status: 'ok', data: { DeviceCount: '3' }, transaction: req.transaction }), { qos: 1 });
+    const req = JSON.parse(packet.payload.toString());
+    if (packet.topic === 'echo/req') {
+      publish('echo/res', { status: 'ok', data: { DeviceCount: '3' }, transaction: req.transaction });
     } else if (!req.ResponseOf) {
       // One shared topic, like the pub/sub channel: requests and answers (and the echo's own) all go by.
-      echo.publish(
-        'echo/chan',
-        JSON.stringify({
-          HKWHubUUID: '00000000-0000-4000-8000-000000000000',
-          SessionToken: req.SessionToken,
-          ResponseOf: req.Command,
-          DeviceCount: '3',
-          transaction: req.transaction,
-        }),
-        { qos: 1 },
-      );
+      publish('echo/chan', {
+        HKWHubUUID: '00000000-0000-4000-8000-000000000000',
+        SessionToken: req.SessionToken,
+        ResponseOf: req.Command,
+        DeviceCount: '3',
+        transaction: req.transaction,
+      });
     }
-  });
+    done();
+  };
+  for (const topic of ['echo/req', 'echo/chan']) await new Promise((r) => broker.subscribe(topic, answer, r));
   let tick = 0;
   report({ type: 'ready', url: `mqtt://127.0.0.1:${server.address().port}` });
   return {
     stop: async () => {
-      echo.end(true);
       await new Promise((r) => server.close(r));
       await new Promise((r) => broker.close(r));
     },

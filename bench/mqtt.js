@@ -5,7 +5,7 @@
  *  1. request → response round trip through the hub's embedded broker: a bridge request
  *     (speakerhub/bridge/request/device_count → …/response/device_count, QoS 1) and the same on the
  *     pub/sub channel, p50/p99 over sequential requests, vs a bare aedes with an echo client
- *     attached the same way (in-process stream) answering a JSON of the same size.
+ *     attached the same way (aedes' in-process subscribe/publish) answering a JSON of the same size.
  *     Goals: hub p50 < 1 ms, ratio bare p50 / hub p50 >= 0.8.
  *  2. fan-out of PlaybackTimeChanged (each second while playing) to 1,000 subscribed clients:
  *     per tick, how long from the first to the last of the 1,000 receipts, and whether all got

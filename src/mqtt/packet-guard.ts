@@ -1,4 +1,4 @@
-import { Duplex } from 'node:stream';
+import type { Duplex } from 'node:stream';
 
 /** A typed fault for a client that sent an MQTT packet above the broker's limit. */
 export class PacketTooLargeError extends Error {
@@ -79,40 +79,4 @@ export function guardPackets(transport: Duplex, limit: number, onTooLarge: (e: P
     return push(chunk, encoding);
   };
   return transport;
-}
-
-/**
- * Two connected in-memory stream ends (Node 20 has no stream.duplexPair), with backpressure:
- * bench/mqtt-server.js's bare baseline attaches its mqtt.js echo client to aedes through them
- * (the hub itself is attached to its broker without any stream: embedded-link.ts).
- */
-export function duplexPair(): [Duplex, Duplex] {
-  const ends: Duplex[] = [];
-  const pending: (((e?: Error | null) => void) | null)[] = [null, null];
-  const make = (me: number): Duplex =>
-    new Duplex({
-      read() {
-        // The other side waits for us to read before it writes more: backpressure.
-        const cb = pending[1 - me];
-        pending[1 - me] = null;
-        cb?.();
-      },
-      write(chunk: Buffer, _enc, cb) {
-        const other = ends[1 - me];
-        if (other.destroyed) return cb(new Error('the other end is closed'));
-        if (other.push(chunk)) cb();
-        else pending[me] = cb;
-      },
-      final(cb) {
-        ends[1 - me].push(null);
-        cb();
-      },
-      destroy(err, cb) {
-        const other = ends[1 - me];
-        if (!other.destroyed) other.destroy();
-        cb(err);
-      },
-    });
-  ends.push(make(0), make(1));
-  return [ends[0], ends[1]];
 }
