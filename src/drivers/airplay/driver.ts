@@ -154,14 +154,18 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
     }
     // A speaker leaves whatever it played before; the others of that play go on.
     await Promise.all(speakers.map((s) => (s.stream && s.member ? s.stream.remove(s.member) : undefined)));
+    // An announcement played as a stream of its own (media.overlay) buffers less: speech is
+    // heard announcementLatencyMs after it is sent, music latencyMs (robust on a busy Wi-Fi).
+    const speech = media.overlay === true;
     const stream = new AirPlayStream(
       media.url,
       media.startAt ?? 0,
       media.duration,
       this.udp,
-      this.opts.config.latencyMs,
+      speech ? this.opts.config.announcementLatencyMs : this.opts.config.latencyMs,
       this.opts.logger,
       this.opts.ffmpegPath,
+      speech,
     );
     stream.zone = media.zone;
     stream.onEnd = (reason, detail) => {
