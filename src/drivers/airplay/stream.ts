@@ -102,6 +102,8 @@ export class AirPlayStream {
   private mixing = false;
   /** Silent packets still to send before the media (PRIME_PACKETS). */
   private prime = 0;
+  /** begin() waits for the decode's first PCM before the clock starts. */
+  private clockPending = false;
   onEnd?: (reason: 'ended' | 'error', detail?: string) => void;
 
   constructor(
@@ -151,10 +153,15 @@ export class AirPlayStream {
     });
     // The clock starts at the decode's first PCM: a decode slow to start (a loaded machine, a
     // web stream) would otherwise send the first frames late — past a short latency, so the
-    // receiver would drop them.
+    // receiver would drop them. The stream plays meanwhile (it can be ducked, paused, joined);
+    // nothing is sent until then.
+    this.state = 'playing';
+    this.clockPending = true;
     const go = () => {
       clearTimeout(wait);
-      if (this.state === 'starting') this.startClock();
+      if (!this.clockPending) return;
+      this.clockPending = false;
+      if (this.state === 'playing') this.startClock();
     };
     const wait = setTimeout(go, FIRST_PCM_WAIT_MS);
     proc.stdout.once('readable', go);
@@ -185,7 +192,7 @@ export class AirPlayStream {
   }
 
   private sendSync(first: boolean, only?: StreamMember): void {
-    if (this.state !== 'playing') return;
+    if (this.state !== 'playing' || this.clockPending) return;
     const now = nowMs();
     const current = (this.rtpDueAt(now) >>> 0) as number;
     for (const m of only ? [only] : this.members) {
@@ -379,6 +386,8 @@ export class AirPlayStream {
   /** Pause: the receivers flush what they hold; what they had not played yet is replayed on resume. */
   async pause(): Promise<void> {
     if (this.state !== 'playing') return;
+    // Paused before its first PCM: the clock starts on resume.
+    this.clockPending = false;
     const heardRtp = this.rtpDueAt(nowMs() - this.latencyMs);
     this.stopClock();
     this.state = 'paused';
