@@ -168,6 +168,8 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
       speech,
     );
     stream.zone = media.zone;
+    // The decode starts while the receivers shake hands.
+    stream.prepare();
     stream.onEnd = (reason, detail) => {
       for (const s of speakers) if (s.stream === stream) s.markStopped(reason, detail);
     };

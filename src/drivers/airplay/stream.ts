@@ -104,6 +104,8 @@ export class AirPlayStream {
   private prime = 0;
   /** begin() waits for the decode's first PCM before the clock starts. */
   private clockPending = false;
+  /** The decode failed before begin(). */
+  private decodeFailure?: string;
   onEnd?: (reason: 'ended' | 'error', detail?: string) => void;
 
   constructor(
@@ -127,8 +129,12 @@ export class AirPlayStream {
     return { seq: this.seq, rtptime: this.rtp };
   }
 
-  /** Starts decoding and sending once the first members have their sessions. */
-  begin(): void {
+  /**
+   * Starts the decode (once): the driver calls it before the receivers' handshakes, so the
+   * decode's start overlaps them. Its output waits in the pipe (back pressure) until begin().
+   */
+  prepare(): void {
+    if (this.ffmpeg || this.state !== 'starting') return;
     const run = startFfmpeg([...ffmpegInput(this.url, this.startAt), '-vn', '-f', 's16le', '-ar', String(RATE), '-ac', '2', 'pipe:1'], {
       ffmpegPath: this.ffmpegPath,
     });
@@ -148,9 +154,19 @@ export class AirPlayStream {
     proc.on('exit', (code) => {
       // pcmEnded waits for stdout's 'end': the pipe may still hold audio after the exit.
       if (code && this.mediaFrame === Math.round(this.startAt * RATE) && this.state !== 'stopped') {
-        this.finish('error', `the media could not be decoded: ${startError || run.lastLine() || `ffmpeg exit ${code}`}`);
+        const why = `the media could not be decoded: ${startError || run.lastLine() || `ffmpeg exit ${code}`}`;
+        // Before begin() the play has not started: begin() ends it (its speakers stop with the error).
+        if (this.state === 'starting') this.decodeFailure = why;
+        else this.finish('error', why);
       }
     });
+  }
+
+  /** Starts sending once the first members have their sessions. */
+  begin(): void {
+    this.prepare();
+    const out = this.ffmpeg?.stdout;
+    if (this.decodeFailure || !out) return this.finish('error', this.decodeFailure ?? 'the media could not be decoded');
     // The clock starts at the decode's first PCM: a decode slow to start (a loaded machine, a
     // web stream) would otherwise send the first frames late — past a short latency, so the
     // receiver would drop them. The stream plays meanwhile (it can be ducked, paused, joined);
@@ -164,7 +180,8 @@ export class AirPlayStream {
       if (this.state === 'playing') this.startClock();
     };
     const wait = setTimeout(go, FIRST_PCM_WAIT_MS);
-    proc.stdout.once('readable', go);
+    if (out.readableLength > 0 || this.pcmEnded) go();
+    else out.once('readable', go);
   }
 
   private startClock(): void {
