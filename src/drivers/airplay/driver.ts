@@ -133,6 +133,11 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
     return this.opts.config.latencyMs;
   }
 
+  /** The RTP latency of an announcement played as a stream of its own. */
+  get announcementLatencyMs(): number {
+    return this.opts.config.announcementLatencyMs;
+  }
+
   speakers(): AirPlaySpeaker[] {
     return [...this.byKey.values()];
   }
