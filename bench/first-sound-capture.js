@@ -5,10 +5,10 @@
  * stamps use), so it can be set against the instant a REST request was sent.
  *
  * GrowthCapture is for peers that write what they play to a file at real time without a clock
- * of their own (mpd's `ffmpeg -re` pipe output, gmediarender's synced filesink, shairport-sync's
- * stdout back end): the file's size is polled every 2 ms and each growth stamped; a sample at
+ * of their own (mpd's `ffmpeg -re` pipe output, gmediarender's synced filesink): the file's size is polled every 2 ms and each growth stamped; a sample at
  * byte b came out when the chunk holding it was written plus its place in that chunk (the way
- * test/drivers/airplay/skew.ts times shairport-sync). Error: the poll interval plus this process's
+ * test/drivers/airplay/skew.ts times shairport-sync, where only differences between receivers
+ * count). shairport-sync writes ahead of time, so its absolute timing is DacCapture's. Error: the poll interval plus this process's
  * event-loop lag late, the writer's chunk granularity (ffmpeg -re: ~23 ms packets) early/late.
  */
 const { closeSync, openSync, readSync, statSync } = require('node:fs');
@@ -113,6 +113,77 @@ class GrowthCapture {
   }
 }
 
+/**
+ * shairport-sync's stdout back end (AirPlay): it has no clock of its own and writes ahead of
+ * time — a session's lead-in silence (up to the first frame's due instant) at once, then each
+ * frame as soon as it may (up to 1 s before it is due: its audio_backend_buffer_desired_length).
+ * So the write instant of a byte says little; its place in the session's sample timeline says
+ * when a sound card fed from that pipe would play it. This capture models that card: it starts
+ * at a session's first byte and plays one frame every 1/rate s, so byte b is heard at
+ * start.t + (b − start.size)/bytesPerMs. A session starts at the first write after a mark (the
+ * run's request: the speaker is quiet and idle then, and every play is a new RAOP session), and
+ * again at a write that comes after the card would have played it (an underrun: a session
+ * ended, the next one started). Error: the 2 ms poll plus this process's event-loop lag late.
+ */
+class DacCapture {
+  constructor(file, rate = 44100, channels = 2) {
+    this.file = file;
+    this.bytesPerMs = (rate * 2 * channels) / 1000;
+    this.frame = 2 * channels;
+    this.size = sizeOf(file);
+    this.lastWrite = monoMs();
+    /** Session starts: { t, size }; bounded. */
+    this.starts = [{ t: monoMs(), size: this.size }];
+    this.marked = false;
+    this.timer = setInterval(() => this.poll(), 2);
+  }
+  poll() {
+    const size = sizeOf(this.file);
+    if (size <= this.size) return;
+    const t = monoMs();
+    const s = this.starts[this.starts.length - 1];
+    // The first write after a mark, or one later than the card would have played it: a session starts.
+    if (this.marked || t > s.t + (this.size - s.size) / this.bytesPerMs + 20) {
+      this.starts.push({ t, size: this.size });
+      if (this.starts.length > 2000) this.starts.splice(0, 1000);
+      this.marked = false;
+    }
+    this.size = size;
+    this.lastWrite = t;
+  }
+  mark() {
+    this.marked = true;
+    return this.size;
+  }
+  heardAt(b) {
+    for (let i = this.starts.length - 1; i >= 0; i--) {
+      const s = this.starts[i];
+      if (s.size <= b) return s.t + (b - s.size) / this.bytesPerMs;
+    }
+    return undefined;
+  }
+  onset(mark, threshold) {
+    const from = mark - (mark % this.frame);
+    const buf = readBytes(this.file, from, this.size);
+    for (let o = 0; o + 2 <= buf.length; o += this.frame) {
+      if (Math.abs(buf.readInt16LE(o)) >= threshold) return this.heardAt(from + o);
+    }
+    return undefined;
+  }
+  /** Nothing written for `ms` (the session is over) and nothing audible in the last `ms` of it. */
+  quiet(threshold, ms = 300) {
+    if (monoMs() - this.lastWrite < ms) return false;
+    const to = this.size - (this.size % this.frame);
+    const from = Math.max(0, to - Math.round(this.bytesPerMs * ms));
+    const buf = readBytes(this.file, from - (from % this.frame), to);
+    for (let o = 0; o + 2 <= buf.length; o += this.frame) if (Math.abs(buf.readInt16LE(o)) >= threshold) return false;
+    return true;
+  }
+  close() {
+    clearInterval(this.timer);
+  }
+}
+
 /** The paced squeezelite player of bench/squeezebox.js: its pacer is the sound card, byte → heard time exactly. */
 class PacedCapture {
   constructor(player, rate) {
@@ -183,4 +254,4 @@ class FetchCapture {
   }
 }
 
-module.exports = { GrowthCapture, PacedCapture, SnapCapture, FetchCapture, monoMs, sizeOf };
+module.exports = { DacCapture, GrowthCapture, PacedCapture, SnapCapture, FetchCapture, monoMs, sizeOf };

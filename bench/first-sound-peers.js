@@ -14,7 +14,7 @@ const { copyFileSync, createReadStream, mkdirSync, readFileSync, statSync } = re
 const { createServer } = require('node:http');
 const { connect } = require('node:net');
 const { join } = require('node:path');
-const { FetchCapture, GrowthCapture, PacedCapture, SnapCapture } = require('./first-sound-capture');
+const { DacCapture, FetchCapture, GrowthCapture, PacedCapture, SnapCapture } = require('./first-sound-capture');
 const { sleep, until } = require('./helpers');
 
 const TOKEN = 'bench-first-sound-token-0123456789ab';
@@ -288,16 +288,27 @@ async function airplayFamily(dir) {
   const clips = await clipServer();
   try {
     const rx = await lab.add({ name: 'First Sound' });
-    t = await inProcessHub(dir, { airplay: { receivers: [{ host: rx.host, port: rx.port, name: rx.name }] } });
+    // BENCH_AIRPLAY_LATENCY_MS: airplay.announcementLatencyMs to measure (the driver's default without it).
+    const latency = Number(process.env.BENCH_AIRPLAY_LATENCY_MS) || undefined;
+    t = await inProcessHub(dir, {
+      airplay: { receivers: [{ host: rx.host, port: rx.port, name: rx.name }], ...(latency ? { announcementLatencyMs: latency } : {}) },
+    });
     const deviceId = await firstActive(t.op, 'the AirPlay receiver');
-    capture = new GrowthCapture(rx.out, { rate: 44100, channels: 2 });
+    const speaker = t.hub.driver('airplay').speakers()[0];
+    capture = new DacCapture(rx.out, 44100, 2);
     return {
       label: 'shairport-sync (AirPlay 1, stdout back end, own namespace)',
       ...t,
       deviceId,
       capture,
       clipUrl: clips.url,
-      floor: hubWebFloor(t, deviceId, "the hub's play_web_media of the clip (the hub is the RAOP sender)"),
+      // The hub is the RAOP sender: the floor is its driver playing the clip as an announcement
+      // plays (an overlay, at the speech latency), without the announcement machinery.
+      floor: {
+        how: "the AirPlay driver's play() of the clip as an overlay (the hub is the RAOP sender; no announcement machinery)",
+        play: (url) => speaker.play({ url, contentType: 'audio/wav', overlay: true }),
+        stop: () => speaker.stop(),
+      },
       close: async () => {
         capture.close();
         await t.hub.stop();

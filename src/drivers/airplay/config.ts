@@ -50,6 +50,12 @@ export const AirPlayConfigSchema = z
     discovery: z.boolean().optional(),
     /** Audio the receivers buffer before playing (ms): the RTP latency every receiver of a play shares. */
     latencyMs: z.number().int().min(500).max(4000).default(2000),
+    /**
+     * The RTP latency of an announcement played as a stream of its own (ms): how long after the
+     * hub sends it the receivers play it. Shorter than latencyMs, so speech starts sooner; a
+     * ducked announcement is mixed into the music's stream and shares latencyMs.
+     */
+    announcementLatencyMs: z.number().int().min(250).max(4000).default(500),
     /** RTSP request timeout (ms). */
     requestTimeoutMs: z.number().int().min(500).max(60_000).default(5000),
   })

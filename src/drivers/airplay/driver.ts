@@ -133,6 +133,11 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
     return this.opts.config.latencyMs;
   }
 
+  /** The RTP latency of an announcement played as a stream of its own. */
+  get announcementLatencyMs(): number {
+    return this.opts.config.announcementLatencyMs;
+  }
+
   speakers(): AirPlaySpeaker[] {
     return [...this.byKey.values()];
   }
@@ -154,16 +159,22 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
     }
     // A speaker leaves whatever it played before; the others of that play go on.
     await Promise.all(speakers.map((s) => (s.stream && s.member ? s.stream.remove(s.member) : undefined)));
+    // An announcement played as a stream of its own (media.overlay) buffers less: speech is
+    // heard announcementLatencyMs after it is sent, music latencyMs (robust on a busy Wi-Fi).
+    const speech = media.overlay === true;
     const stream = new AirPlayStream(
       media.url,
       media.startAt ?? 0,
       media.duration,
       this.udp,
-      this.opts.config.latencyMs,
+      speech ? this.opts.config.announcementLatencyMs : this.opts.config.latencyMs,
       this.opts.logger,
       this.opts.ffmpegPath,
+      speech,
     );
     stream.zone = media.zone;
+    // The decode starts while the receivers shake hands.
+    stream.prepare();
     stream.onEnd = (reason, detail) => {
       for (const s of speakers) if (s.stream === stream) s.markStopped(reason, detail);
     };

@@ -12,13 +12,37 @@ export const RATE = 44100;
 const PCM_BYTES = FRAMES_PER_PACKET * 4;
 /** Packets kept for retransmits and for replaying the flushed audio on resume (~4 s). */
 const RING = 512;
-/** Time given to the receivers' handshakes before the first frame is due. */
+/**
+ * From begin() to the instant the first frame is due to be sent (ms): the receivers' sessions
+ * are up by then, and the first sync packet goes ahead of the first audio. A music play keeps
+ * the 300 ms it always had; an announcement's stream starts sooner (every ms here is heard).
+ */
 const START_DELAY_MS = 300;
+const SPEECH_START_DELAY_MS = 40;
+/**
+ * How long after joining a member gets a sync packet after each of its timing requests (ms).
+ * shairport-sync ignores a sync packet that comes before its first timing exchange, and takes
+ * its reference (when to play the first frame) from the next one: without these it could wait
+ * for the once-a-second sync, by when a short latency has passed and it drops the start.
+ */
+const SYNC_ON_TIMING_MS = 3000;
+/**
+ * Silent packets sent ahead of the media whenever the clock starts (a stream's start, a resume
+ * after FLUSH). shairport-sync plays the first 9 packets after a flush (RECORD flushes too) as
+ * silence whatever they hold (player.c, play_number_after_flush < 10): without these, every
+ * play and every resume lost its first 72 ms — the first syllable of an announcement. They are
+ * due before the media's first frame, so they cost no time.
+ */
+const PRIME_PACKETS = 10;
+/** Longest wait for the decode's first PCM before the clock starts anyway (ms). */
+const FIRST_PCM_WAIT_MS = 2000;
+/** Frames a receiver adds to the latency in the sync packet when it does not say (RECORD Audio-Latency). */
+const NO_AUDIO_LATENCY = 0;
 
 interface Sent {
   seq: number;
   rtp: number;
-  /** Media frame index (from the media's start) of the packet's first frame. */
+  /** Media frame index (from the media's start) of the packet's first frame; −1 for a silent PRIME packet. */
   media: number;
   payload: Buffer;
   packet: Buffer;
@@ -26,6 +50,8 @@ interface Sent {
 
 export interface StreamMember {
   session: RaopSession;
+  /** nowMs() of the join: timing requests until SYNC_ON_TIMING_MS later are answered with a sync. */
+  joinedAt?: number;
   /** Called once the member is lost (receiver gone) — not on a hub-side removal. */
   lost(err: Error): void;
 }
@@ -38,6 +64,12 @@ export type StreamState = 'starting' | 'playing' | 'paused' | 'ended' | 'stopped
  * Frame `rtp` is played by every receiver at anchor.t0 + (rtp − anchor.rtp0)/44100 + latency,
  * which the sync packets tell each receiver against the timing protocol's clock, so members
  * start together, stay together, and a member that joins later is in step from its first frame.
+ *
+ * The latency a receiver plays at is the sync packet's `current − (current − latency)` plus what
+ * the receiver adds itself, which its RECORD answer states as Audio-Latency (shairport-sync:
+ * 11025 frames, added to a sync packet flagged 7 as iTunes sends): each member's sync packets
+ * carry the latency less its own part, so every receiver plays at exactly `latencyMs`, the
+ * figure position(), the end of play and the duck's timers count with.
  *
  * Memory is bounded: ffmpeg's output is read one packet at a time as the pacer needs it (the
  * pipe's back pressure holds ffmpeg), and the ring keeps at most RING packets.
@@ -63,10 +95,17 @@ export class AirPlayStream {
   private marker = true;
   private endRtp?: number;
   private readonly latencyFrames: number;
+  private readonly startDelayMs: number;
   private leftover: Buffer = Buffer.alloc(0);
   /** The ducked announcement mixed into the PCM from the next packet on, if any (issue 21). */
   private _duck?: AirPlayDuck;
   private mixing = false;
+  /** Silent packets still to send before the media (PRIME_PACKETS). */
+  private prime = 0;
+  /** begin() waits for the decode's first PCM before the clock starts. */
+  private clockPending = false;
+  /** The decode failed before begin(). */
+  private decodeFailure?: string;
   onEnd?: (reason: 'ended' | 'error', detail?: string) => void;
 
   constructor(
@@ -77,8 +116,11 @@ export class AirPlayStream {
     readonly latencyMs: number,
     private readonly log: Logger,
     private readonly ffmpegPath?: string,
+    /** An announcement's own stream: it starts sooner (SPEECH_START_DELAY_MS). */
+    speech = false,
   ) {
     this.latencyFrames = Math.round((latencyMs / 1000) * RATE);
+    this.startDelayMs = speech ? SPEECH_START_DELAY_MS : START_DELAY_MS;
     this.mediaFrame = Math.round(startAt * RATE);
   }
 
@@ -87,8 +129,12 @@ export class AirPlayStream {
     return { seq: this.seq, rtptime: this.rtp };
   }
 
-  /** Starts decoding and sending once the first members have their sessions. */
-  begin(): void {
+  /**
+   * Starts the decode (once): the driver calls it before the receivers' handshakes, so the
+   * decode's start overlaps them. Its output waits in the pipe (back pressure) until begin().
+   */
+  prepare(): void {
+    if (this.ffmpeg || this.state !== 'starting') return;
     const run = startFfmpeg([...ffmpegInput(this.url, this.startAt), '-vn', '-f', 's16le', '-ar', String(RATE), '-ac', '2', 'pipe:1'], {
       ffmpegPath: this.ffmpegPath,
     });
@@ -108,14 +154,41 @@ export class AirPlayStream {
     proc.on('exit', (code) => {
       // pcmEnded waits for stdout's 'end': the pipe may still hold audio after the exit.
       if (code && this.mediaFrame === Math.round(this.startAt * RATE) && this.state !== 'stopped') {
-        this.finish('error', `the media could not be decoded: ${startError || run.lastLine() || `ffmpeg exit ${code}`}`);
+        const why = `the media could not be decoded: ${startError || run.lastLine() || `ffmpeg exit ${code}`}`;
+        // Before begin() the play has not started: begin() ends it (its speakers stop with the error).
+        if (this.state === 'starting') this.decodeFailure = why;
+        else this.finish('error', why);
       }
     });
-    this.startClock();
+  }
+
+  /** Starts sending once the first members have their sessions. */
+  begin(): void {
+    this.prepare();
+    const out = this.ffmpeg?.stdout;
+    if (this.decodeFailure || !out) return this.finish('error', this.decodeFailure ?? 'the media could not be decoded');
+    // The clock starts at the decode's first PCM: a decode slow to start (a loaded machine, a
+    // web stream) would otherwise send the first frames late — past a short latency, so the
+    // receiver would drop them. The stream plays meanwhile (it can be ducked, paused, joined);
+    // nothing is sent until then.
+    this.state = 'playing';
+    this.clockPending = true;
+    const go = () => {
+      clearTimeout(wait);
+      if (!this.clockPending) return;
+      this.clockPending = false;
+      if (this.state === 'playing') this.startClock();
+    };
+    const wait = setTimeout(go, FIRST_PCM_WAIT_MS);
+    if (out.readableLength > 0 || this.pcmEnded) go();
+    else out.once('readable', go);
   }
 
   private startClock(): void {
-    this.anchor = { t0: nowMs() + START_DELAY_MS, rtp0: this.rtp, media0: this.mediaFrame };
+    this.prime = PRIME_PACKETS;
+    // The media's first frame is due at t0; the silent packets before it are due earlier (now).
+    const rtp0 = (this.rtp + PRIME_PACKETS * FRAMES_PER_PACKET) >>> 0;
+    this.anchor = { t0: nowMs() + this.startDelayMs, rtp0, media0: this.mediaFrame };
     this.marker = true;
     this.state = 'playing';
     this.sendSync(true);
@@ -136,18 +209,34 @@ export class AirPlayStream {
   }
 
   private sendSync(first: boolean, only?: StreamMember): void {
-    if (this.state !== 'playing') return;
+    if (this.state !== 'playing' || this.clockPending) return;
     const now = nowMs();
     const current = (this.rtpDueAt(now) >>> 0) as number;
-    const pkt = Buffer.alloc(20);
-    pkt[0] = first ? 0x90 : 0x80;
-    pkt[1] = 0xd4;
-    pkt.writeUInt16BE(7, 2);
-    pkt.writeUInt32BE((current - this.latencyFrames) >>> 0, 4);
-    writeNtp(pkt, 8, now);
-    pkt.writeUInt32BE(current >>> 0, 16);
     for (const m of only ? [only] : this.members) {
-      if (m.session.controlPort) this.udp.send(pkt, m.session.controlPort, m.session.address.host);
+      if (!m.session.controlPort) continue;
+      // The receiver adds its own part (Audio-Latency) to what the packet says: it is left out here.
+      const own = m.session.audioLatency ?? NO_AUDIO_LATENCY;
+      const latency = Math.max(0, this.latencyFrames - own);
+      const pkt = Buffer.alloc(20);
+      pkt[0] = first ? 0x90 : 0x80;
+      pkt[1] = 0xd4;
+      pkt.writeUInt16BE(7, 2);
+      pkt.writeUInt32BE((current - latency) >>> 0, 4);
+      writeNtp(pkt, 8, now);
+      pkt.writeUInt32BE(current >>> 0, 16);
+      this.udp.send(pkt, m.session.controlPort, m.session.address.host);
+    }
+  }
+
+  /**
+   * The hub just answered a timing request from `host`: a member there that joined lately gets
+   * a sync packet now, so its reference comes right after its clock (see SYNC_ON_TIMING_MS).
+   */
+  timingAnswered(host: string): void {
+    if (this.state !== 'playing') return;
+    const now = nowMs();
+    for (const m of this.members) {
+      if (m.session.address.host === host && m.joinedAt !== undefined && now - m.joinedAt < SYNC_ON_TIMING_MS) this.sendSync(false, m);
     }
   }
 
@@ -160,7 +249,7 @@ export class AirPlayStream {
       if (!next) break;
       this.sendPacket(next.payload, next.media);
     }
-    if (this.endRtp === undefined && this.pcmEnded && !this.replay.length && this.readable() === 0) {
+    if (this.endRtp === undefined && this.pcmEnded && !this.prime && !this.replay.length && this.readable() === 0) {
       this.endRtp = this.rtp;
     }
     if (this.endRtp !== undefined) {
@@ -176,6 +265,10 @@ export class AirPlayStream {
   }
 
   private nextPayload(): { payload: Buffer; media: number } | undefined {
+    if (this.prime > 0) {
+      this.prime--;
+      return { payload: this.cipher.encrypt(alacEscapeFrame(Buffer.alloc(PCM_BYTES))), media: -1 };
+    }
     const r = this.replay.shift();
     if (r) return r;
     const s = this.ffmpeg?.stdout;
@@ -272,7 +365,7 @@ export class AirPlayStream {
   /** Adds a member: it plays in step with the others from the next packet (joins in sync). */
   async join(address: ReceiverAddress, volume: number, member: Omit<StreamMember, 'session'>, timeoutMs: number): Promise<StreamMember> {
     const session = new RaopSession(address, this.udp, timeoutMs);
-    const m: StreamMember = { session, lost: member.lost };
+    const m: StreamMember = { session, lost: member.lost, joinedAt: nowMs() };
     session.onLost = (err) => {
       if (!this.members.has(m)) return;
       this.remove(m, false);
@@ -310,10 +403,12 @@ export class AirPlayStream {
   /** Pause: the receivers flush what they hold; what they had not played yet is replayed on resume. */
   async pause(): Promise<void> {
     if (this.state !== 'playing') return;
+    // Paused before its first PCM: the clock starts on resume.
+    this.clockPending = false;
     const heardRtp = this.rtpDueAt(nowMs() - this.latencyMs);
     this.stopClock();
     this.state = 'paused';
-    const unplayed = this.ring.filter((p) => ((p.rtp - heardRtp) | 0) >= 0);
+    const unplayed = this.ring.filter((p) => p.media >= 0 && ((p.rtp - heardRtp) | 0) >= 0);
     this.replay = [...unplayed.map((p) => ({ media: p.media, payload: p.payload })), ...this.replay];
     this.heldPosition = unplayed[0]?.media ?? this.mediaFrame;
     this.endRtp = undefined;

@@ -21,6 +21,8 @@ export function writeNtp(buf: Buffer, offset: number, ms: number): void {
 export interface RetransmitSource {
   /** The stored RTP packet for `seq`, when it is still kept. */
   packet(seq: number): Buffer | undefined;
+  /** The hub answered a timing request from `host` (a receiver of this source). */
+  timingAnswered?(host: string): void;
 }
 
 /**
@@ -46,6 +48,8 @@ export class UdpChannels {
       writeNtp(reply, 16, now);
       writeNtp(reply, 24, now);
       safeSend(this.timing, reply, rinfo.port, rinfo.address);
+      // Each stream the receiver plays hears of it (a sync packet follows while it starts).
+      for (const [key, src] of this.sources) if (key.startsWith(`${rinfo.address}:`)) src.timingAnswered?.(rinfo.address);
     });
     this.control = await bind((msg, rinfo) => {
       if (msg.length < 8 || (msg[1] & 0x7f) !== 0x55) return;

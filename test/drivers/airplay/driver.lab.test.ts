@@ -93,6 +93,47 @@ describeIf('AirPlay driver against real shairport-sync receivers', () => {
     expect(power[1000]).toBeGreaterThan(10 * power[440]);
   });
 
+  /**
+   * Issue 30: an announcement plays at announcementLatencyMs, music at latencyMs. shairport-sync
+   * writes a session's lead-in silence, from its first packet to the instant the media's first
+   * frame is due, then the audio: the silence before the first audible sample is the latency
+   * it plays at, give or take the silent packets sent ahead of the media. The whole 1 s clip is
+   * there: shairport-sync plays the first 9 packets of a session as silence (they must be the
+   * hub's silent ones), and one whose timing reference came too late drops the first 0.5 s.
+   */
+  test('an announcement plays at announcementLatencyMs (500), music at latencyMs (2000): the lead-in says so, and no frame is dropped', async () => {
+    const s = driver.speakers()[0];
+    await s.setVolume(50);
+    const clip = tone(660, 1);
+    /** Plays `media`, answers the lead-in (ms) and how much of the 1 s clip was heard (ms). */
+    const leadIn = async (media: { url: string; overlay?: boolean }) => {
+      // Idle: nothing written for half a second, so the next byte is the new session's first.
+      let size = -1;
+      await until('the receiver idle', () => {
+        const now = lab.capturedBytes(rx);
+        const idle = now === size;
+        size = now;
+        return idle;
+      });
+      await s.play(media);
+      await until('the play to end', () => s.state === 'stopped', 20_000);
+      await until('the clip written', () => audible(lab.captured(rx).subarray(size)).length > 0);
+      const pcm = lab.captured(rx).subarray(size);
+      let first = 0;
+      while (first + 1 < pcm.length && Math.abs(pcm.readInt16LE(first)) <= 200) first += 4;
+      return { leadMs: first / 176.4, heardMs: audible(pcm).length / 176.4 };
+    };
+    const speech = await leadIn({ url: clip, overlay: true });
+    const music = await leadIn({ url: clip });
+    console.log(JSON.stringify({ speech, music }));
+    // The lead-in runs from the first packet (a silent one, due up to 80 ms before the media) to the media's first frame.
+    expect(speech.leadMs).toBeGreaterThan(400);
+    expect(speech.leadMs).toBeLessThan(590);
+    expect(music.leadMs).toBeGreaterThan(1900);
+    expect(music.leadMs).toBeLessThan(2090);
+    for (const r of [speech, music]) expect(Math.abs(r.heardMs - 1000)).toBeLessThan(5);
+  });
+
   test('a receiver with a password: the wrong one is refused with AirPlayAuthFailed, the right one plays', async () => {
     const locked = await lab.add({ name: 'Locked', password: 'opensesame' });
     const wrong = driverFor([{ host: locked.host, port: locked.port, password: 'nope' }]);

@@ -1,7 +1,7 @@
 import type { AirPlayDriver } from '../../../src/drivers/airplay/driver';
 import { describeAirPlayLab as describeIf, hubWithReceivers, musicDir, toneFile } from './lab-hub';
 import type { TestHub } from '../../helpers/hub';
-import { ReceiverLab, analyse, until, type Receiver } from './harness';
+import { ReceiverLab, analyse, beforeVoice, until, type Receiver } from './harness';
 
 jest.setTimeout(180_000);
 
@@ -112,6 +112,15 @@ describeIf('AirPlay ducking (two shairport-sync receivers)', () => {
     expect(before).toBeGreaterThan(0.05);
     expect(Math.abs(db(under / before) + 15)).toBeLessThanOrEqual(2);
     expect(Math.abs(db(after / before))).toBeLessThanOrEqual(1);
+    // No burst (issue 30): in the second before the voice, no 20 ms window above the music's
+    // level before the announcement + 1 dB (the music goes down before anything louder plays).
+    const v = beforeVoice(lab.captured(rx[0]).subarray(mark), VOICE_HZ, MUSIC_HZ);
+    expect(v.onset).toBeGreaterThan(60);
+    const prior = median(v.windows.slice(0, v.onset - 50).map((x) => x.rms));
+    expect(prior).toBeGreaterThan(0.05);
+    const burstDb = Number(db(v.loudest / prior).toFixed(2));
+    console.log(JSON.stringify({ duckBurstDb: burstDb }));
+    expect(burstDb).toBeLessThanOrEqual(1);
     // The voice is there, well above the music's own 660 Hz (none) before it.
     expect(peakVoice).toBeGreaterThan(10 * median(w.slice(0, vFirst).map((x) => x.voice)) + 0.01);
     // No gap: the music is in every window from half a second before the voice (the fade down)

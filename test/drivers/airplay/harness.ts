@@ -235,3 +235,24 @@ export function audible(pcm: Buffer, threshold = 200): Buffer {
 /** Waits for a condition, polling (test/helpers/wait's eventually, this family's argument order). */
 export const until = (what: string, fn: () => boolean | Promise<boolean>, timeoutMs = 20_000) =>
   eventually(fn, timeoutMs, what, 100).then(() => undefined);
+
+/** 20 ms of s16le stereo at 44.1 kHz. */
+const W20 = 882 * 4;
+
+/**
+ * Issue 30's "no loud burst before the voice", measured on a capture (s16le stereo): its 20 ms
+ * windows, the voice's onset (the first window whose voiceHz amplitude is a tenth of its peak
+ * and above musicHz's) and the loudest window (RMS) in the second before it — what a listener
+ * heard just before the voice, to compare with the music's level before the announcement.
+ */
+export function beforeVoice(pcm: Buffer, voiceHz: number, musicHz: number): { onset: number; loudest: number; windows: { rms: number }[] } {
+  const windows: { rms: number; voice: number; music: number }[] = [];
+  for (let o = 0; o + W20 <= pcm.length; o += W20) {
+    const a = analyse(pcm.subarray(o, o + W20), [voiceHz, musicHz]);
+    windows.push({ rms: a.rms, voice: a.power[voiceHz], music: a.power[musicHz] });
+  }
+  const peak = Math.max(0, ...windows.map((w) => w.voice));
+  const onset = windows.findIndex((w) => w.voice > peak * 0.1 && w.voice > w.music);
+  const last = windows.slice(Math.max(0, onset - 50), Math.max(0, onset));
+  return { onset, loudest: Math.max(0, ...last.map((w) => w.rms)), windows };
+}

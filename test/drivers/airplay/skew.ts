@@ -17,8 +17,9 @@ export interface AirPlaySyncResult {
   pulseSkewMs: number[];
   driftMs?: number;
   seconds: number;
-  /** From play() on one receiver (while the others play on) to its first audible output, ms. */
+  /** From play() of an announcement on one receiver (while the others play on) to its first audible output written, ms. */
   announceMs: number[];
+  /** The RTP latency that announcement plays at (airplay.announcementLatencyMs). */
   latencyMs: number;
 }
 
@@ -159,7 +160,7 @@ export async function measureAirPlaySync(options: { rounds?: number; seconds?: n
       announceMs.push(at! - t0);
       await Promise.all([a.stop(), b.stop(), c.stop()]);
     }
-    return { startSkewMs, pulseSkewMs, driftMs, seconds, announceMs, latencyMs: driver.latencyMs };
+    return { startSkewMs, pulseSkewMs, driftMs, seconds, announceMs, latencyMs: driver.announcementLatencyMs };
   } finally {
     await driver?.stop();
     lab.close();
