@@ -70,7 +70,7 @@ export interface FeedEvents {
  * socket, a stall shorter than it is not heard. It is also how much later a change to the
  * PCM (a ducked announcement's mix) is heard, so it stays small.
  */
-export const FEED_LEAD_MS = 50;
+export const FEED_LEAD_MS = 100;
 /**
  * The lead while several zones are fed on one server (ZonePool): one hub process paces them
  * all, so a stall of its event loop for one zone's work (a decode starting, an announcement
