@@ -262,10 +262,10 @@ export function normaliseLoudness(pcm: Pcm, target: LoudnessTarget): Normalised 
  * speech takes some milliseconds warm, over ten minutes of stereo media a few hundred, and
  * the hub must go on serving streams meanwhile. Short clips yield too: the first clip after
  * start runs cold (not yet optimised by V8) on the announcement's path, and all its passes in
- * one go measured 100-150 ms on a busy 2-core machine, longer than the 50 ms of PCM a
- * Snapcast feed keeps ahead of snapserver (src/drivers/snapcast/feeder.ts): snapserver
- * re-synced, and every client of the music skipped ~100 ms (issue 30). A yield costs a few
- * microseconds on an idle loop.
+ * one go measured 100-150 ms on a busy 2-core machine, longer than the PCM a Snapcast feed
+ * kept ahead of snapserver (50 ms then, src/drivers/snapcast/feeder.ts): snapserver re-synced,
+ * and every client of the music skipped ~100 ms (issue 30). The interpolating passes, the
+ * heaviest, yield every PEAK_SLICE samples too. A yield costs microseconds on an idle loop.
  */
 export async function normaliseLoudnessAsync(pcm: Pcm, target: LoudnessTarget): Promise<Normalised> {
   const steps = normaliseSteps(pcm, target);
