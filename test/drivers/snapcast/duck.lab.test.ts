@@ -231,12 +231,6 @@ suite('ducked announcements on Snapcast clients', () => {
     expect({ duck: Math.abs(db(median(under) / before) + 20) <= 2, gaps: gaps <= resyncs * 6 }).toEqual({ duck: true, gaps: true });
     // Client 2: the music, unchanged in level, and nothing of the announcement.
     const w2 = bands(file(2), from[1]);
-    {
-      const whole1 = w1.slice(0, -2).filter((x) => x.music < before * 10 ** (-26 / 20)).length;
-      const lvl = median(w2.map((x) => x.music));
-      const off2 = w2.slice(0, -2).filter((x) => Math.abs(db(x.music / lvl)) > 0.5).length;
-      console.log(JSON.stringify({ measure: 'shared', missing1: whole1, windows1: w1.length, off2, windows2: w2.length, offAt: w2.flatMap((x, i) => (Math.abs(db(x.music / lvl)) > 0.5 ? [[i, Number(db(x.music / lvl).toFixed(1))]] : [])), miss1At: w1.flatMap((x, i) => (x.music < before * 10 ** (-26 / 20) ? [i] : [])) }));
-    }
     expect(w2.filter((x) => x.speech > 200)).toHaveLength(0);
     const level2 = median(w2.slice(0, 10).map((x) => x.music));
     const low2 = w2.slice(0, -2).filter((x) => Math.abs(db(x.music / level2)) > 1).length;
