@@ -9,9 +9,10 @@
  *    miss a window. The announced one changes streams twice (to the announcement stream and
  *    back), and snapclient 0.26 is deaf ~0.9 s at each change however the streams are fed
  *    (test/drivers/snapcast/switch-gap.ts): that is bounded here, not removed.
- * A window may go missing on a starved machine when snapserver itself reads late (it logs a
- * re-sync) while the hub never was (its event loop never stalled as long as the PCM it keeps
- * ahead): that one is allowed, once per run, and nothing else.
+ * On a starved machine snapserver itself may read late (it logs a re-sync) while the hub was
+ * not (its event loop never stalled as long as the PCM it keeps ahead); its clients then drop
+ * up to 3 windows (seen at load average 9) that are no doing of the hub: those are allowed,
+ * and nothing else.
  */
 import { FEED_LEAD_MS } from '../../../src/drivers/snapcast/feeder';
 import { snapcastInstalled } from './harness';
@@ -21,8 +22,8 @@ import { measureDuckGaps, type DuckGapRun } from './duck-gaps';
 const suite = labSuite('the Snapcast lab', snapcastInstalled() ? undefined : 'snapserver, snapclient or ffmpeg is not installed');
 jest.setTimeout(120_000);
 
-/** Windows a run may miss on a client that should miss none: one, when snapserver re-synced with the hub on time. */
-const allowed = (r: DuckGapRun) => (r.resyncs > 0 && r.loopMaxMs < FEED_LEAD_MS ? 1 : 0);
+/** Windows a run may miss on a client that should miss none: snapserver re-synced while the hub was on time. */
+const allowed = (r: DuckGapRun) => (r.resyncs > 0 && r.loopMaxMs < FEED_LEAD_MS ? 3 : 0);
 
 suite('ducked announcements, window by window', () => {
   let runs: DuckGapRun[];
