@@ -6,7 +6,9 @@
  * CPU burners beside it (BENCH_DUCK_LOAD, default 1 busy process) for a loaded machine.
  *
  *  1. Baseline, same run: what a snapclient misses when its group changes streams, both
- *     streams carrying the same PCM written at the same moments (SWITCH_MOVES moves).
+ *     streams carrying the same PCM written at the same moments (SWITCH_MOVES moves); and
+ *     when it plays a snapserver meta stream over the two whose second source starts and
+ *     stops (the alternative to moving groups that issue 30 asked to measure).
  *  2. BENCH_DUCK_RUNS (default 10) ducked announcements of a zone (mixed in place), each clip
  *     rendered at the request: 50 ms windows without the music per client (goal: 0).
  *  3. As many on one client of two sharing the music: windows without the music on the
@@ -39,12 +41,17 @@ async function main() {
     if (tsc.status !== 0) throw new Error('tsc -p bench/tsconfig.snapcast-duck-gaps.json failed');
     const build = join(root, '.bench-build', 'test', 'drivers', 'snapcast');
     const { measureDuckGaps } = require(join(build, 'duck-gaps.js'));
-    const { measureSwitchGapLab } = require(join(build, 'switch-gap.js'));
+    const { measureSwitchGapLab, measureMetaSwitchLab } = require(join(build, 'switch-gap.js'));
     for (let i = 0; i < LOAD; i++) burners.push(spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }));
 
     const sw = await measureSwitchGapLab(SWITCH_MOVES);
     console.log(`\nSnapcast stream change (baseline), ${SWITCH_MOVES} moves, streams fed in step:`);
     console.log(`  windows (50 ms) without the music per move: ${sw.moved.join(' ')}; on the client that stayed: ${sw.stayed}`);
+    const meta = await measureMetaSwitchLab(SWITCH_MOVES / 2);
+    console.log(`Snapcast meta stream over the two (meta:///second/first), the second's feed started and stopped ${SWITCH_MOVES / 2} times:`);
+    console.log(
+      `  windows without the music as the meta takes the second: ${meta.in.join(' ')}; as it goes back: ${meta.out.join(' ')}; on the client of the first: ${meta.stayed}`,
+    );
 
     const kinds = [...Array(RUNS).fill('zone'), ...Array(RUNS).fill('shared')];
     const runs = await measureDuckGaps(kinds, (r, i) => process.stdout.write(`  run ${i + 1}/${kinds.length}: ${JSON.stringify(r)}\n`));
