@@ -128,6 +128,10 @@ const PHASES: Float64Array[] = [1, 2, 3].map((p) => {
   for (let k = 0; k < TAPS; k++) h[k] /= sum;
   return h;
 });
+// Named once here, not destructured per call: interSamplePeak runs for about half the samples,
+// and before V8 optimises it (the first clip after start, on the announcement's path) an array
+// destructuring per call made truePeak of 3 s of speech take ~20 ms alone, ~100 ms on a busy machine.
+const [H1, H2, H3] = PHASES;
 
 function sinc(t: number): number {
   if (t === 0) return 1;
@@ -139,7 +143,9 @@ function sinc(t: number): number {
 function interSamplePeak(x: Float32Array, n: number): number {
   const first = n - (HALF - 1);
   if (first < 0 || first + TAPS > x.length) return interSamplePeakAtEdge(x, n);
-  const [h1, h2, h3] = PHASES;
+  const h1 = H1;
+  const h2 = H2;
+  const h3 = H3;
   let y1 = 0;
   let y2 = 0;
   let y3 = 0;
@@ -170,7 +176,7 @@ function interSamplePeakAtEdge(x: Float32Array, n: number): number {
  * the next (4x oversampled). Interpolation is only worth it where the signal comes within
  * 6 dB of `floor`: an inter-sample peak does not exceed its neighbours by more in real audio.
  */
-function peakEnvelope(pcm: Pcm, floor: number): Float32Array {
+function* peakEnvelope(pcm: Pcm, floor: number): Generator<void, Float32Array> {
   const frames = pcm.channels[0]?.length ?? 0;
   const env = new Float32Array(frames);
   const near = floor / 2;
@@ -179,22 +185,45 @@ function peakEnvelope(pcm: Pcm, floor: number): Float32Array {
       let a = Math.abs(x[n]);
       if (n + 1 < frames && (a > near || Math.abs(x[n + 1]) > near)) a = Math.max(a, interSamplePeak(x, n));
       if (a > env[n]) env[n] = a;
+      if (n % PEAK_SLICE === PEAK_SLICE - 1) yield;
     }
   }
   return env;
 }
 
+/**
+ * Samples the interpolating passes (truePeak, peakEnvelope) go through between two of their
+ * steps: the heaviest passes of a normalisation, they let the event loop in every slice
+ * (normaliseLoudnessAsync) rather than once per pass.
+ */
+const PEAK_SLICE = 16_384;
+
 /** True peak, dBTP (4x oversampled; interpolated only within 6 dB of the sample peak, see peakEnvelope). */
 export function truePeak(pcm: Pcm): number {
+  return run(truePeakSteps(pcm));
+}
+
+function* truePeakSteps(pcm: Pcm): Generator<void, number> {
   let sample = 0;
   for (const x of pcm.channels) for (let i = 0; i < x.length; i++) sample = Math.max(sample, Math.abs(x[i]));
   if (sample === 0) return -Infinity;
   const near = sample / 2;
   let peak = sample;
   for (const x of pcm.channels) {
-    for (let n = 0; n + 1 < x.length; n++) if (Math.abs(x[n]) > near || Math.abs(x[n + 1]) > near) peak = Math.max(peak, interSamplePeak(x, n));
+    for (let n = 0; n + 1 < x.length; n++) {
+      if (Math.abs(x[n]) > near || Math.abs(x[n + 1]) > near) peak = Math.max(peak, interSamplePeak(x, n));
+      if (n % PEAK_SLICE === PEAK_SLICE - 1) yield;
+    }
   }
   return 20 * Math.log10(peak);
+}
+
+/** A generator's result, run to its end in one go. */
+function run<T>(steps: Generator<void, T>): T {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
 }
 
 export function measureLoudness(pcm: Pcm): Loudness {
@@ -225,38 +254,35 @@ const LIMIT_MARGIN_DB = 0.3;
  * block gated) gets no gain.
  */
 export function normaliseLoudness(pcm: Pcm, target: LoudnessTarget): Normalised {
-  const steps = normaliseSteps(pcm, target);
-  for (;;) {
-    const r = steps.next();
-    if (r.done) return r.value;
-  }
+  return run(normaliseSteps(pcm, target));
 }
 
 /**
- * normaliseLoudness, letting the event loop run between its passes over long audio: each pass
- * over a minute of speech takes some milliseconds, over ten minutes of stereo media a few
- * hundred, and the hub must go on serving streams and answering meanwhile.
+ * normaliseLoudness, letting the event loop run between its passes: each pass over a minute of
+ * speech takes some milliseconds warm, over ten minutes of stereo media a few hundred, and
+ * the hub must go on serving streams meanwhile. Short clips yield too: the first clip after
+ * start runs cold (not yet optimised by V8) on the announcement's path, and all its passes in
+ * one go measured 100-150 ms on a busy 2-core machine, longer than the PCM a Snapcast feed
+ * kept ahead of snapserver (50 ms then, src/drivers/snapcast/feeder.ts): snapserver re-synced,
+ * and every client of the music skipped ~100 ms (issue 30). The interpolating passes, the
+ * heaviest, yield every PEAK_SLICE samples too. A yield costs microseconds on an idle loop.
  */
 export async function normaliseLoudnessAsync(pcm: Pcm, target: LoudnessTarget): Promise<Normalised> {
-  const long = (pcm.channels[0]?.length ?? 0) * pcm.channels.length > YIELD_ABOVE_SAMPLES;
   const steps = normaliseSteps(pcm, target);
   for (;;) {
     const r = steps.next();
     if (r.done) return r.value;
-    if (long) await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
   }
 }
 
 type Normalised = { pcm: Pcm; result: NormaliseResult };
 
-/** Audio longer than this (samples, all channels: 10 s of 44.1 kHz mono) yields between passes. */
-const YIELD_ABOVE_SAMPLES = 441_000;
-
 /** The work of normaliseLoudness, one pass over the samples per step. */
 function* normaliseSteps(pcm: Pcm, target: LoudnessTarget): Generator<void, Normalised> {
   const integrated0 = integratedLoudness(pcm);
   yield;
-  const measured = { integrated: integrated0, truePeak: truePeak(pcm) };
+  const measured = { integrated: integrated0, truePeak: yield* truePeakSteps(pcm) };
   yield;
   if (!Number.isFinite(measured.integrated)) {
     return { pcm: copy(pcm), result: { measured, gainDb: 0, limited: false, integrated: measured.integrated } };
@@ -269,7 +295,7 @@ function* normaliseSteps(pcm: Pcm, target: LoudnessTarget): Generator<void, Norm
   }
   const ceiling = 10 ** ((target.truePeak - LIMIT_MARGIN_DB) / 20);
   // Where the samples may come near the ceiling, with a margin for the rounds that raise the gain.
-  const env = peakEnvelope(pcm, ceiling * 10 ** (-Math.min(MAX_GAIN_DB, gainDb + 6) / 20));
+  const env = yield* peakEnvelope(pcm, ceiling * 10 ** (-Math.min(MAX_GAIN_DB, gainDb + 6) / 20));
   yield;
   const buffers = pcm.channels.map((x) => new Float32Array(x.length));
   let out = pcm;
@@ -290,7 +316,7 @@ function* normaliseSteps(pcm: Pcm, target: LoudnessTarget): Generator<void, Norm
     gainDb = clampGain(gainDb + Math.min(12, miss / (slope > 0.05 && slope <= 1.5 ? slope : 1)));
   }
   // The limiter's envelope is smooth, so what gets past it between samples is tiny; scale off any that did.
-  const tp = truePeak(out);
+  const tp = yield* truePeakSteps(out);
   yield;
   if (tp > target.truePeak) {
     const fix = 10 ** ((target.truePeak - tp) / 20);

@@ -115,6 +115,8 @@ export abstract class DuckingStream extends HeldMusicStream {
       ffmpegPath: this.opts.ffmpegPath,
       startTimeoutMs: this.opts.startTimeoutMs,
       logger: this.log,
+      ...(media.contentType ? { contentType: media.contentType } : {}),
+      clip: true,
     });
     await voice.start(mixer);
     if (this.feed !== feed || !feed.running) {

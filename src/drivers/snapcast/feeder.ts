@@ -68,9 +68,13 @@ export interface FeedEvents {
  * drops or inserts audio to catch up (a gap one can hear). ffmpeg pacing itself (-re) gave
  * no slack: a busy machine or a slow event loop was enough. With this much waiting in the
  * socket, a stall shorter than it is not heard. It is also how much later a change to the
- * PCM (a ducked announcement's mix) is heard, so it stays small.
+ * PCM (a ducked announcement's mix) is heard, so it stays small. 50 ms was not enough
+ * (issue 30): on a busy 2-core machine the hub's event loop stalled 40-90 ms now and then with
+ * no hub work to blame (collections, the scheduler), and snapserver re-synced in about one
+ * in-place duck in two; at 100 ms, none in the lab's runs. The announcement's own stalls
+ * (the clip's loudness pass, the voice's ffmpeg spawn) were removed at their source.
  */
-export const FEED_LEAD_MS = 50;
+export const FEED_LEAD_MS = 100;
 /**
  * The lead while several zones are fed on one server (ZonePool): one hub process paces them
  * all, so a stall of its event loop for one zone's work (a decode starting, an announcement
