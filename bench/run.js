@@ -38,6 +38,7 @@ const { join } = require('node:path');
 const { performance } = require('node:perf_hooks');
 const autocannon = require('autocannon');
 const { getOnce, bulk, paced, summarize } = require('./load');
+const { reportTable } = require('./rest-report');
 
 const num = (name, dflt) => (process.env[name] ? Number(process.env[name]) : dflt);
 const SETTINGS = {
@@ -391,50 +392,6 @@ async function idleRss() {
   });
 }
 
-// ---- report -------------------------------------------------------------------------------
-
-function fmt(v, unit) {
-  if (typeof v !== 'number' || !Number.isFinite(v)) return '-';
-  if (unit === 'req/s') return Math.round(v).toLocaleString('en-US');
-  if (unit === 'MB') return v.toFixed(1);
-  return v < 10 ? v.toFixed(3) : v.toFixed(1);
-}
-
-function printTable() {
-  const head = ['#', 'Metric', 'Unit', 'Hub', 'Baseline', 'Hub/base', 'Target', 'Result'];
-  const rows = results.map((r) => [
-    r.id,
-    r.metric,
-    r.unit,
-    fmt(r.hub, r.unit),
-    fmt(r.baseline, r.unit),
-    Number.isFinite(r.ratio) ? `${r.ratio.toFixed(2)}x` : '-',
-    r.target,
-    r.result,
-  ]);
-  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
-  const right = new Set([3, 4, 5]);
-  const line = (cells) => cells.map((c, i) => (right.has(i) ? String(c).padStart(w[i]) : String(c).padEnd(w[i]))).join('  ');
-  const out = [];
-  out.push('', 'SpeakerHub REST bench (baseline = bare node:http server in the same run)');
-  out.push(line(head), w.map((n) => '-'.repeat(n)).join('  '));
-  for (const r of rows) out.push(line(r));
-  out.push('');
-  out.push('  Hub/base for throughput is the median of the per-pair ratios of interleaved slices; for the others hub / baseline.');
-  if (results.some((r) => r.result === 'MISS*'))
-    out.push('  MISS* = the bare baseline misses this absolute target too, in this run, on this machine.');
-  for (const r of results) if (r.detail) out.push(`  ${r.id} ${r.metric}: ${r.detail}`);
-  const busy = results.filter((r) => r.load && r.load.otherCores > 0.25);
-  if (busy.length) {
-    out.push(
-      '',
-      `  NOTE: other processes used up to ${Math.max(...busy.map((r) => r.load.otherCores)).toFixed(2)} of the ${os.cpus().length} CPU cores during the runs;`,
-    );
-    out.push('  absolute figures are lower and noisier than on an idle machine (the interleaved ratios much less so).');
-  }
-  process.stdout.write(`${out.join('\n')}\n`);
-}
-
 async function main() {
   const t0 = performance.now();
   let crashed = null;
@@ -454,7 +411,7 @@ async function main() {
       killAll();
     }
   }
-  printTable();
+  process.stdout.write(reportTable(results));
   if (problems.length) process.stdout.write(`\nProblems:\n${problems.map((p) => `  - ${p}`).join('\n')}\n`);
   const totalS = (performance.now() - t0) / 1000;
   const summary = {
