@@ -4,10 +4,10 @@ import type { Logger } from '../../logger';
 import { interfaceAddress } from '../../net/interface-address';
 import type { DriverEvents, MediaRequest, Speaker, SpeakerDriver } from '../driver';
 import type { UpnpConfig } from './config';
-import { fetchDescription, MEDIA_RENDERER } from './description';
-import { GenaServer } from './gena';
+import { fetchDescription, MEDIA_RENDERER } from '../../protocols/upnp/description-parse';
+import { GenaServer } from '../../protocols/upnp/gena-subscriber';
 import { UpnpSpeaker, type PlayTicket } from './renderer';
-import { SsdpClient, type SsdpAlive, type SsdpByeBye } from './ssdp';
+import { SsdpClient, type SsdpAlive, type SsdpByeBye } from '../../protocols/upnp/ssdp-client';
 
 export interface UpnpDriverOptions {
   config: UpnpConfig;

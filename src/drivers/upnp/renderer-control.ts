@@ -1,9 +1,9 @@
 import type { Logger } from '../../logger';
 import type { UpnpConfig } from './config';
-import type { RendererDescription, ServiceEndpoint } from './description';
-import { parseTime } from './didl';
-import { NetworkError } from './http';
-import { soapCall, type SoapArgs } from './soap';
+import type { RendererDescription, ServiceEndpoint } from '../../protocols/upnp/description-parse';
+import { parseTime } from '../../protocols/upnp/didl';
+import { NetworkError } from '../../protocols/upnp/http-client';
+import { soapCall, type SoapArgs } from '../../protocols/upnp/soap-client';
 
 /** AVTransport's state as GetTransportInfo reports it (upper case). */
 export interface Transport {

@@ -1,6 +1,6 @@
 import type { Clock } from '../../core/clock';
 import type { SpeakerPlayState, SpeakerSnapshot } from '../driver';
-import { parseTime } from './didl';
+import { parseTime } from '../../protocols/upnp/didl';
 import type { RendererControl } from './renderer-control';
 import type { RendererTransport } from './renderer-transport';
 import type { RendererVolume } from './renderer-volume';

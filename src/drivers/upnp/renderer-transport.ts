@@ -3,9 +3,10 @@ import type { Logger } from '../../logger';
 import { redactUrl } from '../../redact';
 import type { MediaRequest, SpeakerPlayState, SpeakerSnapshot, StopReason } from '../driver';
 import type { UpnpConfig } from './config';
-import { didlLite, formatTime } from './didl';
+import { formatTime } from '../../protocols/upnp/didl';
+import { didlLite } from './didl';
 import { isActive, isIdle, isLoopbackHost, isLoopbackUrl, type Position, type RendererControl, type Transport } from './renderer-control';
-import { SoapFault } from './soap';
+import { SoapFault } from '../../protocols/upnp/soap-client';
 
 /** A play in progress: created by load(), advanced by start() and confirm(). */
 export interface PlayTicket {

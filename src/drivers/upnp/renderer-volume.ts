@@ -1,8 +1,8 @@
 import { clampVolume } from '../../core/volume-range';
 import type { SpeakerSnapshot } from '../driver';
-import { fetchVolumeRange, type RendererDescription } from './description';
+import { fetchVolumeRange, type RendererDescription } from '../../protocols/upnp/description-parse';
 import type { RendererControl } from './renderer-control';
-import { SoapFault } from './soap';
+import { SoapFault } from '../../protocols/upnp/soap-client';
 import { VolumeScale } from './volume';
 
 /**
