@@ -11,6 +11,16 @@ import { parseSoapResponse, SoapFault, soapEnvelope } from '../../../src/protoco
 import { parseSoapRequest } from '../../../src/protocols/upnp/soap';
 import { at, escapeXml, parseXml, text, XmlError } from '../../../src/protocols/upnp/xml';
 
+/** What f throws (undefined when it returns). */
+function thrown(f: () => unknown): unknown {
+  try {
+    f();
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+}
+
 describe('XML and SOAP', () => {
   test('escapeXml escapes markup and drops characters XML cannot carry', () => {
     expect(escapeXml(`a&b<c>"d"'e'`)).toBe('a&amp;b&lt;c&gt;&quot;d&quot;&apos;e&apos;');
@@ -41,12 +51,7 @@ describe('XML and SOAP', () => {
     expect(parseSoapResponse('GetPositionInfo', 200, ok)).toEqual({ Track: '1', RelTime: '0:00:07', TrackURI: 'http://x/a?b=1&c=2' });
     const fault = `<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body><s:Fault><faultcode>s:Client</faultcode><faultstring>UPnPError</faultstring>
       <detail><UPnPError xmlns="urn:schemas-upnp-org:control-1-0"><errorCode>701</errorCode><errorDescription>Transition not available</errorDescription></UPnPError></detail></s:Fault></s:Body></s:Envelope>`;
-    let err: unknown;
-    try {
-      parseSoapResponse('Stop', 500, fault);
-    } catch (e) {
-      err = e;
-    }
+    const err = thrown(() => parseSoapResponse('Stop', 500, fault));
     expect(err).toBeInstanceOf(SoapFault);
     expect(err).toMatchObject({ upnpCode: 701, upnpDescription: 'Transition not available', httpStatus: 500 });
     expect(() => parseSoapResponse('Play', 500, 'garbage')).toThrow(SoapFault);
@@ -81,12 +86,7 @@ describe('hostile XML: every document the driver reads goes through the one hard
 
   test("a renderer's SOAP answer, description, event and LastChange with a DOCTYPE are refused, not expanded", () => {
     // 200 with a body that is not acceptable XML: a SoapFault saying so, nothing parsed.
-    let fault: unknown;
-    try {
-      parseSoapResponse('GetVolume', 200, billionLaughs);
-    } catch (e) {
-      fault = e;
-    }
+    const fault = thrown(() => parseSoapResponse('GetVolume', 200, billionLaughs));
     expect(fault).toBeInstanceOf(SoapFault);
     expect(fault).toMatchObject({ upnpDescription: 'answer is not XML', httpStatus: 200 });
     expect(() => parseDescription(externalEntity, 'http://h/d.xml')).toThrow(XmlError);
