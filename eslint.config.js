@@ -77,7 +77,6 @@ module.exports = tseslint.config(
     files: ['src/tts/espeak-wasm.ts', 'src/main.ts', 'src/index.ts', 'src/homebridge/platform.ts', 'src/cloud/storage/open.ts', 'test/**/*.ts'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
-  { files: ['src/drivers/upnp/xml.ts'], rules: { 'no-control-regex': 'off' } },
   { files: ['src/hub.ts'], rules: { '@typescript-eslint/no-this-alias': ['error', { allowedNames: ['hub'] }] } },
   {
     files: ['**/*.js'],
@@ -172,6 +171,31 @@ module.exports = tseslint.config(
     ['util/', 'net/', 'logging/', 'media/', 'audio/', 'logger', 'core/errors'],
     'src/tts imports only util, net, media, audio, the logger and core/errors: the TTS engines know no core, driver, operation or front end.',
   ),
+  // src/protocols: wire protocols as their peers speak them (UPnP, MPD, the cloud link), shared
+  // by drivers and front ends alike: they stand on util, net and the logger only, never on the
+  // core, a driver, an operation or a front end. Files one folder down (src/protocols/upnp/…)
+  // may use their siblings and the other protocols (../), and the same leaves two levels up.
+  leaf(
+    ['src/protocols/*.ts'],
+    ['util/', 'net/', 'logging/', 'logger'],
+    'src/protocols imports only util, net and the logger: a protocol knows no core, driver, operation or front end.',
+  ),
+  {
+    files: ['src/protocols/*/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^\\.\\./\\.\\./(?!(?:util/|net/|logging/|logger$))',
+              message: 'src/protocols imports only util, net and the logger: a protocol knows no core, driver, operation or front end.',
+            },
+          ],
+        },
+      ],
+    },
+  },
   // src/http: the REST/HTTP helpers the REST server and the cloud share (operation routes,
   // OpenAPI, limits): they stand on the operation table and the core, under every front end.
   layer(

@@ -181,6 +181,36 @@ const LAYER_CASES: { file: string; bad: string[]; good: string[] }[] = [
     ],
   },
   {
+    // src/protocols, one folder down: its siblings, other protocols, util, net and the logger; nothing of the hub.
+    file: 'src/protocols/upnp/probe.ts',
+    bad: [
+      "import { a } from '../../core/clock';",
+      "import { b } from '../../drivers/driver';",
+      "import { c } from '../../dlna/extension';",
+      "import { d } from '../../server/rest-server';",
+      "import { e } from '../../hub-config';",
+      "import { f } from '../../../test/helpers/wait';",
+    ],
+    good: [
+      "import { parseXml } from './xml';",
+      "import { LINK_PATH } from '../cloud-link';",
+      "import { createLogger } from '../../logger';",
+      "import { LimitedLog } from '../../logging/limited-log';",
+      "import { TokenBucket } from '../../net/token-bucket';",
+      "import { Backoff } from '../../util/backoff';",
+    ],
+  },
+  {
+    // src/protocols, top level: the same leaves.
+    file: 'src/protocols/probe.ts',
+    bad: ["import { a } from '../core/errors';", "import { b } from '../drivers/driver';", "import { c } from '../mqtt/bridge';"],
+    good: [
+      "import { createLogger } from '../logger';",
+      "import { TokenBucket } from '../net/token-bucket';",
+      "import { parseXml } from './upnp/xml';",
+    ],
+  },
+  {
     // src/http: the REST helpers the HTTP front ends share; no front end, no driver.
     file: 'src/http/probe.ts',
     bad: [

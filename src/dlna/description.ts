@@ -3,7 +3,7 @@ import { deflateSync } from 'node:zlib';
 import { deviceDescriptionXml } from '../protocols/upnp/description';
 import type { RendererIdentity } from './renderer';
 import { SERVICES, SERVICE_NAMES } from './scpd';
-import { MEDIA_RENDERER } from './ssdp';
+import { MEDIA_RENDERER } from '../protocols/upnp/description';
 
 /** Device descriptions, UDNs and the hub-level icon of the published renderers. */
 
@@ -42,7 +42,7 @@ export function deviceDescription(id: RendererIdentity, friendlyName: string, ve
     dlnaDoc: 'DMR-1.50',
     icon: { url: '/icon.png', width: 48, height: 48 },
     services: SERVICE_NAMES.map((n) => ({
-      type: SERVICES[n].type,
+      serviceType: SERVICES[n].type,
       id: SERVICES[n].id,
       scpdUrl: `/scpd/${n}.xml`,
       controlUrl: `${base}/${n}/control`,

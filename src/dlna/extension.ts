@@ -4,12 +4,13 @@ import type { ExtensionContext, HubExtension } from '../extensions/extension';
 import type { Logger } from '../logger';
 import { AllowList } from '../net/allow-list';
 import { interfaceAddress } from '../net/interface-address';
-import { Gena } from './gena';
+import { Gena } from '../protocols/upnp/gena-publisher';
 import { ClientHubPort, type HubPort } from './hub-port';
 import { DlnaHttpServer } from './http-server';
 import { LibraryDevice } from './library-device';
 import { Publisher } from './publisher';
-import { MEDIA_RENDERER, SsdpServer } from './ssdp';
+import { MEDIA_RENDERER } from '../protocols/upnp/description';
+import { SsdpServer } from '../protocols/upnp/ssdp-server';
 
 export interface DlnaStatus {
   interfaceName: string;

@@ -6,9 +6,9 @@ import { installConnectionLimits } from '../net/connection-limits';
 import { LimitedLog } from '../logging/limited-log';
 import { KeyedBuckets } from '../net/token-bucket';
 import { Turns } from '../util/turns';
-import type { GenaAnswer } from './gena';
+import type { GenaAnswer } from '../protocols/upnp/gena-publisher';
 import type { ServiceName } from './scpd';
-import { MAX_SOAP_BYTES } from './soap';
+import { MAX_SOAP_BYTES } from '../protocols/upnp/soap';
 
 /**
  * The renderers' one HTTP server (node:http): device descriptions, SCPDs, the icon, SOAP

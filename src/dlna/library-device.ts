@@ -7,7 +7,9 @@ import { buildScpd, findAction } from '../protocols/upnp/scpd';
 import { parseSoapRequest, soapFault, soapResponse, UpnpError } from '../protocols/upnp/soap';
 import { CONTENT_DIRECTORY, ContentDirectory, protocolInfoOf } from './content-directory';
 import { rendererPath, rendererUdn } from './description';
-import { propertySetOf, type Gena } from './gena';
+import { MEDIA_SERVER } from '../protocols/upnp/description';
+import { propertySetOf } from '../protocols/upnp/gena';
+import type { Gena } from '../protocols/upnp/gena-publisher';
 import { SERVICES } from './scpd';
 
 /**
@@ -18,7 +20,7 @@ import { SERVICES } from './scpd';
  * covers are served here, at /r/library/art/<PersistentID>.
  */
 
-export const MEDIA_SERVER = 'urn:schemas-upnp-org:device:MediaServer:1';
+export { MEDIA_SERVER };
 export const LIBRARY_SLUG = 'library';
 export const LIBRARY_MODEL = 'SpeakerHub library';
 const ART_PATH = /^\/r\/library\/art\/(\d{1,20})$/;
@@ -82,7 +84,7 @@ export class LibraryDevice {
       dlnaDoc: 'DMS-1.50',
       icon: { url: '/icon.png', width: 48, height: 48 },
       services: (Object.keys(LIBRARY_SERVICES) as LibraryService[]).map((n) => ({
-        type: LIBRARY_SERVICES[n].type,
+        serviceType: LIBRARY_SERVICES[n].type,
         id: LIBRARY_SERVICES[n].id,
         scpdUrl: `/scpd/${n}.xml`,
         controlUrl: `${base}/${n}/control`,

@@ -3,14 +3,15 @@ import type { Logger } from '../logger';
 import { LimitedLog } from '../logging/limited-log';
 import type { DlnaConfig } from './config';
 import { deviceDescription, iconPng, MODEL_NAME, rendererPath, rendererUdn } from './description';
-import { Gena, propertySetOf } from './gena';
+import { propertySetOf } from '../protocols/upnp/gena';
+import { Gena } from '../protocols/upnp/gena-publisher';
 import type { DlnaRoutes, RoutedService } from './http-server';
 import { LIBRARY_SLUG, LibraryDevice, MEDIA_SERVER } from './library-device';
 import type { HubChange, HubPort, SpeakerView } from './hub-port';
 import { Renderer, SINK_PROTOCOLS, toUpnpError, type RendererIdentity, type RendererKind } from './renderer';
 import { SERVICES, SERVICE_NAMES, scpdXml } from './scpd';
-import { parseSoapRequest, soapFault, soapResponse, UpnpError } from './soap';
-import type { SsdpServer } from './ssdp';
+import { parseSoapRequest, soapFault, soapResponse, UpnpError } from '../protocols/upnp/soap';
+import type { SsdpServer } from '../protocols/upnp/ssdp-server';
 
 /**
  * The set of published renderers: one per speaker (plus its announcement renderer) and "All

@@ -1,7 +1,7 @@
 import type { HubPort } from './hub-port';
 import type { RendererIdentity } from './renderer';
 import { desiredMute, desiredVolume, toHubVolume, toUpnpError, toUpnpVolume } from './renderer-values';
-import { UpnpError } from './soap';
+import { UpnpError } from '../protocols/upnp/soap';
 
 /**
  * A renderer's RenderingControl: its volume and mute, read from the hub and set through it.

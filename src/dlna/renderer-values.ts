@@ -1,6 +1,6 @@
 import { HubCommandError } from './hub-port';
-import { UpnpError } from './soap';
-import { escapeXml } from './xml';
+import { UpnpError } from '../protocols/upnp/soap';
+import { escapeXml } from '../protocols/upnp/xml';
 
 /** What a published renderer says of itself and maps: its protocols, evented variables, volume scale, errors and LastChange. */
 

@@ -1,9 +1,10 @@
 import type { PlaybackSnapshot } from '../core/events';
 import type { Logger } from '../logger';
-import { formatTime, parseTime, readDidl, writeDidl } from './didl';
+import { formatTime, parseTime, readDidl } from '../protocols/upnp/didl';
+import { writeDidl } from './didl';
 import { type AnnounceMode, type HubChange, type HubPort, type ZoneRef } from './hub-port';
 import { findAction, type ServiceName, type TransportState } from './scpd';
-import { UpnpError } from './soap';
+import { UpnpError } from '../protocols/upnp/soap';
 import { checkUrlTarget } from './url-policy';
 import { ChangeWaits, within } from './change-waits';
 import { hasKnownLength } from './media-length';

@@ -1,5 +1,5 @@
 import { pointsAtHubMachine } from '../net/url-target';
-import { UpnpError } from './soap';
+import { UpnpError } from '../protocols/upnp/soap';
 
 /**
  * What a control point may make the hub fetch (issue 32 item 6). A URI handed over by

@@ -265,7 +265,7 @@ d('hostile control points against a real hub with --dlna, beside a real control 
     console.log(`dlna hostile SSDP: ${result.sent} ssdp:all searches from one host got ${result.answers} answers`);
     expect(result.sent).toBe(3000);
     // 3 renderers a speaker… 5 renderers × 6 targets = 30 answers a search; a source gets a burst of
-    // 100 answers and 50 a second after it (src/dlna/ssdp.ts), over the 4 s the flood listens: ≤ 300.
+    // 100 answers and 50 a second after it (src/protocols/upnp/ssdp-server.ts), over the 4 s the flood listens: ≤ 300.
     expect(result.answers).toBeGreaterThan(0);
     expect(result.answers).toBeLessThanOrEqual(100 + 50 * 5);
   });

@@ -1,6 +1,6 @@
 import { XMLValidator } from 'fast-xml-parser';
 import { ContentDirectory, MAX_PAGE } from '../../src/dlna/content-directory';
-import { Gena } from '../../src/dlna/gena';
+import { Gena } from '../../src/protocols/upnp/gena-publisher';
 import { LibraryDevice } from '../../src/dlna/library-device';
 import { createLogger } from '../../src/logger';
 import type { LibraryAccess, MediaItem } from '../../src/media/types';

@@ -1,11 +1,11 @@
 import { XMLValidator } from 'fast-xml-parser';
-import { formatTime, parseTime, readDidl } from '../../src/dlna/didl';
-import { Gena } from '../../src/dlna/gena';
+import { formatTime, parseTime, readDidl } from '../../src/protocols/upnp/didl';
+import { Gena } from '../../src/protocols/upnp/gena-publisher';
 import { lastChange, toHubVolume, toUpnpVolume } from '../../src/dlna/renderer';
 import { checkUrl } from '../../src/dlna/renderer-values';
 import { SERVICES, SERVICE_NAMES, scpdXml } from '../../src/dlna/scpd';
-import { parseSoapRequest, soapFault, UpnpError } from '../../src/dlna/soap';
-import { decodeEntities } from '../../src/dlna/xml';
+import { parseSoapRequest, soapFault, UpnpError } from '../../src/protocols/upnp/soap';
+import { decodeEntities } from '../../src/protocols/upnp/xml';
 import { deviceDescription, rendererUdn } from '../../src/dlna/description';
 import { createLogger } from '../../src/logger';
 import { checkUrlTarget } from '../../src/dlna/url-policy';

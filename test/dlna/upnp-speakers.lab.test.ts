@@ -5,7 +5,7 @@ import { DlnaLab, field, http, labUnavailableReason, REPO, soap, type LabHub } f
 import { eventually } from '../helpers/wait';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
 import { JsonLines } from '../drivers/upnp/processes';
-import { child, isElement, parseXml, text, type XmlElement } from '../../src/dlna/xml';
+import { child, isElement, parseControlPointXml as parseXml, text, type XmlElement } from '../../src/protocols/upnp/xml';
 import { LAN_IFNAME } from '../drivers/upnp/lan';
 import { upnpDeviceId } from '../../src/drivers/upnp/info';
 import { upnpDeviceId as dlnaUpnpDeviceId } from '../../src/dlna/extension';

@@ -1,11 +1,12 @@
 import { extname } from 'node:path';
 import type { MediaRequest } from '../driver';
-import { escapeXml } from './xml';
+import { didlDocument, didlObject } from '../../protocols/upnp/didl';
 
 /**
  * What SetAVTransportURI carries besides the URL: DIDL-Lite metadata with the title and a
  * protocolInfo naming the content type. Many renderers refuse a URI without metadata, and
- * some pick their decoder from protocolInfo rather than from the HTTP Content-Type.
+ * some pick their decoder from protocolInfo rather than from the HTTP Content-Type. The
+ * document is written by the one DIDL-Lite writer (src/protocols/upnp/didl.ts).
  */
 
 const BY_EXTENSION: Record<string, string> = {
@@ -43,30 +44,15 @@ const MAX_TITLE = 200;
 export function didlLite(media: MediaRequest): string {
   const rawTitle = media.title?.trim() || 'SpeakerHub';
   const title = rawTitle.length > MAX_TITLE ? `${rawTitle.slice(0, MAX_TITLE - 1)}…` : rawTitle;
-  const duration = media.duration !== undefined && media.duration > 0 ? ` duration="${formatTime(media.duration)}.000"` : '';
-  return (
-    '<DIDL-Lite xmlns="urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/" xmlns:dc="http://purl.org/dc/elements/1.1/" ' +
-    'xmlns:upnp="urn:schemas-upnp-org:metadata-1-0/upnp/">' +
-    '<item id="0" parentID="-1" restricted="1">' +
-    `<dc:title>${escapeXml(title)}</dc:title>` +
-    '<upnp:class>object.item.audioItem.musicTrack</upnp:class>' +
-    `<res protocolInfo="${escapeXml(protocolInfo(media))}"${duration}>${escapeXml(media.url)}</res>` +
-    '</item></DIDL-Lite>'
-  );
-}
-
-/** Seconds → H:MM:SS (REL_TIME targets and DIDL durations). */
-export function formatTime(seconds: number): string {
-  const s = Math.max(0, Math.floor(seconds));
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  return `${h}:${String(m).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}`;
-}
-
-/** H:MM:SS[.F] → seconds; undefined for NOT_IMPLEMENTED and other non-times. */
-export function parseTime(value: string | undefined): number | undefined {
-  const m = /^\s*(\d+):(\d{1,2}):(\d{1,2})(?:\.(\d+))?(?:\s*)$/.exec(value ?? '');
-  if (!m) return undefined;
-  const frac = m[4] ? Number(`0.${m[4]}`) : 0;
-  return Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]) + frac;
+  // Whole seconds, as this driver has always sent them (res@duration is H+:MM:SS.FFF).
+  const duration = media.duration !== undefined && media.duration > 0 ? Math.floor(media.duration) : undefined;
+  return didlDocument([
+    didlObject({
+      id: '0',
+      parentId: '-1',
+      title,
+      upnpClass: 'object.item.audioItem.musicTrack',
+      res: { url: media.url, protocolInfo: protocolInfo(media), duration },
+    }),
+  ]);
 }

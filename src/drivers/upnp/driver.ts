@@ -4,10 +4,10 @@ import type { Logger } from '../../logger';
 import { interfaceAddress } from '../../net/interface-address';
 import type { DriverEvents, MediaRequest, Speaker, SpeakerDriver } from '../driver';
 import type { UpnpConfig } from './config';
-import { fetchDescription, MEDIA_RENDERER } from './description';
-import { GenaServer } from './gena';
+import { fetchDescription, MEDIA_RENDERER } from '../../protocols/upnp/description-parse';
+import { GenaServer } from '../../protocols/upnp/gena-subscriber';
 import { UpnpSpeaker, type PlayTicket } from './renderer';
-import { SsdpClient, type SsdpAlive, type SsdpByeBye } from './ssdp';
+import { SsdpClient, type SsdpAlive, type SsdpByeBye } from '../../protocols/upnp/ssdp-client';
 
 export interface UpnpDriverOptions {
   config: UpnpConfig;
@@ -112,8 +112,8 @@ export class UpnpDriver extends EventEmitter<DriverEvents> implements SpeakerDri
   }
 
   /**
-   * Starts the media on several renderers as one act: every renderer is loaded (Stop,
-   * SetAVTransportURI) in parallel, then Play goes out to all of them at once, so one slow
+   * Starts the media on several renderers as one act: every renderer is loaded
+   * (SetAVTransportURI, after a Stop for a renderer that needs one) in parallel, then Play goes out to all of them at once, so one slow
    * SetAVTransportURI does not skew the others' start; then each is confirmed playing.
    */
   async playGroup(speakers: Speaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {

@@ -19,5 +19,5 @@
 export { UpnpDriver, type UpnpDriverOptions } from './driver';
 export { UpnpSpeaker, upnpDeviceId } from './renderer';
 export { UpnpConfigSchema, type UpnpConfig } from './config';
-export { fetchDescription, parseDescription, MEDIA_RENDERER, type RendererDescription } from './description';
-export { soapCall, SoapFault } from './soap';
+export { fetchDescription, parseDescription, MEDIA_RENDERER, type RendererDescription } from '../../protocols/upnp/description-parse';
+export { soapCall, SoapFault } from '../../protocols/upnp/soap-client';

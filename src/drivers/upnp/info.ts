@@ -1,5 +1,5 @@
 import { digitId, type SpeakerInfo } from '../driver';
-import type { RendererDescription } from './description';
+import type { RendererDescription } from '../../protocols/upnp/description-parse';
 
 /** The spec defines no Role values; 21 (stand-alone speaker) is what the original hub reports. */
 const ROLE = 21;

@@ -1,9 +1,9 @@
 import type { Logger } from '../../logger';
 import type { UpnpConfig } from './config';
-import type { RendererDescription, ServiceEndpoint } from './description';
-import { parseTime } from './didl';
-import { NetworkError } from './http';
-import { soapCall, type SoapArgs } from './soap';
+import type { RendererDescription, ServiceEndpoint } from '../../protocols/upnp/description-parse';
+import { parseTime } from '../../protocols/upnp/didl';
+import { NetworkError } from '../../protocols/upnp/http-client';
+import { SoapFault, soapCall, type SoapArgs } from '../../protocols/upnp/soap-client';
 
 /** AVTransport's state as GetTransportInfo reports it (upper case). */
 export interface Transport {
@@ -34,6 +34,8 @@ export interface RendererControlOptions {
  */
 export class RendererControl {
   private chain: Promise<unknown> = Promise.resolve();
+  /** The renderer refused a new URI until stopped once: every load stops it first (setUri). */
+  private stopBeforeLoad = false;
 
   constructor(private readonly opts: RendererControlOptions) {}
 
@@ -88,6 +90,34 @@ export class RendererControl {
     if (media?.CurrentURI) return media.CurrentURI;
     const pos = await this.avt('GetPositionInfo').catch(() => undefined);
     return pos?.TrackURI ?? '';
+  }
+
+  /**
+   * SetAVTransportURI, with no Stop before it (issue 30: one round trip less before the first
+   * sound of an announcement). AVTransport lets a renderer take a new URI in any state, and
+   * gmediarender does (test/drivers/upnp/upnp.lab.test.ts checks it while playing). A renderer
+   * that refuses a new URI while it plays (UPnP 701 Transition not available, 705 Transport
+   * locked …) is stopped and asked again, and from then on always stopped first.
+   */
+  async setUri(url: string, metadata: string, stillWanted: () => void): Promise<void> {
+    const log = this.opts.log;
+    if (!this.stopBeforeLoad) {
+      try {
+        await this.avt('SetAVTransportURI', { CurrentURI: url, CurrentURIMetaData: metadata });
+        return;
+      } catch (e) {
+        if (!(e instanceof SoapFault)) throw e;
+        log.debug({ err: e.message }, 'SetAVTransportURI refused; trying again after a Stop');
+      }
+    }
+    await this.avt('Stop').catch((e) => {
+      // 701 "transition not available" when nothing is loaded: already stopped, which is all we want.
+      if (!(e instanceof SoapFault)) throw e;
+    });
+    stillWanted();
+    await this.avt('SetAVTransportURI', { CurrentURI: url, CurrentURIMetaData: metadata });
+    if (!this.stopBeforeLoad) log.info('this renderer takes a new URI only after a Stop: stopping it first from now on');
+    this.stopBeforeLoad = true;
   }
 
   /** Runs control actions one after another, so a Stop never overtakes the Play it cancels. */

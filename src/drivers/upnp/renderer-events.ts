@@ -1,8 +1,9 @@
 import type { Clock } from '../../core/clock';
 import type { Logger } from '../../logger';
 import type { UpnpConfig } from './config';
-import type { RendererDescription, ServiceEndpoint } from './description';
-import { GenaSubscription, parseLastChange, SubscribeError, type GenaServer } from './gena';
+import type { RendererDescription, ServiceEndpoint } from '../../protocols/upnp/description-parse';
+import { parseLastChange } from '../../protocols/upnp/gena';
+import { GenaSubscription, SubscribeError, type GenaServer } from '../../protocols/upnp/gena-subscriber';
 
 /** An SSDP announcement's datagrams (one per device type and service, sent twice) arrive within this. */
 const ANNOUNCEMENT_BURST_MS = 3000;

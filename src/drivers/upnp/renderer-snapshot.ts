@@ -1,6 +1,6 @@
 import type { Clock } from '../../core/clock';
 import type { SpeakerPlayState, SpeakerSnapshot } from '../driver';
-import { parseTime } from './didl';
+import { parseTime } from '../../protocols/upnp/didl';
 import type { RendererControl } from './renderer-control';
 import type { RendererTransport } from './renderer-transport';
 import type { RendererVolume } from './renderer-volume';
@@ -8,12 +8,17 @@ import type { RendererVolume } from './renderer-volume';
 /**
  * What the renderer has now, read from it (GetMediaInfo, GetPositionInfo, GetTransportInfo,
  * GetVolume, GetMute), whoever loaded it: another control point's URI and metadata too.
+ * The reads go out together (issue 30: an announcement waits for this snapshot, and five
+ * round trips one after another cost five times one); they change nothing, so their order
+ * does not matter, and the first that fails fails the snapshot as before.
  */
 export async function readSnapshot(control: RendererControl, volume: RendererVolume, clock: Clock): Promise<SpeakerSnapshot> {
-  const media = await control.avt('GetMediaInfo');
-  const pos = await control.avt('GetPositionInfo');
-  const transport = await control.readTransport();
-  const level = await volume.read();
+  const [media, pos, transport, level] = await Promise.all([
+    control.avt('GetMediaInfo'),
+    control.avt('GetPositionInfo'),
+    control.readTransport(),
+    volume.read(),
+  ]);
   const state: SpeakerPlayState =
     transport.state === 'PLAYING' || transport.state === 'TRANSITIONING' ? 'playing' : transport.state === 'PAUSED_PLAYBACK' ? 'paused' : 'stopped';
   const url = media.CurrentURI || pos.TrackURI || undefined;

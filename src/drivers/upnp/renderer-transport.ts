@@ -3,9 +3,10 @@ import type { Logger } from '../../logger';
 import { redactUrl } from '../../redact';
 import type { MediaRequest, SpeakerPlayState, SpeakerSnapshot, StopReason } from '../driver';
 import type { UpnpConfig } from './config';
-import { didlLite, formatTime } from './didl';
+import { formatTime } from '../../protocols/upnp/didl';
+import { didlLite } from './didl';
 import { isActive, isIdle, isLoopbackHost, isLoopbackUrl, type Position, type RendererControl, type Transport } from './renderer-control';
-import { SoapFault } from './soap';
+import { SoapFault } from '../../protocols/upnp/soap-client';
 
 /** A play in progress: created by load(), advanced by start() and confirm(). */
 export interface PlayTicket {
@@ -93,7 +94,7 @@ export class RendererTransport {
     return this.session?.position;
   }
 
-  /** First step of a play: Stop (always: many renderers refuse a new URI while playing), then SetAVTransportURI. */
+  /** First step of a play: SetAVTransportURI (RendererControl.setUri: with a Stop first only for a renderer that needs one). */
   async load(media: MediaRequest): Promise<PlayTicket> {
     const { host, control, clock, log } = this.opts;
     host.assertAvailable();
@@ -111,12 +112,7 @@ export class RendererTransport {
     }
     await control.serial(async () => {
       this.check(ticket);
-      await control.avt('Stop').catch((e) => {
-        // 701 "transition not available" when nothing is loaded: already stopped, which is all we want.
-        if (!(e instanceof SoapFault)) throw e;
-      });
-      this.check(ticket);
-      await control.avt('SetAVTransportURI', { CurrentURI: media.url, CurrentURIMetaData: didlLite(media) });
+      await control.setUri(media.url, didlLite(media), () => this.check(ticket));
     });
     return ticket;
   }
@@ -288,11 +284,17 @@ export class RendererTransport {
     if (host.currentState() !== 'stopped') host.setState('stopped', 'stopped');
     const url = snap.url;
     await control.serial(async () => {
-      await control.avt('Stop').catch((e) => {
-        if (!(e instanceof SoapFault)) throw e;
-      });
-      await control.avt('SetAVTransportURI', { CurrentURI: url, CurrentURIMetaData: snap.metadata ?? '' });
-      if (snap.state !== 'stopped') await control.avt('Play', { Speed: '1' });
+      if (snap.state === 'stopped') {
+        // No Play follows: a renderer still playing (gmediarender switches streams on a new
+        // URI while it plays) would play the restored media instead of holding it stopped.
+        await control.avt('Stop').catch((e) => {
+          if (!(e instanceof SoapFault)) throw e;
+        });
+        await control.avt('SetAVTransportURI', { CurrentURI: url, CurrentURIMetaData: snap.metadata ?? '' });
+        return;
+      }
+      await control.setUri(url, snap.metadata ?? '', () => undefined);
+      await control.avt('Play', { Speed: '1' });
     });
     if (snap.state === 'stopped') return;
     // Renderers refuse a seek before they play; a live stream (no duration) has nothing to seek.

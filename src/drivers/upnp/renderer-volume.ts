@@ -1,8 +1,8 @@
 import { clampVolume } from '../../core/volume-range';
 import type { SpeakerSnapshot } from '../driver';
-import { fetchVolumeRange, type RendererDescription } from './description';
+import { fetchVolumeRange, type RendererDescription } from '../../protocols/upnp/description-parse';
 import type { RendererControl } from './renderer-control';
-import { SoapFault } from './soap';
+import { SoapFault } from '../../protocols/upnp/soap-client';
 import { VolumeScale } from './volume';
 
 /**
@@ -77,9 +77,9 @@ export class RendererVolume {
     let raw: number | undefined;
     let muted = this.muted;
     if (this.control.hasRenderingControl) {
-      const v = await this.control.rc('GetVolume').catch(() => undefined);
+      // Both at once: a snapshot before an announcement waits for them.
+      const [v, m] = await Promise.all([this.control.rc('GetVolume').catch(() => undefined), this.control.rc('GetMute').catch(() => undefined)]);
       if (v && v.CurrentVolume !== undefined && Number.isFinite(Number(v.CurrentVolume))) raw = Number(v.CurrentVolume);
-      const m = await this.control.rc('GetMute').catch(() => undefined);
       if (m?.CurrentMute !== undefined) muted = m.CurrentMute === '1' || m.CurrentMute.toLowerCase() === 'true';
     }
     return { raw, muted, volume: raw !== undefined ? this.scale.toHub(raw) : this.level };

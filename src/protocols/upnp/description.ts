@@ -1,13 +1,29 @@
 import { escapeXml } from './xml';
 
-/** UPnP device descriptions (UDA 1.0), written from data: shared by the DLNA renderers and the DLNA MediaServer. */
+/**
+ * UPnP device descriptions (UDA 1.0): written from data here (the DLNA renderers and the DLNA
+ * MediaServer), read by description-parse.ts (the upnp driver, of the renderers it controls).
+ * The types of a service's endpoints are the same on both sides.
+ */
 
-export interface DescribedService {
-  type: string;
-  id: string;
-  scpdUrl: string;
+export const MEDIA_RENDERER = 'urn:schemas-upnp-org:device:MediaRenderer:1';
+export const MEDIA_SERVER = 'urn:schemas-upnp-org:device:MediaServer:1';
+/** Service type prefixes (any version). */
+export const AV_TRANSPORT = 'urn:schemas-upnp-org:service:AVTransport:';
+export const RENDERING_CONTROL = 'urn:schemas-upnp-org:service:RenderingControl:';
+
+/** A service's endpoints, as a description lists them (absolute URLs when parsed; paths when written). */
+export interface ServiceEndpoint {
+  /** e.g. urn:schemas-upnp-org:service:AVTransport:1 */
+  serviceType: string;
   controlUrl: string;
   eventSubUrl: string;
+  scpdUrl: string;
+}
+
+/** A service of a device the hub publishes: its endpoints and its serviceId. */
+export interface DescribedService extends ServiceEndpoint {
+  id: string;
 }
 
 export interface DeviceDescription {
@@ -30,7 +46,7 @@ export function deviceDescriptionXml(d: DeviceDescription): string {
   const services = d.services
     .map(
       (s) =>
-        `<service><serviceType>${escapeXml(s.type)}</serviceType><serviceId>${escapeXml(s.id)}</serviceId>` +
+        `<service><serviceType>${escapeXml(s.serviceType)}</serviceType><serviceId>${escapeXml(s.id)}</serviceId>` +
         `<SCPDURL>${escapeXml(s.scpdUrl)}</SCPDURL><controlURL>${escapeXml(s.controlUrl)}</controlURL><eventSubURL>${escapeXml(s.eventSubUrl)}</eventSubURL></service>`,
     )
     .join('');

@@ -1,9 +1,10 @@
-import { escapeXml } from './xml';
+import { attr, child, escapeXml, parseControlPointXml, text, XmlError } from './xml';
 
 /**
- * DIDL-Lite writing (ContentDirectory results, AVTransport metadata): shared by the DLNA
- * renderers and the DLNA MediaServer. Every value is escaped; a property is written only
- * when it has a value and the control point's Filter asks for it.
+ * DIDL-Lite (ContentDirectory results, AVTransport metadata) and UPnP's H+:MM:SS times: the
+ * one writer (the DLNA renderers and MediaServer; the upnp driver's SetAVTransportURI
+ * metadata) and the one reader. Every value is escaped; a property is written only when it
+ * has a value and the control point's Filter asks for it.
  */
 
 const DIDL_OPEN =
@@ -91,4 +92,43 @@ export function didlObject(o: DidlObject, filter: DidlFilter = DidlFilter.ALL): 
 /** A DIDL-Lite document of these objects. */
 export function didlDocument(objects: string[]): string {
   return `${DIDL_OPEN}${objects.join('')}</DIDL-Lite>`;
+}
+
+/** Largest metadata string read (a control point's DIDL-Lite of one item). */
+const MAX_DIDL_CHARS = 32 * 1024;
+
+export interface ItemMetadata {
+  title?: string;
+  protocolInfo?: string;
+}
+
+/** The title (and res protocolInfo) of the first item; {} for empty or unreadable metadata (it is optional). */
+export function readDidl(metadata: string): ItemMetadata {
+  if (!metadata.trim() || metadata.trim() === 'NOT_IMPLEMENTED') return {};
+  try {
+    const doc = parseControlPointXml(metadata, MAX_DIDL_CHARS);
+    const didl = child(doc, 'DIDL-Lite');
+    const item = child(didl, 'item') ?? child(didl, 'container');
+    const title = text(child(item, 'title')).slice(0, 500) || undefined;
+    const protocolInfo = attr(child(item, 'res'), 'protocolInfo');
+    return { title, protocolInfo };
+  } catch (e) {
+    if (e instanceof XmlError) return {};
+    throw e;
+  }
+}
+
+/** Seconds → H:MM:SS (REL_TIME values and Seek targets); '0:00:00' for no time or a negative one. */
+export function formatTime(seconds: number | undefined): string {
+  if (seconds === undefined || !Number.isFinite(seconds) || seconds < 0) return '0:00:00';
+  const s = Math.floor(seconds);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${Math.floor(s / 3600)}:${pad(Math.floor(s / 60) % 60)}:${pad(s % 60)}`;
+}
+
+/** Seconds from H+:MM:SS[.F+] (or H+:MM:SS[.F0/F1]); undefined when it is not one (NOT_IMPLEMENTED, '', none). */
+export function parseTime(value: string | undefined): number | undefined {
+  const m = /^\+?(\d{1,5}):([0-5]?\d):([0-5]?\d)(?:\.(\d+)(?:\/\d+)?)?$/.exec((value ?? '').trim());
+  if (!m) return undefined;
+  return Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]) + (m[4] ? Number(`0.${m[4]}`) : 0);
 }

@@ -1,10 +1,11 @@
-import { escapeXml } from './xml';
+import { at, child, children, escapeXml, parseXml, text } from './xml';
 
 /**
  * A UPnP service as data (its actions and state variables): the SCPD document is written from
  * it, and a device's SOAP dispatcher checks every action and its input arguments against it
  * (401 for an action the service does not have, 402 for a missing argument). Shared by the
- * DLNA renderers and the DLNA MediaServer.
+ * DLNA renderers and the DLNA MediaServer. The upnp driver reads one thing of a renderer's
+ * SCPD: the Volume range (parseVolumeRange).
  */
 
 export interface StateVariable {
@@ -63,4 +64,15 @@ export function buildScpd(s: ServiceSpec): string {
 /** The service's action of that name (undefined: the caller answers 401 Invalid Action). */
 export function findAction(spec: ServiceSpec, name: string): Action | undefined {
   return spec.actions.find((a) => a.name === name);
+}
+
+/** The Volume state variable's range from a RenderingControl SCPD; most renderers say 0–100. */
+export function parseVolumeRange(scpd: string): { min: number; max: number } | undefined {
+  const vars = children(at(parseXml(scpd), 'scpd', 'serviceStateTable'), 'stateVariable');
+  const volume = vars.find((v) => text(child(v, 'name')) === 'Volume');
+  const range = child(volume, 'allowedValueRange');
+  const min = Number(text(child(range, 'minimum')));
+  const max = Number(text(child(range, 'maximum')));
+  if (!range || !Number.isFinite(min) || !Number.isFinite(max) || max <= min) return undefined;
+  return { min, max };
 }

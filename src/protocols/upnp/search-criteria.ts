@@ -91,22 +91,20 @@ export function parseSearchCriteria(text: string): Criteria {
     const t = tokens[pos];
     return t?.t === 'word' ? t.v.toLowerCase() : undefined;
   };
-  const or = (depth: number): Criteria => {
-    let left = and(depth);
-    while (peekWord() === 'or') {
-      pos++;
-      left = { kind: 'or', left, right: and(depth) };
-    }
-    return left;
-  };
-  const and = (depth: number): Criteria => {
-    let left = primary(depth);
-    while (peekWord() === 'and') {
-      pos++;
-      left = { kind: 'and', left, right: primary(depth) };
-    }
-    return left;
-  };
+  /** A left-associative chain of `operand`s joined by the word `kind`. */
+  const chain =
+    (kind: 'and' | 'or', operand: (depth: number) => Criteria) =>
+    (depth: number): Criteria => {
+      let left = operand(depth);
+      while (peekWord() === kind) {
+        pos++;
+        left = { kind, left, right: operand(depth) };
+      }
+      return left;
+    };
+  // `and` binds tighter than `or`; primary reaches back to `or` for parentheses.
+  const and = chain('and', (depth) => primary(depth));
+  const or = chain('or', and);
   const primary = (depth: number): Criteria => {
     if (depth > MAX_DEPTH) throw new SearchCriteriaError(`nested deeper than ${MAX_DEPTH}`);
     if (++terms > MAX_TERMS) throw new SearchCriteriaError(`more than ${MAX_TERMS} terms`);

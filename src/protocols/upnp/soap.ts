@@ -1,14 +1,12 @@
-import { child, escapeXml, isElement, parseXml, text, XmlError } from './xml';
+import { child, escapeXml, isElement, parseControlPointXml, text, XmlError } from './xml';
+
+export { MAX_CONTROL_POINT_XML_ITEMS } from './xml';
 
 /**
- * Elements plus attributes a control point's document may hold: a SOAP request has a dozen,
- * a DIDL-Lite item a few dozen. The bound caps the parser's CPU per request (issue 32 item 5).
- */
-export const MAX_CONTROL_POINT_XML_ITEMS = 1024;
-
-/**
- * SOAP 1.1 as UPnP uses it (shared by the DLNA renderers and the DLNA MediaServer): one action per POST, arguments as child elements, answers as
- * `<u:ActionResponse>`, failures as a SOAP fault carrying a UPnPError code.
+ * SOAP 1.1 as UPnP uses it: one action per POST, arguments as child elements, answers as
+ * `<u:ActionResponse>`, failures as a SOAP fault carrying a UPnPError code. This file is the
+ * device side (the DLNA renderers and MediaServer) and the envelope both sides write;
+ * soap-client.ts is the control point side (the upnp driver).
  */
 
 /** UPnP error codes (UDA 1.0 and the AV services). */
@@ -67,7 +65,7 @@ export function parseSoapRequest(body: string, soapActionHeader: string | undefi
   const [, serviceType, action] = header;
   let doc;
   try {
-    doc = parseXml(body, { maxChars: MAX_SOAP_BYTES, maxItems: MAX_CONTROL_POINT_XML_ITEMS });
+    doc = parseControlPointXml(body, MAX_SOAP_BYTES);
   } catch (e) {
     throw new UpnpError('InvalidArgs', e instanceof XmlError ? e.message : 'unreadable body');
   }
@@ -88,15 +86,20 @@ export function parseSoapRequest(body: string, soapActionHeader: string | undefi
   return { serviceType, action, args };
 }
 
-export function soapResponse(serviceType: string, action: string, out: Record<string, string | number>): string {
-  const args = Object.entries(out)
+/** One action element (a request's `<u:Action>` or an answer's `<u:ActionResponse>`) with its arguments as child elements, escaped. */
+export function soapActionElement(serviceType: string, element: string, args: Record<string, string | number>): string {
+  const inner = Object.entries(args)
     .map(([k, v]) => `<${k}>${escapeXml(String(v))}</${k}>`)
     .join('');
-  return envelope(`<u:${action}Response xmlns:u="${escapeXml(serviceType)}">${args}</u:${action}Response>`);
+  return `<u:${element} xmlns:u="${escapeXml(serviceType)}">${inner}</u:${element}>`;
+}
+
+export function soapResponse(serviceType: string, action: string, out: Record<string, string | number>): string {
+  return soapDocument(soapActionElement(serviceType, `${action}Response`, out));
 }
 
 export function soapFault(error: UpnpError): string {
-  return envelope(
+  return soapDocument(
     '<s:Fault><faultcode>s:Client</faultcode><faultstring>UPnPError</faultstring><detail>' +
       '<UPnPError xmlns="urn:schemas-upnp-org:control-1-0">' +
       `<errorCode>${error.code}</errorCode><errorDescription>${escapeXml(error.message)}</errorDescription>` +
@@ -104,7 +107,8 @@ export function soapFault(error: UpnpError): string {
   );
 }
 
-function envelope(body: string): string {
+/** A SOAP 1.1 envelope around a body (requests, answers and faults alike). */
+export function soapDocument(body: string): string {
   return (
     '<?xml version="1.0" encoding="utf-8"?>\n' +
     '<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/" s:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/">' +

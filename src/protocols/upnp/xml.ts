@@ -57,6 +57,12 @@ export const DEFAULT_MAX_XML_CHARS = 1024 * 1024;
  */
 export const DEFAULT_MAX_XML_ITEMS = 8192;
 
+/**
+ * Elements plus attributes a control point's document may hold: a SOAP request has a dozen,
+ * a DIDL-Lite item a few dozen. The bound caps the parser's CPU per request (issue 32 item 5).
+ */
+export const MAX_CONTROL_POINT_XML_ITEMS = 1024;
+
 export interface XmlBounds {
   maxChars?: number;
   maxItems?: number;
@@ -92,6 +98,11 @@ export function parseXml(text: string, bounds: XmlBounds = {}): XmlElement {
   }
   if (!doc || typeof doc !== 'object') throw new XmlError('not an XML document');
   return doc as XmlElement;
+}
+
+/** Parses a control point's document (SOAP body, DIDL-Lite) within maxChars and MAX_CONTROL_POINT_XML_ITEMS. */
+export function parseControlPointXml(text: string, maxChars: number): XmlElement {
+  return parseXml(text, { maxChars, maxItems: MAX_CONTROL_POINT_XML_ITEMS });
 }
 
 /**

@@ -1,7 +1,9 @@
 import { systemClock } from '../../../src/core/clock';
-import { fetchDescription } from '../../../src/drivers/upnp/description';
-import { didlLite, parseTime } from '../../../src/drivers/upnp/didl';
-import { GenaServer, GenaSubscription, parseLastChange } from '../../../src/drivers/upnp/gena';
+import { fetchDescription } from '../../../src/protocols/upnp/description-parse';
+import { parseTime } from '../../../src/protocols/upnp/didl';
+import { didlLite } from '../../../src/drivers/upnp/didl';
+import { parseLastChange } from '../../../src/protocols/upnp/gena';
+import { GenaServer, GenaSubscription } from '../../../src/protocols/upnp/gena-subscriber';
 import { createLogger } from '../../../src/logger';
 import { MEDIA, UpnpLab, type Renderer } from './lab';
 import { eventually, sleep } from '../../helpers/wait';

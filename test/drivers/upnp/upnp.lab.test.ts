@@ -360,6 +360,22 @@ suite('UPnP driver with real gmediarender renderers', () => {
     }
   });
 
+  // Issue 30: the driver loads a new URI without a Stop first, so a renderer that is playing
+  // must take SetAVTransportURI + Play as it stands. gmediarender does: it drops the old
+  // stream, fetches the new one and plays it (straight to the renderer, no hub in between).
+  test('gmediarender takes SetAVTransportURI + Play while playing, without a Stop: the new URI plays', async () => {
+    const first = `${lab.webUrl}/song.mp3?take=1`;
+    const second = `${lab.webUrl}/song.mp3?take=2`;
+    await r1.soap('AVTransport', 'SetAVTransportURI', { CurrentURI: first, CurrentURIMetaData: '' });
+    await r1.soap('AVTransport', 'Play', { Speed: '1' });
+    await eventually(async () => (await r1.transportState()) === 'PLAYING' && (await r1.position()).rel > 0, 10_000, 'the first URI playing');
+    await r1.soap('AVTransport', 'SetAVTransportURI', { CurrentURI: second, CurrentURIMetaData: '' });
+    await r1.soap('AVTransport', 'Play', { Speed: '1' });
+    await eventually(async () => (await r1.position()).uri === second, 10_000, 'the second URI loaded');
+    await expectAdvancing([r1]);
+    await r1.soap('AVTransport', 'Stop');
+  });
+
   // How close the renderers start is measured in `npm run bench` (bench/drivers.js); a loaded
   // machine must not fail a test over it. Here: the measurement itself works, every renderer
   // fetched and reported PLAYING in every round (it throws otherwise) and each got a number.

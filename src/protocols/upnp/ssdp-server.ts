@@ -1,12 +1,27 @@
 import { createSocket, type Socket } from 'node:dgram';
-import { networkInterfaces } from 'node:os';
-import type { Logger } from '../logger';
-import { LimitedLog } from '../logging/limited-log';
-import type { AllowList } from '../net/allow-list';
-import { KeyedBuckets, TokenBucket } from '../net/token-bucket';
+import type { Logger } from '../../logger';
+import { LimitedLog } from '../../logging/limited-log';
+import type { AllowList } from '../../net/allow-list';
+import { KeyedBuckets, TokenBucket } from '../../net/token-bucket';
+import { MEDIA_RENDERER } from './description';
+import {
+  bindSocket,
+  interpret,
+  kindOf,
+  notifyMessage,
+  parseSearch,
+  parseSsdpMessage,
+  searchAnswer,
+  searchMessage,
+  SSDP_GROUP,
+  SSDP_PORT,
+  subnetFilter,
+  type Advertised,
+  type SsdpTarget,
+} from './ssdp';
 
 /**
- * The renderers' half of SSDP: answers M-SEARCH and announces (NOTIFY alive/byebye) on one
+ * The advertiser's half of SSDP (the DLNA renderers and MediaServer; the messages: ssdp.ts): answers M-SEARCH and announces (NOTIFY alive/byebye) on one
  * interface only — bound to its address, multicast out of it, group membership on it, and
  * datagrams from other subnets ignored (the kernel hands group traffic of every interface to a
  * socket on port 1900).
@@ -20,11 +35,6 @@ import { KeyedBuckets, TokenBucket } from '../net/token-bucket';
  * ANSWERS_TOTAL a second from all sources together. A search the buckets cannot answer whole
  * is not answered at all (a partial answer would look like missing renderers).
  */
-
-export const SSDP_GROUP = '239.255.255.250';
-export const SSDP_PORT = 1900;
-
-export const MEDIA_RENDERER = 'urn:schemas-upnp-org:device:MediaRenderer:1';
 
 export interface SsdpDevice {
   udn: string;
@@ -89,7 +99,7 @@ export class SsdpServer {
     const send = createSocket({ type: 'udp4' });
     send.on('message', (m, r) => this.heard(m, r.address));
     send.on('error', (e) => this.log.warn({ err: e.message }, 'DLNA: SSDP send socket error'));
-    await bind(send, { port: 0, address: this.address });
+    await bindSocket(send, { port: 0, address: this.address });
     send.setMulticastInterface(this.address);
     send.setMulticastTTL(MULTICAST_TTL);
     // Off: a SpeakerHub UPnP driver on this machine (this hub's own, with --drivers upnp) must not
@@ -100,7 +110,7 @@ export class SsdpServer {
     const listen = createSocket({ type: 'udp4', reuseAddr: true });
     listen.on('message', (m, r) => this.receive(m, r.address, r.port));
     listen.on('error', (e) => this.log.warn({ err: e.message }, 'DLNA: SSDP socket error'));
-    await bind(listen, { port: SSDP_PORT, exclusive: false });
+    await bindSocket(listen, { port: SSDP_PORT, exclusive: false });
     listen.addMembership(SSDP_GROUP, this.address);
     this.listen = listen;
 
@@ -158,7 +168,7 @@ export class SsdpServer {
     await Promise.all(sockets.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
   }
 
-  private notifyTargets(d: SsdpDevice): { nt: string; usn: string }[] {
+  private notifyTargets(d: SsdpDevice): SsdpTarget[] {
     return [
       { nt: 'upnp:rootdevice', usn: `${d.udn}::upnp:rootdevice` },
       { nt: d.udn, usn: d.udn },
@@ -167,75 +177,48 @@ export class SsdpServer {
     ];
   }
 
+  private advertised(d: SsdpDevice): Advertised {
+    return { location: d.location, maxAgeSeconds: this.maxAgeSeconds, server: this.serverHeader };
+  }
+
   private announce(d: SsdpDevice, nts: 'ssdp:alive' | 'ssdp:byebye'): void {
     for (const t of this.notifyTargets(d)) {
-      const lines = ['NOTIFY * HTTP/1.1', `HOST: ${SSDP_GROUP}:${SSDP_PORT}`, `NT: ${t.nt}`, `NTS: ${nts}`, `USN: ${t.usn}`];
-      if (nts === 'ssdp:alive') lines.push(`CACHE-CONTROL: max-age=${this.maxAgeSeconds}`, `LOCATION: ${d.location}`, `SERVER: ${this.serverHeader}`);
       // Not subject to MAX_PENDING: announcements are proportional to the published devices (bounded by the speakers).
-      this.enqueue({ at: Date.now(), message: Buffer.from(lines.join('\r\n') + '\r\n\r\n'), address: SSDP_GROUP, port: SSDP_PORT }, false);
+      this.enqueue({ at: Date.now(), message: notifyMessage(t, nts, this.advertised(d)), address: SSDP_GROUP, port: SSDP_PORT }, false);
     }
   }
 
   private receive(datagram: Buffer, from: string, port: number): void {
     if (this.stopped || !this.onSubnet(from) || datagram.length > 4096 || (this.allow && !this.allow.allows(from))) return;
-    const text = datagram.toString('latin1');
-    if (/^NOTIFY \* HTTP\/1\.[01]\r?\n/i.test(text)) return this.heard(datagram, from);
-    if (!/^M-SEARCH \* HTTP\/1\.[01]\r?\n/i.test(text)) return;
-    const headers: Record<string, string> = {};
-    for (const line of text.split(/\r?\n/).slice(1)) {
-      const i = line.indexOf(':');
-      if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] ??= line.slice(i + 1).trim();
-    }
-    if (headers.man?.replace(/"/g, '') !== 'ssdp:discover' || !headers.st) return;
+    const message = parseSsdpMessage(datagram.toString('latin1'));
+    if (!message) return;
+    if (kindOf(message) === 'notify') return this.heard(datagram, from);
+    const search = parseSearch(message);
+    if (!search) return;
     // The same rule for searches: a SpeakerHub on this very address is not answered; other
     // control points on this machine (a Home Assistant beside the hub) are.
-    if (from === this.address && /SpeakerHub/i.test(headers['user-agent'] ?? '')) return;
-    // MX (1–5 s) spreads the answers of many devices; a unicast search without MX is answered at once.
-    const mx = Math.max(0, Math.min(5, Number.parseInt(headers.mx ?? '0', 10) || 0));
-    const st = headers.st;
-    const answers: { d: SsdpDevice; t: { nt: string; usn: string } }[] = [];
+    if (from === this.address && /SpeakerHub/i.test(search.userAgent)) return;
+    const { st, mx } = search;
+    const answers: { d: SsdpDevice; t: SsdpTarget }[] = [];
     for (const d of this.devices.values()) for (const t of this.notifyTargets(d)) if (st === 'ssdp:all' || st === t.nt) answers.push({ d, t });
     if (!answers.length || !this.admit(from, answers.length)) return;
     for (const { d, t } of answers) {
-      const message = [
-        'HTTP/1.1 200 OK',
-        `CACHE-CONTROL: max-age=${this.maxAgeSeconds}`,
-        `DATE: ${new Date().toUTCString()}`,
-        'EXT:',
-        `LOCATION: ${d.location}`,
-        `SERVER: ${this.serverHeader}`,
-        `ST: ${t.nt}`,
-        `USN: ${t.usn}`,
-        'CONTENT-LENGTH: 0',
-      ].join('\r\n');
       const at = Date.now() + Math.floor(Math.random() * mx * 1000 * 0.5);
-      if (!this.enqueue({ at, message: Buffer.from(message + '\r\n\r\n'), address: from, port })) return;
+      if (!this.enqueue({ at, message: searchAnswer(t, this.advertised(d)), address: from, port })) return;
     }
   }
 
   /** Searches the LAN once for devices of a type (answers reach onForeignDevice). */
   search(st: string, mx = 1): void {
-    const msg = [
-      'M-SEARCH * HTTP/1.1',
-      `HOST: ${SSDP_GROUP}:${SSDP_PORT}`,
-      'MAN: "ssdp:discover"',
-      `MX: ${mx}`,
-      `ST: ${st}`,
-      `USER-AGENT: ${this.serverHeader}`,
-    ];
-    this.enqueue({ at: 0, message: Buffer.from(msg.join('\r\n') + '\r\n\r\n'), address: SSDP_GROUP, port: SSDP_PORT });
+    this.enqueue({ at: 0, message: searchMessage(st, mx, this.serverHeader), address: SSDP_GROUP, port: SSDP_PORT });
   }
 
   /** Another device's NOTIFY alive or search answer: its UDN, unless it is one of ours. */
   private heard(datagram: Buffer, from: string): void {
     if (!this.onForeignDevice || datagram.length > 4096 || !this.onSubnet(from)) return;
-    const text = datagram.toString('latin1');
-    if (/^NOTIFY/i.test(text) && !/\r?\nNTS:\s*ssdp:alive/i.test(text)) return;
-    const usn = /\r?\nUSN:\s*(uuid:[^\r\n]+)/i.exec(text)?.[1];
-    if (!usn) return;
-    const i = usn.indexOf('::');
-    const udn = (i >= 0 ? usn.slice(0, i) : usn).trim();
-    if (!this.devices.has(udn)) this.onForeignDevice(udn);
+    const message = parseSsdpMessage(datagram.toString('latin1'));
+    const udn = message && interpret(message, from)?.alive?.udn;
+    if (udn && !this.devices.has(udn)) this.onForeignDevice(udn);
   }
 
   /** Takes `answers` tokens from the source's bucket and the total one, or refuses the search. */
@@ -290,29 +273,4 @@ export class SsdpServer {
     }
     this.queue = later;
   }
-}
-
-function bind(socket: Socket, options: { port: number; address?: string; exclusive?: boolean }): Promise<void> {
-  return new Promise((resolve, reject) => {
-    socket.once('error', reject);
-    socket.bind(options, () => {
-      socket.off('error', reject);
-      resolve();
-    });
-  });
-}
-
-function toInt(ip: string): number {
-  return ip.split('.').reduce((n, part) => ((n << 8) | Number(part)) >>> 0, 0);
-}
-
-/** "On the subnet of that local address" (searches from elsewhere are not ours to answer). */
-export function subnetFilter(address: string): (ip: string) => boolean {
-  const entry = Object.values(networkInterfaces())
-    .flat()
-    .find((a) => a?.family === 'IPv4' && a.address === address);
-  if (!entry) return () => true;
-  const mask = toInt(entry.netmask);
-  const net = toInt(address) & mask;
-  return (ip) => /^\d+\.\d+\.\d+\.\d+$/.test(ip) && (toInt(ip) & mask) === net;
 }

@@ -1,5 +1,12 @@
-import { httpRequest, NetworkError } from './http';
-import { at, childNames, escapeXml, parseXml, text } from './xml';
+import { httpRequest, NetworkError } from './http-client';
+import { soapActionElement, soapDocument } from './soap';
+import { at, childNames, parseXml, text } from './xml';
+
+/**
+ * SOAP as a control point speaks it (the upnp driver, to the renderers it controls): the
+ * request envelope (written as soap.ts writes the device side's answers) and the answer read
+ * under the one hardened XML policy; a UPnP fault becomes a SoapFault with its code.
+ */
 
 /** A service's control endpoint, as the device description lists it. */
 export interface ControlTarget {
@@ -32,14 +39,7 @@ export class SoapFault extends Error {
 export type SoapArgs = Record<string, string | number>;
 
 export function soapEnvelope(serviceType: string, action: string, args: SoapArgs): string {
-  const inner = Object.entries(args)
-    .map(([name, value]) => `<${name}>${escapeXml(String(value))}</${name}>`)
-    .join('');
-  return (
-    '<?xml version="1.0" encoding="utf-8"?>' +
-    '<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/" s:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/">' +
-    `<s:Body><u:${action} xmlns:u="${escapeXml(serviceType)}">${inner}</u:${action}></s:Body></s:Envelope>`
-  );
+  return soapDocument(soapActionElement(serviceType, action, args));
 }
 
 /** Parses an action response into its out arguments, or throws the SoapFault it carries. */

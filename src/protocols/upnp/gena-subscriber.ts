@@ -1,15 +1,24 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Clock, TimerHandle } from '../../core/clock';
 import type { Logger } from '../../logger';
-import { httpRequest, NetworkError } from './http';
-import { attr, childNames, children, parseXml, text, type XmlValue } from './xml';
+import { GENA_NT, grantedSeconds, headerValue, parsePropertySet, timeoutHeader } from './gena';
+import { httpRequest, NetworkError } from './http-client';
 
 /**
- * GENA, UPnP eventing: we SUBSCRIBE to a service with a callback URL, and the renderer
- * NOTIFYs it with changed state variables (LastChange for AVTransport and RenderingControl).
+ * GENA as a subscriber (the upnp driver; the messages: gena.ts): we SUBSCRIBE to a service
+ * with a callback URL, and the renderer NOTIFYs it with changed state variables (LastChange
+ * for AVTransport and RenderingControl).
  */
+
+/** What the subscriptions need of a clock (the hub's Clock is one; tests give a fake). */
+export interface Timers {
+  /** Runs fn once after ms; the returned handle cancels it. */
+  setTimer(fn: () => void, ms: number): TimerHandle;
+}
+export interface TimerHandle {
+  cancel(): void;
+}
 
 export type EventHandler = (sid: string | undefined, seq: number, properties: Record<string, string>) => void;
 
@@ -104,37 +113,6 @@ export class GenaServer {
   }
 }
 
-function headerValue(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
-
-/** The state variables of a NOTIFY body (<e:propertyset><e:property><Name>value</Name>…). */
-export function parsePropertySet(xml: string): Record<string, string> {
-  const doc = parseXml(xml);
-  const out: Record<string, string> = {};
-  for (const set of children(doc, 'propertyset')) {
-    for (const prop of children(set, 'property')) {
-      for (const name of childNames(prop)) out[name] = text(children(prop, name)[0]);
-    }
-  }
-  return out;
-}
-
-/** The variables of InstanceID 0 in a LastChange document; for RenderingControl, channel Master (or none) wins. */
-export function parseLastChange(xml: string): Record<string, string> {
-  const doc = parseXml(xml);
-  const instances = children(children(doc, 'Event')[0], 'InstanceID');
-  const instance = instances.find((i) => (attr(i, 'val') ?? '0') === '0');
-  const out: Record<string, string> = {};
-  for (const name of childNames(instance)) {
-    const values = children(instance, name) as XmlValue[];
-    const pick = values.find((v) => (attr(v, 'channel') ?? 'Master') === 'Master');
-    const val = attr(pick, 'val');
-    if (val !== undefined) out[name] = val;
-  }
-  return out;
-}
-
 export interface SubscriptionOptions {
   server: GenaServer;
   eventSubUrl: string;
@@ -143,7 +121,7 @@ export interface SubscriptionOptions {
   timeoutSeconds: number;
   requestTimeoutMs: number;
   localAddress?: string;
-  clock: Clock;
+  clock: Timers;
   logger: Logger;
   /** Changed state variables, in the order the renderer sent them. */
   onEvent: (properties: Record<string, string>) => void;
@@ -190,8 +168,8 @@ export class GenaSubscription {
       method: 'SUBSCRIBE',
       headers: {
         CALLBACK: `<${this.o.server.callbackUrl(this.o.callbackHost, this.route.path)}>`,
-        NT: 'upnp:event',
-        TIMEOUT: `Second-${this.o.timeoutSeconds}`,
+        NT: GENA_NT,
+        TIMEOUT: timeoutHeader(this.o.timeoutSeconds),
       },
       timeoutMs: this.o.requestTimeoutMs,
       localAddress: this.o.localAddress,
@@ -221,7 +199,7 @@ export class GenaSubscription {
       }
       const res = await httpRequest(this.o.eventSubUrl, {
         method: 'SUBSCRIBE',
-        headers: { SID: this.sid, TIMEOUT: `Second-${this.o.timeoutSeconds}` },
+        headers: { SID: this.sid, TIMEOUT: timeoutHeader(this.o.timeoutSeconds) },
         timeoutMs: this.o.requestTimeoutMs,
         localAddress: this.o.localAddress,
       });
@@ -283,12 +261,4 @@ export class GenaSubscription {
     const ms = Math.max(5, granted / 2) * 1000;
     this.renewTimer = this.o.clock.setTimer(() => void this.renew(), ms);
   }
-}
-
-/** Seconds from a TIMEOUT header ("Second-300", "infinite"); the requested value when absent. */
-export function grantedSeconds(header: string | undefined, requested: number): number {
-  const m = /Second-(\d+)/i.exec(header ?? '');
-  if (m) return Number(m[1]);
-  // "infinite" (UDA 1.0) still gets renewed now and then, in case the renderer restarted.
-  return requested;
 }

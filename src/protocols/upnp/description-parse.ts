@@ -1,16 +1,14 @@
-import { httpRequest } from './http';
-import { at, child, childNames, children, parseXml, text, type XmlValue } from './xml';
+import { AV_TRANSPORT, MEDIA_RENDERER, RENDERING_CONTROL, type ServiceEndpoint } from './description';
+import { httpRequest } from './http-client';
+import { parseVolumeRange } from './scpd';
+import { child, childNames, children, parseXml, text, type XmlValue } from './xml';
 
-export const MEDIA_RENDERER = 'urn:schemas-upnp-org:device:MediaRenderer:1';
-const AV_TRANSPORT = 'urn:schemas-upnp-org:service:AVTransport:';
-const RENDERING_CONTROL = 'urn:schemas-upnp-org:service:RenderingControl:';
+/**
+ * Reading a MediaRenderer's device description (the upnp driver, of the renderers it
+ * controls); the writing side is description.ts. Parsed under the one hardened XML policy.
+ */
 
-export interface ServiceEndpoint {
-  serviceType: string;
-  controlUrl: string;
-  eventSubUrl: string;
-  scpdUrl: string;
-}
+export { MEDIA_RENDERER, type ServiceEndpoint };
 
 /** What the driver needs of a renderer's device description. */
 export interface RendererDescription {
@@ -101,17 +99,6 @@ function resolveUrl(ref: string, base: string): string {
   } catch {
     return ref;
   }
-}
-
-/** The Volume state variable's range from a RenderingControl SCPD; most renderers say 0–100. */
-export function parseVolumeRange(scpd: string): { min: number; max: number } | undefined {
-  const vars = children(at(parseXml(scpd), 'scpd', 'serviceStateTable'), 'stateVariable');
-  const volume = vars.find((v) => text(child(v, 'name')) === 'Volume');
-  const range = child(volume, 'allowedValueRange');
-  const min = Number(text(child(range, 'minimum')));
-  const max = Number(text(child(range, 'maximum')));
-  if (!range || !Number.isFinite(min) || !Number.isFinite(max) || max <= min) return undefined;
-  return { min, max };
 }
 
 export interface FetchOptions {
