@@ -17,7 +17,7 @@ const { join } = require('node:path');
 const DIST = join(__dirname, '..', 'dist');
 const { DlnaHttpServer } = require(join(DIST, 'dlna/http-server'));
 const { LibraryDevice } = require(join(DIST, 'dlna/library-device'));
-const { Gena } = require(join(DIST, 'dlna/gena'));
+const { Gena } = require(join(DIST, 'protocols/upnp/gena-publisher'));
 const { MediaServer } = require(join(DIST, 'media/media-server'));
 const { createLogger } = require(join(DIST, 'logger'));
 
