@@ -1,13 +1,50 @@
 import { Bonjour, type Service } from 'bonjour-service';
+
+export type { Service as MdnsService } from 'bonjour-service';
 import type { Logger } from '../logger';
 
 /**
- * mDNS/DNS-SD advertising of one service on one network interface, shared by the front ends
- * and drivers that announce themselves (the ESPHome API's `_esphomelib._tcp`; AirPlay and
- * Cast can use it too). Only that interface's address is in the answers and only its
- * multicast group is joined, so nothing goes out on the host's other networks; stop() sends
- * the goodbye (TTL 0) and closes the socket.
+ * mDNS/DNS-SD on one network interface, the one place the hub speaks it: advertising a service
+ * (the ESPHome API's `_esphomelib._tcp`) and browsing for one (the AirPlay driver's
+ * `_raop._tcp`; Cast can use both). Only that interface's multicast group is joined and only
+ * its address is in the answers, so nothing goes out on the host's other networks; stop()
+ * sends the goodbye (TTL 0) where there is one, and closes the socket.
  */
+
+/** A Bonjour instance on one interface. */
+function onInterface(address: string, logger: Logger): Bonjour {
+  // Bound to the wildcard (a socket bound to a unicast address receives no multicast on Linux);
+  // membership and the sending interface are the configured interface's address alone.
+  return new Bonjour({ interface: address, bind: '0.0.0.0' } as never, (err: unknown) => logger.warn({ err: String(err) }, 'mDNS error'));
+}
+
+export interface BrowseOptions {
+  /** The IPv4 address of the interface to browse on. */
+  address: string;
+  /** Service type without underscores or protocol: 'raop' → _raop._tcp. */
+  type: string;
+  /** How often to ask again (instances that come back answer). */
+  requeryMs: number;
+  logger: Logger;
+  /** An instance announced itself (alive) or said goodbye (its TTL 0). */
+  onChange: (service: Service, alive: boolean) => void;
+}
+
+/** Browses one service type on one interface until stop(). */
+export function browse(o: BrowseOptions): { stop(): void } {
+  const bonjour = onInterface(o.address, o.logger);
+  const browser = bonjour.find({ type: o.type });
+  browser.on('up', (s: Service) => o.onChange(s, true));
+  browser.on('down', (s: Service) => o.onChange(s, false));
+  const timer = setInterval(() => browser.update(), o.requeryMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      browser.stop();
+      bonjour.destroy();
+    },
+  };
+}
 export interface MdnsAdvertisement {
   /** The instance name as published (bonjour-service replaces dots with dashes). */
   readonly name: string;
@@ -29,11 +66,7 @@ export interface AdvertiseOptions {
 }
 
 export function advertise(o: AdvertiseOptions): MdnsAdvertisement {
-  // Bound to the wildcard (a socket bound to a unicast address receives no multicast on Linux);
-  // membership and the sending interface are the configured interface's address alone.
-  const bonjour = new Bonjour({ interface: o.address, bind: '0.0.0.0' } as never, (err: unknown) =>
-    o.logger.warn({ err: String(err) }, 'mDNS error'),
-  );
+  const bonjour = onInterface(o.address, o.logger);
   const service: Service = bonjour.publish({
     name: o.name,
     type: o.type,

@@ -1,4 +1,4 @@
-import { Bonjour, type Service } from 'bonjour-service';
+import { browse, type MdnsService } from '../../net/mdns';
 import type { AirPlayDriverOptions } from './driver';
 
 export interface FoundReceiver {
@@ -23,8 +23,8 @@ export function parseRaopName(instance: string): { mac: string; name: string } {
 }
 
 /**
- * Browses `_raop._tcp` by mDNS on network.interface only (the multicast socket is bound to its
- * address, so queries never go out on other interfaces). A receiver's goodbye marks it gone;
+ * Browses `_raop._tcp` by mDNS on network.interface only (src/net/mdns: queries never go out
+ * on other interfaces). A receiver's goodbye marks it gone;
  * one that reappears (same MAC) is the same speaker.
  */
 export function startDiscovery(opts: AirPlayDriverOptions, onFound: (r: FoundReceiver) => void): { stop(): void } {
@@ -33,26 +33,11 @@ export function startDiscovery(opts: AirPlayDriverOptions, onFound: (r: FoundRec
     log.warn('airplay discovery needs network.interface (--interface): no mDNS browsing; give receivers with --airplay host:port');
     return { stop() {} };
   }
-  // Bound to the wildcard (a socket bound to a unicast address receives no multicast on Linux);
-  // membership and the sending interface are the configured interface's address alone.
-  const bonjour = new Bonjour({ interface: opts.networkAddress, bind: '0.0.0.0' } as never, (err: unknown) =>
-    log.warn({ err: String(err) }, 'airplay mDNS error'),
-  );
-  const browser = bonjour.find({ type: 'raop' });
-  const report = (s: Service, alive: boolean) => {
+  const report = (s: MdnsService, alive: boolean) => {
     const { mac, name } = parseRaopName(s.name);
     const host = s.addresses?.find((a) => /^\d+\.\d+\.\d+\.\d+$/.test(a)) ?? s.referer?.address;
     if (!host || !s.port) return;
     onFound({ deviceId: mac ? `mac:${mac}` : `name:${s.name}`, mac, name, host, port: s.port, alive });
   };
-  browser.on('up', (s) => report(s, true));
-  browser.on('down', (s) => report(s, false));
-  const timer = setInterval(() => browser.update(), REQUERY_MS);
-  return {
-    stop() {
-      clearInterval(timer);
-      browser.stop();
-      bonjour.destroy();
-    },
-  };
+  return browse({ address: opts.networkAddress, type: 'raop', requeryMs: REQUERY_MS, logger: log, onChange: report });
 }
