@@ -27,8 +27,8 @@ export function snapVolume(volume: number): Partial<RawVolume> {
   return v === 0 ? { muted: true } : { percent: v * 2, muted: false };
 }
 
-/** What a speaker asks of its server; the server routes playback to the hub stream. */
-export interface SpeakerControl {
+/** What a client speaker asks of its snapserver connection, which routes playback to the hub stream (the Homebridge plugin's SpeakerControl is another thing). */
+export interface ClientRouting {
   play(s: SnapcastSpeaker, media: MediaRequest): Promise<void>;
   pause(s: SnapcastSpeaker): Promise<void>;
   resume(s: SnapcastSpeaker): Promise<void>;
@@ -72,7 +72,7 @@ export class SnapcastSpeaker extends BaseSpeaker implements StreamMember {
   constructor(
     id: string,
     readonly clientId: string,
-    private readonly control: SpeakerControl,
+    private readonly control: ClientRouting,
     info: SpeakerInfo,
     volume: number,
     available: boolean,

@@ -1,7 +1,7 @@
 import type { Clock } from '../../core/clock';
 import type { Logger } from '../../logger';
 import type { MediaRequest, OverlayHandle, OverlayRequest, SpeakerSnapshot } from '../driver';
-import { describeClient, hubVolume, snapcastDeviceId, snapVolume, SnapcastSpeaker, type SpeakerControl } from './client-speaker';
+import { describeClient, hubVolume, snapcastDeviceId, snapVolume, SnapcastSpeaker, type ClientRouting } from './client-speaker';
 import type { ResolvedServerConfig, SnapcastConfig } from './config';
 import { duckUnavailable, overlayDucked, playDucked, type DuckHost } from './duck-routing';
 import { HubStream, type FeedSetup } from './hub-stream';
@@ -265,10 +265,10 @@ export class SnapServer {
     await Promise.all(on.map((x) => x.stop(s)));
   }
 
-  // ---- what speakers ask (SpeakerControl) ----------------------------------------------
+  // ---- what speakers ask (ClientRouting) ----------------------------------------------
 
   /** Handed to each speaker; routes its commands to this server. */
-  private readonly control: SpeakerControl = {
+  private readonly control: ClientRouting = {
     play: (s, m) => this.play(s, m),
     pause: (s) => this.streamOf(s).pause(s),
     resume: (s) => this.streamOf(s).resume(s),
