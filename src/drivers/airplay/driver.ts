@@ -227,7 +227,7 @@ export class AirPlayDriver extends EventEmitter<DriverEvents> implements Speaker
     this.faults.warn({ speaker: s.id, address: `${s.address.host}:${s.address.port}`, code: err.code, err: err.message, outMs });
   }
 
-  /** The speakers that hear `stream` (members; those lent after a ducked announcement included). */
+  /** The speakers that hear `stream` (members; those set aside for a ducked announcement included). */
   membersOf(stream: AirPlayStream): AirPlaySpeaker[] {
     return [...this.byKey.values()].filter((s) => s.stream === stream && s.member && stream.members.has(s.member));
   }
