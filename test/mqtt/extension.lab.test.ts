@@ -205,7 +205,7 @@ describe('the MQTT front end in a hub', () => {
     // Scoped by the hub: another hub's virtual speakers (same DeviceIDs) never share these ids.
     const uid = `speakerhub_${hubKey}_${speakerId}`;
     const volume = await ha.wait((m) => m.topic === `homeassistant/number/${uid}/volume/config`);
-    expect(volume.retain).toBe(true);
+    expect((await Probe.retained(t.url!, { username: t.keys.subscribeKey, password: t.keys.publishKey }, volume.topic)).retain).toBe(true);
     expect(volume.json).toMatchObject({
       unique_id: `${uid}_volume`,
       origin: { name: 'SpeakerHub', sw: expect.any(String) },
@@ -420,7 +420,7 @@ describe('the MQTT front end in a hub', () => {
       const c = await Probe.connect(t.url!, { username: t.keys.subscribeKey, password: t.keys.publishKey });
       await c.client.subscribeAsync(['speakerhub/#', 'homeassistant/#']);
       const ghost = await c.wait((m) => m.topic === 'speakerhub/virtual_speaker_3/availability');
-      expect(ghost.retain).toBe(true);
+      expect((await Probe.retained(t.url!, { username: t.keys.subscribeKey, password: t.keys.publishKey }, ghost.topic)).retain).toBe(true);
       expect(ghost.json).toEqual({ state: 'offline' });
       // A command to it: an error where the sender waits for the answer.
       await c.client.publishAsync('speakerhub/virtual_speaker_3/set', JSON.stringify({ volume: 5, transaction: 'g1' }), { qos: 1 });

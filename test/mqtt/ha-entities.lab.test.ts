@@ -49,7 +49,10 @@ test('a failed MQTT command is an event of the Command error entities: the hubâ€
   // What HA's MQTT event platform requires: a state topic and the event types (unique strings);
   // no value_template, so the payload's own event_type is read (and must be one of them).
   for (const c of [hubEvent, speakerEvent]) {
-    expect(c.retain).toBe(true);
+    const keys = { username: t!.keys.subscribeKey, password: t!.keys.publishKey };
+    expect(await Probe.retained(t!.url!, keys, c.topic)).toMatchObject({ retain: true, text: c.text });
+  }
+  for (const c of [hubEvent, speakerEvent]) {
     expect(c.json).toMatchObject({ name: 'Command error', entity_category: 'diagnostic' });
     expect(c.json.value_template).toBeUndefined();
     expect(c.json.event_types).toEqual(Object.keys(ERROR_CODES));

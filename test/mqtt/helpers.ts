@@ -108,6 +108,21 @@ export class Probe {
   end(): Promise<void> {
     return new Promise((r) => this.client.end(true, {}, () => r()));
   }
+
+  /**
+   * What a client subscribing now gets on `topic` (a new client, then gone). A probe that
+   * subscribed while the hub was still publishing gets a message live, RETAIN clear (MQTT 3.1.1
+   * §3.3.1.3): whether the hub retained it is what a later subscriber sees.
+   */
+  static async retained(url: string, opts: IClientOptions, topic: string): Promise<Probe['messages'][number]> {
+    const late = await Probe.connect(url, opts);
+    try {
+      await late.client.subscribeAsync(topic);
+      return await late.wait((m) => m.topic === topic, 10_000, `the retained message on ${topic}`);
+    } finally {
+      await late.end();
+    }
+  }
 }
 
 let tx = 0;
