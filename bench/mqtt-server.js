@@ -49,6 +49,16 @@ async function startHub(dataDir) {
   return () => hub.stop().finally(() => rmSync(dataDir, { recursive: true, force: true }));
 }
 
+/**
+ * The baseline talks to aedes' in-process API itself (subscribe with a listener, publish a packet)
+ * rather than through the product's pieces that do the same (EmbeddedBroker.publish/subscribe in
+ * src/mqtt/broker.ts, EmbeddedLink in src/mqtt/embedded-link.ts), on purpose: the ratio is meant to
+ * show what the hub adds on top of aedes, and those pieces are part of that — the broker's
+ * authenticate/authorizePublish/authorizeForward hooks and packet guard, the link's command slots,
+ * its bound on unfinished publications and its ordering turn. Routed through them, the baseline
+ * would measure the product against itself and the ratio would no longer see their cost. What is
+ * written twice is aedes' own call (a packet literal and a callback), not hub logic.
+ */
 async function startBare() {
   const { Aedes } = require('aedes');
   const broker = await Aedes.createBroker({ drainTimeout: 10000 });
@@ -57,8 +67,8 @@ async function startBare() {
     broker.handle(s);
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const publish = (topic, body) =>
-    broker.publish({ cmd: 'publish', topic, payload: Buffer.from(JSON.stringify(body)), qos: 1, retain: false, dup: false }, () => {});
+  const publish = (topic, body, qos = 1) =>
+    broker.publish({ cmd: 'publish', topic, payload: Buffer.from(JSON.stringify(body)), qos, retain: false, dup: false }, () => undefined);
   const answer = (packet, done) => {
     // Parse and answer a JSON the size of the hub's answer, as the hub does.
     const req = JSON.parse(packet.payload.toString());
@@ -86,24 +96,16 @@ async function startBare() {
     },
     tick: () => {
       tick++;
-      broker.publish(
+      publish(
+        'bench/fanout',
         {
-          topic: 'bench/fanout',
-          payload: Buffer.from(
-            JSON.stringify({
-              Event: 'PlaybackTimeChanged',
-              HKWHubUUID: '00000000-0000-4000-8000-000000000000',
-              SessionToken: '',
-              PlaybackTime: String(tick),
-              DeviceIDList: '12106658486352,25350427372477,22178105730409',
-            }),
-          ),
-          qos: 0,
-          retain: false,
-          cmd: 'publish',
-          dup: false,
+          Event: 'PlaybackTimeChanged',
+          HKWHubUUID: '00000000-0000-4000-8000-000000000000',
+          SessionToken: '',
+          PlaybackTime: String(tick),
+          DeviceIDList: '12106658486352,25350427372477,22178105730409',
         },
-        () => undefined,
+        0,
       );
     },
   };

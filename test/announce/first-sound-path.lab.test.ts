@@ -13,6 +13,7 @@ import { ManualClock } from '../../src/core/clock';
 import { decodeWav } from '../../src/audio/pcm-wav';
 import { dispatch } from '../../src/operations/dispatch';
 import { startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { useVirtualHub } from '../helpers/virtual-suite';
 import { eventually } from '../helpers/wait';
 
 describe('announcement first-sound path (virtual speakers)', () => {
@@ -41,15 +42,7 @@ describe('announcement first-sound path (virtual speakers)', () => {
     return { id: String(r.body.AnnouncementID), servableAtAnswer };
   }
 
-  beforeAll(async () => {
-    t = await startHub({ speakers: { virtual: { count: 2 } } }, { clock });
-    ids = virtualOf(t.hub)
-      .speakers()
-      .map((s) => s.id);
-  });
-  afterAll(async () => {
-    await t?.close();
-  });
+  useVirtualHub({ clock }, (h) => ({ t, ids } = h));
 
   test.each([
     ['without the chime', {}],

@@ -5,7 +5,8 @@
  * every volume and play-state change; the timeline shows what was audible at which level.
  */
 import { ManualClock } from '../../src/core/clock';
-import { startHub, type TestHub, virtualOf } from '../helpers/hub';
+import { type TestHub, virtualOf } from '../helpers/hub';
+import { useVirtualHub } from '../helpers/virtual-suite';
 import { eventually } from '../helpers/wait';
 
 describe('an announcement louder than the music', () => {
@@ -14,15 +15,7 @@ describe('an announcement louder than the music', () => {
   let ids: string[];
   const speaker = (i: number) => virtualOf(t.hub).speaker(i);
 
-  beforeAll(async () => {
-    t = await startHub({ speakers: { virtual: { count: 2 } } }, { clock });
-    ids = virtualOf(t.hub)
-      .speakers()
-      .map((s) => s.id);
-  });
-  afterAll(async () => {
-    await t?.close();
-  });
+  useVirtualHub({ clock }, (h) => ({ t, ids } = h));
 
   test('the music is silent before the level goes up, and comes back at its own level after', async () => {
     const pid = (await t.op('media_list')).MediaList[0].PersistentID;

@@ -4,12 +4,12 @@
  * level, overlapping announcements restore once, and what another control point put on a
  * renderer (raw SOAP) comes back after. Run under `flock /tmp/speakerhub-lab.lock`.
  */
-import { labUnavailableReason, MEDIA, UpnpLab, type HubProcess, type Renderer } from '../drivers/upnp/lab';
+import { MEDIA, type HubProcess, type Renderer, type UpnpLab } from '../drivers/upnp/lab';
+import { upnpLabSuite, useDiscoveredLab } from '../drivers/upnp/lab-suite';
 import { eventually, sleep } from '../helpers/wait';
-import { labSuite } from '../helpers/labs';
 import { LAB_NETWORKS } from '../helpers/lab-networks';
 
-const suite = labSuite('the UPnP lab (gmediarender in network namespaces)', labUnavailableReason());
+const suite = upnpLabSuite();
 
 jest.setTimeout(90_000);
 
@@ -18,19 +18,9 @@ suite('announcements on real UPnP renderers', () => {
   let hub: HubProcess;
   let ids: Record<string, string>;
   let r1: Renderer, r2: Renderer, r3: Renderer;
-
-  beforeAll(async () => {
-    lab = await UpnpLab.start(LAB_NETWORKS.announceUpnp);
-    hub = lab.hub;
-    [r1, r2, r3] = lab.renderers;
-    await eventually(async () => (await hub.op('device_count')).DeviceCount === '3', 15_000, 'three renderers discovered');
-    ids = await lab.mediaIds();
-  }, 120_000);
-  afterAll(async () => {
-    await lab?.stop();
-  }, 30_000);
-  afterEach(async () => {
-    await hub?.op('stop_play');
+  useDiscoveredLab(LAB_NETWORKS.announceUpnp, (l) => {
+    ({ lab, hub, ids } = l);
+    [r1, r2, r3] = l.renderers;
   });
 
   const status = (id: string) => hub.op('announcement_status', { AnnouncementID: id });

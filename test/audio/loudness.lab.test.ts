@@ -12,17 +12,9 @@ import { promisify } from 'node:util';
 import { integratedLoudness, measureLoudness, normaliseLoudness, normaliseLoudnessAsync, truePeak } from '../../src/audio/loudness';
 import { LoudnessNormaliser } from '../../src/audio/loudness-file';
 import { decodeWav, encodeWav16, readWavInfo } from '../../src/audio/pcm-wav';
+import { ffmpegLoudness, lavfiFile } from '../helpers/ffmpeg-audio';
 
 const run = promisify(execFile);
-
-/** ffmpeg's ebur128 summary of a file: integrated loudness (-Infinity when it reports -70, i.e. gated) and true peak. */
-async function ffmpegLoudness(file: string): Promise<{ integrated: number; truePeak: number }> {
-  const { stderr } = await run('ffmpeg', ['-hide_banner', '-nostats', '-i', file, '-af', 'ebur128=peak=true', '-f', 'null', '-']);
-  const summary = stderr.slice(stderr.lastIndexOf('Summary:'));
-  const integrated = Number(/I:\s+(-?[\d.]+|-inf) LUFS/.exec(summary)![1]);
-  const peak = Number(/Peak:\s+(-?[\d.]+|-inf) dBFS/.exec(summary)![1]);
-  return { integrated: integrated <= -70 ? -Infinity : integrated, truePeak: peak };
-}
 
 describe('EBU R128 in process, against ffmpeg ebur128', () => {
   let dir: string;
@@ -33,29 +25,9 @@ describe('EBU R128 in process, against ffmpeg ebur128', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  /** Makes a file with ffmpeg from a lavfi source, 16-bit PCM WAV. */
-  async function lavfi(name: string, source: string, rate: number, channels: number, filter = 'anull'): Promise<string> {
-    const file = join(dir, `${name}.wav`);
-    await run('ffmpeg', [
-      '-v',
-      'error',
-      '-y',
-      '-f',
-      'lavfi',
-      '-i',
-      source,
-      '-af',
-      filter,
-      '-ar',
-      String(rate),
-      '-ac',
-      String(channels),
-      '-c:a',
-      'pcm_s16le',
-      file,
-    ]);
-    return file;
-  }
+  /** Makes <dir>/<name>.wav with ffmpeg from a lavfi source, 16-bit PCM WAV. */
+  const lavfi = (name: string, source: string, rate: number, channels: number, filter = 'anull') =>
+    lavfiFile(join(dir, `${name}.wav`), source, { rate, channels, filter, pcm16: true });
 
   const signals: Array<[string, () => Promise<string>]> = [
     // lavfi's sine is at 1/8 full scale; volume=0.8 makes it 0.1, -20 dBFS peak.
@@ -178,7 +150,7 @@ describe('EBU R128 in process, against ffmpeg ebur128', () => {
 
   test('an MP3 is decoded by ffmpeg and normalised', async () => {
     const mp3 = join(dir, 'tone.mp3');
-    await run('ffmpeg', ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'sine=frequency=600:duration=3', '-af', 'volume=0.05', '-ac', '2', mp3]);
+    await lavfiFile(mp3, 'sine=frequency=600:duration=3', { filter: 'volume=0.05', channels: 2 });
     const out = join(dir, 'tone-out.wav');
     await new LoudnessNormaliser({ target }).normaliseFile(mp3, out);
     expect(readWavInfo(await readFile(out))).toMatchObject({ channels: 2, bits: 16 });

@@ -16,6 +16,7 @@ import { ensureChime } from '../../src/audio/chime';
 import { LoudnessNormaliser } from '../../src/audio/loudness-file';
 import { decodeWav, readWavInfo } from '../../src/audio/pcm-wav';
 import { encodeWav } from '../../src/audio/wav';
+import { ffmpegLoudness, lavfiFile } from '../helpers/ffmpeg-audio';
 import { captureLogger, tempDir } from './helpers';
 
 const run = promisify(execFile);
@@ -28,10 +29,7 @@ function silentMp3Frames(frames: number): Buffer {
 }
 const NO_FFMPEG = '/nonexistent/ffmpeg';
 
-async function ffmpegLufs(file: string): Promise<number> {
-  const { stderr } = await run('ffmpeg', ['-hide_banner', '-nostats', '-i', file, '-af', 'ebur128', '-f', 'null', '-']);
-  return Number(/I:\s+(-?[\d.]+) LUFS/.exec(stderr.slice(stderr.lastIndexOf('Summary:')))![1]);
-}
+const ffmpegLufs = async (file: string) => (await ffmpegLoudness(file)).integrated;
 
 /** A 22.05 kHz mono tone at `amplitude`, with a tremolo so it is not a flat sine. */
 function tone(seconds: number, freq: number, amplitude: number): Buffer {
@@ -54,6 +52,20 @@ describe('AnnouncementClips', () => {
   });
   afterAll(() => tmp.cleanup());
 
+  /**
+   * Each part of a chime-first clip at the target, as ffmpeg measures them cut apart: the chime
+   * (its first 0.9 s) and what follows the 300 ms gap (from 1.2 s), in LUFS.
+   */
+  async function partsLufs(file: string, name: string): Promise<{ chime: number; after: number }> {
+    const parts = join(tmp.dir, name);
+    await run('mkdir', ['-p', parts]);
+    await run('ffmpeg', ['-v', 'error', '-y', '-i', file, '-t', '0.9', join(parts, 'chime.wav')]);
+    await run('ffmpeg', ['-v', 'error', '-y', '-ss', '1.2', '-i', file, join(parts, 'after.wav')]);
+    return { chime: await ffmpegLufs(join(parts, 'chime.wav')), after: await ffmpegLufs(join(parts, 'after.wav')) };
+  }
+  /** -16 LUFS, the default target, to ±0.5 LU (toBeCloseTo's second figure: |x + 16| < 0.5). */
+  const near16 = expect.closeTo(-16, 0);
+
   const clips = (name: string, extra: Partial<ConstructorParameters<typeof AnnouncementClips>[0]> = {}) => {
     const log = captureLogger();
     const maker = new AnnouncementClips({ cacheDir: join(tmp.dir, name), logger: log.logger, ...extra });
@@ -74,13 +86,7 @@ describe('AnnouncementClips', () => {
     // The gap is digital silence.
     const gap = pcm.channels[0].subarray(Math.round(0.9 * 22050) + 10, Math.round(1.2 * 22050) - 10);
     expect(gap.every((x) => x === 0)).toBe(true);
-    // Each part at the target, as ffmpeg measures them cut apart.
-    const parts = join(tmp.dir, 'parts');
-    await run('mkdir', ['-p', parts]);
-    await run('ffmpeg', ['-v', 'error', '-y', '-i', clip.file, '-t', '0.9', join(parts, 'chime.wav')]);
-    await run('ffmpeg', ['-v', 'error', '-y', '-ss', '1.2', '-i', clip.file, join(parts, 'speech.wav')]);
-    expect(Math.abs((await ffmpegLufs(join(parts, 'chime.wav'))) + 16)).toBeLessThan(0.5);
-    expect(Math.abs((await ffmpegLufs(join(parts, 'speech.wav'))) + 16)).toBeLessThan(0.5);
+    expect(await partsLufs(clip.file, 'parts')).toEqual({ chime: near16, after: near16 });
   });
 
   test('a lone part already at the target (a normalised TTS entry) is the clip itself: nothing rendered, nothing cached', async () => {
@@ -98,41 +104,23 @@ describe('AnnouncementClips', () => {
   test('parts of different formats: the others are resampled by ffmpeg to the highest rate, mono made stereo at the same loudness', async () => {
     const { maker } = clips('mixed');
     const music = join(tmp.dir, 'music.wav');
-    await run('ffmpeg', [
-      '-v',
-      'error',
-      '-y',
-      '-f',
-      'lavfi',
-      '-i',
-      'anoisesrc=color=pink:amplitude=0.5:duration=3:seed=1',
-      '-ar',
-      '44100',
-      '-ac',
-      '2',
-      music,
-    ]);
+    await lavfiFile(music, 'anoisesrc=color=pink:amplitude=0.5:duration=3:seed=1', { rate: 44100, channels: 2 });
     const clip = await maker.render([{ file: chime }, { file: music }]);
     const pcm = decodeWav(await readFile(clip.file));
     expect(pcm.rate).toBe(44100);
     expect(pcm.channels).toHaveLength(2);
     expect(pcm.channels[0].length / 44100).toBeCloseTo(0.9 + 0.3 + 3, 2);
-    const parts = join(tmp.dir, 'mixed-parts');
-    await run('mkdir', ['-p', parts]);
-    await run('ffmpeg', ['-v', 'error', '-y', '-i', clip.file, '-t', '0.9', join(parts, 'chime.wav')]);
-    await run('ffmpeg', ['-v', 'error', '-y', '-ss', '1.2', '-i', clip.file, join(parts, 'music.wav')]);
-    expect(Math.abs((await ffmpegLufs(join(parts, 'chime.wav'))) + 16)).toBeLessThan(0.5);
-    expect(Math.abs((await ffmpegLufs(join(parts, 'music.wav'))) + 16)).toBeLessThan(0.5);
+    expect(await partsLufs(clip.file, 'mixed-parts')).toEqual({ chime: near16, after: near16 });
   });
 
   test('without ffmpeg, a part that needs it (MP3, another rate) fails with a ClipError saying so', async () => {
     const { maker } = clips('no-ffmpeg', { ffmpegPath: NO_FFMPEG });
     const mp3 = join(tmp.dir, 'tone.mp3');
-    await run('ffmpeg', ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'sine=duration=1', mp3]);
+    await lavfiFile(mp3, 'sine=duration=1');
     await expect(maker.render([{ file: chime }, { file: mp3 }])).rejects.toThrow(ClipError);
     await expect(maker.render([{ file: chime }, { file: mp3 }])).rejects.toThrow(/cannot run ffmpeg/);
     const other = join(tmp.dir, 'tone-44k.wav');
-    await run('ffmpeg', ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'sine=duration=1', '-ar', '44100', other]);
+    await lavfiFile(other, 'sine=duration=1', { rate: 44100 });
     await expect(maker.render([{ file: chime }, { file: other }])).rejects.toThrow(/cannot run ffmpeg/);
     await expect(maker.render([{ file: join(tmp.dir, 'missing.wav') }])).rejects.toThrow(/no such file/);
   });
@@ -177,7 +165,7 @@ describe('AnnouncementClips', () => {
     const { maker } = clips('memo', { ffmpegPath: ffmpeg.path });
     for (const [i, freq] of [500, 700].entries()) {
       const speech44 = join(tmp.dir, `speech44-${i}.wav`);
-      await run('ffmpeg', ['-v', 'error', '-y', '-f', 'lavfi', '-i', `sine=frequency=${freq}:duration=2`, '-ar', '44100', speech44]);
+      await lavfiFile(speech44, `sine=frequency=${freq}:duration=2`, { rate: 44100 });
       const clip = await maker.render([{ file: chime }, { file: speech44 }]);
       expect(readWavInfo(await readFile(clip.file))).toMatchObject({ rate: 44100, channels: 1 });
       // The chime (22.05 kHz) is resampled for the first clip only.

@@ -36,3 +36,62 @@ test('the first error wins over a later success', async () => {
   s.settle();
   await expect(s.done).rejects.toThrow('first');
 });
+
+function startWith<T>(deadline: Parameters<typeof settleOnce<T>>[2], onError?: () => void) {
+  let settle!: ReturnType<typeof settleOnce<T>>;
+  const done = new Promise<T>((resolve, reject) => {
+    settle = settleOnce<T>(resolve, reject, deadline, onError);
+  });
+  return { settle, done };
+}
+
+test('a value settles once: the first value wins over later values, errors and the deadline', async () => {
+  jest.useFakeTimers();
+  try {
+    const errors: number[] = [];
+    const s = startWith<number>({ ms: 20, message: () => 'late' }, () => errors.push(1));
+    expect(jest.getTimerCount()).toBe(1);
+    s.settle.resolve(1);
+    // The deadline's timer is gone with the first outcome, not left to fire into nothing.
+    expect(jest.getTimerCount()).toBe(0);
+    s.settle.resolve(2);
+    s.settle(new Error('after'));
+    await expect(s.done).resolves.toBe(1);
+    expect(errors).toEqual([]);
+  } finally {
+    jest.useRealTimers();
+  }
+});
+
+test('a deadline can reject with an error of its own (its class and code kept), or resolve with a value', async () => {
+  class CodedError extends Error {
+    constructor(readonly code: string) {
+      super(`coded ${code}`);
+    }
+  }
+  const coded = startWith<string>({ ms: 5, error: () => new CodedError('ETIMEDOUT') });
+  await expect(coded.done).rejects.toMatchObject({ code: 'ETIMEDOUT', message: 'coded ETIMEDOUT' });
+  expect(await startWith<boolean>({ ms: 5, value: () => false }).done).toBe(false);
+});
+
+test('restart replaces the deadline from now; after settling it does nothing', async () => {
+  const s = startWith<string>({ ms: 30, value: () => 'first deadline' });
+  s.settle.restart({ ms: 5, value: () => 'second deadline' });
+  expect(await s.done).toBe('second deadline');
+
+  const long = startWith<string>({ ms: 5, value: () => 'short' });
+  long.settle.restart({ ms: 60_000, value: () => 'long' });
+  long.settle.resolve('answered');
+  expect(await long.done).toBe('answered');
+
+  jest.useFakeTimers();
+  try {
+    const late = startWith<string>({ ms: 1_000, value: () => 'deadline' });
+    late.settle.resolve('now');
+    late.settle.restart({ ms: 1, value: () => 'restarted' });
+    expect(jest.getTimerCount()).toBe(0);
+    expect(await late.done).toBe('now');
+  } finally {
+    jest.useRealTimers();
+  }
+});

@@ -3,6 +3,7 @@ import { request } from 'node:http';
 import { isIP } from 'node:net';
 import type { Logger } from '../../logger';
 import { LimitedLog } from '../../logging/limited-log';
+import { settleOnce } from '../../util/settle-once';
 import { GENA_NT, GENA_NTS, headerValue, propertySetDocument, timeoutHeader, timeoutSeconds } from './gena';
 
 /**
@@ -273,14 +274,7 @@ export class Gena {
    */
   private send(s: Subscription, seq: number, body: string): Promise<boolean> {
     const payload = Buffer.from(propertySetDocument(body));
-    return new Promise((resolve) => {
-      let settled = false;
-      const settle = (ok: boolean) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(ok);
-      };
+    return new Promise((resolve, reject) => {
       const req = request(
         {
           host: s.callback.hostname,
@@ -303,26 +297,29 @@ export class Gena {
         (res) => {
           res.resume();
           s.silent = false;
-          settle((res.statusCode ?? 500) < 300);
-          req.destroy();
+          settle.resolve((res.statusCode ?? 500) < 300);
         },
       );
-      let timer = setTimeout(() => {
-        settle(false);
-        req.destroy();
-      }, SEND_TIMEOUT_MS);
-      req.on('finish', () => {
-        clearTimeout(timer);
-        timer = setTimeout(
-          () => {
+      // Every outcome closes the socket: a subscriber that never answers would otherwise hold it.
+      // Nothing here rejects: a failed delivery is `false`.
+      const settle = settleOnce<boolean>(
+        (ok) => {
+          req.destroy();
+          resolve(ok);
+        },
+        reject,
+        { ms: SEND_TIMEOUT_MS, value: () => false },
+      );
+      req.on('finish', () =>
+        settle.restart({
+          ms: s.silent ? SILENT_GRACE_MS : ANSWER_WAIT_MS,
+          value: () => {
             s.silent = true;
-            settle(true);
-            req.destroy();
+            return true;
           },
-          s.silent ? SILENT_GRACE_MS : ANSWER_WAIT_MS,
-        );
-      });
-      req.on('error', () => settle(false));
+        }),
+      );
+      req.on('error', () => settle.resolve(false));
       req.end(payload);
     });
   }

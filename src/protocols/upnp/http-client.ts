@@ -1,4 +1,5 @@
 import { request, type IncomingHttpHeaders } from 'node:http';
+import { settleOnce } from '../../util/settle-once';
 
 /**
  * One HTTP exchange with a renderer, on a fresh connection each time. libupnp closes its
@@ -40,13 +41,6 @@ const DEFAULT_MAX_BYTES = 1024 * 1024;
 
 export function httpRequest(url: string, options: HttpOptions): Promise<HttpResult> {
   return new Promise((resolve, reject) => {
-    let settled = false;
-    const fail = (e: Error) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      reject(e);
-    };
     let target: URL;
     try {
       target = new URL(url);
@@ -71,11 +65,14 @@ export function httpRequest(url: string, options: HttpOptions): Promise<HttpResu
       agent: false,
       localAddress: options.localAddress,
     });
-    const timer = setTimeout(() => {
-      fail(new NetworkError(`no answer within ${options.timeoutMs} ms`, 'ETIMEDOUT'));
-      req.destroy();
-    }, options.timeoutMs);
-    req.on('error', (e: NodeJS.ErrnoException) => fail(new NetworkError(e.message, e.code)));
+    // Every failure ends the connection: a timed-out or oversized answer must not go on arriving.
+    const settle = settleOnce<HttpResult>(
+      resolve,
+      reject,
+      { ms: options.timeoutMs, error: () => new NetworkError(`no answer within ${options.timeoutMs} ms`, 'ETIMEDOUT') },
+      () => req.destroy(),
+    );
+    req.on('error', (e: NodeJS.ErrnoException) => settle(new NetworkError(e.message, e.code)));
     req.on('response', (res) => {
       const localAddress = res.socket?.localAddress;
       const chunks: Buffer[] = [];
@@ -84,27 +81,23 @@ export function httpRequest(url: string, options: HttpOptions): Promise<HttpResu
       res.on('data', (c: Buffer) => {
         size += c.length;
         if (size > max) {
-          fail(new NetworkError(`answer larger than ${max} bytes`, 'E2BIG'));
-          req.destroy();
+          settle(new NetworkError(`answer larger than ${max} bytes`, 'E2BIG'));
           return;
         }
         chunks.push(c);
       });
-      res.on('error', (e: NodeJS.ErrnoException) => fail(new NetworkError(e.message, e.code)));
+      res.on('error', (e: NodeJS.ErrnoException) => settle(new NetworkError(e.message, e.code)));
       res.on('close', () => {
-        if (!res.complete) fail(new NetworkError('connection closed in the middle of the answer', 'ECONNRESET'));
+        if (!res.complete) settle(new NetworkError('connection closed in the middle of the answer', 'ECONNRESET'));
       });
-      res.on('end', () => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve({
+      res.on('end', () =>
+        settle.resolve({
           status: res.statusCode ?? 0,
           headers: res.headers,
           body: Buffer.concat(chunks).toString('utf8'),
           localAddress,
-        });
-      });
+        }),
+      );
     });
     req.end(body);
   });

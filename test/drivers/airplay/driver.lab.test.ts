@@ -100,6 +100,13 @@ describeIf('AirPlay driver against real shairport-sync receivers', () => {
    * it plays at, give or take the silent packets sent ahead of the media. The whole 1 s clip is
    * there: shairport-sync plays the first 9 packets of a session as silence (they must be the
    * hub's silent ones), and one whose timing reference came too late drops the first 0.5 s.
+   *
+   * Both figures are sample positions in the receiver's output stream (bytes / 176.4: 44.1 kHz,
+   * 16-bit stereo), not wall time. How much silence shairport-sync writes before the first media
+   * frame follows from the latency the sender sets and the packets' RTP timestamps, so load on the
+   * machine does not move it: a late receiver writes the same samples later, not more or fewer.
+   * That is why the bounds can be this tight (a lead-in window under 200 ms wide, the clip to ±5 ms)
+   * on a busy CI host.
    */
   test('an announcement plays at announcementLatencyMs (500), music at latencyMs (2000): the lead-in says so, and no frame is dropped', async () => {
     const s = driver.speakers()[0];
@@ -126,7 +133,7 @@ describeIf('AirPlay driver against real shairport-sync receivers', () => {
     const speech = await leadIn({ url: clip, overlay: true });
     const music = await leadIn({ url: clip });
     console.log(JSON.stringify({ speech, music }));
-    // The lead-in runs from the first packet (a silent one, due up to 80 ms before the media) to the media's first frame.
+    // Sample counts, not clock readings (see above): the lead-in runs from the first packet (a silent one, due up to 80 ms before the media) to the media's first frame.
     expect(speech.leadMs).toBeGreaterThan(400);
     expect(speech.leadMs).toBeLessThan(590);
     expect(music.leadMs).toBeGreaterThan(1900);

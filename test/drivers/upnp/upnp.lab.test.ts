@@ -4,12 +4,12 @@
  * namespaces); skipped with a notice otherwise.
  */
 import { readFileSync, statSync } from 'node:fs';
-import { labUnavailableReason, MEDIA, UpnpLab, type HubProcess, type Renderer } from './lab';
+import { MEDIA, type HubProcess, type Renderer, type UpnpLab } from './lab';
+import { upnpLabSuite, useDiscoveredLab } from './lab-suite';
 import { measureUpnpSkew } from './skew';
-import { labSuite } from '../../helpers/labs';
 import { eventually, sleep } from '../../helpers/wait';
 
-const suite = labSuite('the UPnP lab (gmediarender in network namespaces)', labUnavailableReason());
+const suite = upnpLabSuite();
 
 jest.setTimeout(60_000);
 
@@ -18,21 +18,9 @@ suite('UPnP driver with real gmediarender renderers', () => {
   let hub: HubProcess;
   let ids: Record<string, string>;
   let r1: Renderer, r2: Renderer, r3: Renderer;
-
-  beforeAll(async () => {
-    lab = await UpnpLab.start();
-    hub = lab.hub;
-    [r1, r2, r3] = lab.renderers;
-    await eventually(async () => (await hub.op('device_count')).DeviceCount === '3', 10_000, 'three renderers discovered');
-    ids = await lab.mediaIds();
-  }, 120_000);
-
-  afterAll(async () => {
-    await lab?.stop();
-  }, 30_000);
-
-  afterEach(async () => {
-    await hub?.op('stop_play');
+  useDiscoveredLab({}, (l) => {
+    ({ lab, hub, ids } = l);
+    [r1, r2, r3] = l.renderers;
   });
 
   /** PLAYING on the renderer itself, with RelTime (whole seconds) moving on from a first reading. */
