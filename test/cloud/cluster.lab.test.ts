@@ -100,6 +100,7 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
         'SELECT (SELECT COUNT(*) FROM users) AS users, (SELECT COUNT(*) FROM clients) AS clients, (SELECT COUNT(*) FROM token_families) AS families, (SELECT COUNT(*) FROM refresh_tokens) AS refresh',
       )
     )[0];
+  const usernames = async () => (await sql<{ username: string }>('SELECT username FROM users ORDER BY username')).map((u) => u.username);
   const live = () => instances.filter((i) => i.running);
   /** The instance holding the hub's link (its /healthz counts it). */
   const holder = async (): Promise<CloudInstance | undefined> => {
@@ -424,7 +425,10 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
   });
 
   test('PostgreSQL lost: relays with cached tokens keep answering through the balancer; sign-up and token issue answer JSON 503 + Retry-After; back: recovered, nothing lost', async () => {
+    // A sign-up answered the instant before the crash: a 201 is a commit, and a commit survives it.
+    expect((await signupThrough(balancer.url, 'lastbeforecrash')).status).toBe(201);
     const before = await counts();
+    const usersBefore = await usernames();
     await pg.pause();
     let backAt = 0;
     try {
@@ -460,7 +464,8 @@ labSuite('The cloud cluster (PostgreSQL, redis-server, HAProxy)', postgresMissin
     recovery.postgres = Date.now() - backAt;
     expect((await passwordGrant(live()[1].url, client, 'alice')).status).toBe(200);
     const after = await counts();
-    // Nothing lost: every account and client from before, plus the one signed up after recovery.
+    // Nothing lost: every account (by name) and client from before, plus the one signed up after recovery.
+    expect(await usernames()).toEqual([...usersBefore, 'pgback'].sort());
     expect({ users: Number(after.users), clients: after.clients }).toEqual({ users: Number(before.users) + 1, clients: before.clients });
     process.stdout.write(`PostgreSQL back: every instance healthy and a sign-up through the balancer done ${recovery.postgres} ms later\n`);
   });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { createReadStream, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -311,12 +312,20 @@ export function defineEndToEnd(version: NodeRedVersion): void {
       Object.assign(cfg, { url: remote.url, credentials: { token: TOKEN } });
       const rest = new HubRest(remote.url, TOKEN);
       await rest.op('stop_play');
-      await nr.deploy([...example, TAB, ...eventRecorder(cfg.id)]);
-      // Both events nodes share the config node's stream; its first event says it is open.
+      const mark = `unavailable-${randomUUID()}`;
+      await nr.deploy([...example, TAB, ...eventRecorder(cfg.id, mark)]);
+      // Node-RED answers a deploy before it starts the new flows, and the new config node's
+      // stream connects some 50-100 ms after that: an event the hub sends meanwhile reaches
+      // no one (a volume set once right after the deploy was lost 6 times in 8). So the vanish
+      // waits for the playbackState the hub sends first on every new stream, recorded by this
+      // deploy's recorder (its mark): earlier flows' events stay in global context, and the
+      // previous check (any playbackState) passed on those as soon as the route answered.
+      // The example's events node was created before the recorder's (flow order) and follows
+      // the same stream, so it hears the vanish too.
       await until(
-        'the event stream',
+        "this deploy's event stream",
         async () => (await nr.request('/api/events')).body,
-        (l) => Array.isArray(l) && l.some((e: any) => e.topic === 'playbackState'),
+        (l) => Array.isArray(l) && l.some((e: any) => e.mark === mark && e.topic === 'playbackState'),
       );
       // The hub's own playbackState events, so a short announcement is seen whenever it plays.
       let spoken: PlaybackSnapshot | undefined;

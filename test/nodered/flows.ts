@@ -46,10 +46,14 @@ function fn(code: string, wires: string[][] = [[]]): Record<string, unknown> {
   return { id: id('fn'), type: 'function', z: 'tab1', func: code, outputs: 1, wires };
 }
 
-/** An events node recording into global context, read by GET /api/events. */
-export function eventRecorder(cfgId: string): object[] {
+/**
+ * An events node recording into global context, read by GET /api/events. Every entry carries
+ * `mark`: global context outlives a deploy, so a test tells this deploy's recordings (events
+ * its own config node's stream delivered) from an earlier flow's by a mark of its own.
+ */
+export function eventRecorder(cfgId: string, mark = ''): object[] {
   const rec = fn(
-    "const l = global.get('events') || []; l.push({ topic: msg.topic, payload: msg.payload }); if (l.length > 2000) l.shift(); global.set('events', l); return null;",
+    `const l = global.get('events') || []; l.push({ mark: ${JSON.stringify(mark)}, topic: msg.topic, payload: msg.payload }); if (l.length > 2000) l.shift(); global.set('events', l); return null;`,
   );
   return [
     { id: id('ev'), type: 'speakerhub-events', z: 'tab1', hub: cfgId, topics: [], wires: [[rec.id]] },
