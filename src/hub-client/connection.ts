@@ -42,6 +42,8 @@ export class HubUnreachableError extends Error {
 /** Fans events out to the listeners of one connection; a throwing listener never stops the others. */
 export class ListenerFanout {
   private readonly listeners = new Set<HubListener>();
+  /** Between a resync and a loss: events flow. A listener added then resyncs at once (it missed what came before). */
+  private live = false;
 
   constructor(
     private readonly onFirst: () => void,
@@ -62,8 +64,20 @@ export class ListenerFanout {
     };
     this.listeners.add(own);
     if (this.listeners.size === 1) this.onFirst();
+    else if (this.live)
+      setImmediate(() => {
+        if (!this.listeners.has(own)) return;
+        try {
+          own.resync?.();
+        } catch (e) {
+          this.onError(e);
+        }
+      });
     return () => {
-      if (this.listeners.delete(own) && this.listeners.size === 0) this.onLast();
+      if (this.listeners.delete(own) && this.listeners.size === 0) {
+        this.live = false;
+        this.onLast();
+      }
     };
   }
 
@@ -72,10 +86,12 @@ export class ListenerFanout {
   }
 
   resync(): void {
+    this.live = true;
     this.each((l) => l.resync?.());
   }
 
   lost(): void {
+    this.live = false;
     this.each((l) => l.lost?.());
   }
 

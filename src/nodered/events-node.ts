@@ -29,23 +29,18 @@ export function registerEventsNode(RED: NodeRedApi): void {
       return;
     }
     this.status({ fill: 'grey', shape: 'ring', text: 'connecting' });
-    let seen = false;
+    // The status follows the event stream itself, not the connection's readiness: a remote
+    // hub answers operations before its event stream is open, and flows that wait for
+    // "listening" must not miss what comes in between.
+    const listening = () => this.status({ fill: 'green', shape: 'dot', text: 'listening' });
     const unsubscribe = hub.connection.follow({
       event: (e) => {
-        if (!seen) {
-          seen = true;
-          this.status({ fill: 'green', shape: 'dot', text: 'listening' });
-        }
         if (eventPasses(filter, e.type)) this.send({ topic: e.type, payload: e.data });
       },
+      resync: listening,
+      lost: () => this.status({ fill: 'yellow', shape: 'ring', text: 'reconnecting' }),
     });
-    hub.connection.ready.then(
-      () => {
-        if (!seen) this.status({ fill: 'green', shape: 'dot', text: 'listening' });
-        seen = true;
-      },
-      (e: unknown) => this.status({ fill: 'red', shape: 'ring', text: (e as { code?: string }).code ?? 'error' }),
-    );
+    hub.connection.ready.catch((e: unknown) => this.status({ fill: 'red', shape: 'ring', text: (e as { code?: string }).code ?? 'error' }));
     this.on('close', (_removed, done) => {
       unsubscribe();
       done();

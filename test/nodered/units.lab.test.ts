@@ -245,6 +245,23 @@ test('the events node sends msg.topic = event name, filtered by its settings', a
   expect(got.find((m) => m.payload.volume === 44).payload).toEqual({ deviceId: devices[0], volume: 44 });
 });
 
+test('the events node status follows its event stream: listening once open, reconnecting while the hub is away, listening when it is back', async () => {
+  const port = await freePort();
+  let away = await startHub({ server: { port } });
+  try {
+    await helper.load(ALL, [cfg(away.base), { id: 'ev', type: 'speakerhub-events', hub: 'cfg', wires: [[]] }], creds);
+    const ev = helper.getNode('ev');
+    const status = async () => ev.status.lastCall?.args[0]?.text as string | undefined;
+    await until('listening', status, (t) => t === 'listening');
+    await away.close();
+    await until('reconnecting', status, (t) => t === 'reconnecting');
+    away = await startHub({ server: { port } });
+    await until('listening again', status, (t) => t === 'listening');
+  } finally {
+    await away.close();
+  }
+});
+
 test('the admin endpoint lists the hub speakers and media for the editor dropdowns', async () => {
   await helper.load(ALL, [cfg()], creds);
   const res = await helper.request().get('/speakerhub/options/cfg').expect(200);
