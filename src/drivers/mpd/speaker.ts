@@ -43,10 +43,7 @@ const PEER_FAULTS = new Set(['MpdProtocol', 'MpdTooLarge', 'MpdGarbage', 'MpdTim
 const STATES: Record<string, SpeakerPlayState> = { play: 'playing', pause: 'paused', stop: 'stopped' };
 
 /** A play whose start confirmStart has not settled yet, and how its song ended if it did meanwhile. */
-interface PendingStart {
-  id: string;
-  end?: { reason: StopReason; error?: string };
-}
+type PendingStart = { id: string; end?: { reason: StopReason; error?: string } };
 
 /**
  * One MPD server as a speaker. State comes from MPD's `idle` notifications (player, mixer,
@@ -359,8 +356,8 @@ export class MpdSpeaker extends BaseSpeaker {
           reason === 'stopped' ? 'the play was stopped before MPD started it' : `MPD could not play the media${error ? `: ${error}` : ''}`,
         );
       }
-      // The connection was lost (or a newer play took over) while it started.
-      if (this.starting !== start) throw new Error('MPD could not play the media');
+      // The connection was lost, or a newer play (or a restore) took over, while it started.
+      if (this.starting !== start || this.hubSongId !== id) throw new Error('MPD could not play the media');
       if (this.status.songid === id && this.status.state === 'play' && this.status.audio) return undefined;
       if (this.status.songid === id && this.status.state === 'pause') return undefined;
       if (Date.now() >= end) return undefined;

@@ -1,17 +1,19 @@
 /**
  * Issue 30's review: a hub play right after another MPD client's clear, add, play (its song
  * played out), stop, clear failed now and then with "MPD could not play the media" (the
- * first-sound bench's floor, then its cached announcement: about 1 in 40). The cause: MPD's
- * pipe output (ffmpeg -re here; a fifo output to snapserver alike) takes up to ~1.7 s of audio
- * at once, so a short clip is all in the output a few ms after `playid`, and MPD reports the
- * song stopped (no error) before a status the start confirmation read showed it decoding. The
- * other client's song that played out just before leaves the output in that state.
+ * first-sound bench's floor, then its cached announcement: about 1 in 40). The cause is not the
+ * other client's commands but the state they leave: MPD's output drained and idle. Its pipe
+ * output (ffmpeg -re here; a fifo output to snapserver alike) then takes ~1.7 s of audio at once
+ * (the pipe plus ffmpeg's read-ahead), so a shorter clip is all in the output a few ms after
+ * `playid`, and MPD reports the song stopped, without an error, while it is still to be heard.
+ * The start confirmation saw the song gone before a status it read showed it decoding. (The
+ * bench's cached announcement is 1.73 s: just at that room, hence 1 in 40.)
  *
- * A real mpd; the hub's MpdSpeaker (the driver's own class) plays a 0.5 s clip from a loopback
- * HTTP server straight after the other client's sequence, many times. Before the fix 13 of 20
- * such plays failed (0.5 s clip); every one must start, be reported playing when its play
- * resolves, be heard (its tone in the capture), and its end must reach a listener that
- * subscribes only once the play resolved (as the announcement scheduler does).
+ * A real mpd; the other client plays a 0.3 s clip and the hub's MpdSpeaker (the driver's own
+ * class) a 0.25 s clip straight after its sequence, both from a loopback HTTP server, 25 times.
+ * On the code before the fix 18 and 20 of the 25 plays failed (two runs). Every one must start,
+ * read as playing when its play resolves, be heard (its tone in the capture), and report its end
+ * to a listener that subscribes only once the play resolved (as the announcement scheduler does).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,9 +28,9 @@ import { fileSize, mpc, MpdLab, mpdInstalled, mpdStatus, RATE, toneWav } from '.
 
 const describeIf = labSuite('the MPD lab', mpdInstalled());
 
-/** Hub plays in a row, each after the other client's sequence (about 1 s each). */
+/** Hub plays in a row, each after the other client's sequence (under 1 s each). */
 const PLAYS = 25;
-/** The other client's song (a file in MPD's music folder) and the hub's two clips, told apart by pitch. */
+/** The other client's song and the hub's two clips, told apart by pitch. */
 const OWN_HZ = 330;
 const HUB_HZ = [660, 880];
 /** A 50 ms window carries a tone when its amplitude reaches this (the tones are 12000 at full volume). */
@@ -47,11 +49,13 @@ describeIf("a hub play right after another MPD client's clear, add, play, stop, 
   let speaker: MpdSpeaker;
 
   beforeAll(async () => {
-    lab = await MpdLab.create({ 'own.wav': toneWav(0.3, OWN_HZ, 'Own Song') });
+    lab = await MpdLab.create({});
     await lab.start();
-    const clips = HUB_HZ.map((hz) => toneWav(0.5, hz, `Hub ${hz}`));
+    const own = toneWav(0.3, OWN_HZ, 'Own 330');
+    const clips = HUB_HZ.map((hz) => toneWav(0.25, hz, `Hub ${hz}`));
     server = createServer((req, res) => {
-      const clip = clips[Number(/^\/clip-(\d+)-/.exec(req.url ?? '')?.[1]) % clips.length] ?? clips[0];
+      const url = req.url ?? '';
+      const clip = url.startsWith('/own') ? own : (clips[Number(/^\/clip-(\d+)-/.exec(url)?.[1]) % clips.length] ?? clips[0]);
       res.writeHead(200, { 'Content-Type': 'audio/wav', 'Content-Length': clip.length }).end(clip);
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -76,7 +80,7 @@ describeIf("a hub play right after another MPD client's clear, add, play, stop, 
     const failed: string[] = [];
     for (let i = 0; i < PLAYS; i++) {
       // The other client: its song plays out, then it stops and clears, as the bench's floor does.
-      await mpc(lab.port, 'clear', 'add own.wav', 'play');
+      await mpc(lab.port, 'clear', `add ${base}/own-${i}.wav`, 'play');
       await eventually(async () => (await mpdStatus(lab.port)).state === 'stop', 5000, `the other client's song played out (${i})`);
       await mpc(lab.port, 'stop', 'clear');
 
@@ -100,6 +104,7 @@ describeIf("a hub play right after another MPD client's clear, add, play, stop, 
       expect({ play: i, state: atResolve }).toEqual({ play: i, state: 'playing' });
       await eventually(() => heard(lab.out, mark, hz), 10_000, `the hub's ${hz} Hz clip in the capture (play ${i})`);
       expect({ play: i, end: await end }).toEqual({ play: i, end: 'ended' });
+      await speaker.stop();
     }
     expect(failed).toEqual([]);
   }, 90_000);
