@@ -3,7 +3,7 @@ import { Backoff } from '../../util/backoff';
 import { VOLUME_MAX, clampVolume } from '../../core/volume-range';
 import type { Logger } from '../../logger';
 import { BaseSpeaker } from '../base-speaker';
-import { digitId, type MediaRequest, type SpeakerCapabilities, type SpeakerPlayState, type SpeakerSnapshot } from '../driver';
+import { digitId, type MediaRequest, type SpeakerCapabilities, type SpeakerPlayState, type SpeakerSnapshot, type StopReason } from '../driver';
 import type { MpdConfig, ResolvedMpdServer } from './config';
 import { LimitedLog } from '../../logging/limited-log';
 import { arg, MpdClient, MpdConnectionError, parseFields } from '../../protocols/mpd';
@@ -26,9 +26,9 @@ export interface MpdSnapshotData {
   consume: string;
 }
 
-/** A failed delete of a hub entry is tried again this many times, this far apart. */
 /** How long a play waits for MPD to decode the song before it reads as playing anyway (ms). */
 const START_CONFIRM_MS = 5000;
+/** A failed delete of a hub entry is tried again this many times, this far apart. */
 const FORGET_ATTEMPTS = 10;
 const FORGET_RETRY_MS = 1000;
 
@@ -41,6 +41,9 @@ const STABLE_MS = 10_000;
 const PEER_FAULTS = new Set(['MpdProtocol', 'MpdTooLarge', 'MpdGarbage', 'MpdTimeout']);
 
 const STATES: Record<string, SpeakerPlayState> = { play: 'playing', pause: 'paused', stop: 'stopped' };
+
+/** A play whose start confirmStart has not settled yet, and how its song ended if it did meanwhile. */
+type PendingStart = { id: string; end?: { reason: StopReason; error?: string } };
 
 /**
  * One MPD server as a speaker. State comes from MPD's `idle` notifications (player, mixer,
@@ -66,6 +69,15 @@ export class MpdSpeaker extends BaseSpeaker {
   private hubSongId?: string;
   /** Queue entries the hub added and has not deleted yet (bounded: one per play, deleted as they end). */
   private readonly added = new Set<string>();
+  /**
+   * The play being confirmed. A short song can be over before its start is confirmed: MPD
+   * reports `stop` as soon as its output took the whole song, and an output that buffers (the
+   * pipe or fifo output, ~1.7 s through ffmpeg) takes a short clip within a few ms. Its end is
+   * kept here, and reported once the play has resolved (see confirmStart).
+   */
+  private starting?: PendingStart;
+  /** Counts plays: a stop held for a play is not reported once a newer play began. */
+  private plays = 0;
   private stopRequested = false;
   /**
    * What the hub last asked the MPD's player for (play/resume: playing, pause: paused), or what
@@ -183,6 +195,7 @@ export class MpdSpeaker extends BaseSpeaker {
     if (this.conn !== conn) return;
     this.conn = undefined;
     this.hubSongId = undefined;
+    this.starting = undefined;
     this.added.clear();
     if (this.closed) return;
     const wasUp = this.connectedAt > 0;
@@ -248,10 +261,18 @@ export class MpdSpeaker extends BaseSpeaker {
       const id = this.hubSongId;
       this.hubSongId = undefined;
       const reason = this.stopRequested ? 'stopped' : st.error ? 'error' : 'ended';
-      this.setPlayState('stopped', reason, st.error);
       void this.forget(id);
+      if (this.starting?.id === id) {
+        // Over before its start was confirmed: the start reports it (a play the caller has not
+        // seen resolve yet has no listener for its end).
+        this.starting.end = { reason, error: st.error };
+        return;
+      }
+      this.setPlayState('stopped', reason, st.error);
       if (state === 'stopped') return;
     }
+    // The play state waits for the pending start's outcome (its song is over already).
+    if (this.starting?.end) return;
     this.setPlayState(state, state === 'stopped' ? (st.error ? 'error' : 'ended') : undefined, st.error);
     if (asked === this.commands) this.followOwnControl(before, state);
   }
@@ -274,6 +295,7 @@ export class MpdSpeaker extends BaseSpeaker {
     this.stopRequested = false;
     this.intended = 'playing';
     this.commands++;
+    const play = ++this.plays;
     // Before anything changes on the MPD: a URL it cannot fetch fails here, saying how to fix it.
     const url = this.route && this.conn ? urlForMpd(media.url, this.conn.addresses, this.route, this.server.address) : media.url;
     const added = parseFields(await this.send(`addid ${arg(url)}`));
@@ -282,18 +304,32 @@ export class MpdSpeaker extends BaseSpeaker {
     this.added.add(id);
     const cmds = ['clearerror', `playid ${id}`];
     if (media.startAt && media.startAt > 0) cmds.push(`seekid ${id} ${media.startAt.toFixed(3)}`);
+    const start: PendingStart = { id };
+    let ended: StopReason | undefined;
     try {
       await this.send(cmds);
       this.hubSongId = id;
+      this.starting = start;
       await this.refreshNow();
-      await this.confirmStart(id);
+      ended = await this.confirmStart(start);
     } catch (e) {
       // A play MPD refused (it decodes the URL at once: a 404 is an ACK) leaves no entry behind.
       void this.forget(id);
       if (old) void this.forget(old);
       throw e;
     } finally {
-      if (old && this.hubSongId === id) void this.forget(old);
+      if (this.starting === start) this.starting = undefined;
+      if (old && (this.hubSongId === id || ended)) void this.forget(old);
+    }
+    if (ended) {
+      // It played, and its end is due: after the caller has seen the play resolve and listens
+      // for the end (a turn of the event loop), never before.
+      this.setPlayState('playing');
+      setImmediate(() => {
+        if (this.plays !== play || this.closed) return;
+        this.setPlayState('stopped', this.stopRequested ? 'stopped' : ended);
+        void this.refresh();
+      });
     }
   }
 
@@ -302,14 +338,29 @@ export class MpdSpeaker extends BaseSpeaker {
    * with `error`): the play resolves once MPD decodes the song (status `audio` set) and
    * rejects when it stopped on it, so a play it cannot play is a failed play. A slow stream
    * that has not decoded within START_CONFIRM_MS reads as playing, as before.
+   *
+   * A song that is over before a status showed it decoding (a short clip MPD's output took at
+   * once, or another client's stop or clear) started all the same: only an end with MPD's
+   * `error` is a failed play, and the hub's own stop a cancelled one. Resolves with how it
+   * ended, when it did.
    */
-  private async confirmStart(id: string): Promise<void> {
+  private async confirmStart(start: PendingStart): Promise<StopReason | undefined> {
+    const { id } = start;
     const end = Date.now() + START_CONFIRM_MS;
     for (;;) {
-      if (this.hubSongId !== id) throw new Error(`MPD could not play the media${this.status.error ? `: ${this.status.error}` : ''}`);
-      if (this.status.songid === id && this.status.state === 'play' && this.status.audio) return;
-      if (this.status.songid === id && this.status.state === 'pause') return;
-      if (Date.now() >= end) return;
+      if (start.end) {
+        const { reason, error } = start.end;
+        if (reason === 'ended') return reason;
+        this.setPlayState('stopped', reason, error);
+        throw new Error(
+          reason === 'stopped' ? 'the play was stopped before MPD started it' : `MPD could not play the media${error ? `: ${error}` : ''}`,
+        );
+      }
+      // The connection was lost, or a newer play (or a restore) took over, while it started.
+      if (this.starting !== start || this.hubSongId !== id) throw new Error('MPD could not play the media');
+      if (this.status.songid === id && this.status.state === 'play' && this.status.audio) return undefined;
+      if (this.status.songid === id && this.status.state === 'pause') return undefined;
+      if (Date.now() >= end) return undefined;
       await new Promise((r) => setTimeout(r, 50));
       // Through the one coalescing reader: two status reads in flight could land out of order
       // and show a pause and resume nobody made (read as the MPD's own app).
