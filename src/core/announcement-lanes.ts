@@ -70,10 +70,17 @@ export abstract class AnnouncementLanes {
       });
     s.on('state', onState);
     s.on('availability', onAvailability);
-    a.unwatch.set(s.id, () => {
+    const unwatch = () => {
       s.off('state', onState);
       s.off('availability', onAvailability);
-    });
+    };
+    a.unwatch.set(s.id, unwatch);
+    // A clip that ended on this speaker while others were still starting (SpeakerStarter.claimEnd).
+    const early = this.engine.claimEnd(s);
+    if (early)
+      queueMicrotask(() => {
+        if (a.unwatch.get(s.id) === unwatch) onState('stopped', early.reason);
+      });
   }
 
   /** Follows a driver's overlay on a kept speaker: its end is the step's end there; dropping the speaker stops it. */

@@ -3,6 +3,7 @@ import type { Clock } from './clock';
 import type { HubEventBus } from './events';
 import type { SpeakerRegistry } from './speaker-registry';
 import { ZoneBook } from './zone-book';
+import type { EarlyEnd } from './speaker-starter';
 import { elapsed, hasMember, isEmpty, members, rejoinAt, type PlayableMedia, type Playback, type Target } from './playback';
 import type { MediaRequest, OverlayHandle, OverlayRequest, Speaker } from '../drivers/driver';
 import { mixesOverlays } from '../drivers/capabilities';
@@ -433,6 +434,11 @@ export class PlaybackEngine extends ZoneBook {
       }
       return 'rejoined';
     });
+  }
+
+  /** An end the speaker reported since its play resolved (SpeakerStarter.claimEnd): for an overlay's owner that follows it now. */
+  claimEnd(s: Speaker): EarlyEnd | undefined {
+    return this.starter.claimEnd(s);
   }
 
   /** Plays on speakers outside the music playback (for overlays): same grouping as plays. */

@@ -1,8 +1,19 @@
 import { HubError } from './errors';
 import type { SpeakerRegistry } from './speaker-registry';
 import type { PlayableMedia } from './playback';
-import { syncClockMs, type MediaRequest, type Speaker, type SpeakerDriver } from '../drivers/driver';
+import { syncClockMs, type MediaRequest, type Speaker, type SpeakerDriver, type SpeakerPlayState, type StopReason } from '../drivers/driver';
 import type { Logger } from '../logger';
+
+/** A 'stopped' a speaker reported after its play had resolved. */
+export interface EarlyEnd {
+  reason?: StopReason;
+  detail?: string;
+}
+
+interface EndCatch {
+  listen: (state: SpeakerPlayState, reason?: StopReason, detail?: string) => void;
+  end?: EarlyEnd;
+}
 
 interface Starting {
   speakers: Speaker[];
@@ -19,6 +30,14 @@ interface Starting {
  */
 export class SpeakerStarter {
   private readonly starting = new Set<Starting>();
+  /**
+   * Speakers whose play resolved and whose owner (a playback, an announcement) does not follow
+   * them yet: it starts following only once every speaker of the start has settled, and a short
+   * clip can end on one speaker while another is still starting (MPD reports a clip its output
+   * took whole as over within ms). Such an end is kept here for claimEnd(), so it is not lost.
+   * One entry per speaker at most: the next play on it replaces it.
+   */
+  private readonly ends = new Map<Speaker, EndCatch>();
 
   constructor(
     private readonly registry: SpeakerRegistry,
@@ -84,13 +103,47 @@ export class SpeakerStarter {
     const settled = new Map<Speaker, PromiseSettledResult<void>>();
     await Promise.all(
       [...byDriver].map(async ([driver, group]) => {
+        for (const s of group) this.release(s);
         const results = driver
           ? await driver.playGroup!(group, driver.startLeadMs ? timed : request)
-          : await Promise.allSettled(group.map((s) => s.play(request)));
-        group.forEach((s, i) => settled.set(s, results[i]));
+          : await Promise.allSettled(group.map((s) => s.play(request).then(() => this.catchEnd(s))));
+        group.forEach((s, i) => {
+          settled.set(s, results[i]);
+          if (driver && results[i].status === 'fulfilled') this.catchEnd(s);
+        });
       }),
     );
     return speakers.map((s) => settled.get(s)!);
+  }
+
+  /**
+   * The end a speaker reported since its play resolved, if any, for the owner that starts
+   * following it now (and stops keeping it: from here on the owner's own listener hears it).
+   */
+  claimEnd(s: Speaker): EarlyEnd | undefined {
+    const c = this.ends.get(s);
+    this.release(s);
+    return c?.end;
+  }
+
+  private catchEnd(s: Speaker): void {
+    this.release(s);
+    const c: EndCatch = {
+      listen: (state, reason, detail) => {
+        if (state !== 'stopped') return;
+        c.end = { reason, detail };
+        s.off('state', c.listen);
+      },
+    };
+    s.on('state', c.listen);
+    this.ends.set(s, c);
+  }
+
+  private release(s: Speaker): void {
+    const c = this.ends.get(s);
+    if (!c) return;
+    s.off('state', c.listen);
+    this.ends.delete(s);
   }
 
   logFailures(what: string, ids: string[], results: PromiseSettledResult<unknown>[]): string[] {

@@ -192,14 +192,22 @@ export abstract class ZoneBook {
     speaker.on('state', onState);
     speaker.on('availability', onAvailability);
     speaker.on('ownPlayState', onOwnPlayState);
-    p.speakers.set(speaker.id, {
+    const entry = {
       speaker,
       unwatch: () => {
         speaker.off('state', onState);
         speaker.off('availability', onAvailability);
         speaker.off('ownPlayState', onOwnPlayState);
       },
-    });
+    };
+    p.speakers.set(speaker.id, entry);
+    // An end reported between the speaker's play resolving and now (SpeakerStarter.claimEnd)
+    // counts once the caller has finished setting the playback up.
+    const early = this.starter.claimEnd(speaker);
+    if (early)
+      queueMicrotask(() => {
+        if (p.speakers.get(speaker.id) === entry) this.lost(p, speaker.id, early.reason ?? 'stopped');
+      });
   }
 
   /**

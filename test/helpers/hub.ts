@@ -6,6 +6,7 @@ import { createHub, type SpeakerHub } from '../../src/hub';
 import type { HubConfigInput } from '../../src/hub-config';
 import type { Clock } from '../../src/core/clock';
 import type { VirtualDriver } from '../../src/drivers/virtual/virtual-driver';
+import type { SpeakerDriver } from '../../src/drivers/driver';
 import type { HubExtension } from '../../src/extensions/extension';
 import { createLogger } from '../../src/logger';
 import { ensureSampleMedia } from '../../src/media/samples';
@@ -46,7 +47,7 @@ export interface TestHub {
  */
 export async function createTestHub(
   config: HubConfigInput,
-  options: { dataDir: string; clock?: Clock; extensions?: HubExtension[] },
+  options: { dataDir: string; clock?: Clock; extensions?: HubExtension[]; drivers?: SpeakerDriver[] },
 ): Promise<{ hub: SpeakerHub; logs: string[] }> {
   const logs: string[] = [];
   const stream = new Writable({
@@ -64,15 +65,18 @@ export async function createTestHub(
       server: { host: '127.0.0.1', port: 0, token: TEST_TOKEN, ...config.server },
       log: { level: 'debug' },
     },
-    { clock: options.clock, logger: createLogger({ level: 'debug', stream }), extensions: options.extensions },
+    { clock: options.clock, logger: createLogger({ level: 'debug', stream }), extensions: options.extensions, drivers: options.drivers },
   );
   return { hub, logs };
 }
 
-/** Starts a real hub on 127.0.0.1 with a temp data folder; close() removes everything. `extensions`: front ends of the test's own. */
-export async function startHub(config: HubConfigInput = {}, options: { clock?: Clock; extensions?: HubExtension[] } = {}): Promise<TestHub> {
+/** Starts a real hub on 127.0.0.1 with a temp data folder; close() removes everything. `extensions`: front ends of the test's own; `drivers`: speaker drivers of its own, beside the configured ones. */
+export async function startHub(
+  config: HubConfigInput = {},
+  options: { clock?: Clock; extensions?: HubExtension[]; drivers?: SpeakerDriver[] } = {},
+): Promise<TestHub> {
   const dataDir = await mkdtemp(join(tmpdir(), 'speakerhub-test-'));
-  const { hub, logs } = await createTestHub(config, { dataDir, clock: options.clock, extensions: options.extensions });
+  const { hub, logs } = await createTestHub(config, { dataDir, ...options });
   await hub.start();
   const base = hub.url!;
   const get = async (path: string, headers: Record<string, string> = { Authorization: `Bearer ${TEST_TOKEN}` }) => {
