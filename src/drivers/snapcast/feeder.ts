@@ -53,6 +53,24 @@ export interface FeedOptions {
    * stays with ffmpeg, which streams a long file instead of holding it.
    */
   clip?: boolean;
+  /**
+   * Whether the feed's own stream carries the mix (setMix) now; unset: always. A ducked
+   * announcement on some client streams only (issue 30) leaves it unmixed for the others.
+   */
+  ownMixed?: () => boolean;
+}
+
+/**
+ * Another stream fed the same PCM at the same moments as a feed's own (a client stream, issue
+ * 30): each piece as the feed hands it over, unmixed and through the mix.
+ */
+export interface FeedFollower {
+  /** `mixed` is `raw` itself when nothing is mixed in. */
+  write(raw: Buffer, mixed: Buffer): void;
+  /** The feed handed over its last PCM and snapserver has had time to read it. */
+  end(): void;
+  /** The feed stopped or failed. */
+  destroy(): void;
 }
 
 export interface FeedEvents {
@@ -86,8 +104,12 @@ export const MULTI_ZONE_LEAD_MS = 300;
 /** Decoded PCM waiting in the hub, at most (seconds): ffmpeg is paused above it. */
 const QUEUE_HIGH_S = 2;
 const PACE_MS = 10;
-/** How much of the PCM handed over a feed keeps for a tap that starts behind (a ducked overlay's copy of the music). */
-const RECENT_MS = 250;
+/**
+ * How much of the PCM handed over a feed keeps for a tap that starts behind (a ducked overlay's
+ * copy of the music) and for a follower that starts late (what snapserver has not read yet:
+ * up to the longest lead, MULTI_ZONE_LEAD_MS, and a pace).
+ */
+const RECENT_MS = 400;
 
 /**
  * One decode of one media into one snapserver source. ffmpeg decodes as fast as it is let;
@@ -122,6 +144,8 @@ export class Feed extends EventEmitter<FeedEvents> {
   private mixDone?: () => void;
   /** Who wants a copy of the PCM as it is handed over (before any mix): a ducked announcement on another stream. */
   private readonly taps = new Set<(pcm: Buffer) => void>();
+  /** Client streams fed in step with this one (follow()). */
+  private readonly followers = new Set<FeedFollower>();
   /** The last MUSIC_RECENT_MS of PCM handed over (unmixed), for a tap that starts a little behind (tap's replayMs). */
   private recent: Buffer[] = [];
   private recentBytes = 0;
@@ -241,6 +265,29 @@ export class Feed extends EventEmitter<FeedEvents> {
     return () => this.taps.delete(fn);
   }
 
+  /**
+   * Feeds `f` every piece of PCM from now on, at the moment this feed hands it over, starting
+   * with what was handed over that snapserver has not had time to read yet: the follower's
+   * stream then stamps each sample as this feed's own stream does (snapserver stamps a source's
+   * first chunk with the moment it reads it, and the rest by the clock from there), so their
+   * clients play it at the same instants. Before attach() nothing was handed over: it gets the
+   * first PCM with the feed's own stream. The returned function stops it (without closing it).
+   */
+  follow(f: FeedFollower): () => void {
+    if (this.stopped) {
+      f.destroy();
+      return () => undefined;
+    }
+    const unread = this.frames(this.fed - Math.min(this.fed, this.due()));
+    if (unread > 0 && this.recentBytes > 0) {
+      const all = Buffer.concat(this.recent);
+      const part = all.subarray(Math.max(0, all.length - unread));
+      f.write(part, part);
+    }
+    this.followers.add(f);
+    return () => this.followers.delete(f);
+  }
+
   private takeDown(): void {
     const done = this.mixDone;
     this.mixDone = undefined;
@@ -258,6 +305,8 @@ export class Feed extends EventEmitter<FeedEvents> {
     this.takeDown();
     this.decoder?.stop();
     this.sink?.destroy();
+    for (const f of this.followers) f.destroy();
+    this.followers.clear();
   }
 
   /** Bytes snapserver has had time to read since the first was handed over. */
@@ -308,7 +357,9 @@ export class Feed extends EventEmitter<FeedEvents> {
       this.fed += chunk.length;
       for (const tap of this.taps) tap(chunk);
       this.remember(chunk);
-      if (this.mix) chunk = this.mix(chunk);
+      const mixed = this.mix ? this.mix(chunk) : chunk;
+      for (const f of this.followers) f.write(chunk, mixed);
+      if (mixed !== chunk && (this.opts.ownMixed?.() ?? true)) chunk = mixed;
       if (!sink.write(chunk)) {
         // snapserver is not reading: wait for it rather than pile up.
         this.draining = true;
@@ -333,6 +384,9 @@ export class Feed extends EventEmitter<FeedEvents> {
     const wait = Math.max(0, ((this.fed - this.due()) / this.bps) * 1000);
     setTimeout(() => {
       if (this.stopped) return;
+      // The client streams end with this one: their last PCM was handed over with its.
+      for (const f of this.followers) f.end();
+      this.followers.clear();
       sink.end(() => {
         if (this.stopped) return;
         this.completed = true;

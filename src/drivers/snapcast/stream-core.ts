@@ -6,6 +6,8 @@ import type { ResolvedServerConfig } from './config';
 import { MusicLoudness } from '../../audio/music-loudness';
 import { Feed, FEED_LEAD_MS, parseSampleFormat } from './feeder';
 import { Grouping, type ControlChannel } from './grouping';
+import { ClientFeeds } from './client-feeds';
+import type { ClientStreamPool } from './client-streams';
 import type { ModelChange, ServerModel } from './model';
 import { describeSource, openSink } from './sink';
 import { streamSource } from './stream-source';
@@ -40,6 +42,8 @@ export interface HubStreamOptions {
   logger: Logger;
   /** Called whenever the stream's phase changes (the zone pool takes a stream back when it is free). */
   phaseChanged?: (phase: StreamPhase) => void;
+  /** The server's client streams (zone streams only): a zone's clients beyond one get a stream of their own, fed in step. */
+  clientStreams?: ClientStreamPool;
 }
 
 /** How a play's feed is set up beyond the media itself: a ducked announcement on the announcement stream mixes the music in. */
@@ -82,10 +86,37 @@ export abstract class StreamCore {
   private leadMs?: number;
   protected readonly grouping: Grouping;
   protected readonly log: Logger;
+  /** The client streams this stream's listening clients are on (ClientStreamPool), as of the last regroup. */
+  private routed = new Map<string, string>();
+  /** Feeds those client streams in step with this one. */
+  private readonly clientFeeds?: ClientFeeds;
 
   constructor(protected readonly opts: HubStreamOptions) {
     this.log = opts.logger;
     this.grouping = new Grouping(opts);
+    if (opts.clientStreams) {
+      this.clientFeeds = new ClientFeeds({ ...opts, connectTimeoutMs: opts.connectTimeoutMs, mixedFor: (id) => this.mixedFor(id) });
+    }
+  }
+
+  /** The client stream a member hears this stream's music on, if it has one (issue 30). */
+  routeOf(clientId: string): string | undefined {
+    return this.routed.get(clientId);
+  }
+
+  /** The listening members that hear this stream's music on the stream itself (no client stream of their own). */
+  ownListeners(): string[] {
+    return this.listeningIds().filter((id) => !this.routed.has(id));
+  }
+
+  /** Whether the stream's own PCM carries the feed's mix now (a ducked announcement); the modes say. */
+  protected ownMixed(): boolean {
+    return true;
+  }
+
+  /** Whether a client stream carries the feed's mix now (a ducked announcement for its client); the modes say. */
+  protected mixedFor(_clientId: string): boolean {
+    return false;
   }
 
   /** The id of the snapserver stream this one feeds. */
@@ -180,6 +211,7 @@ export abstract class StreamCore {
       ...(setup?.padMs ? { padMs: setup.padMs } : {}),
       ...(media.overlay ? { clip: true, contentType: media.contentType } : {}),
       ...(this.leadMs !== undefined ? { leadMs: this.leadMs } : {}),
+      ownMixed: () => this.ownMixed(),
     });
     this.pending = { feed, ids: new Set(listeners.map((m) => m.clientId)) };
     // The source opens while ffmpeg starts; a rejection is handled below, never left dangling.
@@ -324,6 +356,7 @@ export abstract class StreamCore {
     this.ending?.cancel();
     this.ending = undefined;
     this.endDuck();
+    this.clientFeeds?.stopAll();
     this.feed?.stop();
     this.feed = undefined;
     // A start in progress has no members yet, but its media is the current one.
@@ -338,14 +371,52 @@ export abstract class StreamCore {
     return d !== undefined ? Math.min(pos, d) : pos;
   }
 
-  /** Makes snapserver's grouping match the members: only the listening ones on the hub stream. */
+  /**
+   * Makes snapserver's grouping match the members: only the listening ones on the hub stream,
+   * or on a client stream of their own (issue 30), fed in step with it.
+   */
   protected async reconcile(): Promise<void> {
+    const listening = this.listeningIds();
+    const routes = this.route(listening);
+    // Fed before the client moves there: it hears the zone as soon as its group is on it.
+    await this.clientFeeds?.sync(this.feed, routes, new Set(listening));
+    await this.grouping.apply(listening, this.heldIds(), routes);
+  }
+
+  private listeningIds(): string[] {
     const members = [...this.members.values()].filter((m) => m.available && this.opts.model.clients.has(m.clientId));
     const hears = (m: StreamMember) => m.state === 'playing';
     const anyPlaying = members.some(hears);
     // While everyone is paused the group stays together (silent); a member paused alone leaves it.
-    const listening = members.filter((m) => hears(m) || !anyPlaying).map((m) => m.clientId);
-    await this.grouping.apply(listening, this.heldIds());
+    return members.filter((m) => hears(m) || !anyPlaying).map((m) => m.clientId);
+  }
+
+  /** The client streams of the listening members (ClientStreamPool); none for an announcement, nor without the pool. */
+  private route(listening: string[]): Map<string, string> {
+    const pool = this.opts.clientStreams;
+    this.routed = new Map();
+    if (!pool) return this.routed;
+    let format: string | undefined;
+    try {
+      format = streamSource(this.opts.server, this.opts.model).format;
+    } catch {
+      format = undefined;
+    }
+    if (this.media?.overlay || format === undefined) {
+      pool.releaseAll(this);
+      return this.routed;
+    }
+    const routes = pool.routes(this, {
+      members: new Set(this.members.keys()),
+      listening,
+      onZoneStream: (id) => this.opts.model.groupOf(id)?.streamId === this.streamId,
+      format,
+    });
+    for (const id of listening) {
+      const r = routes.get(id);
+      if (r !== undefined) this.routed.set(id, r);
+    }
+    return routes;
   }
 
   /** Runs `fn` after everything queued before it; the phase is re-read when it is done. */
