@@ -3,6 +3,13 @@ import type { ResolvedServerConfig } from './config';
 import type { ServerModel } from './model';
 import { streamSource } from './stream-source';
 
+/**
+ * Beyond the PCM a closed connection still held by the hub's clock: snapserver may read behind it
+ * (each re-sync of a stream sets its reading that much later; a few ms to tens of ms are logged
+ * on a busy machine).
+ */
+const DRAIN_MARGIN_MS = 40;
+
 /** What a zone stream tells the pool when it regroups (StreamCore.reconcile). */
 export interface RouteAsk {
   /** Every client of the zone's music, playing or paused. */
@@ -13,6 +20,13 @@ export interface RouteAsk {
   onZoneStream(clientId: string): boolean;
   /** The zone stream's sample format (snapserver's `sampleformat`): a client stream must have the same. */
   format: string;
+  /**
+   * Whether the zone's feed is about to start (not handed over yet): client streams are given
+   * out only then, when every stream of the zone starts together. A client joining a running
+   * feed goes on the zone's own stream: a client stream started late was measured 10-27 ms off
+   * the zone's (more the longer the zone had played), one on the zone's stream is exact.
+   */
+  starting: boolean;
 }
 
 /**
@@ -22,18 +36,22 @@ export interface RouteAsk {
  * alone. snapserver 0.26 cannot add streams at run time: the pool is what snapserver.conf
  * declares of the list, apart from the zone pool so that zones never compete with it.
  *
- * Assignment, per zone stream (an owner): while two or more of its listening clients have no
- * client stream, the one already on the zone stream (else the first) stays there and each
- * other one that is changing streams anyway (starting, joining, resuming alone) takes a free
- * client stream; a client already on the zone stream is never moved mid-play (a move costs a
- * snapclient ~0.9 s of audio). A client keeps its client stream for as long as it is a member
- * of the zone (paused alone too); it is given back when it leaves the zone or the zone ends.
+ * Assignment, per zone stream (an owner), when its feed starts (a play, a resume, a seek, the
+ * next media: every stream of the zone starts together, in step): while two or more of its
+ * listening clients have no client stream, the one already on the zone stream (else the first)
+ * stays there and each other one not on it yet takes a free client stream; a client already on
+ * the zone stream is never moved mid-play (a move costs a snapclient ~0.9 s of audio). A client
+ * keeps its client stream while it listens (all paused together too); it is given back when it
+ * leaves the zone, is paused alone, or the zone ends, and a client joining a running feed goes
+ * on the zone's stream (RouteAsk.starting).
  * Bounded by the declared streams: one client each.
  */
 export class ClientStreamPool {
   /** client id → its client stream and the zone stream (owner) that gave it. */
   private readonly byClient = new Map<string, { owner: object; stream: string }>();
   private readonly warned = new Set<string>();
+  /** Per stream fed before (client streams and zone streams): when snapserver will have read its last connection out (performance clock, ms). */
+  private readonly drainEnd = new Map<string, number>();
 
   constructor(
     private readonly server: ResolvedServerConfig,
@@ -58,8 +76,10 @@ export class ClientStreamPool {
 
   /** Client id → client stream for `owner`'s listening clients, after giving back those of clients no longer its members. */
   routes(owner: object, ask: RouteAsk): Map<string, string> {
+    // A client that stopped listening (left the zone, paused alone) gives its stream back: it comes back on the zone's stream.
+    const listening = new Set(ask.listening);
     for (const [id, r] of this.byClient) {
-      if (r.owner === owner && !ask.members.has(id)) this.giveBack(id, r.stream);
+      if (r.owner === owner && !listening.has(id)) this.giveBack(id, r.stream);
     }
     const out = new Map<string, string>();
     for (const id of ask.members) {
@@ -70,7 +90,7 @@ export class ClientStreamPool {
       out.set(id, r.stream);
     }
     const unrouted = ask.listening.filter((id) => !out.has(id));
-    if (unrouted.length < 2) return out;
+    if (!ask.starting || unrouted.length < 2) return out;
     const stays = unrouted.find((id) => ask.onZoneStream(id)) ?? unrouted[0];
     for (const id of unrouted) {
       if (id === stays || ask.onZoneStream(id)) continue;
@@ -81,6 +101,21 @@ export class ClientStreamPool {
       this.log.info({ clientId: id, stream: free }, 'client takes a client stream of its own (its zone is fed to it in step)');
     }
     return out;
+  }
+
+  /**
+   * A connection to a stream's source closed with `unreadMs` of PCM in it: snapserver reads
+   * that out at its pace and only then takes the next connection, whose first PCM it stamps
+   * with the moment it reads it. A feed that must be in step waits for readyAt(). Bounded by
+   * the streams of the server.
+   */
+  closed(stream: string, unreadMs: number): void {
+    this.drainEnd.set(stream, performance.now() + unreadMs + DRAIN_MARGIN_MS);
+  }
+
+  /** When snapserver reads a new connection to the stream as soon as PCM arrives (performance clock, ms). */
+  readyAt(stream: string): number {
+    return this.drainEnd.get(stream) ?? 0;
   }
 
   /** Every client stream `owner` has is given back (its zone is over, or plays an announcement). */
@@ -96,7 +131,9 @@ export class ClientStreamPool {
   /** A declared client stream no client has, fed in `format`; undefined when none is left. */
   private free(format: string): string | undefined {
     const taken = new Set([...this.byClient.values()].map((r) => r.stream));
-    for (const id of this.declared()) {
+    // Never fed first, then the one closed longest ago: its last connection is read out.
+    const order = this.declared().sort((a, b) => (this.drainEnd.get(a) ?? -Infinity) - (this.drainEnd.get(b) ?? -Infinity));
+    for (const id of order) {
       if (taken.has(id)) continue;
       let why: string | undefined;
       try {

@@ -8,8 +8,10 @@
  * windows lost), and the others' windows are all there within 0.5 dB of their level before.
  * The clients on different streams play the clicks of the music at the same instants (measured,
  * logged, and bounded loosely: a misfed follower is off by tens of ms). A client that leaves
- * gives its client stream back and goes back where it was; one that joins late takes one and
- * plays in step. Without client streams the old behaviour is duck-gaps.lab.test.ts's.
+ * gives its client stream back and goes back where it was; one that joins late plays on the
+ * zone's own stream (a client stream started late was 10-27 ms off), in step. snapserver.conf
+ * declares `codec = pcm` (flac holds a block back per stream: docs/drivers/snapcast.md).
+ * Without client streams the old behaviour is duck-gaps.lab.test.ts's.
  */
 import { FEED_LEAD_MS } from '../../../src/drivers/snapcast/feeder';
 import { labSuite } from '../../helpers/labs';
@@ -20,7 +22,11 @@ import { IDLE_STREAM, snapcastInstalled } from './harness';
 const suite = labSuite('the Snapcast lab', snapcastInstalled() ? undefined : 'snapserver, snapclient or ffmpeg is not installed');
 jest.setTimeout(120_000);
 
-/** Windows a run may miss on a client that should miss none: snapserver re-synced while the hub was on time (as duck-gaps.lab.test.ts). */
+/**
+ * Windows a run may miss on a client that should miss none: snapserver re-synced while the hub
+ * was on time (as duck-gaps.lab.test.ts). Windows where every client dipped at once are set
+ * aside already (DuckRun.excused: 5 at once on all three were seen at load average 7).
+ */
 const allowed = (r: DuckRun) => (r.resyncs > 0 && r.loopMaxMs < FEED_LEAD_MS ? 3 : 0);
 /** Clients on different streams: a follower started off the zone's reading is off by a chunk (20 ms) or more. */
 const SYNC_BOUND_MS = 5;
@@ -80,18 +86,17 @@ suite('client streams: a zone whose clients each have a stream, ducked in place'
     expect({ ...r, ok: r.missing[1] <= allowed(r) && r.off[1] <= allowed(r) }).toMatchObject({ ok: true });
   });
 
-  test('a client that leaves gives its client stream back and goes back where it was; joining late it plays in step', async () => {
+  test('a client that leaves gives its client stream back and goes back where it was; joining late it plays on the zone stream, in step', async () => {
     const before = await lab.streams();
     expect(await lab.op('remove_device_from_session', { DeviceID: lab.ids[2] })).toEqual({ Result: 'true' });
-    // Back on the stream it had before the zone took it (the lab's first stream, where snapclients land).
+    // Back on the stream it had before the zone took it (the lab's first stream, where snapclients land); nobody left on its client stream.
     await eventually(async () => (await lab.streams())[2] === IDLE_STREAM, 10_000, 'client 3 back on its stream');
     expect((await lab.streams()).slice(0, 2)).toEqual(before.slice(0, 2));
     const from = lab.sizes();
     expect(await lab.op('add_device_to_session', { DeviceID: lab.ids[2] })).toEqual({ Result: 'true' });
     await lab.musicHeard([3], from, 3);
-    const streams = await lab.streams();
-    expect(CLIENT_STREAMS).toContain(streams[2]);
-    expect(streams[2]).not.toBe(streams[1]);
+    // A client stream started late is not exactly in step (docs/drivers/snapcast.md): it joins the zone's own stream.
+    expect(await lab.streams()).toEqual([HUB_STREAM, before[1], HUB_STREAM]);
     const at = lab.sizes().map((b) => b - 2 * 192_000);
     await lab.outputFor(3);
     const o = [lab.offset(1, 3, at), lab.offset(2, 3, at)];
