@@ -144,26 +144,29 @@ export class ClientFeeds {
     });
     let first!: () => void;
     const started = new Promise<void>((resolve) => (first = resolve));
-    f.unfollow = feed.follow({
-      write: (raw, mixed) => {
-        if (sink.destroyed) return;
-        if (sink.writableLength > maxUnread) {
-          this.log.warn({ clientId, stream }, 'snapserver does not read the client stream: dropped');
-          sink.destroy();
-          return;
-        }
-        f.written += raw.length;
-        sink.write(this.opts.mixedFor(clientId) ? mixed : raw);
+    f.unfollow = feed.follow(
+      {
+        write: (raw, mixed) => {
+          if (sink.destroyed) return;
+          if (sink.writableLength > maxUnread) {
+            this.log.warn({ clientId, stream }, 'snapserver does not read the client stream: dropped');
+            sink.destroy();
+            return;
+          }
+          f.written += raw.length;
+          sink.write(this.opts.mixedFor(clientId) ? mixed : raw);
+        },
+        end: () => {
+          if (this.out.get(clientId) === f) this.out.delete(clientId);
+          this.close(f);
+        },
+        destroy: () => {
+          if (this.out.get(clientId) === f) this.out.delete(clientId);
+          this.close(f);
+        },
       },
-      end: () => {
-        if (this.out.get(clientId) === f) this.out.delete(clientId);
-        this.close(f);
-      },
-      destroy: () => {
-        if (this.out.get(clientId) === f) this.out.delete(clientId);
-        this.close(f);
-      },
-    }, first);
+      first,
+    );
     // The regroup waits for its first PCM: snapserver stamps it when its thread reads it, late while it is busy with group changes.
     await started;
     this.log.debug({ clientId, stream, source: describeSource(source) }, 'feeding a client stream in step with the zone');

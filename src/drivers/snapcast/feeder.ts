@@ -65,7 +65,6 @@ export interface FeedOptions {
   inStep?: boolean;
 }
 
-
 export interface FeedEvents {
   /** The whole media was decoded and handed to snapserver. */
   end: [];

@@ -49,4 +49,3 @@ export function closingPad(format: SampleFormat, bytesWritten: number): Buffer {
   const rest = bytesWritten % unit;
   return Buffer.alloc(rest ? unit - rest : 0);
 }
-
