@@ -142,14 +142,12 @@ export abstract class DuckingStream extends HeldMusicStream {
       for (const id of [...prev.ends.keys()]) this.endOf(prev, id, { reason: 'stopped', detail: 'another announcement took over the mix' });
     }
     const ids = new Set(list.map((m) => m.clientId));
-    const d: Ducking = {
-      mixer,
-      voice,
-      ids,
-      ends: new Map(),
-      own: this.ownListeners().every((id) => ids.has(id)),
-      routed: new Set([...ids].filter((id) => this.routeOf(id) !== undefined)),
-    };
+    const routed = new Set([...ids].filter((id) => this.routeOf(id) !== undefined));
+    // Without announced clients on client streams it is the stream's own mix, as it always was
+    // (a client that joined since the caller checked hears it too); with them, the stream's
+    // own PCM carries it only when every client still on it is announced.
+    const own = !routed.size || this.ownListeners().every((id) => ids.has(id));
+    const d: Ducking = { mixer, voice, ids, ends: new Map(), own, routed };
     this.mixInto(feed, d);
     this.log.info(
       {
