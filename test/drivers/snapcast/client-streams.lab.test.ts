@@ -86,6 +86,25 @@ suite('client streams: a zone whose clients each have a stream, ducked in place'
     expect({ ...r, ok: r.missing[1] <= allowed(r) && r.off[1] <= allowed(r) }).toMatchObject({ ok: true });
   });
 
+  test('pause and resume of the whole zone: every client keeps its stream, and they start again in step', async () => {
+    const before = await lab.streams();
+    expect(await lab.op('pause_play')).toEqual({ Result: 'true' });
+    await eventually(async () => (await lab.op('playback_status')).PlaybackState === 'PlayerStatePaused', 10_000, 'paused');
+    const from = lab.sizes();
+    const r = await lab.op('resume_hub_media_selected_speakers', { PersistentID: lab.pids.Music, DeviceIDList: lab.ids.join(',') });
+    expect(r).toEqual({ Result: 'true' });
+    await lab.musicHeard([1, 2, 3], from, 4);
+    expect(await lab.streams()).toEqual(before);
+    const at = lab.sizes().map((b) => b - 2 * 192_000);
+    await lab.outputFor(3);
+    const o = [lab.offset(1, 2, at), lab.offset(1, 3, at)];
+    console.log(JSON.stringify({ syncAfterResume: o }));
+    for (const x of o) {
+      expect(x.offsetsMs.length).toBeGreaterThanOrEqual(2);
+      expect(x.maxAbsMs).toBeLessThan(SYNC_BOUND_MS);
+    }
+  });
+
   test('a client that leaves gives its client stream back and goes back where it was; joining late it plays on the zone stream, in step', async () => {
     const before = await lab.streams();
     expect(await lab.op('remove_device_from_session', { DeviceID: lab.ids[2] })).toEqual({ Result: 'true' });
