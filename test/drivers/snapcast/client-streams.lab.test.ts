@@ -11,13 +11,15 @@
  * gives its client stream back and goes back where it was; one that joins late plays on the
  * zone's own stream (a client stream started late was 10-27 ms off), in step. snapserver.conf
  * declares `codec = pcm` (flac holds a block back per stream: docs/drivers/snapcast.md).
+ * Pause and resume keep every client's stream, in step; a client-stream group another
+ * controller takes, and a client that goes away, stop there and give their streams back.
  * Without client streams the old behaviour is duck-gaps.lab.test.ts's.
  */
 import { FEED_LEAD_MS } from '../../../src/drivers/snapcast/feeder';
 import { labSuite } from '../../helpers/labs';
 import { eventually } from '../../helpers/wait';
 import { ClientStreamsLab, CLIENT_STREAMS, HUB_STREAM, type DuckRun } from './client-streams';
-import { IDLE_STREAM, snapcastInstalled } from './harness';
+import { groupOf, IDLE_STREAM, OTHER_STREAM, snapcastInstalled } from './harness';
 
 const suite = labSuite('the Snapcast lab', snapcastInstalled() ? undefined : 'snapserver, snapclient or ffmpeg is not installed');
 jest.setTimeout(120_000);
@@ -129,5 +131,30 @@ suite('client streams: a zone whose clients each have a stream, ducked in place'
   test('stop: every client goes back where it was, no group is left on a client stream', async () => {
     expect(await lab.op('stop_play')).toEqual({ Result: 'true' });
     await eventually(async () => (await lab.streams()).every((s) => s === IDLE_STREAM), 10_000, 'every client back on its stream');
+  });
+
+  test('another controller taking a client-stream group, and a client going away: those stop, the zone plays on, their client streams are given back', async () => {
+    const from = lab.sizes();
+    const play = await lab.op('play_hub_media_selected_speakers', { PersistentID: lab.pids.Music, DeviceIDList: lab.ids.join(',') });
+    expect(play).toEqual({ Result: 'true' });
+    await lab.musicHeard([1, 2, 3], from, 3);
+    const logsFrom = lab.hub!.logs.length;
+    const givenBack = (n: number) =>
+      lab.hub!.logs.slice(logsFrom).some((l) => l.includes('client stream given back') && l.includes(lab.env.clients[n - 1].hostId));
+    const [, s2] = await lab.streams();
+    expect(CLIENT_STREAMS).toContain(s2);
+    await lab.env.rpc('Group.SetStream', { id: groupOf(await lab.env.status(), lab.env.clients[1].hostId).id, stream_id: OTHER_STREAM });
+    await eventually(async () => (await lab.op('device_info', { DeviceID: lab.ids[1] })).IsPlaying === false, 5000, 'client 2 stopped');
+    // The hub leaves the other controller's choice alone.
+    expect((await lab.streams())[1]).toBe(OTHER_STREAM);
+    expect(givenBack(2)).toBe(true);
+    await lab.env.killClient(3);
+    await eventually(async () => (await lab.op('device_info', { DeviceID: lab.ids[2] })).Active === false, 5000, 'client 3 inactive');
+    await eventually(() => givenBack(3), 5000, "client 3's client stream given back");
+    const f1 = lab.sizes();
+    await lab.musicHeard([1], f1, 2);
+    expect((await lab.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
+    expect(await lab.op('stop_play')).toEqual({ Result: 'true' });
+    await eventually(async () => (await lab.streams())[0] === IDLE_STREAM, 10_000, 'client 1 back on its stream');
   });
 });
