@@ -27,6 +27,8 @@ export const SnapcastServerSchema = z
     announceStream: z.string().min(1).optional(),
     /** Ids of the further hub-fed streams of this server, one per concurrent zone beyond the first. */
     zoneStreams: z.array(z.string().min(1)).optional(),
+    /** Ids of this server's client streams (see SnapcastConfigSchema.clientStreams). */
+    clientStreams: z.array(z.string().min(1)).optional(),
   })
   .strict();
 
@@ -39,6 +41,13 @@ export const DEFAULT_ANNOUNCE_STREAM = 'SpeakerHubAnnounce';
  * so a server declaring only the first plays one zone at a time, as before.
  */
 export const DEFAULT_ZONE_STREAMS = ['SpeakerHub2', 'SpeakerHub3', 'SpeakerHub4'];
+
+/**
+ * The client streams the hub looks for when none are configured (see clientStreams below).
+ * Ids snapserver does not declare are skipped: without any, a zone keeps all its clients on
+ * its one stream, as before.
+ */
+export const DEFAULT_CLIENT_STREAMS = ['SpeakerHubClient1', 'SpeakerHubClient2', 'SpeakerHubClient3', 'SpeakerHubClient4'];
 
 /** Configuration of the Snapcast driver (`snapcast` in the config file). */
 export const SnapcastConfigSchema = z
@@ -63,6 +72,15 @@ export const SnapcastConfigSchema = z
      * that needs one more than the server declares fails and says which line to add.
      */
     zoneStreams: z.array(z.string().min(1)).default(DEFAULT_ZONE_STREAMS),
+    /**
+     * Hub-fed streams that give a client of a zone a stream of its own (issue 30), a pool of
+     * their own apart from zoneStreams: while a zone plays on several clients of a server, each
+     * client beyond the one left on the zone's stream takes a free one for as long as it is in
+     * the zone, fed the zone's PCM in step with the zone's stream. An announcement ducked on
+     * some of the zone's clients is then mixed in place on their streams only: nobody changes
+     * stream, so nobody misses the music. Declared in snapserver.conf like zoneStreams.
+     */
+    clientStreams: z.array(z.string().min(1)).default(DEFAULT_CLIENT_STREAMS),
     /** Default snapserver buffer (ms), snapserver's own default. */
     bufferMs: z.number().int().min(0).max(60_000).default(1000),
     /** The ffmpeg binary that decodes media to PCM; unset: the hub's media.ffmpegPath. */
@@ -97,6 +115,8 @@ export interface ResolvedServerConfig {
   announceStream: string;
   /** The further hub-fed streams (zone pool beyond `stream`), without `stream` and `announceStream`. */
   zoneStreams: string[];
+  /** The client streams (see SnapcastConfigSchema.clientStreams), none of the streams above. */
+  clientStreams: string[];
 }
 
 export const DEFAULT_CONTROL_PORT = 1705;
@@ -120,6 +140,9 @@ export function resolveServers(config: SnapcastConfig): ResolvedServerConfig[] {
     const announceStream = s.announceStream ?? config.announceStream;
     // Each once, and never the music's first stream or the announcements' (two feeds on one stream would fight).
     const zoneStreams = [...new Set(s.zoneStreams ?? config.zoneStreams)].filter((id) => id !== stream && id !== announceStream);
+    const clientStreams = [...new Set(s.clientStreams ?? config.clientStreams)].filter(
+      (id) => id !== stream && id !== announceStream && !zoneStreams.includes(id),
+    );
     return {
       address: host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`,
       host,
@@ -130,6 +153,7 @@ export function resolveServers(config: SnapcastConfig): ResolvedServerConfig[] {
       bufferMs: s.bufferMs ?? config.bufferMs,
       announceStream,
       zoneStreams,
+      clientStreams,
     };
   });
 }

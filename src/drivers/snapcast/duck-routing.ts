@@ -34,10 +34,21 @@ function musicOf(host: DuckHost, clientId: string): HubStream | undefined {
 }
 
 /**
+ * Whether an announcement for `targets` can be mixed in place for the client: it hears the
+ * music on a client stream of its own (issue 30), or every client that hears it on the zone's
+ * stream itself is a target.
+ */
+function mixesInPlace(music: HubStream, clientId: string, targets: ReadonlySet<string>): boolean {
+  return music.routeOf(clientId) !== undefined || music.ownListeners().every((id) => targets.has(id));
+}
+
+/**
  * A ducked announcement as the driver's overlay (SpeakerDriver.overlay, issue 27): per zone,
  * when the targets are every client that hears that zone's music, it is mixed into the zone's
  * own feed (HubStream.duck): nobody changes stream or group, the music does not miss a sample,
- * and the clients stay in their zone. Any other target is answered OverlayUnavailable: the
+ * and the clients stay in their zone. With client streams (issue 30) that holds per stream: a
+ * target on a client stream of its own, or all of those on the zone's stream, get the mix on
+ * their streams only, and the zone's other clients hear the music unchanged. Any other target is answered OverlayUnavailable: the
  * hub then takes it out of its zone for the announcement and plays it with
  * MediaRequest.duck (playDucked below), over a copy of the music.
  */
@@ -47,9 +58,11 @@ export async function overlayDucked(host: DuckHost, list: SnapcastSpeaker[], req
   const results = new Map<SnapcastSpeaker, PromiseSettledResult<OverlayHandle>>();
   for (const s of list) {
     const music = musicOf(host, s.clientId);
-    if (music && music.listeners().every((id) => targets.has(id))) byStream.set(music, [...(byStream.get(music) ?? []), s]);
+    if (music && mixesInPlace(music, s.clientId, targets)) byStream.set(music, [...(byStream.get(music) ?? []), s]);
     else {
-      const why = music ? 'its music is shared with clients the announcement does not target' : 'it hears no music of the hub here';
+      const why = music
+        ? 'its music is shared with clients the announcement does not target, on a stream with no client stream of its own'
+        : 'it hears no music of the hub here';
       results.set(s, { status: 'rejected', reason: new OverlayUnavailable(`Snapcast cannot mix in place: ${why}`) });
     }
   }
@@ -117,7 +130,9 @@ function gainFor(mixed: SnapcastSpeaker[], media: MediaRequest): number {
 export function duckUnavailable(host: DuckHost, s: SnapcastSpeaker, targets: readonly string[]): string | undefined {
   const music = musicOf(host, s.clientId);
   if (music) {
-    const listeners = music.listeners();
+    // On a client stream of its own: mixed in place there, whoever else hears the zone.
+    if (music.routeOf(s.clientId) !== undefined) return undefined;
+    const listeners = music.ownListeners();
     const wanted = new Set(targets);
     const others = host.speakers().filter((x) => listeners.includes(x.clientId) && !wanted.has(x.id));
     if (!others.length) return undefined;
@@ -126,7 +141,7 @@ export function duckUnavailable(host: DuckHost, s: SnapcastSpeaker, targets: rea
     return `its music is the same stream as that of ${others.map((x) => x.info().name).join(', ')}, which the announcement does not target, and ${why}`;
   }
   const g = host.model.groupOf(s.clientId);
-  const own = [host.server.stream, host.server.announceStream, ...host.server.zoneStreams];
+  const own = [host.server.stream, host.server.announceStream, ...host.server.zoneStreams, ...host.server.clientStreams];
   if (g && !own.includes(g.streamId) && host.model.streams.get(g.streamId)?.status === 'playing') {
     return `it plays snapserver stream '${g.streamId}', which the hub does not feed, so it cannot mix into it`;
   }

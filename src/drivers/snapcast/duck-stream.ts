@@ -16,6 +16,10 @@ interface Ducking {
   ends: Map<string, (end: OverlayEnd) => void>;
   /** After the mix is over: what was fed still plays out of snapserver's buffer before the members hear of the end. */
   ending?: TimerHandle;
+  /** Whether the stream's own PCM carries the mix: every client that hears it there is announced (issue 30). */
+  own: boolean;
+  /** The announced clients that hear the music on a client stream of their own: theirs carry the mix. */
+  routed: Set<string>;
 }
 
 /**
@@ -34,6 +38,14 @@ export abstract class DuckingStream extends HeldMusicStream {
 
   /** Replaces whatever plays with a new decode (HubStream.start); a deferred play starts with it. */
   protected abstract start(ready: StreamMember[], media: MediaRequest, startAt: number): Promise<void>;
+
+  protected override ownMixed(): boolean {
+    return this.ducking?.own ?? true;
+  }
+
+  protected override mixedFor(clientId: string): boolean {
+    return !!this.ducking?.routed.has(clientId);
+  }
 
   /** A copy of the music's PCM as it goes to snapserver, while this feed runs; undefined when nothing is fed. */
   tapMusic(fn: (pcm: Buffer) => void, replayMs = 0): (() => void) | undefined {
@@ -57,9 +69,10 @@ export abstract class DuckingStream extends HeldMusicStream {
   }
 
   /**
-   * Mixes an announcement into the running music for `list`, who are all its listeners (the
-   * caller checks): the music fades down by the duck level, the voice plays over it, the
-   * music fades back up, in the PCM on its way to snapserver. The decode goes on untouched
+   * Mixes an announcement into the running music for `list`, who are all its listeners, or
+   * all those on the stream itself and/or some with a client stream of their own (the caller
+   * checks: duck-routing.ts): the music fades down by the duck level, the voice plays over it,
+   * the music fades back up, in the PCM on its way to snapserver, on the streams they hear. The decode goes on untouched
    * and nobody changes group, so the music neither stops nor loses its place, and the members
    * stay playing it. Resolves once the voice is decoding, with a handle per member whose end
    * settles when the mix is over and has played out of snapserver's buffer.
@@ -128,12 +141,19 @@ export abstract class DuckingStream extends HeldMusicStream {
       prev.ending?.cancel();
       for (const id of [...prev.ends.keys()]) this.endOf(prev, id, { reason: 'stopped', detail: 'another announcement took over the mix' });
     }
-    const d: Ducking = { mixer, voice, ids: new Set(list.map((m) => m.clientId)), ends: new Map() };
+    const ids = new Set(list.map((m) => m.clientId));
+    const routed = new Set([...ids].filter((id) => this.routeOf(id) !== undefined));
+    // Without announced clients on client streams it is the stream's own mix, as it always was
+    // (a client that joined since the caller checked hears it too); with them, the stream's
+    // own PCM carries it only when every client still on it is announced.
+    const own = !routed.size || this.ownListeners().every((id) => ids.has(id));
+    const d: Ducking = { mixer, voice, ids, ends: new Map(), own, routed };
     this.mixInto(feed, d);
     this.log.info(
       {
         url: safeUrl(media.url),
         clients: [...d.ids],
+        ...(d.routed.size ? { clientStreams: [...d.routed].map((id) => this.routeOf(id)), zoneStream: d.own } : {}),
         levelDb: duck.levelDb,
         fadeMs: duck.fadeMs,
         voiceGainDb: Number(voiceGainDb.toFixed(1)),

@@ -4,6 +4,7 @@ import type { Logger } from '../../logger';
 import { PcmDecoder } from '../../audio/pcm-decoder';
 import { pcmSourceFor, type PcmSource } from '../../audio/wav-pcm-decoder';
 import { redactUrl } from '../../redact';
+import { CLOSE_TIMEOUT_MS, closingPad, SOURCE_CHUNK_MS, type FeedFollower } from './in-step';
 
 /** snapserver's `sampleformat=rate:bits:channels`. */
 export interface SampleFormat {
@@ -53,6 +54,15 @@ export interface FeedOptions {
    * stays with ffmpeg, which streams a long file instead of holding it.
    */
   clip?: boolean;
+  /**
+   * Whether the feed's own stream carries the mix (setMix) now; unset: always. A ducked
+   * announcement on some client streams only (issue 30) leaves it unmixed for the others.
+   */
+  ownMixed?: () => boolean;
+  /** Ends the source connection on whole read chunks and codec blocks (closingPad), as every stream fed in step must. */
+  padOnClose?: boolean;
+  /** Fed in step with client streams (issue 30): see inStep below. */
+  inStep?: boolean;
 }
 
 export interface FeedEvents {
@@ -83,11 +93,19 @@ export const FEED_LEAD_MS = 100;
  * socket rides such a stall out; a ducked announcement is then heard that much later.
  */
 export const MULTI_ZONE_LEAD_MS = 300;
+/** A follower joins on a chunk boundary snapserver read at most this long ago (ms; issue 30): the most it plays late. */
+const JOIN_SLACK_MS = 2;
+/** Chunk boundaries a follower's timer may miss before it joins on one anyway. */
+const JOIN_TRIES = 5;
 /** Decoded PCM waiting in the hub, at most (seconds): ffmpeg is paused above it. */
 const QUEUE_HIGH_S = 2;
 const PACE_MS = 10;
-/** How much of the PCM handed over a feed keeps for a tap that starts behind (a ducked overlay's copy of the music). */
-const RECENT_MS = 250;
+/**
+ * How much of the PCM handed over a feed keeps for a tap that starts behind (a ducked overlay's
+ * copy of the music) and for a follower that starts late (what snapserver has not read yet:
+ * up to the longest lead, MULTI_ZONE_LEAD_MS, and a pace).
+ */
+const RECENT_MS = 400;
 
 /**
  * One decode of one media into one snapserver source. ffmpeg decodes as fast as it is let;
@@ -122,6 +140,8 @@ export class Feed extends EventEmitter<FeedEvents> {
   private mixDone?: () => void;
   /** Who wants a copy of the PCM as it is handed over (before any mix): a ducked announcement on another stream. */
   private readonly taps = new Set<(pcm: Buffer) => void>();
+  /** Client streams fed in step with this one (follow()). */
+  private readonly followers = new Set<FeedFollower>();
   /** The last MUSIC_RECENT_MS of PCM handed over (unmixed), for a tap that starts a little behind (tap's replayMs). */
   private recent: Buffer[] = [];
   private recentBytes = 0;
@@ -151,6 +171,16 @@ export class Feed extends EventEmitter<FeedEvents> {
   /** Seconds into the media that snapserver has read by now (what it sends its clients). */
   get position(): number {
     return this.opts.startAt + Math.min(this.fed, this.due()) / this.bps;
+  }
+
+  /** ms of PCM handed over that snapserver has not had time to read yet (about the lead while it runs). */
+  get unreadMs(): number {
+    return ((this.fed - Math.min(this.fed, this.due())) / this.bps) * 1000;
+  }
+
+  /** Whether attach() handed the first PCM over. */
+  get attached(): boolean {
+    return this.t0 !== undefined;
   }
 
   /** Why the feed failed after it had started, if it did. */
@@ -241,6 +271,53 @@ export class Feed extends EventEmitter<FeedEvents> {
     return () => this.taps.delete(fn);
   }
 
+  /**
+   * Feeds `f` every piece of PCM from the moment this feed's own stream reads the next 20 ms
+   * chunk boundary on: from then, at the moment this feed hands each piece over, starting with
+   * what was handed over that snapserver reads from then on. The follower's stream then stamps
+   * each sample as this feed's own stream does, on the same chunk grid (a re-sync of both
+   * re-stamps both alike), and their clients play it at the same instants. Before attach()
+   * nothing was handed over: it gets the first PCM with the feed's own stream. The returned
+   * function stops it (without closing it).
+   */
+  follow(f: FeedFollower, started?: () => void): () => void {
+    if (this.stopped) {
+      f.destroy();
+      started?.();
+      return () => undefined;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const chunk = this.frames((SOURCE_CHUNK_MS / 1000) * this.bps);
+    const slack = this.frames((JOIN_SLACK_MS / 1000) * this.bps);
+    const start = (from: number) => {
+      const replay = this.fed - Math.min(this.fed, from);
+      if (replay > 0 && this.recentBytes > 0) {
+        const all = Buffer.concat(this.recent);
+        const part = all.subarray(Math.max(0, all.length - replay));
+        f.write(part, part);
+      }
+      this.followers.add(f);
+      started?.();
+    };
+    // The next chunk boundary of what snapserver has read; a timer that fires later than the slack tries the next one (a few times, then joins where snapserver reads, off the grid).
+    const schedule = (tries: number) => {
+      timer = undefined;
+      if (this.stopped) return started?.();
+      if (!this.attached) return start(this.fed);
+      const read = this.frames(this.due());
+      const boundary = Math.ceil(read / chunk) * chunk;
+      if (tries === 0) return start(read);
+      if (read - Math.floor(read / chunk) * chunk <= slack) return start(Math.floor(read / chunk) * chunk);
+      timer = setTimeout(() => schedule(tries - 1), ((boundary - read) / this.bps) * 1000);
+    };
+    schedule(JOIN_TRIES);
+    return () => {
+      if (timer) started?.();
+      clearTimeout(timer);
+      this.followers.delete(f);
+    };
+  }
+
   private takeDown(): void {
     const done = this.mixDone;
     this.mixDone = undefined;
@@ -257,7 +334,32 @@ export class Feed extends EventEmitter<FeedEvents> {
     clearInterval(this.pacer);
     this.takeDown();
     this.decoder?.stop();
-    this.sink?.destroy();
+    this.closeSink();
+    for (const f of this.followers) f.destroy();
+    this.followers.clear();
+  }
+
+  /** Drops the source connection, completed to whole blocks first when asked (padOnClose). */
+  private closeSink(): void {
+    const sink = this.sink;
+    if (!sink || sink.destroyed) return;
+    const pad = this.opts.padOnClose ? closingPad(this.opts.format, this.fed) : undefined;
+    if (!pad?.length || !sink.writable) {
+      sink.destroy();
+      return;
+    }
+    // snapserver reads it within the lead; one that does not read at all is not waited for.
+    const timer = setTimeout(() => sink.destroy(), CLOSE_TIMEOUT_MS);
+    timer.unref();
+    sink.end(pad, () => {
+      clearTimeout(timer);
+      sink.destroy();
+    });
+  }
+
+  /** ms of silence closingPad adds when the connection closes now. */
+  get closingPadMs(): number {
+    return this.opts.padOnClose ? (closingPad(this.opts.format, this.fed).length / this.bps) * 1000 : 0;
   }
 
   /** Bytes snapserver has had time to read since the first was handed over. */
@@ -296,6 +398,10 @@ export class Feed extends EventEmitter<FeedEvents> {
   private pump(): void {
     const sink = this.sink;
     if (!sink || this.stopped || this.draining) return;
+    // Fed in step (issue 30): a stall longer than the lead starved snapserver, which re-stamps
+    // what it reads next with the moment it reads it; so the clock of what it has read goes on
+    // from here, and a client stream started later starts where snapserver really reads.
+    if (this.opts.inStep && this.due() > this.fed) this.t0! += ((this.due() - this.fed) / this.bps) * 1000;
     let room = this.frames(this.due() + this.leadBytes - this.fed);
     while (room > 0 && this.queue.length) {
       let chunk = this.queue[0];
@@ -308,7 +414,9 @@ export class Feed extends EventEmitter<FeedEvents> {
       this.fed += chunk.length;
       for (const tap of this.taps) tap(chunk);
       this.remember(chunk);
-      if (this.mix) chunk = this.mix(chunk);
+      const mixed = this.mix ? this.mix(chunk) : chunk;
+      for (const f of this.followers) f.write(chunk, mixed);
+      if (mixed !== chunk && (this.opts.ownMixed?.() ?? true)) chunk = mixed;
       if (!sink.write(chunk)) {
         // snapserver is not reading: wait for it rather than pile up.
         this.draining = true;
@@ -333,7 +441,11 @@ export class Feed extends EventEmitter<FeedEvents> {
     const wait = Math.max(0, ((this.fed - this.due()) / this.bps) * 1000);
     setTimeout(() => {
       if (this.stopped) return;
-      sink.end(() => {
+      // The client streams end with this one: their last PCM was handed over with its.
+      for (const f of this.followers) f.end();
+      this.followers.clear();
+      const pad = this.opts.padOnClose ? closingPad(this.opts.format, this.fed) : Buffer.alloc(0);
+      sink.end(pad, () => {
         if (this.stopped) return;
         this.completed = true;
         this.stopped = true;

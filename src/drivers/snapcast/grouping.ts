@@ -33,6 +33,8 @@ export interface GroupingOptions {
 export class Grouping {
   /** The stream each client's group had before the hub took it. */
   private readonly previousStream = new Map<string, string>();
+  /** Clients the hub put alone on a client stream (issue 30), and which one. */
+  private readonly routedOn = new Map<string, string>();
   /** Parked clients and the stream they were parked on (their previousStream entry stays). */
   private readonly parkedOn = new Map<string, string>();
   private warnedNoIdle = false;
@@ -48,12 +50,17 @@ export class Grouping {
 
   /**
    * Puts exactly `listening` (client ids) in one group on the hub stream and everyone else
-   * off it; groups made only of `parked` clients go to the idle stream.
+   * off it; groups made only of `parked` clients go to the idle stream. Listening clients
+   * `routes` gives a client stream (ClientStreamPool) go alone into a group on it instead, and
+   * a client the hub had put on one goes back where it was when it is routed there no more.
    */
-  async apply(listening: string[], parked: ReadonlySet<string> = new Set()): Promise<void> {
+  async apply(all: string[], parked: ReadonlySet<string> = new Set(), routes: ReadonlyMap<string, string> = new Map()): Promise<void> {
     const { control, model } = this.opts;
     if (!control.connected) return;
     const hub = this.streamId;
+    const routed = all.filter((id) => routes.has(id));
+    const listening = all.filter((id) => !routes.has(id));
+    for (const id of routed) await this.route(id, routes.get(id)!);
     let target: GroupState | undefined;
     if (listening.length) {
       const want = new Set(listening);
@@ -111,7 +118,55 @@ export class Grouping {
       }
       this.log.debug({ group: g.id, clients: g.clientIds, stream: to }, 'released group');
     }
+    await this.unroute(new Set(routed), parked);
     await this.unpark(parked);
+  }
+
+  /** Puts the client alone in a group on its client stream (taken out of its group, which stays as it is). */
+  private async route(clientId: string, stream: string): Promise<void> {
+    const { control, model } = this.opts;
+    this.rememberStream(clientId);
+    let g = model.groupOf(clientId);
+    if (!g) return;
+    if (g.clientIds.length > 1) {
+      const res = readServerAnswer(await control.request('Group.SetClients', { id: g.id, clients: g.clientIds.filter((id) => id !== clientId) }));
+      this.opts.applied(model.applyServer(res));
+      g = model.groupOf(clientId);
+      if (!g) throw new Error('snapserver did not give the client a group of its own');
+    }
+    this.routedOn.set(clientId, stream);
+    if (g.streamId === stream) return;
+    await control.request('Group.SetStream', { id: g.id, stream_id: stream });
+    this.opts.applied(model.setGroupStream(g.id, stream));
+    this.log.debug({ group: g.id, clientId, stream }, 'client on a client stream of its own');
+  }
+
+  /**
+   * Clients on a client stream that are routed there no more (left the zone, paused alone, on
+   * another one now): released like a group of the hub stream, or parked, when still there.
+   */
+  private async unroute(keep: ReadonlySet<string>, parked: ReadonlySet<string>): Promise<void> {
+    const { control, model } = this.opts;
+    for (const [id, on] of [...this.routedOn]) {
+      if (keep.has(id)) continue;
+      this.routedOn.delete(id);
+      const g = model.groupOf(id);
+      // Back on the hub stream (pulled in above), gone, or moved on by someone else.
+      if (!g || g.streamId !== on) continue;
+      const park = g.clientIds.every((c) => parked.has(c));
+      const to = park ? this.idleStream() : this.releaseStream(g);
+      if (!to) continue;
+      await control.request('Group.SetStream', { id: g.id, stream_id: to });
+      this.opts.applied(model.setGroupStream(g.id, to));
+      for (const c of g.clientIds) {
+        if (park) this.parkedOn.set(c, to);
+        else {
+          this.previousStream.delete(c);
+          this.parkedOn.delete(c);
+        }
+      }
+      this.log.debug({ group: g.id, clients: g.clientIds, stream: to }, park ? 'parked group' : 'released group from its client stream');
+    }
   }
 
   /**
@@ -167,7 +222,8 @@ export class Grouping {
 
   private rememberStream(clientId: string): void {
     const g = this.opts.model.groupOf(clientId);
-    if (!g || g.streamId === this.streamId) return;
+    // On its client stream (issue 30) it is still the hub's: where it was before stays remembered.
+    if (!g || g.streamId === this.streamId || this.opts.server.clientStreams.includes(g.streamId)) return;
     const parkedOn = this.parkedOn.get(clientId);
     this.parkedOn.delete(clientId);
     // Back from where the hub parked it: the stream remembered before is still its own.
@@ -190,7 +246,7 @@ export class Grouping {
     return [...model.streams.keys()].find((id) => this.usable(id));
   }
 
-  /** A declared stream the hub does not feed itself (neither the music's, any zone's, nor the announcements'). */
+  /** A declared stream the hub does not feed itself (neither the music's, any zone's, a client's, nor the announcements'). */
   private usable(id: string | undefined): id is string {
     const { model, server } = this.opts;
     return (
@@ -199,6 +255,7 @@ export class Grouping {
       id !== server.stream &&
       id !== server.announceStream &&
       !server.zoneStreams.includes(id) &&
+      !server.clientStreams.includes(id) &&
       model.streams.has(id)
     );
   }

@@ -212,6 +212,8 @@ export class HubStream extends DuckingStream {
     const detail = `group switched to stream ${streamId} by another controller`;
     let taken = false;
     for (const id of group?.clientIds ?? []) {
+      // On its own client stream (issue 30): that is where the hub put it.
+      if (this.routeOf(id) === streamId) continue;
       // A parked client moved by someone else is theirs now: it leaves the held music.
       const held = this.held?.members.get(id);
       if (held && this.dropHeld(id)) held.changeState('stopped', 'stopped', detail);

@@ -10,6 +10,7 @@ import { ServerConnection } from './server-connection';
 import { DEFAULT_TCP_SOURCE_PORT } from './sink';
 import { streamSource } from './stream-source';
 import { ZonePool } from './zone-pool';
+import { ClientStreamPool } from './client-streams';
 
 export interface SnapServerOptions {
   server: ResolvedServerConfig;
@@ -40,6 +41,8 @@ export class SnapServer {
   private readonly model = new ServerModel();
   /** The hub-fed streams zones play on, one zone each (issue 27). */
   readonly pool: ZonePool;
+  /** Streams of their own for a zone's clients beyond one (snapcast.clientStreams, issue 30). */
+  readonly clientStreams: ClientStreamPool;
   /** Announcements' own stream (snapcast.announceStream), used while snapserver declares it. */
   readonly overlayStream?: HubStream;
   private readonly speakers = new Map<string, SnapcastSpeaker>();
@@ -70,7 +73,9 @@ export class SnapServer {
       reconnectMinMs: config.reconnectMinMs,
       reconnectMaxMs: config.reconnectMaxMs,
     });
+    this.clientStreams = new ClientStreamPool(server, this.model, this.log);
     this.pool = new ZonePool(server, this.model, {
+      clientStreams: this.clientStreams,
       control: this.connection,
       model: this.model,
       applied: (change) => this.apply(change),
@@ -209,7 +214,7 @@ export class SnapServer {
     const declared = this.pool.declared().map((x) => x.streamId);
     const missing = this.pool.streams.map((x) => x.streamId).filter((id) => !declared.includes(id));
     this.log.info(
-      { streams: declared, undeclared: missing },
+      { streams: declared, undeclared: missing, clientStreams: this.clientStreams.declared() },
       `${declared.length} hub stream(s) for zones: up to ${declared.length} playback(s) at once on this snapserver`,
     );
   }
@@ -318,7 +323,7 @@ export class SnapServer {
     );
     this.apply(this.model.setVolume(s.clientId, volume));
     const g = d.group;
-    const own = [this.opts.server.stream, this.opts.server.announceStream, ...this.opts.server.zoneStreams];
+    const own = [this.opts.server.stream, this.opts.server.announceStream, ...this.opts.server.zoneStreams, ...this.opts.server.clientStreams];
     if (volumeOnly || !g || own.includes(g.streamId) || !this.model.streams.has(g.streamId)) return;
     const original = this.model.groups.get(g.groupId);
     if (original && !original.clientIds.includes(s.clientId)) {

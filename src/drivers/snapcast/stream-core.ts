@@ -4,8 +4,10 @@ import type { Logger } from '../../logger';
 import { syncClockMs, type MediaRequest, type SpeakerPlayState, type StopReason } from '../driver';
 import type { ResolvedServerConfig } from './config';
 import { MusicLoudness } from '../../audio/music-loudness';
-import { Feed, FEED_LEAD_MS, parseSampleFormat } from './feeder';
+import { Feed, FEED_LEAD_MS, MULTI_ZONE_LEAD_MS, parseSampleFormat } from './feeder';
 import { Grouping, type ControlChannel } from './grouping';
+import { ClientFeeds } from './client-feeds';
+import type { ClientStreamPool } from './client-streams';
 import type { ModelChange, ServerModel } from './model';
 import { describeSource, openSink } from './sink';
 import { streamSource } from './stream-source';
@@ -17,6 +19,8 @@ import { checkPhaseChange, phaseOf, type StreamPhase } from './stream-phases';
  * bench/cross-family-skew.js measured the snapclient 8–9 ms ahead of squeezelite without this.
  */
 const START_TRIM_MS = 10;
+/** A feed with client streams is handed over this long after the regroup (ms; see holdForClientStreams). */
+const SETTLE_MS = 60;
 
 /** The speaker as the hub stream sees it: a snapclient whose play state it drives. */
 export interface StreamMember {
@@ -40,6 +44,8 @@ export interface HubStreamOptions {
   logger: Logger;
   /** Called whenever the stream's phase changes (the zone pool takes a stream back when it is free). */
   phaseChanged?: (phase: StreamPhase) => void;
+  /** The server's client streams (zone streams only): a zone's clients beyond one get a stream of their own, fed in step. */
+  clientStreams?: ClientStreamPool;
 }
 
 /** How a play's feed is set up beyond the media itself: a ducked announcement on the announcement stream mixes the music in. */
@@ -82,10 +88,37 @@ export abstract class StreamCore {
   private leadMs?: number;
   protected readonly grouping: Grouping;
   protected readonly log: Logger;
+  /** The client streams this stream's listening clients are on (ClientStreamPool), as of the last regroup. */
+  private routed = new Map<string, string>();
+  /** Feeds those client streams in step with this one. */
+  private readonly clientFeeds?: ClientFeeds;
 
   constructor(protected readonly opts: HubStreamOptions) {
     this.log = opts.logger;
     this.grouping = new Grouping(opts);
+    if (opts.clientStreams) {
+      this.clientFeeds = new ClientFeeds({ ...opts, clientStreams: opts.clientStreams, mixedFor: (id) => this.mixedFor(id) });
+    }
+  }
+
+  /** The client stream a member hears this stream's music on, if it has one (issue 30). */
+  routeOf(clientId: string): string | undefined {
+    return this.routed.get(clientId);
+  }
+
+  /** The listening members that hear this stream's music on the stream itself (no client stream of their own). */
+  ownListeners(): string[] {
+    return this.listeningIds().filter((id) => !this.routed.has(id));
+  }
+
+  /** Whether the stream's own PCM carries the feed's mix now (a ducked announcement); the modes say. */
+  protected ownMixed(): boolean {
+    return true;
+  }
+
+  /** Whether a client stream carries the feed's mix now (a ducked announcement for its client); the modes say. */
+  protected mixedFor(_clientId: string): boolean {
+    return false;
   }
 
   /** The id of the snapserver stream this one feeds. */
@@ -97,7 +130,17 @@ export abstract class StreamCore {
   setLead(ms: number | undefined): void {
     if (ms === this.leadMs) return;
     this.leadMs = ms;
-    this.feed?.setLead(ms ?? FEED_LEAD_MS);
+    this.feed?.setLead(this.lead());
+  }
+
+  /**
+   * The lead of the running feed: the pool's; while client streams are fed along (issue 30), at
+   * least MULTI_ZONE_LEAD_MS: a stall of the hub longer than the lead makes snapserver re-sync
+   * every stream, and the streams do not come back on exactly the same sample.
+   */
+  private lead(): number {
+    const ms = this.leadMs ?? FEED_LEAD_MS;
+    return this.clientFeeds?.fed().length ? Math.max(ms, MULTI_ZONE_LEAD_MS) : ms;
   }
 
   /** The zone whose music this stream carries (or holds), if any. */
@@ -180,6 +223,9 @@ export abstract class StreamCore {
       ...(setup?.padMs ? { padMs: setup.padMs } : {}),
       ...(media.overlay ? { clip: true, contentType: media.contentType } : {}),
       ...(this.leadMs !== undefined ? { leadMs: this.leadMs } : {}),
+      ownMixed: () => this.ownMixed(),
+      // Only where client streams may follow it: without them a stream's connections end as before.
+      ...(this.opts.clientStreams?.declared().length ? { padOnClose: true, inStep: true } : {}),
     });
     this.pending = { feed, ids: new Set(listeners.map((m) => m.clientId)) };
     // The source opens while ffmpeg starts; a rejection is handled below, never left dangling.
@@ -243,6 +289,7 @@ export abstract class StreamCore {
     }
     setup?.install(feed);
     await this.holdUntilStartInstant(media, feed);
+    await this.holdForClientStreams(feed);
     feed.attach(sink);
     this.log.debug({ source: describeSource(source), format, ms: since() }, 'feeding the snapserver source');
   }
@@ -267,6 +314,24 @@ export abstract class StreamCore {
       await new Promise((resolve) => setTimeout(resolve, Math.min(left, 50)));
     }
     this.log.debug({ lateMs: Math.round((syncClockMs() - handOver) * 10) / 10 }, 'snapcast: feed handed over for the agreed start instant');
+  }
+
+  /**
+   * With client streams fed along (issue 30): snapserver takes a stream's new connection only
+   * once it has read the last one out, and stamps the first PCM it reads with that moment; the
+   * feed is handed over once every one of its streams will read it at once, so they start in
+   * step (at most the lead, and a margin, after a previous feed of theirs stopped).
+   */
+  private async holdForClientStreams(feed: Feed): Promise<void> {
+    const pool = this.opts.clientStreams;
+    if (!pool || !this.clientFeeds?.fed().length) return;
+    // And a moment after the regroup: snapserver stamps the first PCM when its thread reads it,
+    // which it does late while it is still busy telling everyone of the new groups (up to ~30 ms
+    // seen); every later joiner is stamped by the hub's clock, so the start must be too.
+    const at = Math.max(pool.readyAt(this.streamId), this.clientFeeds.readyAt(), performance.now() + SETTLE_MS);
+    for (let left = at - performance.now(); left > 0 && feed.running; left = at - performance.now()) {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(left, 50)));
+    }
   }
 
   private watchFeed(feed: Feed): void {
@@ -324,6 +389,8 @@ export abstract class StreamCore {
     this.ending?.cancel();
     this.ending = undefined;
     this.endDuck();
+    this.clientFeeds?.stopAll();
+    if (this.feed?.attached) this.opts.clientStreams?.closed(this.streamId, this.feed.unreadMs + this.feed.closingPadMs);
     this.feed?.stop();
     this.feed = undefined;
     // A start in progress has no members yet, but its media is the current one.
@@ -338,14 +405,54 @@ export abstract class StreamCore {
     return d !== undefined ? Math.min(pos, d) : pos;
   }
 
-  /** Makes snapserver's grouping match the members: only the listening ones on the hub stream. */
+  /**
+   * Makes snapserver's grouping match the members: only the listening ones on the hub stream,
+   * or on a client stream of their own (issue 30), fed in step with it.
+   */
   protected async reconcile(): Promise<void> {
+    const listening = this.listeningIds();
+    const routes = this.route(listening);
+    // Fed before the client moves there: it hears the zone as soon as its group is on it.
+    await this.clientFeeds?.sync(this.feed, routes, new Set(listening));
+    if (this.clientFeeds) this.feed?.setLead(this.lead());
+    await this.grouping.apply(listening, this.heldIds(), routes);
+  }
+
+  private listeningIds(): string[] {
     const members = [...this.members.values()].filter((m) => m.available && this.opts.model.clients.has(m.clientId));
     const hears = (m: StreamMember) => m.state === 'playing';
     const anyPlaying = members.some(hears);
     // While everyone is paused the group stays together (silent); a member paused alone leaves it.
-    const listening = members.filter((m) => hears(m) || !anyPlaying).map((m) => m.clientId);
-    await this.grouping.apply(listening, this.heldIds());
+    return members.filter((m) => hears(m) || !anyPlaying).map((m) => m.clientId);
+  }
+
+  /** The client streams of the listening members (ClientStreamPool); none for an announcement, nor without the pool. */
+  private route(listening: string[]): Map<string, string> {
+    const pool = this.opts.clientStreams;
+    this.routed = new Map();
+    if (!pool) return this.routed;
+    let format: string | undefined;
+    try {
+      format = streamSource(this.opts.server, this.opts.model).format;
+    } catch {
+      format = undefined;
+    }
+    if (this.media?.overlay || format === undefined) {
+      pool.releaseAll(this);
+      return this.routed;
+    }
+    const routes = pool.routes(this, {
+      members: new Set(this.members.keys()),
+      listening,
+      onZoneStream: (id) => this.opts.model.groupOf(id)?.streamId === this.streamId,
+      format,
+      starting: !!this.feed?.running && !this.feed.attached,
+    });
+    for (const id of listening) {
+      const r = routes.get(id);
+      if (r !== undefined) this.routed.set(id, r);
+    }
+    return routes;
   }
 
   /** Runs `fn` after everything queued before it; the phase is re-read when it is done. */

@@ -19,6 +19,7 @@ describe('snapcast config', () => {
           bufferMs: 600,
           announceStream: 'Announce',
           zoneStreams: ['Hub2', 'Hub', 'Hub2', 'Announce', 'Hub3'],
+          clientStreams: ['Client1', 'Hub2', 'Client1', 'Hub', 'Client2'],
         },
       ],
       idleStream: 'Quiet',
@@ -34,6 +35,7 @@ describe('snapcast config', () => {
         bufferMs: 1000,
         announceStream: 'SpeakerHubAnnounce',
         zoneStreams: ['SpeakerHub2', 'SpeakerHub3', 'SpeakerHub4'],
+        clientStreams: ['SpeakerHubClient1', 'SpeakerHubClient2', 'SpeakerHubClient3', 'SpeakerHubClient4'],
       },
       {
         address: '10.0.0.5:1800',
@@ -45,6 +47,7 @@ describe('snapcast config', () => {
         bufferMs: 1000,
         announceStream: 'SpeakerHubAnnounce',
         zoneStreams: ['SpeakerHub2', 'SpeakerHub3', 'SpeakerHub4'],
+        clientStreams: ['SpeakerHubClient1', 'SpeakerHubClient2', 'SpeakerHubClient3', 'SpeakerHubClient4'],
       },
       {
         address: '[fd00::1]:1705',
@@ -57,6 +60,8 @@ describe('snapcast config', () => {
         announceStream: 'Announce',
         // Each once, never the music's first stream nor the announcements'.
         zoneStreams: ['Hub2', 'Hub3'],
+        // Each once, none of the streams above.
+        clientStreams: ['Client1', 'Client2'],
       },
     ]);
   });
