@@ -30,6 +30,12 @@ jest.setTimeout(120_000);
  * aside already (DuckRun.excused: 5 at once on all three were seen at load average 7).
  */
 const allowed = (r: DuckRun) => (r.resyncs > 0 && r.loopMaxMs < FEED_LEAD_MS ? 3 : 0);
+/**
+ * Windows set aside in one run, at most: a whole-server dip is a few windows (5 seen); more than
+ * this is not a passing dip, and the run fails rather than excusing it (a stream switch on one
+ * client is never excused: the others do not dip with it).
+ */
+const MAX_EXCUSED = 10;
 /** Clients on different streams: a follower started off the zone's reading is off by a chunk (20 ms) or more. */
 const SYNC_BOUND_MS = 5;
 
@@ -66,6 +72,7 @@ suite('client streams: a zone whose clients each have a stream, ducked in place'
   test('a ducked announcement on one client (on a client stream): its music never stops, the others hear it unchanged', async () => {
     const r = await lab.duck([2]);
     console.log(JSON.stringify(r));
+    expect(r.excused).toBeLessThanOrEqual(MAX_EXCUSED);
     expect(Math.min(...r.windows)).toBeGreaterThan(100);
     expect(r.voice[1]).toBeGreaterThan(20);
     expect({ ...r, ok: r.missing[1] <= allowed(r) }).toMatchObject({ ok: true });
@@ -80,6 +87,7 @@ suite('client streams: a zone whose clients each have a stream, ducked in place'
   test('a ducked announcement on two of three (the zone stream and a client stream): the same', async () => {
     const r = await lab.duck([1, 3]);
     console.log(JSON.stringify(r));
+    expect(r.excused).toBeLessThanOrEqual(MAX_EXCUSED);
     for (const n of [0, 2]) {
       expect(r.voice[n]).toBeGreaterThan(20);
       expect({ ...r, client: n + 1, ok: r.missing[n] <= allowed(r) }).toMatchObject({ ok: true });
