@@ -10,6 +10,14 @@ import { RemoteConnection } from '../../src/hub-client/remote';
 import { startHub, TEST_TOKEN, type TestHub } from '../helpers/hub';
 import { eventually } from '../helpers/wait';
 
+/** Resolves once `rec` has seen `what`. */
+const seen = (rec: ReturnType<typeof recorder>, what: string, name: string) =>
+  eventually(
+    async () => (rec.seen.includes(what) ? true : undefined),
+    10_000,
+    () => `${name}: ${rec.seen}`,
+  );
+
 function recorder() {
   const seen: string[] = [];
   return { seen, listener: { event: () => undefined, resync: () => seen.push('resync'), lost: () => seen.push('lost') } };
@@ -31,28 +39,17 @@ describe('following a remote hub', () => {
   test('a listener added while the stream is open resyncs at once; every listener hears the loss', async () => {
     const first = recorder();
     const stopFirst = conn.follow(first.listener);
-    await eventually(
-      async () => (first.seen.includes('resync') ? true : undefined),
-      10_000,
-      () => `first: ${first.seen}`,
-    );
+    await seen(first, 'resync', 'first');
     const second = recorder();
     const stopSecond = conn.follow(second.listener);
-    await eventually(
-      async () => (second.seen.includes('resync') ? true : undefined),
-      10_000,
-      () => `second: ${second.seen}`,
-    );
+    await seen(second, 'resync', 'second');
     // One resync each: the second listener's did not reach the first again.
     expect(first.seen).toEqual(['resync']);
     const third = recorder();
     conn.follow(third.listener)();
     await t.close();
-    await eventually(
-      async () => (first.seen.includes('lost') && second.seen.includes('lost') ? true : undefined),
-      10_000,
-      () => `${first.seen} / ${second.seen}`,
-    );
+    await seen(first, 'lost', 'first');
+    await seen(second, 'lost', 'second');
     // A listener gone before its resync was due gets nothing.
     expect(third.seen).toEqual([]);
     stopFirst();

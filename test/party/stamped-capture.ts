@@ -4,8 +4,9 @@ import type { Readable } from 'node:stream';
  * A snapclient's play-out (`--player file:filename=stdout`), kept in memory with every read
  * stamped on the monotonic clock, so that a frame's output instant can be compared with
  * another family's player (a squeezelite's pacer stamps the same clock) or with the instant a
- * REST request was sent. Used by test/party/zones.lab.test.ts and, compiled by
- * bench/tsconfig.snapcast-zones.json, by bench/snapcast-zones.js.
+ * REST request was sent. Used by test/party/zones.lab.test.ts, test/drivers/snapcast/client-streams.ts
+ * and, compiled by bench/tsconfig.snapcast-zones.json and bench/tsconfig.snapcast-duck-gaps.json,
+ * by bench/snapcast-zones.js and bench/snapcast-duck-gaps.js.
  *
  * Why read stamps and not sample indexes: snapclient 0.26's file player writes, every 50 ms
  * on a steady-clock timer, the 50 ms block that should reach its "DAC" 10 ms later, and its
@@ -16,7 +17,8 @@ import type { Readable } from 'node:stream';
  */
 export const SNAP_RATE = 48000;
 const SNAP_FRAME = 4;
-const BLOCK_FRAMES = SNAP_RATE / 20;
+/** The file player's block: 50 ms of frames. */
+export const BLOCK_FRAMES = SNAP_RATE / 20;
 const BLOCK_NS = 50_000_000n;
 const DAC_MS = 10;
 
@@ -43,6 +45,24 @@ export class StampedCapture {
   /** Whole frames captured so far: a mark to look from. */
   get frames(): number {
     return Math.floor(this.bytes / SNAP_FRAME);
+  }
+
+  /** Bytes captured so far. */
+  get size(): number {
+    return this.bytes;
+  }
+
+  /** The captured bytes [from, to), both channels (`from` down to a whole frame). */
+  pcm(from: number, to = this.bytes): Buffer {
+    from -= from % SNAP_FRAME;
+    const parts: Buffer[] = [];
+    for (let i = 0; i < this.chunks.length; i++) {
+      const s = this.starts[i];
+      const c = this.chunks[i];
+      if (s + c.length <= from || s >= to) continue;
+      parts.push(c.subarray(Math.max(0, from - s), Math.min(c.length, to - s)));
+    }
+    return Buffer.concat(parts);
   }
 
   /** Left-channel samples of frames [from, to), only the chunks that hold them copied. */

@@ -41,6 +41,17 @@ const SYNC_BOUND_MS = 5;
 
 suite('client streams: a zone whose clients each have a stream, ducked in place', () => {
   const lab = new ClientStreamsLab();
+  /** The clicks of the last 2 s and the next 3 s: each pair of clients heard at least two of them together, within SYNC_BOUND_MS. */
+  async function expectInStep(label: string, pairs: [number, number][]): Promise<void> {
+    const at = lab.sizes().map((b) => b - 2 * 192_000);
+    await lab.outputFor(3);
+    const o = pairs.map(([a, b]) => lab.offset(a, b, at));
+    console.log(JSON.stringify({ [label]: o }));
+    for (const x of o) {
+      expect(x.offsetsMs.length).toBeGreaterThanOrEqual(2);
+      expect(x.maxAbsMs).toBeLessThan(SYNC_BOUND_MS);
+    }
+  }
   beforeAll(async () => {
     await lab.start(3);
   }, 60_000);
@@ -59,14 +70,10 @@ suite('client streams: a zone whose clients each have a stream, ducked in place'
     expect(streams[1]).not.toBe(streams[2]);
     expect(await lab.alone()).toEqual([true, true, true]);
     // Clicks from 2 s after the start on (the players started at the moves).
-    const at = lab.sizes().map((b) => b - 2 * 192_000);
-    await lab.outputFor(3);
-    const o = [lab.offset(1, 2, at), lab.offset(1, 3, at)];
-    console.log(JSON.stringify({ syncAfterStart: o }));
-    for (const x of o) {
-      expect(x.offsetsMs.length).toBeGreaterThanOrEqual(2);
-      expect(x.maxAbsMs).toBeLessThan(SYNC_BOUND_MS);
-    }
+    await expectInStep('syncAfterStart', [
+      [1, 2],
+      [1, 3],
+    ]);
   });
 
   test('a ducked announcement on one client (on a client stream): its music never stops, the others hear it unchanged', async () => {
@@ -105,14 +112,10 @@ suite('client streams: a zone whose clients each have a stream, ducked in place'
     expect(r).toEqual({ Result: 'true' });
     await lab.musicHeard([1, 2, 3], from, 4);
     expect(await lab.streams()).toEqual(before);
-    const at = lab.sizes().map((b) => b - 2 * 192_000);
-    await lab.outputFor(3);
-    const o = [lab.offset(1, 2, at), lab.offset(1, 3, at)];
-    console.log(JSON.stringify({ syncAfterResume: o }));
-    for (const x of o) {
-      expect(x.offsetsMs.length).toBeGreaterThanOrEqual(2);
-      expect(x.maxAbsMs).toBeLessThan(SYNC_BOUND_MS);
-    }
+    await expectInStep('syncAfterResume', [
+      [1, 2],
+      [1, 3],
+    ]);
   });
 
   test('a client that leaves gives its client stream back and goes back where it was; joining late it plays on the zone stream, in step', async () => {
@@ -126,14 +129,10 @@ suite('client streams: a zone whose clients each have a stream, ducked in place'
     await lab.musicHeard([3], from, 3);
     // A client stream started late is not exactly in step (docs/drivers/snapcast.md): it joins the zone's own stream.
     expect(await lab.streams()).toEqual([HUB_STREAM, before[1], HUB_STREAM]);
-    const at = lab.sizes().map((b) => b - 2 * 192_000);
-    await lab.outputFor(3);
-    const o = [lab.offset(1, 3, at), lab.offset(2, 3, at)];
-    console.log(JSON.stringify({ syncAfterLateJoin: o }));
-    for (const x of o) {
-      expect(x.offsetsMs.length).toBeGreaterThanOrEqual(2);
-      expect(x.maxAbsMs).toBeLessThan(SYNC_BOUND_MS);
-    }
+    await expectInStep('syncAfterLateJoin', [
+      [1, 3],
+      [2, 3],
+    ]);
   });
 
   test('stop: every client goes back where it was, no group is left on a client stream', async () => {

@@ -1,15 +1,14 @@
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import type { Readable } from 'node:stream';
 import { snapcastDeviceId } from '../../../src/drivers/snapcast';
 import { FEED_LEAD_MS } from '../../../src/drivers/snapcast/feeder';
 import { encodeWav } from '../../../src/audio/wav';
 import { leftChannel, sine, toneAmplitude } from '../../helpers/audio';
 import { eventually } from '../../helpers/wait';
 import { groupOf, HUB_STREAM, SAMPLE_FORMAT, SnapcastEnv } from './harness';
-import { startSnapcastHub, toneWav, type SnapcastHub } from './hub';
-import { BLOCK_FRAMES, blockTime, DAC_NS } from './offset';
+import { duckedAnnouncement, startSnapcastHub, toneWav, type SnapcastHub } from './hub';
+import { BLOCK_FRAMES, StampedCapture } from '../../party/stamped-capture';
 
 /**
  * Client streams (issue 30) on real snapclients, for test/drivers/snapcast/client-streams.lab.test.ts
@@ -35,39 +34,6 @@ const CLICK = 28000;
 /** A sample above this is a click: the tone never goes past 12000 (both arrive 3 dB lower: ~8500 and ~19800). */
 const CLICK_THRESHOLD = 14000;
 const BYTES_PER_SECOND = SAMPLE_FORMAT.rate * SAMPLE_FORMAT.bytesPerFrame;
-
-/** What one client played, as read from its stdout. */
-class Capture {
-  private chunks: Buffer[] = [];
-  /** Byte offset of each chunk. */
-  private starts: number[] = [];
-  bytes = 0;
-  /** [frames received in total, monotonic ns when the read arrived] per read. */
-  readonly reads: [number, bigint][] = [];
-
-  constructor(stdout: Readable) {
-    stdout.on('data', (d: Buffer) => {
-      const now = process.hrtime.bigint();
-      this.starts.push(this.bytes);
-      this.chunks.push(d);
-      this.bytes += d.length;
-      this.reads.push([Math.floor(this.bytes / SAMPLE_FORMAT.bytesPerFrame), now]);
-    });
-  }
-
-  /** Bytes [from, to) (whole frames). */
-  pcm(from: number, to = this.bytes): Buffer {
-    from -= from % SAMPLE_FORMAT.bytesPerFrame;
-    const parts: Buffer[] = [];
-    for (let i = 0; i < this.chunks.length; i++) {
-      const s = this.starts[i];
-      const c = this.chunks[i];
-      if (s + c.length <= from || s >= to) continue;
-      parts.push(c.subarray(Math.max(0, from - s), Math.min(c.length, to - s)));
-    }
-    return Buffer.concat(parts);
-  }
-}
 
 /** Music with a click every second, at the stream's own rate (nothing resampled, the click stays one sample sharp). */
 function clickedMusic(seconds: number): Buffer {
@@ -121,7 +87,7 @@ export interface SyncOffset {
 export class ClientStreamsLab {
   env!: SnapcastEnv;
   hub?: SnapcastHub;
-  captures: Capture[] = [];
+  captures: StampedCapture[] = [];
   ids: string[] = [];
   pids: Record<string, string> = {};
   private readonly loop = monitorEventLoopDelay({ resolution: 5 });
@@ -136,7 +102,7 @@ export class ClientStreamsLab {
     await this.env.startServer();
     for (const n of [1, 2, 3]) {
       const c = await this.env.startClient(n, { output: 'stdout' });
-      this.captures.push(new Capture(c.proc!.stdout!));
+      this.captures.push(new StampedCapture(c.proc!.stdout!));
     }
     await this.env.clientsConnected(this.env.clients.map((c) => c.hostId));
     const media: Record<string, Buffer> = { 'music.wav': clickedMusic(60 + runs * 10), 'chime.wav': toneWav(0.5, CHIME_HZ, 'Chime') };
@@ -154,7 +120,7 @@ export class ClientStreamsLab {
   }
 
   sizes(): number[] {
-    return this.captures.map((c) => c.bytes);
+    return this.captures.map((c) => c.size);
   }
 
   /** Resolves once each of `clients` (1-based) has played `seconds` of the music since `from`. */
@@ -173,7 +139,7 @@ export class ClientStreamsLab {
 
   /** Resolves once every client has written `seconds` more of output since `from`. */
   async outputFor(seconds: number, from = this.sizes(), clients = [1, 2, 3]): Promise<void> {
-    await eventually(() => clients.every((n) => this.captures[n - 1].bytes - from[n - 1] > seconds * BYTES_PER_SECOND), 20_000, 'output', 50);
+    await eventually(() => clients.every((n) => this.captures[n - 1].size - from[n - 1] > seconds * BYTES_PER_SECOND), 20_000, 'output', 50);
   }
 
   /** The snapserver stream of each client's group (client order). */
@@ -188,21 +154,21 @@ export class ClientStreamsLab {
     return this.env.clients.map((c) => groupOf(s, c.hostId).clients.length === 1);
   }
 
-  /** The click play-out instants (monotonic ns) in client n's output since byte `from`. */
-  private clicks(n: number, from: number): bigint[] {
+  /** The click play-out instants (monotonic ms, StampedCapture.outputMs) in client n's output since byte `from`. */
+  private clicks(n: number, from: number): number[] {
     const c = this.captures[n - 1];
     const pcm = c.pcm(from);
     const base = Math.floor(from / SAMPLE_FORMAT.bytesPerFrame);
-    const out: bigint[] = [];
+    const out: number[] = [];
     const frames = Math.floor(pcm.length / SAMPLE_FORMAT.bytesPerFrame);
     for (let f = 0; f < frames; f++) {
       if (pcm.readInt16LE(f * SAMPLE_FORMAT.bytesPerFrame) <= CLICK_THRESHOLD) continue;
       const abs = base + f;
-      const k = Math.floor(abs / BLOCK_FRAMES);
       // Blocks written near the end of the capture have few reads after them yet.
-      if ((k + 26) * BLOCK_FRAMES > c.reads[c.reads.length - 1][0]) break;
-      const { t } = blockTime(c.reads, k);
-      out.push(t + DAC_NS + BigInt(Math.round(((abs - k * BLOCK_FRAMES) * 1e9) / SAMPLE_FORMAT.rate)));
+      if ((Math.floor(abs / BLOCK_FRAMES) + 26) * BLOCK_FRAMES > c.frames) break;
+      const t = c.outputMs(abs);
+      if (t === undefined) break;
+      out.push(t);
       f += SAMPLE_FORMAT.rate / 2;
     }
     return out;
@@ -215,8 +181,8 @@ export class ClientStreamsLab {
     const offsetsMs: number[] = [];
     for (const x of ta) {
       // The same click on b: within half a second (they are a second apart).
-      const y = tb.find((v) => (v > x ? v - x : x - v) < 500_000_000n);
-      if (y !== undefined) offsetsMs.push(Math.round(Number(y - x) / 1e4) / 100);
+      const y = tb.find((v) => Math.abs(v - x) < 500);
+      if (y !== undefined) offsetsMs.push(Math.round((y - x) * 100) / 100);
     }
     return { clients: [a, b], offsetsMs, maxAbsMs: offsetsMs.length ? Math.max(...offsetsMs.map(Math.abs)) : NaN };
   }
@@ -229,23 +195,13 @@ export class ClientStreamsLab {
     const resyncsBefore = resyncs();
     this.loop.reset();
     this.loop.enable();
-    const a = await this.op('announce', {
-      PersistentID: this.pids[`Speech ${i}`],
-      Chime: this.pids.Chime,
-      DeviceIDList: announced.map((n) => this.ids[n - 1]).join(','),
-      Mode: 'duck',
-      DuckLevel: String(LEVEL_DB),
-      FadeMs: '200',
-    });
-    if (a.Result !== 'true') throw new Error(`announce failed: ${JSON.stringify(a)}`);
-    await eventually(
-      async () => ['done', 'failed'].includes((await this.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State),
-      30_000,
-      'the announcement over',
-      100,
+    await duckedAnnouncement(
+      this,
+      this.pids[`Speech ${i}`],
+      this.pids.Chime,
+      announced.map((n) => this.ids[n - 1]),
+      LEVEL_DB,
     );
-    const st = await this.op('announcement_status', { AnnouncementID: a.AnnouncementID });
-    if (st.State !== 'done' || st.Mode !== 'duck') throw new Error(`announcement ${JSON.stringify(st)}`);
     // 2 s of music after it.
     await this.outputFor(2.5);
     this.loop.disable();

@@ -7,7 +7,7 @@ import { snapcastDeviceId } from '../../../src/drivers/snapcast';
 import { captureFrom, leftChannel, toneAmplitude } from '../../helpers/audio';
 import { eventually } from '../../helpers/wait';
 import { fileSize, SAMPLE_FORMAT, SnapcastEnv } from './harness';
-import { startSnapcastHub, toneWav, type SnapcastHub } from './hub';
+import { duckedAnnouncement, startSnapcastHub, toneWav, type SnapcastHub } from './hub';
 
 /**
  * Ducked announcements window by window (issue 30), for test/drivers/snapcast/duck-gaps.lab.test.ts
@@ -112,22 +112,7 @@ export async function measureDuckGaps(kinds: DuckKind[], onRun?: (r: DuckGapRun,
       gcs.observe({ entryTypes: ['gc'] });
       loop.reset();
       loop.enable();
-      const a = await hub.op('announce', {
-        PersistentID: pids[`Speech ${i}`],
-        Chime: pids.Chime,
-        DeviceIDList: kind === 'zone' ? ids.join(',') : ids[0],
-        Mode: 'duck',
-        DuckLevel: String(LEVEL_DB),
-        FadeMs: '200',
-      });
-      if (a.Result !== 'true') throw new Error(`announce failed: ${JSON.stringify(a)}`);
-      await eventually(
-        async () => ['done', 'failed'].includes((await hub.op('announcement_status', { AnnouncementID: a.AnnouncementID })).State),
-        30_000,
-        'the announcement over',
-      );
-      const st = await hub.op('announcement_status', { AnnouncementID: a.AnnouncementID });
-      if (st.State !== 'done' || st.Mode !== 'duck') throw new Error(`announcement ${JSON.stringify(st)}`);
+      await duckedAnnouncement(hub, pids[`Speech ${i}`], pids.Chime, kind === 'zone' ? ids : [ids[0]], LEVEL_DB);
       // Back in its group (shared music) and 2 s of music after.
       const after = files.map(fileSize);
       await eventually(() => files.every((f, n) => fileSize(f) - after[n] > 2.5 * second), 15_000, 'music after');

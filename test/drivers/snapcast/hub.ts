@@ -8,6 +8,7 @@ import { createHub, type SpeakerHub } from '../../../src/hub';
 import { createLogger } from '../../../src/logger';
 import { encodeWav } from '../../../src/audio/wav';
 import { sine } from '../../helpers/audio';
+import { eventually } from '../../helpers/wait';
 
 export const TOKEN = 'snapcast-test-token-0123456789';
 
@@ -82,4 +83,30 @@ export async function startSnapcastHub(
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * One ducked announcement of `speech` after `chime` (PersistentIDs) on `deviceIds`, DuckLevel
+ * `levelDb`, fade 200 ms: resolves once it is over; throws unless it ended done and ducked.
+ */
+export async function duckedAnnouncement(
+  hub: Pick<SnapcastHub, 'op'>,
+  speech: string,
+  chime: string,
+  deviceIds: string[],
+  levelDb: number,
+): Promise<void> {
+  const a = await hub.op('announce', {
+    PersistentID: speech,
+    Chime: chime,
+    DeviceIDList: deviceIds.join(','),
+    Mode: 'duck',
+    DuckLevel: String(levelDb),
+    FadeMs: '200',
+  });
+  if (a.Result !== 'true') throw new Error(`announce failed: ${JSON.stringify(a)}`);
+  const status = () => hub.op('announcement_status', { AnnouncementID: a.AnnouncementID });
+  await eventually(async () => ['done', 'failed'].includes((await status()).State), 30_000, 'the announcement over', 100);
+  const st = await status();
+  if (st.State !== 'done' || st.Mode !== 'duck') throw new Error(`announcement ${JSON.stringify(st)}`);
 }

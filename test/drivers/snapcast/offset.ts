@@ -58,9 +58,9 @@ export interface OffsetResult {
   method: string;
 }
 
-export const BLOCK_FRAMES = SAMPLE_FORMAT.rate / 20; // the file player's 50 ms
+const BLOCK_FRAMES = SAMPLE_FORMAT.rate / 20; // the file player's 50 ms
 const BLOCK_NS = 50_000_000n;
-export const DAC_NS = 10_000_000n;
+const DAC_NS = 10_000_000n;
 const MARKER_SPACING_S = 1.5;
 
 /** Silence with a sharp onset (20 ms of a loud 1 kHz square) every 1.5 s, at the stream's own rate so nothing is resampled. */
@@ -104,7 +104,7 @@ function findOnset(pcm: Buffer, fromFrame: number, threshold = 12000): number {
 }
 
 /** The write instant of block k: the tightest upper bound from the reads within ±1.25 s of it. */
-export function blockTime(reads: [number, bigint][], k: number): { t: bigint; noiseNs: bigint } {
+function blockTime(reads: [number, bigint][], k: number): { t: bigint; noiseNs: bigint } {
   const bounds: bigint[] = [];
   for (const [frames, arrived] of reads) {
     const last = Math.floor(frames / BLOCK_FRAMES) - 1; // last block complete at this read
