@@ -119,6 +119,11 @@ export interface ResolvedServerConfig {
   clientStreams: string[];
 }
 
+/** Every stream the hub feeds on this server (music, announcements, zone pool, client streams): none is a place to send a group the hub lets go. */
+export function hubFedStreams(server: ResolvedServerConfig): string[] {
+  return [server.stream, server.announceStream, ...server.zoneStreams, ...server.clientStreams];
+}
+
 export const DEFAULT_CONTROL_PORT = 1705;
 
 /** Splits 'host[:port]' ('[v6]:port' too) into host and port. */

@@ -2,7 +2,7 @@ import type { Logger } from '../../logger';
 import { voiceGainDb } from '../../audio/duck-mix';
 import { OverlayUnavailable, type MediaRequest, type OverlayHandle, type OverlayRequest } from '../driver';
 import type { SnapcastSpeaker } from './client-speaker';
-import type { ResolvedServerConfig } from './config';
+import { hubFedStreams, type ResolvedServerConfig } from './config';
 import { duckOverlaySetup } from './duck-overlay';
 import { parseSampleFormat } from './feeder';
 import type { FeedSetup, HubStream } from './hub-stream';
@@ -141,7 +141,7 @@ export function duckUnavailable(host: DuckHost, s: SnapcastSpeaker, targets: rea
     return `its music is the same stream as that of ${others.map((x) => x.info().name).join(', ')}, which the announcement does not target, and ${why}`;
   }
   const g = host.model.groupOf(s.clientId);
-  const own = [host.server.stream, host.server.announceStream, ...host.server.zoneStreams, ...host.server.clientStreams];
+  const own = hubFedStreams(host.server);
   if (g && !own.includes(g.streamId) && host.model.streams.get(g.streamId)?.status === 'playing') {
     return `it plays snapserver stream '${g.streamId}', which the hub does not feed, so it cannot mix into it`;
   }

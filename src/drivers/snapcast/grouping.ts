@@ -1,5 +1,5 @@
 import type { Logger } from '../../logger';
-import type { ResolvedServerConfig } from './config';
+import { hubFedStreams, type ResolvedServerConfig } from './config';
 import { readServerAnswer, type GroupState, type ModelChange, type ServerModel } from './model';
 
 /** The part of the control connection grouping uses. */
@@ -249,14 +249,6 @@ export class Grouping {
   /** A declared stream the hub does not feed itself (neither the music's, any zone's, a client's, nor the announcements'). */
   private usable(id: string | undefined): id is string {
     const { model, server } = this.opts;
-    return (
-      !!id &&
-      id !== this.streamId &&
-      id !== server.stream &&
-      id !== server.announceStream &&
-      !server.zoneStreams.includes(id) &&
-      !server.clientStreams.includes(id) &&
-      model.streams.has(id)
-    );
+    return !!id && !hubFedStreams(server).includes(id) && model.streams.has(id);
   }
 }

@@ -2,7 +2,7 @@ import type { Clock } from '../../core/clock';
 import type { Logger } from '../../logger';
 import type { MediaRequest, OverlayHandle, OverlayRequest, SpeakerSnapshot } from '../driver';
 import { describeClient, hubVolume, snapcastDeviceId, snapVolume, SnapcastSpeaker, type ClientRouting } from './client-speaker';
-import type { ResolvedServerConfig, SnapcastConfig } from './config';
+import { hubFedStreams, type ResolvedServerConfig, type SnapcastConfig } from './config';
 import { duckUnavailable, overlayDucked, playDucked, type DuckHost } from './duck-routing';
 import { HubStream, type FeedSetup } from './hub-stream';
 import { parseNotification, readServerAnswer, readVolumeAnswer, ServerModel, type ModelChange, type Notification, type RawServer } from './model';
@@ -323,7 +323,7 @@ export class SnapServer {
     );
     this.apply(this.model.setVolume(s.clientId, volume));
     const g = d.group;
-    const own = [this.opts.server.stream, this.opts.server.announceStream, ...this.opts.server.zoneStreams, ...this.opts.server.clientStreams];
+    const own = hubFedStreams(this.opts.server);
     if (volumeOnly || !g || own.includes(g.streamId) || !this.model.streams.has(g.streamId)) return;
     const original = this.model.groups.get(g.groupId);
     if (original && !original.clientIds.includes(s.clientId)) {
