@@ -113,7 +113,7 @@ export class UpnpDriver extends EventEmitter<DriverEvents> implements SpeakerDri
 
   /**
    * Starts the media on several renderers as one act: every renderer is loaded
-   * (SetAVTransportURI, after a Stop for a renderer that needs one) in parallel, then Play goes out to all of them at once, so one slow
+   * (SetAVTransportURI, after a Stop for a renderer not known to be idle) in parallel, then Play goes out to all of them at once, so one slow
    * SetAVTransportURI does not skew the others' start; then each is confirmed playing.
    */
   async playGroup(speakers: Speaker[], media: MediaRequest): Promise<PromiseSettledResult<void>[]> {

@@ -36,6 +36,13 @@ export class RendererControl {
   private chain: Promise<unknown> = Promise.resolve();
   /** The renderer refused a new URI until stopped once: every load stops it first (setUri). */
   private stopBeforeLoad = false;
+  /**
+   * Known to be idle (STOPPED / NO_MEDIA_PRESENT): read so, or stopped by us, with no Play or
+   * Pause sent since. Unknown counts as not idle. setUri loads an idle renderer without a Stop.
+   */
+  private knownIdle = false;
+  /** Play/Pause (and the like) sent so far: a read that a later Play overtook says nothing. */
+  private starts = 0;
 
   constructor(private readonly opts: RendererControlOptions) {}
 
@@ -57,9 +64,21 @@ export class RendererControl {
     }
   }
 
-  /** An AVTransport action on instance 0. */
-  avt(action: string, args: SoapArgs = {}): Promise<Record<string, string>> {
-    return this.call(this.opts.description().avTransport, action, { InstanceID: 0, ...args });
+  /** An AVTransport action on instance 0; keeps what it tells of idleness (knownIdle). */
+  async avt(action: string, args: SoapArgs = {}): Promise<Record<string, string>> {
+    if (STARTS.has(action)) {
+      this.starts++;
+      this.knownIdle = false;
+    }
+    const starts = this.starts;
+    const r = await this.call(this.opts.description().avTransport, action, { InstanceID: 0, ...args });
+    if (action === 'Stop' && starts === this.starts) this.knownIdle = true;
+    return r;
+  }
+
+  /** An AVTransport event's TransportState: only ever a reason to stop first (events may be stale). */
+  noteEvent(vars: Record<string, string>): void {
+    if (vars.TransportState && !isIdle(vars.TransportState.toUpperCase())) this.knownIdle = false;
   }
 
   /** A RenderingControl action on instance 0, Master channel. */
@@ -74,8 +93,12 @@ export class RendererControl {
   }
 
   async readTransport(): Promise<Transport> {
+    const starts = this.starts;
     const r = await this.avt('GetTransportInfo');
-    return { state: (r.CurrentTransportState ?? '').toUpperCase(), status: (r.CurrentTransportStatus ?? '').toUpperCase() };
+    const transport = { state: (r.CurrentTransportState ?? '').toUpperCase(), status: (r.CurrentTransportStatus ?? '').toUpperCase() };
+    if (!isIdle(transport.state)) this.knownIdle = false;
+    else if (starts === this.starts) this.knownIdle = true;
+    return transport;
   }
 
   async readPosition(): Promise<Position> {
@@ -93,21 +116,26 @@ export class RendererControl {
   }
 
   /**
-   * SetAVTransportURI, with no Stop before it (issue 30: one round trip less before the first
-   * sound of an announcement). AVTransport lets a renderer take a new URI in any state, and
-   * gmediarender does (test/drivers/upnp/upnp.lab.test.ts checks it while playing). A renderer
-   * that refuses a new URI while it plays (UPnP 701 Transition not available, 705 Transport
-   * locked …) is stopped and asked again, and from then on always stopped first.
+   * SetAVTransportURI; a Stop first unless the renderer is known to be idle. AVTransport lets a
+   * renderer take a new URI in any state, but gmediarender (gstreamer) races doing so while it
+   * plays: 1 load in 30–60 left it PLAYING with the position stuck and nothing heard
+   * ("about-to-finish cb: setting uri (null)", then "setting play state failed" in its log), which
+   * a Stop first never did in 80. An idle renderer (issue 30: an announcement on a speaker the
+   * snapshot just read as stopped) gets no Stop: one round trip less before the first sound.
+   * A renderer that refuses a new URI even then (UPnP 701 Transition not available, 705
+   * Transport locked …) is stopped and asked again, and from then on always stopped first.
    */
   async setUri(url: string, metadata: string, stillWanted: () => void): Promise<void> {
     const log = this.opts.log;
-    if (!this.stopBeforeLoad) {
+    if (!this.stopBeforeLoad && this.knownIdle) {
       try {
         await this.avt('SetAVTransportURI', { CurrentURI: url, CurrentURIMetaData: metadata });
         return;
       } catch (e) {
         if (!(e instanceof SoapFault)) throw e;
         log.debug({ err: e.message }, 'SetAVTransportURI refused; trying again after a Stop');
+        this.stopBeforeLoad = true;
+        log.info('this renderer takes a new URI only after a Stop: stopping it first from now on');
       }
     }
     await this.avt('Stop').catch((e) => {
@@ -116,8 +144,6 @@ export class RendererControl {
     });
     stillWanted();
     await this.avt('SetAVTransportURI', { CurrentURI: url, CurrentURIMetaData: metadata });
-    if (!this.stopBeforeLoad) log.info('this renderer takes a new URI only after a Stop: stopping it first from now on');
-    this.stopBeforeLoad = true;
   }
 
   /** Runs control actions one after another, so a Stop never overtakes the Play it cancels. */
@@ -132,6 +158,9 @@ export class RendererControl {
 export function isActive(state: string): boolean {
   return state === 'PLAYING' || state === 'PAUSED_PLAYBACK' || state === 'TRANSITIONING';
 }
+
+/** Actions that may leave the renderer playing or paused: a read sent before one is out of date. */
+const STARTS = new Set(['Play', 'Pause', 'Next', 'Previous']);
 
 export function isIdle(state: string): boolean {
   return state === 'STOPPED' || state === 'NO_MEDIA_PRESENT';

@@ -94,7 +94,7 @@ export class RendererTransport {
     return this.session?.position;
   }
 
-  /** First step of a play: SetAVTransportURI (RendererControl.setUri: with a Stop first only for a renderer that needs one). */
+  /** First step of a play: SetAVTransportURI (RendererControl.setUri: a Stop first unless the renderer is known to be idle). */
   async load(media: MediaRequest): Promise<PlayTicket> {
     const { host, control, clock, log } = this.opts;
     host.assertAvailable();

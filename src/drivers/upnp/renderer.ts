@@ -82,7 +82,10 @@ export class UpnpSpeaker extends BaseSpeaker {
       clock: ctx.clock,
       log: this.log,
       localAddress: ctx.localAddress,
-      onTransport: (vars) => this.transport.onEvent(vars),
+      onTransport: (vars) => {
+        this.control.noteEvent(vars);
+        this.transport.onEvent(vars);
+      },
       onRendering: (vars) => this.levels.onEvent(vars),
       onLost: (why) => void this.verify(why),
     });

@@ -1,8 +1,10 @@
 /**
- * Loading a URI (RendererControl.setUri, issue 30) against renderers on loopback: one that takes
- * a new URI in any state gets no Stop; one that refuses it while playing (UPnP 701) is stopped
- * and asked again, and stopped first on every later load. That gmediarender takes the URI
- * without a Stop is checked on the real renderer in upnp.lab.test.ts.
+ * Loading a URI (RendererControl.setUri) against renderers on loopback. A renderer known to be
+ * idle gets SetAVTransportURI alone (issue 30: one round trip less before an announcement's
+ * first sound); one that plays, or whose state is not known, is stopped first (gmediarender
+ * sometimes stalls when it takes a new URI while it plays: upnp.lab.test.ts shows the hub's
+ * replacing play on the real renderer); one that refuses a new URI without a Stop (UPnP 701)
+ * is stopped and asked again, and stopped first on every later load.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,16 +15,35 @@ import type { RendererDescription } from '../../../src/protocols/upnp/descriptio
 import { soapFault, soapResponse, UpnpError } from '../../../src/protocols/upnp/soap';
 
 const AVT = 'urn:schemas-upnp-org:service:AVTransport:1';
+const LOADS = ['Stop', 'SetAVTransportURI'];
+
+interface FakeRenderer {
+  /** The actions it was sent, reads (Get…) left out. */
+  actions: string[];
+  control: RendererControl;
+  /** What GetTransportInfo answers. */
+  state: string;
+  /** GetTransportInfo answers once this resolves (a read still on its way). */
+  holdReads?: Promise<void>;
+  close: () => Promise<void>;
+}
 
 /** An AVTransport control endpoint that logs the actions; `locked`: SetAVTransportURI only right after a Stop. */
-async function renderer(locked: boolean): Promise<{ actions: string[]; control: RendererControl; close: () => Promise<void> }> {
-  const actions: string[] = [];
+async function renderer(locked = false): Promise<FakeRenderer> {
+  const fake = { actions: [] as string[], state: 'STOPPED' } as FakeRenderer;
   const server: Server = createServer((req, res) => {
     req.resume();
-    req.on('end', () => {
+    req.on('end', async () => {
       const action = /#(\w+)"?$/.exec(String(req.headers.soapaction))?.[1] ?? '';
-      const refuse = locked && action === 'SetAVTransportURI' && actions[actions.length - 1] !== 'Stop';
-      actions.push(action);
+      if (action === 'GetTransportInfo') {
+        const state = fake.state;
+        await fake.holdReads;
+        res.writeHead(200, { 'Content-Type': 'text/xml' });
+        res.end(soapResponse(AVT, action, { CurrentTransportState: state, CurrentTransportStatus: 'OK', CurrentSpeed: '1' }));
+        return;
+      }
+      const refuse = locked && action === 'SetAVTransportURI' && fake.actions[fake.actions.length - 1] !== 'Stop';
+      fake.actions.push(action);
       res.writeHead(refuse ? 500 : 200, { 'Content-Type': 'text/xml' });
       res.end(refuse ? soapFault(new UpnpError('TransitionNotAvailable')) : soapResponse(AVT, action, {}));
     });
@@ -32,37 +53,97 @@ async function renderer(locked: boolean): Promise<{ actions: string[]; control: 
   const description = {
     avTransport: { serviceType: AVT, controlUrl: `${base}/avt`, eventSubUrl: `${base}/evt`, scpdUrl: `${base}/scpd` },
   } as RendererDescription;
-  const control = new RendererControl({
+  fake.control = new RendererControl({
     description: () => description,
     config: UpnpConfigSchema.parse({}),
     log: createLogger({ level: 'silent' }),
     onNoAnswer: () => undefined,
   });
-  return { actions, control, close: () => new Promise((r) => server.close(() => r())) };
+  fake.close = () => new Promise((r) => server.close(() => r()));
+  return fake;
 }
 
-test('a renderer that takes a new URI in any state: SetAVTransportURI alone', async () => {
-  const r = await renderer(false);
+async function withRenderer(locked: boolean, fn: (r: FakeRenderer) => Promise<void>): Promise<void> {
+  const r = await renderer(locked);
   try {
-    await r.control.setUri('http://h/a.mp3', '', () => undefined);
-    await r.control.setUri('http://h/b.mp3', '', () => undefined);
-    expect(r.actions).toEqual(['SetAVTransportURI', 'SetAVTransportURI']);
+    await fn(r);
   } finally {
     await r.close();
   }
-});
+}
 
-test('a renderer that refuses it while playing: Stop, then again; and Stop first from then on', async () => {
-  const r = await renderer(true);
-  try {
+const load = (r: FakeRenderer, name = 'a'): Promise<void> => r.control.setUri(`http://h/${name}.mp3`, '', () => undefined);
+
+test('a renderer whose state is not known yet is stopped first', () =>
+  withRenderer(false, async (r) => {
+    await load(r);
+    expect(r.actions).toEqual(LOADS);
+  }));
+
+test('a renderer read as idle, or stopped by the hub, gets SetAVTransportURI alone', () =>
+  withRenderer(false, async (r) => {
+    await r.control.readTransport();
+    await load(r, 'a');
+    expect(r.actions).toEqual(['SetAVTransportURI']);
+    r.state = 'NO_MEDIA_PRESENT';
+    await r.control.readTransport();
+    await load(r, 'b');
+    await r.control.avt('Stop');
+    await load(r, 'c');
+    expect(r.actions).toEqual(['SetAVTransportURI', 'SetAVTransportURI', 'Stop', 'SetAVTransportURI']);
+  }));
+
+test('a renderer that plays (Play sent, read as playing or paused, an event says so) is stopped first', () =>
+  withRenderer(false, async (r) => {
+    await r.control.readTransport();
+    await r.control.avt('Play', { Speed: '1' });
+    await load(r, 'a');
+    expect(r.actions).toEqual(['Play', ...LOADS]);
+    for (const state of ['PLAYING', 'PAUSED_PLAYBACK', 'TRANSITIONING']) {
+      r.state = state;
+      await r.control.readTransport();
+      r.actions.length = 0;
+      await load(r, state);
+      expect({ state, actions: r.actions }).toEqual({ state, actions: LOADS });
+    }
+    r.state = 'STOPPED';
+    await r.control.readTransport();
+    r.control.noteEvent({ TransportState: 'PLAYING' });
+    r.actions.length = 0;
+    await load(r, 'after-event');
+    expect(r.actions).toEqual(LOADS);
+    // A STOPPED event is not trusted (events can be stale): only a read or the hub's own Stop.
+    r.control.noteEvent({ TransportState: 'STOPPED' });
+    await r.control.avt('Play', { Speed: '1' });
+    r.control.noteEvent({ TransportState: 'STOPPED' });
+    r.actions.length = 0;
+    await load(r, 'stale-event');
+    expect(r.actions).toEqual(LOADS);
+  }));
+
+test('a read answered STOPPED after a Play went out says nothing: the next load stops first', () =>
+  withRenderer(false, async (r) => {
+    let answer!: () => void;
+    r.holdReads = new Promise((res) => (answer = res));
+    const read = r.control.readTransport();
+    // The read is at the renderer, answering STOPPED later; meanwhile the hub's Play goes out.
+    await new Promise((res) => setTimeout(res, 50));
+    await r.control.avt('Play', { Speed: '1' });
+    answer();
+    expect((await read).state).toBe('STOPPED');
+    await load(r);
+    expect(r.actions).toEqual(['Play', ...LOADS]);
+  }));
+
+test('a renderer that refuses a new URI without a Stop: Stop, then again; and Stop first from then on', () =>
+  withRenderer(true, async (r) => {
     const checks: string[] = [];
+    await r.control.readTransport();
     await r.control.setUri('http://h/a.mp3', '', () => checks.push('still wanted'));
-    expect(r.actions).toEqual(['SetAVTransportURI', 'Stop', 'SetAVTransportURI']);
+    expect(r.actions).toEqual(['SetAVTransportURI', ...LOADS]);
     // The play may have been replaced while the renderer stopped: the caller is asked before the retry.
     expect(checks).toEqual(['still wanted']);
-    await r.control.setUri('http://h/b.mp3', '', () => undefined);
-    expect(r.actions.slice(3)).toEqual(['Stop', 'SetAVTransportURI']);
-  } finally {
-    await r.close();
-  }
-});
+    await r.control.readTransport();
+    await load(r, 'b');
+    expect(r.actions.slice(3)).toEqual(LOADS);
+  }));

@@ -348,20 +348,20 @@ suite('UPnP driver with real gmediarender renderers', () => {
     }
   });
 
-  // Issue 30: the driver loads a new URI without a Stop first, so a renderer that is playing
-  // must take SetAVTransportURI + Play as it stands. gmediarender does: it drops the old
-  // stream, fetches the new one and plays it (straight to the renderer, no hub in between).
-  test('gmediarender takes SetAVTransportURI + Play while playing, without a Stop: the new URI plays', async () => {
-    const first = `${lab.webUrl}/song.mp3?take=1`;
-    const second = `${lab.webUrl}/song.mp3?take=2`;
-    await r1.soap('AVTransport', 'SetAVTransportURI', { CurrentURI: first, CurrentURIMetaData: '' });
-    await r1.soap('AVTransport', 'Play', { Speed: '1' });
-    await eventually(async () => (await r1.transportState()) === 'PLAYING' && (await r1.position()).rel > 0, 10_000, 'the first URI playing');
-    await r1.soap('AVTransport', 'SetAVTransportURI', { CurrentURI: second, CurrentURIMetaData: '' });
-    await r1.soap('AVTransport', 'Play', { Speed: '1' });
-    await eventually(async () => (await r1.position()).uri === second, 10_000, 'the second URI loaded');
-    await expectAdvancing([r1]);
-    await r1.soap('AVTransport', 'Stop');
+  // A play over a play: the driver stops a renderer that plays before it loads the new URI.
+  // gmediarender can take SetAVTransportURI + Play while playing, but 1 load in 30–60 raced in
+  // gstreamer and left it PLAYING with its position stuck and nothing heard (this lab's CI run
+  // of 2026-11-27); a Stop first never did. Here: the second play is the one heard, each time.
+  test('a play on a renderer that plays: the new media plays, the old is gone', async () => {
+    await session(r1);
+    for (const take of [1, 2, 3]) {
+      const mark = lab.web.events.length;
+      expect((await hub.op('play_web_media', { MediaUrl: `${lab.webUrl}/song.mp3?take=${take}` })).Result).toBe('true');
+      expect(lab.webGets(mark, '/song.mp3').get(addr(r1))).toBeGreaterThanOrEqual(1);
+      await eventually(async () => (await r1.position()).uri.endsWith(`take=${take}`), 10_000, `take ${take} loaded`);
+      await expectAdvancing([r1]);
+      expect((await r1.position()).uri).toMatch(new RegExp(`take=${take}$`));
+    }
   });
 
   // How close the renderers start is measured in `npm run bench` (bench/drivers.js); a loaded
