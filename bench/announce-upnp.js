@@ -67,11 +67,14 @@ async function main() {
       const music = (await r1.position()).uri;
       const { ms, r } = await latency(() => hub.op('announce', { Text: text, DeviceIDList: r1.deviceId }));
       ann.push(ms);
-      // Until r1 has played it out: the renderer goes idle on the TTS URI.
+      // Until r1 has played it out: the renderer goes idle on the TTS URI once it has played
+      // it (it is also idle a moment before: the driver stops a playing renderer, then loads).
       let stoppedAt = 0;
+      let spoke = false;
       for (;;) {
         const s = await r1.transportState();
-        if (s === 'STOPPED' || s === 'NO_MEDIA_PRESENT') {
+        if (!spoke && s === 'PLAYING' && (await r1.position()).uri !== music) spoke = true;
+        if (spoke && (s === 'STOPPED' || s === 'NO_MEDIA_PRESENT')) {
           stoppedAt = Date.now();
           break;
         }
