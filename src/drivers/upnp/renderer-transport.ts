@@ -82,6 +82,12 @@ export class RendererTransport {
   private pollTimer?: TimerHandle;
   private polling = false;
   private closed = false;
+  /**
+   * An idle event came while a play was still confirming (no session yet, so it started no
+   * look): the session's first poll goes at once, not a second later. A short clip that ends
+   * just as its start is confirmed (an announcement) is then reported ended at once.
+   */
+  private lookSoon = false;
 
   constructor(private readonly opts: RendererTransportOptions) {}
 
@@ -101,6 +107,7 @@ export class RendererTransport {
     const ticket: PlayTicket = { gen: ++this.gen, media, requestedAt: clock.now() };
     this.epoch++;
     this.endSession();
+    this.lookSoon = false;
     if (host.currentState() !== 'stopped') host.setState('stopped', 'stopped');
     log.debug({ url: redactUrl(media.url), contentType: media.contentType }, 'loading media');
     if (isLoopbackUrl(media.url) && !isLoopbackHost(host.address())) {
@@ -221,7 +228,8 @@ export class RendererTransport {
     };
     log.info({ url: redactUrl(ticket.media.url), startAt: startAt || undefined, ms: now - ticket.requestedAt }, 'renderer playing');
     host.setState('playing');
-    this.schedulePoll(POLL_MS);
+    this.schedulePoll(this.lookSoon ? 0 : POLL_MS);
+    this.lookSoon = false;
   }
 
   async pause(): Promise<void> {
@@ -362,7 +370,9 @@ export class RendererTransport {
 
   /** An AVTransport event: only a prompt to look (events may be stale or out of order). */
   onEvent(vars: Record<string, string>): void {
-    if (vars.TransportState && this.session) this.schedulePoll(0);
+    if (!vars.TransportState) return;
+    if (this.session) this.schedulePoll(0);
+    else if (isIdle(vars.TransportState.toUpperCase())) this.lookSoon = true;
   }
 
   /** The renderer restarted (a new address or boot id): whatever it played is gone. */
