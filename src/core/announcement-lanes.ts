@@ -75,12 +75,12 @@ export abstract class AnnouncementLanes {
       s.off('availability', onAvailability);
     };
     a.unwatch.set(s.id, unwatch);
-    // A clip that ended on this speaker while others were still starting (SpeakerStarter.claimEnd).
-    const early = this.engine.claimEnd(s);
-    if (early)
-      queueMicrotask(() => {
-        if (a.unwatch.get(s.id) === unwatch) onState('stopped', early.reason);
-      });
+    // A clip that ended on this speaker while others were still starting.
+    this.engine.claimEnd(
+      s,
+      () => a.unwatch.get(s.id) === unwatch,
+      (end) => onState('stopped', end.reason),
+    );
   }
 
   /** Follows a driver's overlay on a kept speaker: its end is the step's end there; dropping the speaker stops it. */

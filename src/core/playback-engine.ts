@@ -436,9 +436,9 @@ export class PlaybackEngine extends ZoneBook {
     });
   }
 
-  /** An end the speaker reported since its play resolved (SpeakerStarter.claimEnd): for an overlay's owner that follows it now. */
-  claimEnd(s: Speaker): EarlyEnd | undefined {
-    return this.starter.claimEnd(s);
+  /** SpeakerStarter.claimEnd, for an overlay's owner that follows the speaker now. */
+  claimEnd(s: Speaker, stillFollowed: () => boolean, onEnd: (end: EarlyEnd) => void): void {
+    this.starter.claimEnd(s, stillFollowed, onEnd);
   }
 
   /** Plays on speakers outside the music playback (for overlays): same grouping as plays. */

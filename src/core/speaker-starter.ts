@@ -117,13 +117,18 @@ export class SpeakerStarter {
   }
 
   /**
-   * The end a speaker reported since its play resolved, if any, for the owner that starts
-   * following it now (and stops keeping it: from here on the owner's own listener hears it).
+   * For the owner (a playback, an announcement) that starts following a speaker now: stops
+   * keeping its end (from here on the owner's own listener hears it), and hands an end it
+   * reported since its play resolved to `onEnd` once the caller has finished setting up (a
+   * microtask later), if the owner still follows it then.
    */
-  claimEnd(s: Speaker): EarlyEnd | undefined {
-    const c = this.ends.get(s);
+  claimEnd(s: Speaker, stillFollowed: () => boolean, onEnd: (end: EarlyEnd) => void): void {
+    const end = this.ends.get(s)?.end;
     this.release(s);
-    return c?.end;
+    if (end)
+      queueMicrotask(() => {
+        if (stillFollowed()) onEnd(end);
+      });
   }
 
   private catchEnd(s: Speaker): void {

@@ -201,13 +201,13 @@ export abstract class ZoneBook {
       },
     };
     p.speakers.set(speaker.id, entry);
-    // An end reported between the speaker's play resolving and now (SpeakerStarter.claimEnd)
-    // counts once the caller has finished setting the playback up.
-    const early = this.starter.claimEnd(speaker);
-    if (early)
-      queueMicrotask(() => {
-        if (p.speakers.get(speaker.id) === entry) this.lost(p, speaker.id, early.reason ?? 'stopped');
-      });
+    // An end reported between the speaker's play resolving and now counts once the caller has
+    // finished setting the playback up.
+    this.starter.claimEnd(
+      speaker,
+      () => p.speakers.get(speaker.id) === entry,
+      (end) => this.lost(p, speaker.id, end.reason ?? 'stopped'),
+    );
   }
 
   /**
