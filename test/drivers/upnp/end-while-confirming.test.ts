@@ -6,57 +6,39 @@
  * in some rounds). Now the session's first poll goes at once. A loopback AVTransport endpoint
  * answers from a script; the clock is a ManualClock, so "at once" is "with no clock time passed".
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ManualClock } from '../../../src/core/clock';
 import type { SpeakerPlayState, StopReason } from '../../../src/drivers/driver';
 import { UpnpConfigSchema } from '../../../src/drivers/upnp/config';
-import { RendererControl } from '../../../src/drivers/upnp/renderer-control';
 import { RendererTransport } from '../../../src/drivers/upnp/renderer-transport';
 import { createLogger } from '../../../src/logger';
-import type { RendererDescription } from '../../../src/protocols/upnp/description-parse';
-import { soapResponse } from '../../../src/protocols/upnp/soap';
 import { eventually } from '../../helpers/wait';
-
-const AVT = 'urn:schemas-upnp-org:service:AVTransport:1';
+import { avtEndpoint, type AvtAnswer, type AvtEndpoint } from './avt-endpoint';
 
 /** What the renderer answers now; the test moves it on. */
 const renderer: { state: string; rel: string; positionReads: number; hold?: Promise<void> } = { state: 'STOPPED', rel: '0:00:00', positionReads: 0 };
-let server: Server;
-let base = '';
+let endpoint: AvtEndpoint;
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    req.resume();
-    req.on('end', async () => {
-      const action = /#(\w+)"?$/.exec(String(req.headers.soapaction))?.[1] ?? '';
-      let out: Record<string, string> = {};
-      if (action === 'GetTransportInfo') out = { CurrentTransportState: renderer.state, CurrentTransportStatus: 'OK', CurrentSpeed: '1' };
-      if (action === 'GetPositionInfo') {
-        renderer.positionReads++;
-        await renderer.hold;
-        out = { Track: '1', TrackDuration: '0:00:01', RelTime: renderer.rel, AbsTime: renderer.rel, TrackURI: 'http://h/clip.wav' };
-      }
-      if (action === 'Play') renderer.state = 'PLAYING';
-      if (action === 'Stop') renderer.state = 'STOPPED';
-      res.writeHead(200, { 'Content-Type': 'text/xml' });
-      res.end(soapResponse(AVT, action, out));
-    });
+  endpoint = await avtEndpoint(async (action): Promise<AvtAnswer> => {
+    if (action === 'GetTransportInfo') return { fields: { CurrentTransportState: renderer.state, CurrentTransportStatus: 'OK', CurrentSpeed: '1' } };
+    if (action === 'GetPositionInfo') {
+      renderer.positionReads++;
+      await renderer.hold;
+      return { fields: { Track: '1', TrackDuration: '0:00:01', RelTime: renderer.rel, AbsTime: renderer.rel, TrackURI: 'http://h/clip.wav' } };
+    }
+    if (action === 'Play') renderer.state = 'PLAYING';
+    if (action === 'Stop') renderer.state = 'STOPPED';
+    return {};
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
+afterAll(() => endpoint.close());
 
 test('the end event of a clip still being confirmed is looked at as soon as the play is confirmed', async () => {
   const clock = new ManualClock();
   const log = createLogger({ level: 'silent' });
   const config = UpnpConfigSchema.parse({});
-  const description = {
-    avTransport: { serviceType: AVT, controlUrl: `${base}/avt`, eventSubUrl: `${base}/evt`, scpdUrl: `${base}/scpd` },
-  } as RendererDescription;
-  const control = new RendererControl({ description: () => description, config, log, onNoAnswer: () => undefined });
+  const { control } = endpoint;
   const states: { state: SpeakerPlayState; reason?: StopReason }[] = [];
   let current: SpeakerPlayState = 'stopped';
   const transport = new RendererTransport({

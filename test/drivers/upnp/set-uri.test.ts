@@ -6,15 +6,10 @@
  * replacing play on the real renderer); one that refuses a new URI without a Stop (UPnP 701)
  * is stopped and asked again, and stopped first on every later load.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { UpnpConfigSchema } from '../../../src/drivers/upnp/config';
-import { RendererControl } from '../../../src/drivers/upnp/renderer-control';
-import { createLogger } from '../../../src/logger';
-import type { RendererDescription } from '../../../src/protocols/upnp/description-parse';
-import { soapFault, soapResponse, UpnpError } from '../../../src/protocols/upnp/soap';
+import type { RendererControl } from '../../../src/drivers/upnp/renderer-control';
+import { UpnpError } from '../../../src/protocols/upnp/soap';
+import { avtEndpoint } from './avt-endpoint';
 
-const AVT = 'urn:schemas-upnp-org:service:AVTransport:1';
 const LOADS = ['Stop', 'SetAVTransportURI'];
 
 interface FakeRenderer {
@@ -31,36 +26,17 @@ interface FakeRenderer {
 /** An AVTransport control endpoint that logs the actions; `locked`: SetAVTransportURI only right after a Stop. */
 async function renderer(locked = false): Promise<FakeRenderer> {
   const fake = { actions: [] as string[], state: 'STOPPED' } as FakeRenderer;
-  const server: Server = createServer((req, res) => {
-    req.resume();
-    req.on('end', async () => {
-      const action = /#(\w+)"?$/.exec(String(req.headers.soapaction))?.[1] ?? '';
-      if (action === 'GetTransportInfo') {
-        const state = fake.state;
-        await fake.holdReads;
-        res.writeHead(200, { 'Content-Type': 'text/xml' });
-        res.end(soapResponse(AVT, action, { CurrentTransportState: state, CurrentTransportStatus: 'OK', CurrentSpeed: '1' }));
-        return;
-      }
-      const refuse = locked && action === 'SetAVTransportURI' && fake.actions[fake.actions.length - 1] !== 'Stop';
-      fake.actions.push(action);
-      res.writeHead(refuse ? 500 : 200, { 'Content-Type': 'text/xml' });
-      res.end(refuse ? soapFault(new UpnpError('TransitionNotAvailable')) : soapResponse(AVT, action, {}));
-    });
+  const endpoint = await avtEndpoint(async (action) => {
+    if (action === 'GetTransportInfo') {
+      const state = fake.state;
+      await fake.holdReads;
+      return { fields: { CurrentTransportState: state, CurrentTransportStatus: 'OK', CurrentSpeed: '1' } };
+    }
+    const refuse = locked && action === 'SetAVTransportURI' && fake.actions[fake.actions.length - 1] !== 'Stop';
+    fake.actions.push(action);
+    return refuse ? { fault: new UpnpError('TransitionNotAvailable') } : {};
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const description = {
-    avTransport: { serviceType: AVT, controlUrl: `${base}/avt`, eventSubUrl: `${base}/evt`, scpdUrl: `${base}/scpd` },
-  } as RendererDescription;
-  fake.control = new RendererControl({
-    description: () => description,
-    config: UpnpConfigSchema.parse({}),
-    log: createLogger({ level: 'silent' }),
-    onNoAnswer: () => undefined,
-  });
-  fake.close = () => new Promise((r) => server.close(() => r()));
-  return fake;
+  return Object.assign(fake, endpoint);
 }
 
 async function withRenderer(locked: boolean, fn: (r: FakeRenderer) => Promise<void>): Promise<void> {
