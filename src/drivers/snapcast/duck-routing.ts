@@ -1,5 +1,5 @@
 import type { Logger } from '../../logger';
-import { voiceGainDb } from '../../audio/duck-mix';
+import { voiceGainDb, voicePlacementDb } from '../../audio/duck-mix';
 import { OverlayUnavailable, type MediaRequest, type OverlayHandle, type OverlayRequest } from '../driver';
 import type { SnapcastSpeaker } from './client-speaker';
 import { hubFedStreams, type ResolvedServerConfig } from './config';
@@ -111,7 +111,16 @@ export async function playDucked(host: DuckHost, list: SnapcastSpeaker[], media:
     ...(music.musicLufs !== undefined ? { musicLufs: music.musicLufs } : {}),
     ...(media.duration !== undefined ? { voiceSeconds: media.duration } : {}),
   });
-  host.log.info({ clients: mixed.map((s) => s.clientId), others }, 'announcement mixed over a copy of the music on the announcement stream (ducked)');
+  host.log.info(
+    {
+      clients: mixed.map((s) => s.clientId),
+      others,
+      levelDb: media.duck!.levelDb,
+      musicLufs: music.musicLufs !== undefined ? Number(music.musicLufs.toFixed(1)) : undefined,
+      placementDb: music.musicLufs !== undefined ? voicePlacementDb(music.musicLufs, media.duck!.levelDb) : 0,
+    },
+    'announcement mixed over a copy of the music on the announcement stream (ducked)',
+  );
   // Targets without music (or of another shared zone) hear the same mix: the music of the room next door, lowered, is no harm.
   return host.playPlain(list, { ...media, overlay: true }, setup);
 }

@@ -61,12 +61,22 @@ suite('ducked announcements on Snapcast clients', () => {
   const pids: Record<string, string> = {};
   const file = (n: number) => env.clients[n - 1].file;
   const status = (id: string) => t.op('announcement_status', { AnnouncementID: id });
-  /** Times snapclient N re-synced hard (dropped or inserted audio to catch up), from its log. */
+  /**
+   * Times snapclient N corrected its playout by dropping or inserting audio, from its log: a
+   * hard sync, or one of its median buffers (mini, short, long) full and off by more than its
+   * bound ("pShortBuffer->full() && (abs(shortMedian_) > 5): -8110" is 8 ms cut at once).
+   */
   const hardSyncs = (n: number) =>
-    (readFileSync(env.clients[n - 1].log, 'utf8').match(/pMiniBuffer->full\(\)|hard sync/gi) ?? []).length + serverResyncs();
-  /** Times snapserver found its source read late by 20 ms or more and re-synced the stream (a starved machine): its clients then skip. */
-  const serverResyncs = () =>
-    [...readFileSync(join(env.dir, 'snapserver.log'), 'utf8').matchAll(/onResync \([^)]*\): ([\d.]+) ms/g)].filter((m) => Number(m[1]) >= 20).length;
+    (readFileSync(env.clients[n - 1].log, 'utf8').match(/Buffer->full\(\)|hard sync/gi) ?? []).length + serverResyncs();
+  /**
+   * Times snapserver re-synced a source (a starved machine). It logs how late it read beyond
+   * one chunk, so any entry means a read 20 ms or more behind its schedule; it then re-stamps
+   * the stream from that read on, and what its encoder still held (a flac block) shifts every
+   * client of the stream by up to that much: each corrects it seconds later, cutting a window
+   * (seen: onResync 0.05 ms at the announcement's start, a client of the music 8 ms off 5 s
+   * later). Read in snapserver 0.26's server/streamreader/asio_stream.hpp.
+   */
+  const serverResyncs = () => (readFileSync(join(env.dir, 'snapserver.log'), 'utf8').match(/onResync \(/g) ?? []).length;
   const done = (id: string) => eventually(async () => ['done', 'failed'].includes((await status(id)).State), 40_000, 'the announcement over');
 
   beforeAll(async () => {
@@ -196,7 +206,8 @@ suite('ducked announcements on Snapcast clients', () => {
   test('music shared with a client not announced: the announced one hears the music lowered under the voice on the announcement stream, the other the music unchanged', async () => {
     await musicOn12();
     const from = [1, 2].map((n) => fileSize(file(n)));
-    const syncs1 = hardSyncs(1);
+    const [syncs1, syncs2] = [hardSyncs(1), hardSyncs(2)];
+    const [logsBefore, client1Before] = [t.logs.length, readFileSync(env.clients[0].log, 'utf8').length];
     const a = await t.op('announce', { PersistentID: pids['Speech Tone'], DeviceIDList: ids[0], Mode: 'duck', DuckLevel: '-20', FadeMs: '200' });
     await eventually(
       async () => groupOf(await env.status(), clientIds[0])?.stream_id === ANNOUNCE_STREAM,
@@ -218,6 +229,19 @@ suite('ducked announcements on Snapcast clients', () => {
     await eventually(() => bands(file(1), back).filter((x) => x.music > 1000).length >= 40, 15_000, 'the music back on client 1');
     const w1 = bands(file(1), from[0]);
     const speech = w1.flatMap((x, i) => (x.speech > 500 ? [i] : []));
+    if (speech.length < 30) {
+      // What client 1 heard (music, speech per window), how the hub placed the voice, and what snapclient said meanwhile.
+      console.log(
+        JSON.stringify({
+          windows: w1.map((x) => [Math.round(x.music), Math.round(x.speech)]),
+          mix: t.logs.slice(logsBefore).filter((l) => l.includes('announcement mixed over a copy')),
+          client1: readFileSync(env.clients[0].log, 'utf8')
+            .slice(client1Before)
+            .split('\n')
+            .filter((l) => !/\((Player|Controller)\)/.test(l)),
+        }),
+      );
+    }
     expect(speech.length).toBeGreaterThanOrEqual(30);
     // The music as it was: what client 2 heard at full level all along (client 1 moved streams before the speech).
     const before = median(bands(file(2), from[1]).map((x) => x.music));
@@ -234,7 +258,7 @@ suite('ducked announcements on Snapcast clients', () => {
     expect(w2.filter((x) => x.speech > 200)).toHaveLength(0);
     const level2 = median(w2.slice(0, 10).map((x) => x.music));
     const low2 = w2.slice(0, -2).filter((x) => Math.abs(db(x.music / level2)) > 1).length;
-    expect({ low2: low2 <= (hardSyncs(2) > 0 ? 6 * hardSyncs(2) : 0) }).toEqual({ low2: true });
+    expect({ low2: low2 <= 6 * (hardSyncs(2) - syncs2) }).toEqual({ low2: true });
     expect((await t.op('playback_status')).PlaybackState).toBe('PlayerStatePlaying');
   });
 
