@@ -1,4 +1,5 @@
 import type { Logger } from '../../logger';
+import { systemClock, type Clock } from '../../core/clock';
 import type { UpnpConfig } from './config';
 import type { RendererDescription, ServiceEndpoint } from '../../protocols/upnp/description-parse';
 import { parseTime } from '../../protocols/upnp/didl';
@@ -26,7 +27,17 @@ export interface RendererControlOptions {
   log: Logger;
   /** A request found the renderer not answering: the speaker checks whether it is gone. */
   onNoAnswer: (why: string) => void;
+  /** Ages what the hub knows of idleness (IDLE_TRUST_MS); the system clock by default. */
+  clock?: Clock;
 }
+
+/**
+ * How long a renderer known to be idle stays so for setUri (ms). Another app may start it
+ * meanwhile, and a renderer whose events are lost (or that sends none) would not tell: past
+ * this it gets a Stop first again. The loads that gain from skipping the Stop come right after
+ * a read (an announcement's snapshot, the end of a clip seen by a poll), well within it.
+ */
+export const IDLE_TRUST_MS = 2000;
 
 /**
  * The control plumbing of one renderer: SOAP actions on its services, one at a time when
@@ -37,14 +48,22 @@ export class RendererControl {
   /** The renderer refused a new URI until stopped once: every load stops it first (setUri). */
   private stopBeforeLoad = false;
   /**
-   * Known to be idle (STOPPED / NO_MEDIA_PRESENT): read so, or stopped by us, with no Play or
-   * Pause sent since. Unknown counts as not idle. setUri loads an idle renderer without a Stop.
+   * When the renderer was last known to be idle (STOPPED / NO_MEDIA_PRESENT): read so, or
+   * stopped by us, with no Play or Pause sent since; undefined when not. Unknown counts as not
+   * idle. setUri loads a renderer known idle within IDLE_TRUST_MS without a Stop.
    */
-  private knownIdle = false;
+  private idleAt: number | undefined;
+  private readonly clock: Clock;
   /** Play/Pause (and the like) sent so far: a read that a later Play overtook says nothing. */
   private starts = 0;
 
-  constructor(private readonly opts: RendererControlOptions) {}
+  constructor(private readonly opts: RendererControlOptions) {
+    this.clock = opts.clock ?? systemClock;
+  }
+
+  private get knownIdle(): boolean {
+    return this.idleAt !== undefined && this.clock.now() - this.idleAt <= IDLE_TRUST_MS;
+  }
 
   requestOptions(): { timeoutMs: number; localAddress?: string } {
     return { timeoutMs: this.opts.config.requestTimeoutMs, localAddress: this.opts.localAddress };
@@ -68,17 +87,17 @@ export class RendererControl {
   async avt(action: string, args: SoapArgs = {}): Promise<Record<string, string>> {
     if (STARTS.has(action)) {
       this.starts++;
-      this.knownIdle = false;
+      this.idleAt = undefined;
     }
     const starts = this.starts;
     const r = await this.call(this.opts.description().avTransport, action, { InstanceID: 0, ...args });
-    if (action === 'Stop' && starts === this.starts) this.knownIdle = true;
+    if (action === 'Stop' && starts === this.starts) this.idleAt = this.clock.now();
     return r;
   }
 
   /** An AVTransport event's TransportState: only ever a reason to stop first (events may be stale). */
   noteEvent(vars: Record<string, string>): void {
-    if (vars.TransportState && !isIdle(vars.TransportState.toUpperCase())) this.knownIdle = false;
+    if (vars.TransportState && !isIdle(vars.TransportState.toUpperCase())) this.idleAt = undefined;
   }
 
   /** A RenderingControl action on instance 0, Master channel. */
@@ -96,8 +115,8 @@ export class RendererControl {
     const starts = this.starts;
     const r = await this.avt('GetTransportInfo');
     const transport = { state: (r.CurrentTransportState ?? '').toUpperCase(), status: (r.CurrentTransportStatus ?? '').toUpperCase() };
-    if (!isIdle(transport.state)) this.knownIdle = false;
-    else if (starts === this.starts) this.knownIdle = true;
+    if (!isIdle(transport.state)) this.idleAt = undefined;
+    else if (starts === this.starts) this.idleAt = this.clock.now();
     return transport;
   }
 
@@ -120,8 +139,9 @@ export class RendererControl {
    * renderer take a new URI in any state, but gmediarender (gstreamer) races doing so while it
    * plays: 1 load in 30–60 left it PLAYING with the position stuck and nothing heard
    * ("about-to-finish cb: setting uri (null)", then "setting play state failed" in its log), which
-   * a Stop first never did in 80. An idle renderer (issue 30: an announcement on a speaker the
-   * snapshot just read as stopped) gets no Stop: one round trip less before the first sound.
+   * a Stop first never did in 80. A renderer known idle for now (issue 30: an announcement on a
+   * speaker the snapshot just read as stopped) gets no Stop: one round trip less before the
+   * first sound.
    * A renderer that refuses a new URI even then (UPnP 701 Transition not available, 705
    * Transport locked …) is stopped and asked again, and from then on always stopped first.
    */

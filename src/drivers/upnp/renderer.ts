@@ -60,6 +60,7 @@ export class UpnpSpeaker extends BaseSpeaker {
       localAddress: ctx.localAddress,
       log: this.log,
       onNoAnswer: (why) => void this.verify(why),
+      clock: ctx.clock,
     });
     this.levels = new RendererVolume(this.control, (v) => this.emit('volume', v));
     this.transport = new RendererTransport({

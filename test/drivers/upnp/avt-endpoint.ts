@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { UpnpConfigSchema } from '../../../src/drivers/upnp/config';
 import { RendererControl } from '../../../src/drivers/upnp/renderer-control';
 import { createLogger } from '../../../src/logger';
+import type { Clock } from '../../../src/core/clock';
 import type { RendererDescription } from '../../../src/protocols/upnp/description-parse';
 import { soapFault, soapResponse, type UpnpError } from '../../../src/protocols/upnp/soap';
 
@@ -23,7 +24,7 @@ export interface AvtEndpoint {
   close: () => Promise<void>;
 }
 
-export async function avtEndpoint(answer: (action: string) => AvtAnswer | Promise<AvtAnswer>): Promise<AvtEndpoint> {
+export async function avtEndpoint(answer: (action: string) => AvtAnswer | Promise<AvtAnswer>, clock?: Clock): Promise<AvtEndpoint> {
   const server: Server = createServer((req, res) => {
     req.resume();
     req.on('end', async () => {
@@ -43,6 +44,7 @@ export async function avtEndpoint(answer: (action: string) => AvtAnswer | Promis
     config: UpnpConfigSchema.parse({}),
     log: createLogger({ level: 'silent' }),
     onNoAnswer: () => undefined,
+    ...(clock ? { clock } : {}),
   });
   return { control, close: () => new Promise((r) => server.close(() => r())) };
 }

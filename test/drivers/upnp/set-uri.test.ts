@@ -6,7 +6,8 @@
  * replacing play on the real renderer); one that refuses a new URI without a Stop (UPnP 701)
  * is stopped and asked again, and stopped first on every later load.
  */
-import type { RendererControl } from '../../../src/drivers/upnp/renderer-control';
+import { IDLE_TRUST_MS, type RendererControl } from '../../../src/drivers/upnp/renderer-control';
+import { ManualClock } from '../../../src/core/clock';
 import { UpnpError } from '../../../src/protocols/upnp/soap';
 import { avtEndpoint } from './avt-endpoint';
 
@@ -24,7 +25,7 @@ interface FakeRenderer {
 }
 
 /** An AVTransport control endpoint that logs the actions; `locked`: SetAVTransportURI only right after a Stop. */
-async function renderer(locked = false): Promise<FakeRenderer> {
+async function renderer(locked = false, clock?: ManualClock): Promise<FakeRenderer> {
   const fake = { actions: [] as string[], state: 'STOPPED' } as FakeRenderer;
   const endpoint = await avtEndpoint(async (action) => {
     if (action === 'GetTransportInfo') {
@@ -35,12 +36,12 @@ async function renderer(locked = false): Promise<FakeRenderer> {
     const refuse = locked && action === 'SetAVTransportURI' && fake.actions[fake.actions.length - 1] !== 'Stop';
     fake.actions.push(action);
     return refuse ? { fault: new UpnpError('TransitionNotAvailable') } : {};
-  });
+  }, clock);
   return Object.assign(fake, endpoint);
 }
 
-async function withRenderer(locked: boolean, fn: (r: FakeRenderer) => Promise<void>): Promise<void> {
-  const r = await renderer(locked);
+async function withRenderer(locked: boolean, fn: (r: FakeRenderer) => Promise<void>, clock?: ManualClock): Promise<void> {
+  const r = await renderer(locked, clock);
   try {
     await fn(r);
   } finally {
@@ -96,6 +97,27 @@ test('a renderer that plays (Play sent, read as playing or paused, an event says
     await load(r, 'stale-event');
     expect(r.actions).toEqual(LOADS);
   }));
+
+test('idle is known for IDLE_TRUST_MS only: another app may have started the renderer since, without an event', () => {
+  const clock = new ManualClock();
+  return withRenderer(
+    false,
+    async (r) => {
+      await r.control.readTransport();
+      clock.advance(IDLE_TRUST_MS);
+      await load(r, 'a');
+      expect(r.actions).toEqual(['SetAVTransportURI']);
+      await r.control.readTransport();
+      clock.advance(IDLE_TRUST_MS + 1);
+      await load(r, 'b');
+      await r.control.avt('Stop');
+      clock.advance(IDLE_TRUST_MS + 1);
+      await load(r, 'c');
+      expect(r.actions).toEqual(['SetAVTransportURI', ...LOADS, 'Stop', ...LOADS]);
+    },
+    clock,
+  );
+});
 
 test('a read answered STOPPED after a Play went out says nothing: the next load stops first', () =>
   withRenderer(false, async (r) => {
