@@ -131,6 +131,11 @@ export function voicePlacementDb(musicLufs: number, levelDb: number, voiceLufs =
   return Math.max(VOICE_MAX_CUT_DB, Math.min(VOICE_MAX_BOOST_DB, want));
 }
 
+/** Where a mixer with these options places the voice (dB, relative to the clip): voicePlacementDb, or 0 without the music's loudness. */
+export function mixPlacementDb(opts: Pick<DuckMixerOptions, 'musicLufs' | 'levelDb' | 'voiceLufs'>): number {
+  return opts.musicLufs !== undefined ? voicePlacementDb(opts.musicLufs, opts.levelDb, opts.voiceLufs) : 0;
+}
+
 /** down: the voice starts and the music fades to the duck level under it; voice: the voice plays over the lowered music; up: the music fades back; done: full level again. */
 export type DuckPhase = 'down' | 'voice' | 'up' | 'done';
 
@@ -191,7 +196,7 @@ export class DuckMixer {
   constructor(private readonly opts: DuckMixerOptions) {
     this.fadeFrames = Math.round((Math.max(0, opts.fadeMs) / 1000) * opts.format.rate);
     this.duck = duckGain(opts.levelDb);
-    this.placementDb = opts.musicLufs !== undefined ? voicePlacementDb(opts.musicLufs, opts.levelDb, opts.voiceLufs) : 0;
+    this.placementDb = mixPlacementDb(opts);
     this.voiceGain = 10 ** ((this.placementDb + (opts.voiceGainDb ?? 0)) / 20);
     this.bytes = opts.format.bits === 16 ? 2 : 4;
     this.from = Math.max(0, Math.min(1, opts.startGain ?? 1));

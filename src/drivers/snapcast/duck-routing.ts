@@ -1,5 +1,5 @@
 import type { Logger } from '../../logger';
-import { voiceGainDb, voicePlacementDb } from '../../audio/duck-mix';
+import { mixPlacementDb, voiceGainDb } from '../../audio/duck-mix';
 import { OverlayUnavailable, type MediaRequest, type OverlayHandle, type OverlayRequest } from '../driver';
 import type { SnapcastSpeaker } from './client-speaker';
 import { hubFedStreams, type ResolvedServerConfig } from './config';
@@ -103,12 +103,14 @@ export async function playDucked(host: DuckHost, list: SnapcastSpeaker[], media:
     );
     return host.playPlain(list, plain);
   }
+  // Read once: the mix is placed on it, and the log says where.
+  const musicLufs = music.musicLufs;
   const setup = duckOverlaySetup({
     tapMusic: (fn, replayMs) => music.tapMusic(fn, replayMs),
     format: music.feedFormat!,
     duck: media.duck!,
     voiceGainDb: gainFor(mixed, media),
-    ...(music.musicLufs !== undefined ? { musicLufs: music.musicLufs } : {}),
+    ...(musicLufs !== undefined ? { musicLufs } : {}),
     ...(media.duration !== undefined ? { voiceSeconds: media.duration } : {}),
   });
   host.log.info(
@@ -116,8 +118,8 @@ export async function playDucked(host: DuckHost, list: SnapcastSpeaker[], media:
       clients: mixed.map((s) => s.clientId),
       others,
       levelDb: media.duck!.levelDb,
-      musicLufs: music.musicLufs !== undefined ? Number(music.musicLufs.toFixed(1)) : undefined,
-      placementDb: music.musicLufs !== undefined ? voicePlacementDb(music.musicLufs, media.duck!.levelDb) : 0,
+      musicLufs: musicLufs !== undefined ? Number(musicLufs.toFixed(1)) : undefined,
+      placementDb: Number(mixPlacementDb({ musicLufs, levelDb: media.duck!.levelDb }).toFixed(1)),
     },
     'announcement mixed over a copy of the music on the announcement stream (ducked)',
   );
