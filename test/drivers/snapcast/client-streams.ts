@@ -191,7 +191,7 @@ export class ClientStreamsLab {
   async duck(announced: number[]): Promise<DuckRun> {
     const i = this.announcements++;
     const from = this.sizes();
-    const resyncs = () => (readFileSync(join(this.env.dir, 'snapserver.log'), 'utf8').match(/onResync/g) ?? []).length;
+    const resyncs = () => this.env.serverResyncs();
     const resyncsBefore = resyncs();
     this.loop.reset();
     this.loop.enable();

@@ -1,4 +1,4 @@
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
@@ -93,7 +93,7 @@ export async function measureDuckGaps(kinds: DuckKind[], onRun?: (r: DuckGapRun,
     await hub.op('set_volume', { Volume: '20' });
     const files = env.clients.map((c) => c.file);
     const second = SAMPLE_FORMAT.rate * SAMPLE_FORMAT.bytesPerFrame;
-    const resyncs = () => (readFileSync(join(env.dir, 'snapserver.log'), 'utf8').match(/onResync/g) ?? []).length;
+    const resyncs = () => env.serverResyncs();
 
     const play = await hub.op('play_hub_media_selected_speakers', { PersistentID: pids.Music, DeviceIDList: ids.join(',') });
     if (play.Result !== 'true') throw new Error(`play failed: ${JSON.stringify(play)}`);

@@ -64,22 +64,8 @@ suite('ducked announcements on Snapcast clients', () => {
   const pids: Record<string, string> = {};
   const file = (n: number) => env.clients[n - 1].file;
   const status = (id: string) => t.op('announcement_status', { AnnouncementID: id });
-  /**
-   * Times snapclient N corrected its playout by dropping or inserting audio, from its log: a
-   * hard sync, or one of its median buffers (mini, short, long) full and off by more than its
-   * bound ("pShortBuffer->full() && (abs(shortMedian_) > 5): -8110" is 8 ms cut at once).
-   */
-  const hardSyncs = (n: number) =>
-    (readFileSync(env.clients[n - 1].log, 'utf8').match(/Buffer->full\(\)|hard sync/gi) ?? []).length + serverResyncs();
-  /**
-   * Times snapserver re-synced a source (a starved machine). It logs how late it read beyond
-   * one chunk, so any entry means a read 20 ms or more behind its schedule; it then re-stamps
-   * the stream from that read on, and what its encoder still held (a flac block) shifts every
-   * client of the stream by up to that much: each corrects it seconds later, cutting a window
-   * (seen: onResync 0.05 ms at the announcement's start, a client of the music 8 ms off 5 s
-   * later). Read in snapserver 0.26's server/streamreader/asio_stream.hpp.
-   */
-  const serverResyncs = () => (readFileSync(join(env.dir, 'snapserver.log'), 'utf8').match(/onResync \(/g) ?? []).length;
+  /** Playout corrections of snapclient N, and snapserver's re-syncs (every client of the stream corrects after one). */
+  const hardSyncs = (n: number) => env.clientCorrections(n) + env.serverResyncs();
   const done = (id: string) => eventually(async () => ['done', 'failed'].includes((await status(id)).State), 40_000, 'the announcement over');
 
   beforeAll(async () => {

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { openSync, closeSync, statSync, readSync } from 'node:fs';
+import { openSync, closeSync, statSync, readSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -150,6 +150,27 @@ export class SnapcastEnv {
     this.server = spawn('snapserver', ['-c', join(this.dir, 'snapserver.conf')], { stdio: ['ignore', log, log] });
     closeSync(log);
     await eventually(() => rpc(this.controlPort, 'Server.GetRPCVersion').then(() => true), 10_000, 'snapserver to accept control connections');
+  }
+
+  /**
+   * Times snapserver re-synced a source (a starved machine), from its log. It logs how late it
+   * read beyond one chunk, so any entry means a read 20 ms or more behind its schedule; it then
+   * re-stamps the stream from that read on, and what its encoder still held (a flac block)
+   * shifts every client of the stream by up to that much: each corrects it seconds later,
+   * cutting a window (seen: onResync 0.05 ms at an announcement's start, a client of the music
+   * 8 ms off 5 s later). Read in snapserver 0.26's server/streamreader/asio_stream.hpp.
+   */
+  serverResyncs(): number {
+    return (readFileSync(join(this.dir, 'snapserver.log'), 'utf8').match(/onResync \(/g) ?? []).length;
+  }
+
+  /**
+   * Times snapclient N (1-based) corrected its playout by dropping or inserting audio, from its
+   * log: a hard sync, or one of its median buffers (mini, short, long) full and off by more than
+   * its bound ("pShortBuffer->full() && (abs(shortMedian_) > 5): -8110" is 8 ms cut at once).
+   */
+  clientCorrections(n: number): number {
+    return (readFileSync(this.clients[n - 1].log, 'utf8').match(/Buffer->full\(\)|hard sync/gi) ?? []).length;
   }
 
   async stopServer(): Promise<void> {

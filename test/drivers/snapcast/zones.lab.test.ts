@@ -94,7 +94,7 @@ suite('zones on one snapserver: a stream per zone', () => {
       [...readFileSync(join(env.dir, 'snapserver.log'), 'utf8').matchAll(/onResync \(([^)]*)\): ([\d.]+) ms/g)].filter(
         (m) => m[1] === stream && Number(m[2]) >= 20,
       ).length;
-    const hardSyncs = () => (readFileSync(env.clients[n - 1].log, 'utf8').match(/Buffer->full\(\)|hard sync/gi) ?? []).length;
+    const hardSyncs = () => env.clientCorrections(n);
     const from = fileSize(file(n));
     const before = { resyncs: resyncs(), hardSyncs: hardSyncs() };
     const loop = monitorEventLoopDelay({ resolution: 10 });
