@@ -73,6 +73,11 @@ export class ClientFeeds {
     for (const id of [...this.out.keys()]) this.drop(id);
   }
 
+  /** The client streams fed now. */
+  streams(): string[] {
+    return [...this.out.values()].map((f) => f.stream);
+  }
+
   /** When snapserver reads every fed client stream's new connection at once (performance clock, ms): a feed attached later starts them all in step. */
   readyAt(): number {
     return Math.max(0, ...[...this.out.values()].map((f) => this.opts.clientStreams.readyAt(f.stream)));
@@ -94,7 +99,7 @@ export class ClientFeeds {
   private close(f: Follower): void {
     const pad = closingPad(f.feed.format, f.written);
     const padMs = (pad.length / bytesPerSecond(f.feed.format)) * 1000;
-    this.opts.clientStreams.closed(f.stream, (f.feed.attached ? f.feed.unreadMs : 0) + padMs);
+    this.opts.clientStreams.closed(f.stream, (f.feed.attached ? f.feed.unreadMs : 0) + padMs, f.feed);
     if (!pad.length || !f.sink.writable) {
       f.sink.destroy();
       return;

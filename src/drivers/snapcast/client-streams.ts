@@ -1,6 +1,7 @@
 import type { Logger } from '../../logger';
 import type { ResolvedServerConfig } from './config';
 import type { ServerModel } from './model';
+import { SOURCE_CHUNK_MS } from './in-step';
 import { streamSource } from './stream-source';
 
 /**
@@ -50,8 +51,12 @@ export class ClientStreamPool {
   /** client id → its client stream and the zone stream (owner) that gave it. */
   private readonly byClient = new Map<string, { owner: object; stream: string }>();
   private readonly warned = new Set<string>();
-  /** Per stream fed before (client streams and zone streams): when snapserver will have read its last connection out (performance clock, ms). */
-  private readonly drainEnd = new Map<string, number>();
+  /**
+   * Per stream fed before (client streams and zone streams): when snapserver will have read its
+   * last connection out by the hub's clock (performance clock, ms; it may read later, never
+   * sooner), and the feed that connection carried.
+   */
+  private readonly lastClose = new Map<string, { end: number; feed: object }>();
 
   constructor(
     private readonly server: ResolvedServerConfig,
@@ -109,13 +114,30 @@ export class ClientStreamPool {
    * with the moment it reads it. A feed that must be in step waits for readyAt(). Bounded by
    * the streams of the server.
    */
-  closed(stream: string, unreadMs: number): void {
-    this.drainEnd.set(stream, performance.now() + unreadMs + DRAIN_MARGIN_MS);
+  closed(stream: string, unreadMs: number, feed: object): void {
+    this.lastClose.set(stream, { end: performance.now() + unreadMs, feed });
   }
 
   /** When snapserver reads a new connection to the stream as soon as PCM arrives (performance clock, ms). */
   readyAt(stream: string): number {
-    return this.drainEnd.get(stream) ?? 0;
+    const c = this.lastClose.get(stream);
+    return c ? c.end + DRAIN_MARGIN_MS : 0;
+  }
+
+  /**
+   * Whether a feed handed over now to every one of `streams` takes up each stream's time where
+   * its last connection leaves it, in step as they were: they were all closed by the stop of one
+   * feed (a pause, a seek) on the same PCM, and snapserver is still reading what they held, a
+   * read chunk at least. It takes a connection waiting behind the one it reads when that one
+   * ends and stamps its first PCM then, which is where the stream's time was (no jump a client
+   * would correct seconds later by cutting or inserting audio, issue 30's resume case). Past
+   * that moment each stream starts afresh when its new PCM is read: readyAt().
+   */
+  continuesInStep(streams: readonly string[], now = performance.now()): boolean {
+    const last = streams.map((s) => this.lastClose.get(s));
+    const first = last[0];
+    if (!first || last.some((c) => c === undefined || c.feed !== first.feed || Math.abs(c.end - first.end) >= 1)) return false;
+    return now < first.end - SOURCE_CHUNK_MS;
   }
 
   /** Every client stream `owner` has is given back (its zone is over, or plays an announcement). */
@@ -132,7 +154,7 @@ export class ClientStreamPool {
   private free(format: string): string | undefined {
     const taken = new Set([...this.byClient.values()].map((r) => r.stream));
     // Never fed first, then the one closed longest ago: its last connection is read out.
-    const order = this.declared().sort((a, b) => (this.drainEnd.get(a) ?? -Infinity) - (this.drainEnd.get(b) ?? -Infinity));
+    const order = this.declared().sort((a, b) => (this.lastClose.get(a)?.end ?? -Infinity) - (this.lastClose.get(b)?.end ?? -Infinity));
     for (const id of order) {
       if (taken.has(id)) continue;
       let why: string | undefined;

@@ -320,11 +320,18 @@ export abstract class StreamCore {
    * With client streams fed along (issue 30): snapserver takes a stream's new connection only
    * once it has read the last one out, and stamps the first PCM it reads with that moment; the
    * feed is handed over once every one of its streams will read it at once, so they start in
-   * step (at most the lead, and a margin, after a previous feed of theirs stopped).
+   * step (at most the lead, and a margin, after a previous feed of theirs stopped). Streams
+   * that one feed's stop closed together (a resume or a seek soon after it) take it over at
+   * once instead, before snapserver has read them out: each goes on from where it was, in step
+   * as before, and no client has a jump in time to correct later (ClientStreamPool.continuesInStep).
    */
   private async holdForClientStreams(feed: Feed): Promise<void> {
     const pool = this.opts.clientStreams;
     if (!pool || !this.clientFeeds?.fed().length) return;
+    if (pool.continuesInStep([this.streamId, ...this.clientFeeds.streams()])) {
+      this.log.debug('snapcast: feed handed over at once, every stream goes on from its last connection');
+      return;
+    }
     // And a moment after the regroup: snapserver stamps the first PCM when its thread reads it,
     // which it does late while it is still busy telling everyone of the new groups (up to ~30 ms
     // seen); every later joiner is stamped by the hub's clock, so the start must be too.
@@ -390,7 +397,7 @@ export abstract class StreamCore {
     this.ending = undefined;
     this.endDuck();
     this.clientFeeds?.stopAll();
-    if (this.feed?.attached) this.opts.clientStreams?.closed(this.streamId, this.feed.unreadMs + this.feed.closingPadMs);
+    if (this.feed?.attached) this.opts.clientStreams?.closed(this.streamId, this.feed.unreadMs + this.feed.closingPadMs, this.feed);
     this.feed?.stop();
     this.feed = undefined;
     // A start in progress has no members yet, but its media is the current one.

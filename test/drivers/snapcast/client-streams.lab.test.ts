@@ -11,7 +11,8 @@
  * gives its client stream back and goes back where it was; one that joins late plays on the
  * zone's own stream (a client stream started late was 10-27 ms off), in step. snapserver.conf
  * declares `codec = pcm` (flac holds a block back per stream: docs/drivers/snapcast.md).
- * Pause and resume keep every client's stream, in step; a client-stream group another
+ * Pause and resume keep every client's stream, in step, and no snapclient has a jump in time to
+ * correct afterwards (each did, seconds later, before); a client-stream group another
  * controller takes, and a client that goes away, stop there and give their streams back.
  * Without client streams the old behaviour is duck-gaps.lab.test.ts's.
  */
@@ -25,11 +26,13 @@ const suite = labSuite('the Snapcast lab', snapcastInstalled() ? undefined : 'sn
 jest.setTimeout(120_000);
 
 /**
- * Windows a run may miss on a client that should miss none: snapserver re-synced while the hub
- * was on time (as duck-gaps.lab.test.ts). Windows where every client dipped at once are set
- * aside already (DuckRun.excused: 5 at once on all three were seen at load average 7).
+ * Windows a run may miss on client n (1-based) that should miss none: snapserver re-synced, or
+ * that snapclient corrected its own playout (its log says so: a client starved on this 2-core
+ * machine; the hub changes no stream's time in a run, only a re-sync would), while the hub was
+ * on time (as duck-gaps.lab.test.ts and duck.lab.test.ts). Windows where every client dipped at
+ * once are set aside already (DuckRun.excused: 5 at once on all three were seen at load average 7).
  */
-const allowed = (r: DuckRun) => (r.resyncs > 0 && r.loopMaxMs < FEED_LEAD_MS ? 3 : 0);
+const allowed = (r: DuckRun, n: number) => ((r.resyncs > 0 || r.corrections[n - 1] > 0) && r.loopMaxMs < FEED_LEAD_MS ? 3 : 0);
 /**
  * Windows set aside in one run, at most: a whole-server dip is a few windows (5 seen); more than
  * this is not a passing dip, and the run fails rather than excusing it (a stream switch on one
@@ -82,10 +85,10 @@ suite('client streams: a zone whose clients each have a stream, ducked in place'
     expect(r.excused).toBeLessThanOrEqual(MAX_EXCUSED);
     expect(Math.min(...r.windows)).toBeGreaterThan(100);
     expect(r.voice[1]).toBeGreaterThan(20);
-    expect({ ...r, ok: r.missing[1] <= allowed(r) }).toMatchObject({ ok: true });
+    expect({ ...r, ok: r.missing[1] <= allowed(r, 2) }).toMatchObject({ ok: true });
     for (const n of [0, 2]) {
       expect(r.voice[n]).toBe(0);
-      expect({ ...r, client: n + 1, ok: r.missing[n] <= allowed(r) && r.off[n] <= allowed(r) }).toMatchObject({ ok: true });
+      expect({ ...r, client: n + 1, ok: r.missing[n] <= allowed(r, n + 1) && r.off[n] <= allowed(r, n + 1) }).toMatchObject({ ok: true });
     }
     // Nobody changed stream.
     expect((await lab.streams())[0]).toBe(HUB_STREAM);
@@ -97,14 +100,16 @@ suite('client streams: a zone whose clients each have a stream, ducked in place'
     expect(r.excused).toBeLessThanOrEqual(MAX_EXCUSED);
     for (const n of [0, 2]) {
       expect(r.voice[n]).toBeGreaterThan(20);
-      expect({ ...r, client: n + 1, ok: r.missing[n] <= allowed(r) }).toMatchObject({ ok: true });
+      expect({ ...r, client: n + 1, ok: r.missing[n] <= allowed(r, n + 1) }).toMatchObject({ ok: true });
     }
     expect(r.voice[1]).toBe(0);
-    expect({ ...r, ok: r.missing[1] <= allowed(r) && r.off[1] <= allowed(r) }).toMatchObject({ ok: true });
+    expect({ ...r, ok: r.missing[1] <= allowed(r, 2) && r.off[1] <= allowed(r, 2) }).toMatchObject({ ok: true });
   });
 
-  test('pause and resume of the whole zone: every client keeps its stream, and they start again in step', async () => {
+  test('pause and resume of the whole zone: every client keeps its stream and goes on in step, with no jump in time a snapclient corrects later', async () => {
     const before = await lab.streams();
+    const corrections = () => [1, 2, 3].map((n) => lab.env.clientCorrections(n));
+    const correctionsBefore = corrections();
     expect(await lab.op('pause_play')).toEqual({ Result: 'true' });
     await eventually(async () => (await lab.op('playback_status')).PlaybackState === 'PlayerStatePaused', 10_000, 'paused');
     const from = lab.sizes();
@@ -116,6 +121,12 @@ suite('client streams: a zone whose clients each have a stream, ducked in place'
       [1, 2],
       [1, 3],
     ]);
+    // Resumed while snapserver still read the paused PCM, every stream takes up its time where it
+    // was. Before, each was stamped afresh 40 ms or more later; the snapclients played on across
+    // that and each made up for it ~4.5 s later by a hard sync ("pShortBuffer->full()": 23-42 ms
+    // of silence put in), each by its own amount: up to 8 ms apart until then (CI). The clicks
+    // above run to past 7 s after the resume.
+    expect(corrections().map((x, i) => x - correctionsBefore[i])).toEqual([0, 0, 0]);
   });
 
   test('a client that leaves gives its client stream back and goes back where it was; joining late it plays on the zone stream, in step', async () => {

@@ -72,10 +72,27 @@ describe('client streams', () => {
   test('the stream read out longest ago is given first, and readyAt says when snapserver takes a new connection', () => {
     const p = pool(['C1', 'C2']);
     const before = performance.now();
-    p.closed('C1', 100);
+    p.closed('C1', 100, {});
     expect(p.readyAt('C1')).toBeGreaterThanOrEqual(before + 100);
     expect(p.readyAt('C2')).toBe(0);
     expect([...p.routes({}, ask(['a', 'b']))]).toEqual([['b', 'C2']]);
+  });
+
+  test('streams one feed stop closed together go on at once while snapserver still reads them; not past that, nor with another history', () => {
+    const p = pool(['C1', 'C2']);
+    const paused = {};
+    const now = performance.now();
+    for (const s of ['SpeakerHub', 'C1']) p.closed(s, 300, paused);
+    expect(p.continuesInStep(['SpeakerHub', 'C1'], now)).toBe(true);
+    // Within a read chunk of the end, or past it: snapserver may have taken up the next connection afresh.
+    expect(p.continuesInStep(['SpeakerHub', 'C1'], now + 290)).toBe(false);
+    // A stream never fed, one closed by another feed, or with other PCM left in it: not in step with the rest.
+    expect(p.continuesInStep(['SpeakerHub', 'C2'], now)).toBe(false);
+    p.closed('C2', 300, {});
+    expect(p.continuesInStep(['SpeakerHub', 'C1', 'C2'], now)).toBe(false);
+    p.closed('C2', 420, paused);
+    expect(p.continuesInStep(['SpeakerHub', 'C2'], now)).toBe(false);
+    expect(p.continuesInStep([], now)).toBe(false);
   });
 
   test('a connection closes on whole 20 ms chunks and flac blocks: 5760 frames at 48 kHz', () => {

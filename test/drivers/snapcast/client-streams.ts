@@ -72,6 +72,8 @@ export interface DuckRun {
   loopMaxMs: number;
   /** snapserver re-syncs over the run. */
   resyncs: number;
+  /** Per client: the times its snapclient corrected its own playout over the run (SnapcastEnv.clientCorrections). */
+  corrections: number[];
 }
 
 export interface SyncOffset {
@@ -193,6 +195,8 @@ export class ClientStreamsLab {
     const from = this.sizes();
     const resyncs = () => this.env.serverResyncs();
     const resyncsBefore = resyncs();
+    const corrections = () => [1, 2, 3].map((c) => this.env.clientCorrections(c));
+    const correctionsBefore = corrections();
     this.loop.reset();
     this.loop.enable();
     await duckedAnnouncement(
@@ -207,6 +211,7 @@ export class ClientStreamsLab {
     this.loop.disable();
     const loopMaxMs = Math.round(this.loop.max / 1e5) / 10;
     const n = resyncs() - resyncsBefore;
+    const corrected = corrections().map((x, c) => x - correctionsBefore[c]);
     const w: number[][] = [];
     const floor: number[] = [];
     const before: number[] = [];
@@ -229,7 +234,18 @@ export class ClientStreamsLab {
     };
     const dip = (c: number, j: number) => [j - 1, j, j + 1].some((k) => k >= 0 && k < len && dipAt(c, k));
     const excusedAt = (j: number) => hubOnTime && [0, 1, 2].every((c) => dip(c, j));
-    const run: DuckRun = { announced, missing: [], off: [], maxDevDb: [], voice: [], windows: [], excused: 0, loopMaxMs, resyncs: n };
+    const run: DuckRun = {
+      announced,
+      missing: [],
+      off: [],
+      maxDevDb: [],
+      voice: [],
+      windows: [],
+      excused: 0,
+      loopMaxMs,
+      resyncs: n,
+      corrections: corrected,
+    };
     for (let j = 0; j < len; j++) if (excusedAt(j)) run.excused++;
     for (const c of [0, 1, 2]) {
       const isAnnounced = announced.includes(c + 1);
