@@ -123,7 +123,9 @@ async function clientStreams() {
     console.log(
       `  other clients: windows missing ${sum(others.map(({ r, n }) => r.missing[n]))}, off by > 0.5 dB ${sum(others.map(({ r, n }) => r.off[n]))}, largest deviation ${max(others.map(({ r, n }) => r.maxDevDb[n]))} dB; windows set aside (every client dipped at once, snapserver re-synced) ${sum(runs.map((r) => r.excused))}`,
     );
-    console.log(`  event-loop max ${max(runs.map((r) => r.loopMaxMs))} ms; re-syncs ${sum(runs.map((r) => r.resyncs))}`);
+    console.log(
+      `  event-loop max ${max(runs.map((r) => r.loopMaxMs))} ms; re-syncs ${sum(runs.map((r) => r.resyncs))}; snapclient playout corrections ${sum(runs.flatMap((r) => r.corrections))}`,
+    );
     console.log(
       `  inter-client offset (largest |ms|, clients 2 and 3 against 1): after the start ${start.join(', ')}; after the runs ${end.join(', ')}`,
     );
