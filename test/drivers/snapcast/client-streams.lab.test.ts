@@ -42,7 +42,7 @@ const MAX_EXCUSED = 10;
 /**
  * Clients on different streams: a follower started off the zone's reading is off by a chunk
  * (20 ms) or more. Started right they are within 0.2 ms mostly, but snapserver stamps each
- * stream's first PCM when its thread gets to it: 2 of 12 starts under two CPU burners were
+ * stream's first PCM when its thread gets to it: 2 of 11 starts under two CPU burners were
  * 4.7-5.1 ms apart, and a stream keeps that while it plays (a resume goes on from it).
  */
 const SYNC_BOUND_MS = 10;
