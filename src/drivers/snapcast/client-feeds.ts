@@ -78,11 +78,6 @@ export class ClientFeeds {
     return [...this.out.values()].map((f) => f.stream);
   }
 
-  /** When snapserver reads every fed client stream's new connection at once (performance clock, ms): a feed attached later starts them all in step. */
-  readyAt(): number {
-    return Math.max(0, ...[...this.out.values()].map((f) => this.opts.clientStreams.readyAt(f.stream)));
-  }
-
   private drop(clientId: string): void {
     const f = this.out.get(clientId);
     if (!f) return;

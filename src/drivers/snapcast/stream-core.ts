@@ -328,14 +328,15 @@ export abstract class StreamCore {
   private async holdForClientStreams(feed: Feed): Promise<void> {
     const pool = this.opts.clientStreams;
     if (!pool || !this.clientFeeds?.fed().length) return;
-    if (pool.continuesInStep([this.streamId, ...this.clientFeeds.streams()])) {
+    const streams = [this.streamId, ...this.clientFeeds.streams()];
+    if (pool.continuesInStep(streams)) {
       this.log.debug('snapcast: feed handed over at once, every stream goes on from its last connection');
       return;
     }
     // And a moment after the regroup: snapserver stamps the first PCM when its thread reads it,
     // which it does late while it is still busy telling everyone of the new groups (up to ~30 ms
     // seen); every later joiner is stamped by the hub's clock, so the start must be too.
-    const at = Math.max(pool.readyAt(this.streamId), this.clientFeeds.readyAt(), performance.now() + SETTLE_MS);
+    const at = Math.max(...streams.map((s) => pool.readyAt(s)), performance.now() + SETTLE_MS);
     for (let left = at - performance.now(); left > 0 && feed.running; left = at - performance.now()) {
       await new Promise((resolve) => setTimeout(resolve, Math.min(left, 50)));
     }
