@@ -113,8 +113,7 @@ suite('client streams: a zone whose clients each have a stream, ducked in place'
 
   test('pause and resume of the whole zone: every client keeps its stream and goes on in step, with no jump in time a snapclient corrects later', async () => {
     const before = await lab.streams();
-    const corrections = () => [1, 2, 3].map((n) => lab.env.clientCorrections(n));
-    const correctionsBefore = corrections();
+    const correctionsBefore = lab.corrections();
     expect(await lab.op('pause_play')).toEqual({ Result: 'true' });
     await eventually(async () => (await lab.op('playback_status')).PlaybackState === 'PlayerStatePaused', 10_000, 'paused');
     const from = lab.sizes();
@@ -131,7 +130,7 @@ suite('client streams: a zone whose clients each have a stream, ducked in place'
     // that and each made up for it ~4.5 s later by a hard sync ("pShortBuffer->full()": 23-42 ms
     // of silence put in), each by its own amount: up to 8 ms apart until then (CI). The clicks
     // above run to past 7 s after the resume.
-    expect(corrections().map((x, i) => x - correctionsBefore[i])).toEqual([0, 0, 0]);
+    expect(lab.corrections().map((x, i) => x - correctionsBefore[i])).toEqual([0, 0, 0]);
   });
 
   test('a client that leaves gives its client stream back and goes back where it was; joining late it plays on the zone stream, in step', async () => {

@@ -144,6 +144,11 @@ export class ClientStreamsLab {
     await eventually(() => clients.every((n) => this.captures[n - 1].size - from[n - 1] > seconds * BYTES_PER_SECOND), 20_000, 'output', 50);
   }
 
+  /** Per client (client order): the playout corrections its snapclient has logged so far (SnapcastEnv.clientCorrections). */
+  corrections(): number[] {
+    return this.env.clients.map((_, i) => this.env.clientCorrections(i + 1));
+  }
+
   /** The snapserver stream of each client's group (client order). */
   async streams(): Promise<string[]> {
     const s = await this.env.status();
@@ -195,8 +200,7 @@ export class ClientStreamsLab {
     const from = this.sizes();
     const resyncs = () => this.env.serverResyncs();
     const resyncsBefore = resyncs();
-    const corrections = () => [1, 2, 3].map((c) => this.env.clientCorrections(c));
-    const correctionsBefore = corrections();
+    const correctionsBefore = this.corrections();
     this.loop.reset();
     this.loop.enable();
     await duckedAnnouncement(
@@ -211,7 +215,7 @@ export class ClientStreamsLab {
     this.loop.disable();
     const loopMaxMs = Math.round(this.loop.max / 1e5) / 10;
     const n = resyncs() - resyncsBefore;
-    const corrected = corrections().map((x, c) => x - correctionsBefore[c]);
+    const corrected = this.corrections().map((x, c) => x - correctionsBefore[c]);
     const w: number[][] = [];
     const floor: number[] = [];
     const before: number[] = [];
